@@ -1,0 +1,150 @@
+/**
+ * Commands that talk to a running coordinator over HTTP: `send`, `events`, `agents`, `publish`.
+ * They return an exit code and print errors the coordinator sent, so scripts can rely on both.
+ */
+import type { AmfConfig } from '../config/config.js';
+import { createEvent } from '../events/cloudEvent.js';
+import { isAmfEventType } from '../events/eventTypes.js';
+
+function headers(config: AmfConfig, extra: Record<string, string> = {}): Record<string, string> {
+  return config.coordinator.apiKey ? { authorization: `Bearer ${config.coordinator.apiKey}`, ...extra } : extra;
+}
+
+function endpoint(config: AmfConfig, path: string): URL {
+  return new URL(path, config.coordinator.url);
+}
+
+async function failure(res: Response): Promise<string> {
+  const text = await res.text();
+  try {
+    const body = JSON.parse(text) as { error?: { message?: string; reasons?: string[] } };
+    const reasons = body.error?.reasons ? `\n  - ${body.error.reasons.join('\n  - ')}` : '';
+    return `HTTP ${res.status}: ${body.error?.message ?? text}${reasons}`;
+  } catch {
+    return `HTTP ${res.status}: ${text.slice(0, 500)}`;
+  }
+}
+
+/** Yields the `data:` payloads of an SSE response body. */
+async function* sseData(res: Response): AsyncGenerator<string> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true });
+    let end = buffer.indexOf('\n\n');
+    while (end >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = frame
+        .split('\n')
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trimStart())
+        .join('\n');
+      if (data) yield data;
+      end = buffer.indexOf('\n\n');
+    }
+  }
+}
+
+/** `amf send --tag TAG TEXT`: one chat completion for model amf/TAG. */
+export async function sendCommand(config: AmfConfig, tag: string, text: string, stream: boolean): Promise<number> {
+  const res = await fetch(endpoint(config, '/v1/chat/completions'), {
+    method: 'POST',
+    headers: headers(config, { 'content-type': 'application/json' }),
+    body: JSON.stringify({ model: `amf/${tag}`, messages: [{ role: 'user', content: text }], stream }),
+  });
+  if (!res.ok) {
+    process.stderr.write(`amf send: ${await failure(res)}\n`);
+    return 1;
+  }
+  if (!stream) {
+    const body = (await res.json()) as { choices: Array<{ message: { content: string } }> };
+    process.stdout.write(`${body.choices[0]?.message.content ?? ''}\n`);
+    return 0;
+  }
+  for await (const data of sseData(res)) {
+    if (data === '[DONE]') break;
+    const chunk = JSON.parse(data) as { error?: { message: string }; choices?: Array<{ delta?: { content?: string } }> };
+    if (chunk.error) {
+      process.stderr.write(`\namf send: ${chunk.error.message}\n`);
+      return 1;
+    }
+    process.stdout.write(chunk.choices?.[0]?.delta?.content ?? '');
+  }
+  process.stdout.write('\n');
+  return 0;
+}
+
+/** `amf events`: prints each event as one JSON line until interrupted. */
+export async function eventsCommand(config: AmfConfig, subject: string): Promise<number> {
+  const url = endpoint(config, '/events');
+  url.searchParams.set('subject', subject);
+  const res = await fetch(url, { headers: headers(config, { accept: 'text/event-stream' }) });
+  if (!res.ok) {
+    process.stderr.write(`amf events: ${await failure(res)}\n`);
+    return 1;
+  }
+  for await (const data of sseData(res)) process.stdout.write(`${data}\n`);
+  return 0;
+}
+
+/** `amf agents`: a table (or JSON) of the registry. */
+export async function agentsCommand(config: AmfConfig, json: boolean): Promise<number> {
+  const res = await fetch(endpoint(config, '/agents'), { headers: headers(config) });
+  if (!res.ok) {
+    process.stderr.write(`amf agents: ${await failure(res)}\n`);
+    return 1;
+  }
+  const body = (await res.json()) as { agents: Array<{ agent_id: string; status: string; capability_tags: string[]; endpoint: string }> };
+  if (json) {
+    process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+    return 0;
+  }
+  if (body.agents.length === 0) {
+    process.stdout.write('no agents\n');
+    return 0;
+  }
+  const rows = body.agents.map((a) => [a.status, a.agent_id, a.capability_tags.join(','), a.endpoint]);
+  const widths = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
+  for (const r of rows) process.stdout.write(`${r.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c)).join('  ')}\n`);
+  return 0;
+}
+
+/** `amf publish TYPE --data JSON`: a structured-mode CloudEvent to `POST /publish`. */
+export async function publishCommand(config: AmfConfig, type: string, data: string, taskId?: string): Promise<number> {
+  if (!isAmfEventType(type)) {
+    process.stderr.write(`amf publish: unknown event type "${type}": expected one of the 13 amf.* types\n`);
+    return 1;
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(data);
+  } catch (err) {
+    process.stderr.write(`amf publish: --data is not valid JSON: ${(err as Error).message}\n`);
+    return 1;
+  }
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+    process.stderr.write('amf publish: --data must be a JSON object\n');
+    return 1;
+  }
+  const event = createEvent({
+    type,
+    sender: { identity: 'urn:amf:cli', source: 'urn:amf:cli', role: 'coordinator', trustDomain: config.identity.trustDomain },
+    payload,
+    ...(taskId ? { taskId } : {}),
+  });
+  const res = await fetch(endpoint(config, '/publish'), {
+    method: 'POST',
+    headers: headers(config, { 'content-type': 'application/cloudevents+json' }),
+    body: JSON.stringify(event),
+  });
+  if (!res.ok) {
+    process.stderr.write(`amf publish: ${await failure(res)}\n`);
+    return 1;
+  }
+  process.stdout.write(`${await res.text()}\n`);
+  return 0;
+}

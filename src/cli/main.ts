@@ -1,0 +1,195 @@
+/**
+ * The `amf` command line. Each command is a thin layer: it loads the one configuration (file < env <
+ * flags), then calls the runtime or talks to a running coordinator over its HTTP API.
+ */
+import { Command, Option } from 'commander';
+import { loadConfig, type AmfConfig, type ConfigOverrides } from '../config/config.js';
+import { VERSION } from '../version.js';
+import { runUp } from './upCommand.js';
+import { runWorkerCommand } from './workerCommand.js';
+import { agentsCommand, eventsCommand, publishCommand, sendCommand } from './clientCommands.js';
+import { formatDoctorReport, runDoctor } from './doctor.js';
+
+interface CommonFlags {
+  config?: string;
+  dataDir?: string;
+  natsUrl?: string;
+  coordinator?: string;
+  apiKey?: string;
+}
+
+function splitTags(value: string): string[] {
+  return value
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t.length > 0);
+}
+
+function parsePort(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`invalid port "${value}": expected an integer 0..65535`);
+  return n;
+}
+
+/** Loads the configuration with the flags every command shares. */
+async function configFrom(flags: CommonFlags, extra: ConfigOverrides = {}): Promise<AmfConfig> {
+  const overrides: Record<string, unknown> = { ...extra };
+  if (flags.dataDir) overrides.dataDir = flags.dataDir;
+  const coordinator: Record<string, unknown> = { ...((extra as { coordinator?: object }).coordinator ?? {}) };
+  if (flags.coordinator) coordinator.url = flags.coordinator;
+  if (flags.apiKey) coordinator.apiKey = flags.apiKey;
+  if (Object.keys(coordinator).length > 0) overrides.coordinator = coordinator;
+  if (flags.natsUrl) overrides.nats = { ...((extra as { nats?: object }).nats ?? {}), url: flags.natsUrl };
+  return loadConfig({ ...(flags.config ? { configPath: flags.config } : {}), flags: overrides as ConfigOverrides });
+}
+
+function common(cmd: Command): Command {
+  return cmd
+    .option('--config <path>', 'configuration file (default <data-dir>/amf.yaml)')
+    .option('--data-dir <dir>', 'data directory (default ~/.amf)');
+}
+
+function client(cmd: Command): Command {
+  return common(cmd)
+    .option('--coordinator <url>', 'coordinator URL (default http://127.0.0.1:8765)')
+    .option('--api-key <key>', 'API key of the coordinator');
+}
+
+/** Builds the program (exported for tests of the argument parsing). */
+export function buildProgram(): Command {
+  const program = new Command('amf')
+    .description('AMF: a local-first multi-agent mesh')
+    .version(VERSION)
+    .showHelpAfterError()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+  common(program.command('up'))
+    .description('start the coordinator (spawns nats-server unless --nats-url)')
+    .option('--port <port>', 'HTTP port (0 = any free port)', parsePort)
+    .option('--host <host>', 'HTTP bind address (default 127.0.0.1)')
+    .option('--nats-url <url>', 'use an existing NATS server or cluster')
+    .option('--nats-port <port>', 'port of the spawned nats-server (0 = any)', parsePort)
+    .option('--no-mdns', 'do not use mDNS (not yet implemented: accepted for compatibility)')
+    .option('--mdns-interface <ip>', 'interface address for mDNS')
+    .option('--opa-url <url>', 'external OPA server for policy decisions')
+    .option('--policy <path>', 'policy directory or bundle')
+    .option('--api-key <key>', 'require Authorization: Bearer <key> on the API')
+    .option('--demo', 'also start the demo workers (echo, calc)')
+    .action(async (opts: CommonFlags & Record<string, unknown>) => {
+      const overrides: Record<string, unknown> = {};
+      const coordinator: Record<string, unknown> = {};
+      if (opts.port !== undefined) coordinator.port = opts.port;
+      if (opts.host !== undefined) coordinator.host = opts.host;
+      if (opts.apiKey !== undefined) coordinator.apiKey = opts.apiKey;
+      if (Object.keys(coordinator).length) overrides.coordinator = coordinator;
+      const nats: Record<string, unknown> = {};
+      if (opts.natsUrl !== undefined) nats.url = opts.natsUrl;
+      if (opts.natsPort !== undefined) nats.port = opts.natsPort;
+      if (Object.keys(nats).length) overrides.nats = nats;
+      const mdns: Record<string, unknown> = {};
+      if (opts.mdns === false) mdns.enabled = false;
+      if (opts.mdnsInterface !== undefined) mdns.interface = opts.mdnsInterface;
+      if (Object.keys(mdns).length) overrides.mdns = mdns;
+      const policy: Record<string, unknown> = {};
+      if (opts.opaUrl !== undefined) policy.opaUrl = opts.opaUrl;
+      if (opts.policy !== undefined) policy.path = opts.policy;
+      if (Object.keys(policy).length) overrides.policy = policy;
+      if (opts.dataDir) overrides.dataDir = opts.dataDir;
+      const config = await loadConfig({ ...(opts.config ? { configPath: opts.config } : {}), flags: overrides as ConfigOverrides });
+      await runUp(config, { demo: opts.demo === true });
+    });
+
+  client(program.command('worker'))
+    .description('run a specialist worker')
+    .requiredOption('--name <name>', 'worker name (unique in the mesh)')
+    .requiredOption('--tags <tags>', 'capability tags, comma-separated', splitTags)
+    .option('--port <port>', 'HTTP port (default 8766, 0 = any free port)', parsePort)
+    .option('--host <host>', 'HTTP bind address (default 127.0.0.1)')
+    .option('--trust <domain>', 'trust domain (default local)')
+    .option('--handler <handler>', 'echo | calc | path to a handler module', 'echo')
+    .option('--nats-url <url>', 'NATS URL (default: from the coordinator agent card)')
+    .option('--no-mdns', 'do not use mDNS (not yet implemented: accepted for compatibility)')
+    .option('--mdns-interface <ip>', 'interface address for mDNS')
+    .action(async (opts: CommonFlags & Record<string, unknown>) => {
+      const worker: Record<string, unknown> = { name: opts.name, tags: opts.tags, handler: opts.handler };
+      if (opts.port !== undefined) worker.port = opts.port;
+      if (opts.host !== undefined) worker.host = opts.host;
+      if (opts.trust !== undefined) worker.trust = opts.trust;
+      const config = await configFrom(opts, { worker } as ConfigOverrides);
+      await runWorkerCommand(config);
+    });
+
+  client(program.command('send'))
+    .description('send a task to the mesh through the OpenAI API and print the answer')
+    .requiredOption('--tag <tag>', 'capability tag')
+    .option('--no-stream', 'wait for the whole answer instead of streaming it')
+    .argument('<text...>', 'task text')
+    .action(async (text: string[], opts: CommonFlags & { tag: string; stream: boolean }) => {
+      const config = await configFrom(opts);
+      process.exitCode = await sendCommand(config, opts.tag, text.join(' '), opts.stream);
+    });
+
+  client(program.command('events'))
+    .description('stream mesh events (one JSON event per line)')
+    .option('--subject <pattern>', 'NATS subject filter', 'amf.>')
+    .action(async (opts: CommonFlags & { subject: string }) => {
+      const config = await configFrom(opts);
+      process.exitCode = await eventsCommand(config, opts.subject);
+    });
+
+  client(program.command('agents'))
+    .description('list the agents the coordinator knows')
+    .option('--json', 'print JSON')
+    .action(async (opts: CommonFlags & { json?: boolean }) => {
+      const config = await configFrom(opts);
+      process.exitCode = await agentsCommand(config, opts.json === true);
+    });
+
+  client(program.command('publish'))
+    .description('publish a CloudEvent of TYPE through the coordinator')
+    .argument('<type>', 'AMF event type, e.g. amf.task.announce')
+    .requiredOption('--data <json>', 'event payload as JSON')
+    .option('--task-id <id>', 'amftaskid of the event')
+    .action(async (type: string, opts: CommonFlags & { data: string; taskId?: string }) => {
+      const config = await configFrom(opts);
+      process.exitCode = await publishCommand(config, type, opts.data, opts.taskId);
+    });
+
+  client(program.command('doctor'))
+    .description('check nats-server, opa, ports and the data directory')
+    .action(async (opts: CommonFlags) => {
+      const config = await configFrom(opts);
+      const result = await runDoctor({ config });
+      process.stdout.write(formatDoctorReport(result) + '\n');
+      process.exitCode = result.ok ? 0 : 1;
+    });
+
+  for (const [name, issue] of [
+    ['run', 'AFM agents'],
+    ['validate', 'AFM agents'],
+    ['mcp', 'MCP'],
+  ] as const) {
+    program
+      .command(name)
+      .description(`(not yet implemented: part of the ${issue} work)`)
+      .addOption(new Option('--coordinator <url>').hideHelp())
+      .allowUnknownOption()
+      .argument('[args...]')
+      .action(() => {
+        process.stderr.write(`amf ${name}: not yet implemented in this release (planned with the ${issue} work)\n`);
+        process.exitCode = 2;
+      });
+  }
+  return program;
+}
+
+/** Runs the CLI with `argv` (as process.argv). */
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (err) {
+    const e = err as Error & { problems?: string[] };
+    process.stderr.write(`amf: ${e.message}\n`);
+    process.exitCode = 1;
+  }
+}

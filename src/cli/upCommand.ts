@@ -1,0 +1,71 @@
+/**
+ * `amf up`: the coordinator, its HTTP edge and, with `--demo`, the demo workers in the same process.
+ * SIGINT/SIGTERM stop everything in order: workers drain, the coordinator ends in-flight tasks, the
+ * spawned nats-server exits.
+ */
+import type { AmfConfig } from '../config/config.js';
+import { Coordinator } from '../coordinator/coordinator.js';
+import { startCoordinatorHttp } from '../http/coordinatorHttp.js';
+import { createLogger } from '../log.js';
+import { startWorker, type RunningWorker } from '../worker/startWorker.js';
+import { BUILTIN_HANDLERS } from './handlerLoader.js';
+
+const DEMO_WORKERS = [
+  { name: 'demo-echo', tags: ['echo'], handler: 'echo' },
+  { name: 'demo-calc', tags: ['calc', 'math'], handler: 'calc' },
+] as const;
+
+/** Starts the mesh and keeps it running until a signal arrives. */
+export async function runUp(config: AmfConfig, options: { demo: boolean }): Promise<void> {
+  const log = createLogger(config.logLevel, 'amf-coordinator');
+  const coordinator = await Coordinator.start({
+    config,
+    log: (level, message, fields) => log[level](fields ?? {}, message),
+  });
+  const http = await startCoordinatorHttp(coordinator);
+  const workers: RunningWorker[] = [];
+  if (options.demo) {
+    for (const demo of DEMO_WORKERS) {
+      workers.push(
+        await startWorker({
+          name: demo.name,
+          tags: [...demo.tags],
+          handler: BUILTIN_HANDLERS[demo.handler]!,
+          natsUrl: coordinator.natsUrl,
+          credential: coordinator.credentials.specialist,
+          port: 0,
+          trustDomain: config.identity.trustDomain,
+          heartbeatSeconds: config.heartbeat.intervalSeconds,
+        }),
+      );
+    }
+  }
+  if (config.mdns.enabled) log.warn('mDNS discovery is not implemented yet: agents join through NATS heartbeats');
+  if (config.policy.opaUrl || config.policy.path) log.warn('OPA policy is not wired yet: --opa-url/--policy are ignored');
+  const lines = [
+    `AMF coordinator ${http.url}`,
+    `  UI            ${http.url}/`,
+    `  OpenAI API    ${http.url}/v1  (model amf/<tag>)`,
+    `  events (SSE)  ${http.url}/events`,
+    `  NATS          ${coordinator.natsUrl}`,
+    ...workers.map((w) => `  demo worker   ${w.worker.agentId} at ${w.url}`),
+  ];
+  process.stdout.write(lines.join('\n') + '\n');
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal }, 'shutting down');
+      void (async () => {
+        await Promise.all(workers.map((w) => w.close(10_000)));
+        await http.close();
+        await coordinator.close();
+        resolve();
+      })();
+    };
+    process.once('SIGINT', () => stop('SIGINT'));
+    process.once('SIGTERM', () => stop('SIGTERM'));
+  });
+  log.flush();
+}

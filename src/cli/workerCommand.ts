@@ -1,0 +1,69 @@
+/**
+ * `amf worker`: finds the fabric (flag, environment, config, or the coordinator's agent card), reads
+ * the specialist credential (AMF_SPECIALIST_PASS or the shared data dir), and runs the worker until
+ * SIGTERM/SIGINT, which drains it: no new claims, in-flight work finishes, then goodbye.
+ */
+import type { AmfConfig } from '../config/config.js';
+import { readCredentials, ROLE_USERS, type RoleCredential } from '../fabric/credentials.js';
+import { AmfError } from '../errors.js';
+import { createLogger } from '../log.js';
+import { startWorker } from '../worker/startWorker.js';
+import { loadHandler } from './handlerLoader.js';
+
+/** Reads `x-amf.nats_url` from the coordinator's agent card (5 s timeout). */
+export async function natsUrlFromCoordinator(coordinatorUrl: string): Promise<string> {
+  const url = new URL('/.well-known/agent-card.json', coordinatorUrl);
+  let res: Response;
+  try {
+    res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+  } catch (err) {
+    throw new AmfError('UNAVAILABLE', `cannot reach the coordinator at ${coordinatorUrl}: ${(err as Error).message}; is \`amf up\` running?`);
+  }
+  if (!res.ok) throw new AmfError('UNAVAILABLE', `coordinator card ${url.href} answered HTTP ${res.status}`);
+  const card = (await res.json()) as { 'x-amf'?: { nats_url?: unknown } };
+  const natsUrl = card['x-amf']?.nats_url;
+  if (typeof natsUrl !== 'string') throw new AmfError('UNAVAILABLE', `coordinator card ${url.href} has no x-amf.nats_url`);
+  return natsUrl;
+}
+
+/** The specialist credential: from the environment, else from `<data-dir>/credentials.json`. */
+export async function specialistCredential(config: AmfConfig, env: NodeJS.ProcessEnv = process.env): Promise<RoleCredential> {
+  const pass = env.AMF_SPECIALIST_PASS;
+  if (pass) return { user: ROLE_USERS.specialist, password: pass };
+  return (await readCredentials(config.dataDir)).specialist;
+}
+
+export async function runWorkerCommand(config: AmfConfig): Promise<void> {
+  const log = createLogger(config.logLevel, 'amf-worker');
+  const { worker: w } = config;
+  if (!w.name) throw new AmfError('INVALID_REQUEST', '--name is required');
+  const handler = await loadHandler(w.handler);
+  const natsUrl = config.nats.url ?? (await natsUrlFromCoordinator(config.coordinator.url));
+  const credential = await specialistCredential(config);
+  const running = await startWorker({
+    name: w.name,
+    tags: [...w.tags],
+    handler,
+    natsUrl,
+    credential,
+    host: w.host,
+    port: w.port,
+    trustDomain: w.trust,
+    heartbeatSeconds: config.heartbeat.intervalSeconds,
+    concurrency: w.concurrency,
+  });
+  process.stdout.write(`AMF worker ${running.worker.agentId} serving ${w.tags.join(', ')} at ${running.url}\n`);
+  if (config.mdns.enabled) log.warn('mDNS advertisement is not implemented yet: joining through NATS heartbeats');
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal, inFlight: running.worker.inFlightCount }, 'draining');
+      void running.close().then(resolve);
+    };
+    process.once('SIGINT', () => stop('SIGINT'));
+    process.once('SIGTERM', () => stop('SIGTERM'));
+  });
+  log.flush();
+}

@@ -1,0 +1,749 @@
+/**
+ * AMF configuration: one YAML file (`amf.yaml`) for everything a flag sets, overlaid in the order
+ * built-in defaults < file < environment < CLI flags.
+ *
+ * Each layer is validated on its own against the same JSON schema before merging, so a problem is
+ * reported against the place the user has to edit (`amf.yaml: coordinator.port ...` with line and
+ * column, `AMF_PORT: ...`, `--port: ...`), never against an anonymous merged object. The result is
+ * a deeply frozen camelCase object: configuration is read once at start-up and must not drift.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { isIP } from 'node:net';
+import path from 'node:path';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { LineCounter, isMap, isScalar, parseDocument, type Document } from 'yaml';
+import { CONFIG_SCHEMA, SCHEMA_ANNOTATIONS, type SchemaNode } from './configSchema.js';
+
+/** Log levels, in pino's vocabulary (the logger the project uses). */
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+/** Tool filter of one MCP server: `allow: null` means every tool the server lists is allowed. */
+export interface McpToolFilter {
+  readonly allow: readonly string[] | null;
+  readonly deny: readonly string[];
+}
+
+/** Fields every configured MCP server has, whatever its transport. */
+export interface McpServerBase {
+  readonly name: string;
+  readonly timeoutSeconds: number;
+  readonly tools: McpToolFilter;
+}
+
+/** An MCP server reached over Streamable HTTP. */
+export interface McpHttpServerConfig extends McpServerBase {
+  readonly transport: 'http';
+  readonly url: string;
+}
+
+/** An MCP server started as a child process speaking stdio; `env` names variables passed through. */
+export interface McpStdioServerConfig extends McpServerBase {
+  readonly transport: 'stdio';
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env: readonly string[];
+}
+
+/** One configured MCP server (discriminated by `transport`). */
+export type McpServerConfig = McpHttpServerConfig | McpStdioServerConfig;
+
+/** A remote A2A agent the coordinator knows by configuration rather than by discovery. */
+export interface A2aAgentConfig {
+  readonly name: string;
+  readonly url: string;
+}
+
+/** The complete, validated AMF configuration (camelCase view of `amf.yaml`). */
+export interface AmfConfig {
+  /** Absolute path (`~` expanded). */
+  readonly dataDir: string;
+  readonly logLevel: LogLevel;
+  readonly coordinator: {
+    readonly host: string;
+    readonly port: number;
+    readonly apiKey: string | null;
+    /** Where clients and workers find the coordinator; derived from host and port unless set. */
+    readonly url: string;
+  };
+  readonly nats: {
+    /** External NATS server(s); null = AMF spawns `serverBinary` on `port`. */
+    readonly url: string | null;
+    readonly port: number;
+    readonly serverBinary: string;
+    readonly maxPayloadBytes: number;
+  };
+  readonly mdns: { readonly enabled: boolean; readonly interface: string | null };
+  readonly policy: { readonly opaUrl: string | null; readonly path: string | null };
+  readonly identity: { readonly mode: 'static' | 'spiffe' | null; readonly trustDomain: string };
+  readonly tasks: {
+    readonly ttlSeconds: number;
+    readonly maxRetries: number;
+    readonly retryDelaySeconds: number;
+    readonly watchdogGraceFactor: number;
+    readonly maxDelegationDepth: number;
+    readonly retainedTerminalTasks: number;
+    readonly maxTaskBytes: number;
+  };
+  readonly heartbeat: { readonly intervalSeconds: number; readonly offlineAfterMissed: number };
+  readonly openai: { readonly requestTimeoutSeconds: number; readonly maxBodyBytes: number };
+  readonly worker: {
+    readonly name: string | null;
+    readonly tags: readonly string[];
+    readonly port: number;
+    readonly host: string;
+    readonly trust: string;
+    /** `echo` (built in) or an absolute path to a handler module. */
+    readonly handler: string;
+    readonly concurrency: number;
+  };
+  readonly mcp: { readonly requireTls: boolean; readonly servers: readonly McpServerConfig[] };
+  readonly a2a: { readonly agents: readonly A2aAgentConfig[] };
+  readonly watcher: { readonly integrityWarn: boolean };
+}
+
+// Flags arrive from an argument parser as strings, so numeric, boolean and list leaves also accept
+// a string; it is coerced ("8765" -> 8765, "a,b" -> ["a","b"]) and validated like an env value.
+type Override<T> = T extends readonly (infer U)[]
+  ? U extends string
+    ? readonly string[] | string
+    : readonly Override<U>[]
+  : T extends number
+    ? number | string
+    : T extends boolean
+      ? boolean | string
+      : T extends object
+        ? { readonly [K in keyof T]?: Override<T[K]> | undefined }
+        : T;
+
+/** A deep-partial `AmfConfig` (camelCase) as CLI flags set it; `undefined` leaves are ignored. */
+export type ConfigOverrides = Override<AmfConfig>;
+
+/** Where `loadConfig` reads from; every field is optional. */
+export interface LoadConfigOptions {
+  /** `--config PATH`: must exist. Without it, `<data-dir>/amf.yaml` is read if present. */
+  configPath?: string;
+  /** CLI flags, the highest-precedence layer. */
+  flags?: ConfigOverrides;
+  /** Environment to read `AMF_*` variables (and HOME for `~`) from; defaults to `process.env`. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Thrown when any layer is invalid; `problems` has one self-contained line per problem. */
+export class ConfigError extends Error {
+  /** Stable code for callers that map errors to exit codes. */
+  readonly code = 'CONFIG_INVALID' as const;
+  /** Each names its source and key, and says what was expected. */
+  readonly problems: string[];
+
+  constructor(problems: string[]) {
+    super(problems.length === 1 ? problems[0] : `invalid configuration:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+/** Environment variables read by `loadConfig`, and the `amf.yaml` key each one sets. */
+export const ENV_VARIABLES: Readonly<Record<string, string>> = Object.freeze({
+  AMF_DATA_DIR: 'data_dir',
+  AMF_LOG_LEVEL: 'log_level',
+  AMF_PORT: 'coordinator.port',
+  AMF_API_KEY: 'coordinator.api_key',
+  AMF_COORDINATOR_URL: 'coordinator.url',
+  AMF_NATS_URL: 'nats.url',
+  AMF_MDNS_INTERFACE: 'mdns.interface',
+  AMF_IDENTITY_MODE: 'identity.mode',
+  AMF_MCP_REQUIRE_TLS: 'mcp.require_tls',
+  AMF_WATCHER_INTEGRITY_WARN: 'watcher.integrity_warn',
+});
+
+/** The contract's CLI flags by the key they set, so flag errors name the flag the user typed. */
+export const FLAG_NAMES: Readonly<Record<string, string>> = Object.freeze({
+  data_dir: '--data-dir',
+  'coordinator.host': '--host',
+  'coordinator.port': '--port',
+  'coordinator.api_key': '--api-key',
+  'coordinator.url': '--coordinator',
+  'nats.url': '--nats-url',
+  'nats.port': '--nats-port',
+  'mdns.enabled': '--no-mdns',
+  'mdns.interface': '--mdns-interface',
+  'policy.opa_url': '--opa-url',
+  'policy.path': '--policy',
+  'worker.name': '--name',
+  'worker.tags': '--tags',
+  'worker.port': '--port',
+  'worker.trust': '--trust',
+  'worker.handler': '--handler',
+});
+
+/** The name of the configuration file looked up in the data directory. */
+export const CONFIG_FILE_NAME = 'amf.yaml';
+
+// A configuration file is small; refusing huge files bounds parse time and memory.
+const MAX_CONFIG_BYTES = 1024 * 1024;
+const DEFAULT_MCP_TIMEOUT_SECONDS = 30;
+
+type Seg = string | number;
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type JsonObject = { [key: string]: Json };
+
+// Kept unexpanded so loadConfig expands it against the HOME of the environment it was given.
+const DEFAULT_DATA_DIR = '~/.amf';
+
+/** The built-in defaults: what `loadConfig()` returns when there is no file, env or flag. */
+export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
+  dataDir: path.join(homedir(), '.amf'),
+  logLevel: 'info',
+  coordinator: { host: '127.0.0.1', port: 8765, apiKey: null, url: 'http://127.0.0.1:8765' },
+  nats: { url: null, port: 4222, serverBinary: 'nats-server', maxPayloadBytes: 1048576 },
+  mdns: { enabled: true, interface: null },
+  policy: { opaUrl: null, path: null },
+  identity: { mode: null, trustDomain: 'local' },
+  tasks: {
+    ttlSeconds: 30,
+    maxRetries: 0,
+    retryDelaySeconds: 1,
+    watchdogGraceFactor: 2,
+    maxDelegationDepth: 5,
+    retainedTerminalTasks: 1000,
+    maxTaskBytes: 262144,
+  },
+  heartbeat: { intervalSeconds: 5, offlineAfterMissed: 3 },
+  openai: { requestTimeoutSeconds: 60, maxBodyBytes: 1048576 },
+  worker: {
+    name: null,
+    tags: [],
+    port: 8766,
+    host: '127.0.0.1',
+    trust: 'local',
+    handler: 'echo',
+    concurrency: 16,
+  },
+  mcp: { requireTls: false, servers: [] },
+  a2a: { agents: [] },
+  watcher: { integrityWarn: true },
+});
+
+// Compiled once per process: validation runs for every layer of every load.
+let compiled: ValidateFunction | undefined;
+function validator(): ValidateFunction {
+  if (!compiled) {
+    // verbose: errors carry the failing schema node (for x-expected) and the offending value.
+    // strictRequired is off because the if/then rules require keys declared one level up.
+    const ajv = new Ajv({
+      allErrors: true,
+      verbose: true,
+      strict: true,
+      strictRequired: false,
+      allowUnionTypes: true,
+    });
+    ajv.addVocabulary([...SCHEMA_ANNOTATIONS]);
+    compiled = ajv.compile(CONFIG_SCHEMA);
+  }
+  return compiled;
+}
+
+/**
+ * Loads, validates and merges the configuration. Throws `ConfigError` listing every problem found
+ * in every layer (not just the first), so one run shows everything to fix.
+ */
+export async function loadConfig(opts: LoadConfigOptions = {}): Promise<AmfConfig> {
+  const env = opts.env ?? process.env;
+  const home = env.HOME || homedir();
+  const cwd = process.cwd();
+
+  const envLayer = fromEnv(env);
+  const envProblems = checkLayer(envLayer.data, envLabel(envLayer.sources));
+  const flagLayer = fromFlags(opts.flags);
+  const flagProblems = checkLayer(flagLayer, flagLabel);
+
+  // The file is looked up in the data dir the flags or environment chose, not the default one.
+  let filePath = opts.configPath !== undefined ? expandPath(opts.configPath, home, cwd) : undefined;
+  const required = filePath !== undefined;
+  if (filePath === undefined) {
+    const dir = [flagLayer.data_dir, envLayer.data.data_dir].find((d) => typeof d === 'string' && d !== '');
+    filePath = path.join(
+      expandPath(typeof dir === 'string' ? dir : DEFAULT_DATA_DIR, home, cwd),
+      CONFIG_FILE_NAME,
+    );
+  }
+  const file = await readConfigFile(filePath, required);
+
+  // Listed in precedence order, the order the user reads about the layers in.
+  const problems = [...file.problems, ...envProblems, ...flagProblems];
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const fileDir = path.dirname(filePath);
+  const layers: JsonObject[] = [
+    resolvePaths(file.data, home, fileDir),
+    resolvePaths(envLayer.data, home, cwd),
+    resolvePaths(flagLayer, home, cwd),
+  ];
+  let merged = toSnake(DEFAULT_CONFIG as unknown as Json) as JsonObject;
+  merged.data_dir = DEFAULT_DATA_DIR;
+  for (const layer of layers) merged = deepMerge(merged, layer);
+  merged.data_dir = expandPath(merged.data_dir as string, home, cwd);
+
+  const coordinator = merged.coordinator as JsonObject;
+  if (!layers.some((l) => isObject(l.coordinator) && l.coordinator.url !== undefined)) {
+    coordinator.url = deriveUrl(coordinator.host as string, coordinator.port as number);
+  }
+
+  // The layers were valid, so this only guards the merge itself; a failure here is a bug.
+  const final = checkLayer(merged, (p) => `configuration: ${formatPath(p.path)}: ${p.message}`);
+  if (final.length > 0) throw new ConfigError(final);
+
+  return deepFreeze(toCamel(withServerDefaults(merged)) as unknown as AmfConfig);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layers
+
+interface FileLayer {
+  data: JsonObject;
+  problems: string[];
+}
+
+async function readConfigFile(file: string, required: boolean): Promise<FileLayer> {
+  const fail = (message: string): FileLayer => ({ data: {}, problems: [`${file}: ${message}`] });
+  let text: string;
+  try {
+    const info = await stat(file);
+    if (!info.isFile()) return fail('is not a regular file');
+    if (info.size > MAX_CONFIG_BYTES) return fail(`is larger than ${MAX_CONFIG_BYTES} bytes`);
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' && !required) return { data: {}, problems: [] };
+    return fail(`cannot read config file (${code === 'ENOENT' ? 'no such file' : (code ?? String(err))})`);
+  }
+
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, {
+    version: '1.2',
+    lineCounter,
+    prettyErrors: false,
+    uniqueKeys: true,
+  });
+  if (doc.errors.length > 0) {
+    return {
+      data: {},
+      problems: doc.errors.map((e) => {
+        const { line, col } = lineCounter.linePos(e.pos[0]);
+        return `${file}: YAML syntax error at line ${line}, column ${col}: ${firstLine(e.message)}`;
+      }),
+    };
+  }
+  let data: unknown;
+  try {
+    // maxAliasCount bounds "billion laughs" expansion of anchors.
+    data = doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    return fail(`YAML error: ${firstLine((err as Error).message)}`);
+  }
+  data ??= {}; // an empty file, or one with only comments, changes nothing
+  // Reported in file order, so the list reads top to bottom like the file.
+  const located = findProblems(data as Json).map((p) => ({
+    p,
+    at: locate(doc, lineCounter, p.path, p.isKey),
+  }));
+  located.sort((a, b) => (a.at?.offset ?? -1) - (b.at?.offset ?? -1));
+  const problems = located.map(({ p, at }) => {
+    const key = p.path.length > 0 ? `${formatPath(p.path)}: ` : '';
+    const where = at ? ` at line ${at.line}, column ${at.col}` : '';
+    return `${file}: ${key}${p.message}${where}`;
+  });
+  return { data: data as JsonObject, problems };
+}
+
+function fromEnv(env: NodeJS.ProcessEnv): { data: JsonObject; sources: Map<string, string> } {
+  const data: JsonObject = {};
+  const sources = new Map<string, string>();
+  for (const [name, key] of Object.entries(ENV_VARIABLES)) {
+    const raw = env[name]?.trim();
+    if (raw === undefined || raw === '') continue; // empty = unset, as shells commonly export it
+    setIn(data, key.split('.'), raw);
+    sources.set(key, name);
+  }
+  return { data: coerce(data, CONFIG_SCHEMA) as JsonObject, sources };
+}
+
+function fromFlags(flags: ConfigOverrides | undefined): JsonObject {
+  if (!flags) return {};
+  const snake = toSnake(stripUndefined(flags) as Json);
+  return coerce(snake, CONFIG_SCHEMA) as JsonObject;
+}
+
+const envLabel =
+  (sources: Map<string, string>) =>
+  (p: Problem): string => {
+    const key = p.path.filter((s): s is string => typeof s === 'string').join('.');
+    const name = sources.get(key);
+    return name ? `${name}: ${p.message}` : `environment: ${formatPath(p.path)}: ${p.message}`;
+  };
+
+function flagLabel(p: Problem): string {
+  const flag = FLAG_NAMES[p.path.join('.')];
+  return flag ? `${flag}: ${p.message}` : `option ${formatPath(p.path)}: ${p.message}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation and messages
+
+interface Problem {
+  path: Seg[];
+  /** The problem is the key itself (unknown key), so locate the key rather than its value. */
+  isKey: boolean;
+  message: string;
+}
+
+function checkLayer(data: Json, label: (p: Problem) => string): string[] {
+  return findProblems(data).map(label);
+}
+
+function findProblems(data: Json): Problem[] {
+  const validate = validator();
+  const problems: Problem[] = [];
+  if (!validate(data)) problems.push(...fromAjv(validate.errors ?? []));
+  // Semantic checks tolerate invalid data, so they run too: one pass shows everything.
+  const seen = new Set(problems.map(problemId));
+  problems.push(...semanticProblems(data).filter((p) => !seen.has(problemId(p))));
+  return problems;
+}
+
+function problemId(p: Problem): string {
+  return `${p.isKey}:${p.path.join('\u0000')}`;
+}
+
+function fromAjv(errors: ErrorObject[]): Problem[] {
+  const out: Problem[] = [];
+  const seen = new Set<string>();
+  const add = (p: Problem): void => {
+    const id = problemId(p);
+    if (seen.has(id)) return; // one message per key: e.g. minimum and type never both
+    seen.add(id);
+    out.push(p);
+  };
+  for (const e of errors) {
+    const at = parsePointer(e.instancePath);
+    const schema = (e.parentSchema ?? {}) as SchemaNode;
+    switch (e.keyword) {
+      case 'if':
+      case 'allOf':
+        break; // the branch's own error says what is wrong
+      case 'additionalProperties': {
+        const key = (e.params as { additionalProperty: string }).additionalProperty;
+        const known = Object.keys(schema.properties ?? {});
+        const guess = suggest(key, known);
+        const hint = guess ? `did you mean ${guess}?` : `expected one of: ${known.join(', ')}`;
+        add({ path: [...at, key], isKey: true, message: `unknown key (${hint})` });
+        break;
+      }
+      case 'required': {
+        const key = (e.params as { missingProperty: string }).missingProperty;
+        const when = schema['x-when'] ? ` when ${schema['x-when']}` : '';
+        add({ path: [...at, key], isKey: true, message: `is required${when}` });
+        break;
+      }
+      default: {
+        const expected = schema['x-expected'];
+        let message = expected ? `must be ${expected}` : (e.message ?? 'is invalid');
+        if (e.keyword === 'uniqueItems') {
+          const { i } = e.params as { i: number };
+          message += ` (${describe((e.data as Json[])[i])} appears twice)`;
+        } else if (!schema['x-secret']) {
+          message += ` (got ${describe(e.data as Json)}${yaml11Hint(schema, e.data)})`;
+        }
+        add({ path: at, isKey: false, message });
+      }
+    }
+  }
+  return out;
+}
+
+// Rules that depend on several values at once, which the schema expresses poorly.
+function semanticProblems(data: Json): Problem[] {
+  const out: Problem[] = [];
+  if (!isObject(data)) return out;
+  const mdns = data.mdns;
+  if (isObject(mdns) && typeof mdns.interface === 'string' && isIP(mdns.interface) === 0) {
+    out.push({
+      path: ['mdns', 'interface'],
+      isKey: false,
+      message: `must be an IP address of the interface to advertise on (got ${describe(mdns.interface)})`,
+    });
+  }
+  const servers = isObject(data.mcp) ? data.mcp.servers : undefined;
+  if (Array.isArray(servers)) {
+    servers.forEach((s, i) => {
+      if (!isObject(s)) return;
+      const other = s.transport === 'http' ? ['command', 'args', 'env'] : ['url'];
+      const needs = s.transport === 'http' ? 'stdio' : 'http';
+      for (const key of other) {
+        if (s[key] !== undefined) {
+          out.push({
+            path: ['mcp', 'servers', i, key],
+            isKey: true,
+            message: `only applies when transport is "${needs}" (this server's transport is "${String(s.transport)}")`,
+          });
+        }
+      }
+    });
+    out.push(...duplicateNames(servers, ['mcp', 'servers']));
+  }
+  const agents = isObject(data.a2a) ? data.a2a.agents : undefined;
+  if (Array.isArray(agents)) out.push(...duplicateNames(agents, ['a2a', 'agents']));
+  return out;
+}
+
+function duplicateNames(list: Json[], at: Seg[]): Problem[] {
+  const first = new Map<string, number>();
+  const out: Problem[] = [];
+  list.forEach((item, i) => {
+    if (!isObject(item) || typeof item.name !== 'string') return;
+    const prev = first.get(item.name);
+    if (prev === undefined) first.set(item.name, i);
+    else {
+      out.push({
+        path: [...at, i, 'name'],
+        isKey: false,
+        message: `duplicate name "${item.name}" (already used by ${formatPath([...at, prev])})`,
+      });
+    }
+  });
+  return out;
+}
+
+// YAML 1.2 (unlike 1.1) reads yes/no/on/off as strings, a classic surprise worth naming.
+function yaml11Hint(schema: SchemaNode, value: unknown): string {
+  const wantsBoolean = ([] as unknown[]).concat(schema.type).includes('boolean');
+  const looksBoolean = typeof value === 'string' && /^(y|n|yes|no|on|off)$/i.test(value);
+  return wantsBoolean && looksBoolean ? '; YAML 1.2 reads yes/no/on/off as strings' : '';
+}
+
+function describe(value: Json | undefined): string {
+  if (value === undefined) return 'nothing';
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/** Closest known key within a small edit distance, or the snake_case form of a camelCase key. */
+function suggest(key: string, known: string[]): string | undefined {
+  const snake = camelToSnake(key);
+  if (snake !== key && known.includes(snake)) return snake;
+  // A key missing its unit or qualifier (timeout -> timeout_seconds) is far in edits but obvious.
+  const extended = known.filter((k) => k.startsWith(`${snake}_`)).sort((a, b) => a.length - b.length)[0];
+  if (extended) return extended;
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of known) {
+    const d = editDistance(key.toLowerCase(), candidate);
+    const limit = Math.max(2, Math.ceil(Math.max(key.length, candidate.length) / 3));
+    if (d <= limit && d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + cost);
+    }
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/** Where a value (or key) sits in the parsed YAML document, when it can be found. */
+function locate(
+  doc: Document,
+  lines: LineCounter,
+  at: Seg[],
+  isKey: boolean,
+): { offset: number; line: number; col: number } | undefined {
+  let offset: number | undefined;
+  if (isKey && at.length > 0) {
+    const parent = at.length === 1 ? doc.contents : doc.getIn(at.slice(0, -1), true);
+    if (isMap(parent)) {
+      const last = String(at[at.length - 1]);
+      const pair = parent.items.find((p) => isScalar(p.key) && String(p.key.value) === last);
+      offset = pair && isScalar(pair.key) ? pair.key.range?.[0] : undefined;
+      // A missing required key has no position: point at the mapping that lacks it.
+      if (offset === undefined) offset = parent.range?.[0];
+    }
+  } else {
+    const node = at.length === 0 ? doc.contents : doc.getIn(at, true);
+    offset = (node as { range?: [number, number, number] } | undefined)?.range?.[0];
+  }
+  if (offset === undefined) return undefined;
+  return { offset, ...lines.linePos(offset) };
+}
+
+function parsePointer(pointer: string): Seg[] {
+  if (pointer === '') return [];
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+}
+
+/** `coordinator.port`, `mcp.servers[0].url`. */
+function formatPath(at: Seg[]): string {
+  return at.map((s, i) => (typeof s === 'number' ? `[${s}]` : i === 0 ? s : `.${s}`)).join('');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values
+
+/** Turns strings from env/flags into the type the schema wants, when they spell one. */
+function coerce(value: Json, schema: SchemaNode | undefined): Json {
+  if (!schema) return value;
+  const types = schema.type === undefined ? [] : ([] as string[]).concat(schema.type);
+  if (typeof value === 'string') {
+    if ((types.includes('integer') || types.includes('number')) && /^-?\d+(\.\d+)?$/.test(value)) {
+      return Number(value);
+    }
+    if (types.includes('boolean')) {
+      const lower = value.toLowerCase();
+      if (['true', '1', 'yes', 'on'].includes(lower)) return true;
+      if (['false', '0', 'no', 'off'].includes(lower)) return false;
+    }
+    if (types.includes('array') && schema.items?.type === 'string') {
+      return value
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
+    }
+    return value; // left as is: validation then says what was expected
+  }
+  if (Array.isArray(value)) return value.map((v) => coerce(v, schema.items));
+  if (isObject(value)) {
+    const out: JsonObject = {};
+    for (const [k, v] of Object.entries(value)) out[k] = coerce(v, schema.properties?.[k]);
+    return out;
+  }
+  return value;
+}
+
+const PATH_KEYS: readonly (readonly string[])[] = [['data_dir'], ['policy', 'path'], ['worker', 'handler']];
+
+// Relative paths in a file mean "next to the file"; in env or flags, "from the working directory".
+function resolvePaths(layer: JsonObject, home: string, base: string): JsonObject {
+  const out = structuredClone(layer);
+  for (const key of PATH_KEYS) {
+    const parent = key.length === 1 ? out : out[key[0]!];
+    const leaf = key[key.length - 1]!;
+    if (!isObject(parent) || typeof parent[leaf] !== 'string') continue;
+    const value = parent[leaf];
+    if (key.join('.') === 'worker.handler' && value === 'echo') continue; // the built-in handler
+    parent[leaf] = expandPath(value, home, base);
+  }
+  return out;
+}
+
+function expandPath(p: string, home: string, base: string): string {
+  if (p === '~') return home;
+  if (p.startsWith('~/')) return path.join(home, p.slice(2));
+  return path.resolve(base, p);
+}
+
+// Clients cannot dial a wildcard address, so a coordinator bound to all interfaces is reached locally.
+function deriveUrl(host: string, port: number): string {
+  let h = host;
+  if (h === '0.0.0.0') h = '127.0.0.1';
+  else if (h === '::' || h === '[::]') h = '[::1]';
+  else if (isIP(h) === 6) h = `[${h}]`;
+  return `http://${h}:${port}`;
+}
+
+function withServerDefaults(config: JsonObject): JsonObject {
+  const mcp = config.mcp as JsonObject;
+  mcp.servers = (mcp.servers as JsonObject[]).map((s) => {
+    const tools = isObject(s.tools) ? s.tools : {};
+    const common: JsonObject = {
+      name: s.name!,
+      transport: s.transport!,
+      timeout_seconds: s.timeout_seconds ?? DEFAULT_MCP_TIMEOUT_SECONDS,
+      tools: { allow: tools.allow ?? null, deny: tools.deny ?? [] },
+    };
+    return s.transport === 'http'
+      ? { ...common, url: s.url! }
+      : { ...common, command: s.command!, args: s.args ?? [], env: s.env ?? [] };
+  });
+  return config;
+}
+
+function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function deepMerge(base: JsonObject, over: JsonObject): JsonObject {
+  const out: JsonObject = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    const b = out[k];
+    // Lists replace rather than concatenate: a layer states the whole list it wants.
+    out[k] = isObject(v) && isObject(b) ? deepMerge(b, v) : structuredClone(v);
+  }
+  return out;
+}
+
+function setIn(target: JsonObject, at: string[], value: Json): void {
+  let node = target;
+  for (const key of at.slice(0, -1)) {
+    if (!isObject(node[key])) node[key] = {};
+    node = node[key] as JsonObject;
+  }
+  node[at[at.length - 1]!] = value;
+}
+
+function stripUndefined(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(stripUndefined);
+  if (isObject(value)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = stripUndefined(v);
+    return out;
+  }
+  return value;
+}
+
+function camelToSnake(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+function mapKeys(value: Json, rename: (k: string) => string): Json {
+  if (Array.isArray(value)) return value.map((v) => mapKeys(v, rename));
+  if (isObject(value)) {
+    const out: JsonObject = {};
+    for (const [k, v] of Object.entries(value)) out[rename(k)] = mapKeys(v, rename);
+    return out;
+  }
+  return value;
+}
+
+function toSnake(value: Json): Json {
+  return mapKeys(value, camelToSnake);
+}
+
+function toCamel(value: Json): Json {
+  return mapKeys(value, (k) => k.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase()));
+}
+
+function firstLine(text: string): string {
+  return text.split('\n')[0] ?? text;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}

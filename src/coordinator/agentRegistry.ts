@@ -1,0 +1,197 @@
+/**
+ * The coordinator's view of the mesh: admitted agents, whether each is live, and which capability
+ * tags are served. Pure state with an injected clock; persistence to the KV bucket is the caller's
+ * business (see registryStore.ts), so this stays testable without NATS.
+ */
+import type { AgentRecord } from '../events/agentRecord.js';
+
+export type AgentStatus = 'live' | 'offline';
+
+export interface RegisteredAgent {
+  record: AgentRecord;
+  status: AgentStatus;
+  admittedAt: string;
+  /** Epoch ms of the last heartbeat. */
+  lastSeen: number;
+  /** Heartbeat period the agent announced (seconds). */
+  heartbeatSeconds: number;
+}
+
+export type RegistryChange =
+  | { kind: 'admitted'; agent: RegisteredAgent }
+  | { kind: 'changed'; agent: RegisteredAgent; previous: AgentRecord }
+  | { kind: 'online'; agent: RegisteredAgent }
+  | { kind: 'offline'; agent: RegisteredAgent; reason: string };
+
+export interface RegistryOptions {
+  defaultHeartbeatSeconds: number;
+  /** Missed heartbeats before an agent is marked offline. */
+  offlineAfterMissed: number;
+  /** Upper bound on the number of agents remembered (live or offline). */
+  maxAgents?: number;
+  now?: () => number;
+}
+
+/** Compares the fields of an advertisement that matter for routing and admission. */
+function sameAdvertisement(a: AgentRecord, b: AgentRecord): boolean {
+  return (
+    a.endpoint === b.endpoint &&
+    a.trust_domain === b.trust_domain &&
+    a.visibility === b.visibility &&
+    a.card_url === b.card_url &&
+    a.mcp_endpoint === b.mcp_endpoint &&
+    (a.capability_tags ?? []).join(',') === (b.capability_tags ?? []).join(',') &&
+    a.protocols_supported.join(',') === b.protocols_supported.join(',')
+  );
+}
+
+/** In-memory registry of admitted agents. */
+export class AgentRegistry {
+  private readonly agents = new Map<string, RegisteredAgent>();
+  private readonly listeners = new Set<(change: RegistryChange) => void>();
+  private readonly now: () => number;
+  private tagCache: Map<string, number> | undefined;
+
+  constructor(private readonly options: RegistryOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Registers a listener for admissions, changes and liveness transitions. */
+  onChange(listener: (change: RegistryChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private emit(change: RegistryChange): void {
+    this.tagCache = undefined;
+    for (const l of this.listeners) l(change);
+  }
+
+  /** Whether an advertisement for this agent would need to be judged again (new or changed). */
+  needsJudgement(record: AgentRecord): boolean {
+    const known = this.agents.get(record.agent_id);
+    return known === undefined || !sameAdvertisement(known.record, record);
+  }
+
+  /** Records an admitted advertisement or a heartbeat of an admitted agent. */
+  admit(record: AgentRecord): RegistryChange | undefined {
+    const now = this.now();
+    const heartbeatSeconds = record.heartbeat_seconds ?? this.options.defaultHeartbeatSeconds;
+    const known = this.agents.get(record.agent_id);
+    if (!known) {
+      this.evictIfFull();
+      const agent: RegisteredAgent = {
+        record,
+        status: 'live',
+        admittedAt: new Date(now).toISOString(),
+        lastSeen: now,
+        heartbeatSeconds,
+      };
+      this.agents.set(record.agent_id, agent);
+      const change: RegistryChange = { kind: 'admitted', agent };
+      this.emit(change);
+      return change;
+    }
+    const previous = known.record;
+    known.lastSeen = now;
+    known.heartbeatSeconds = heartbeatSeconds;
+    known.record = record;
+    if (!sameAdvertisement(previous, record)) {
+      known.status = 'live';
+      const change: RegistryChange = { kind: 'changed', agent: known, previous };
+      this.emit(change);
+      return change;
+    }
+    if (known.status === 'offline') {
+      known.status = 'live';
+      const change: RegistryChange = { kind: 'online', agent: known };
+      this.emit(change);
+      return change;
+    }
+    return undefined;
+  }
+
+  /** Restores an agent from the shared KV store (another coordinator admitted it). */
+  restore(agent: RegisteredAgent): void {
+    const known = this.agents.get(agent.record.agent_id);
+    if (known && known.lastSeen >= agent.lastSeen) return;
+    this.agents.set(agent.record.agent_id, { ...agent });
+    this.tagCache = undefined;
+  }
+
+  /** Marks an agent offline (goodbye, silence, or a denied re-advertisement). */
+  markOffline(agentId: string, reason: string): boolean {
+    const agent = this.agents.get(agentId);
+    if (!agent || agent.status === 'offline') return false;
+    agent.status = 'offline';
+    this.emit({ kind: 'offline', agent, reason });
+    return true;
+  }
+
+  /** Removes an agent entirely (a changed advertisement that policy now denies). */
+  remove(agentId: string, reason: string): void {
+    const agent = this.agents.get(agentId);
+    if (!agent) return;
+    if (agent.status === 'live') this.markOffline(agentId, reason);
+    this.agents.delete(agentId);
+    this.tagCache = undefined;
+  }
+
+  /** Marks offline every live agent whose heartbeats stopped; returns their ids. */
+  sweep(): string[] {
+    const now = this.now();
+    const gone: string[] = [];
+    for (const agent of this.agents.values()) {
+      if (agent.status !== 'live') continue;
+      const silentMs = now - agent.lastSeen;
+      if (silentMs > agent.heartbeatSeconds * 1000 * this.options.offlineAfterMissed) {
+        agent.status = 'offline';
+        gone.push(agent.record.agent_id);
+        this.emit({ kind: 'offline', agent, reason: 'heartbeat_missed' });
+      }
+    }
+    return gone;
+  }
+
+  get(agentId: string): RegisteredAgent | undefined {
+    return this.agents.get(agentId);
+  }
+
+  /** True when the agent is admitted and its heartbeats are current. */
+  isLive(agentId: string): boolean {
+    return this.agents.get(agentId)?.status === 'live';
+  }
+
+  /** Number of live agents serving each tag. */
+  liveTags(): ReadonlyMap<string, number> {
+    if (!this.tagCache) {
+      const tags = new Map<string, number>();
+      for (const agent of this.agents.values()) {
+        if (agent.status !== 'live') continue;
+        for (const tag of agent.record.capability_tags ?? []) tags.set(tag, (tags.get(tag) ?? 0) + 1);
+      }
+      this.tagCache = tags;
+    }
+    return this.tagCache;
+  }
+
+  /** True when at least one live agent serves `tag`. */
+  servesTag(tag: string): boolean {
+    return (this.liveTags().get(tag) ?? 0) > 0;
+  }
+
+  list(): RegisteredAgent[] {
+    return [...this.agents.values()];
+  }
+
+  private evictIfFull(): void {
+    const max = this.options.maxAgents ?? 10_000;
+    if (this.agents.size < max) return;
+    // Forget the offline agent seen longest ago; live agents are never evicted.
+    let oldest: RegisteredAgent | undefined;
+    for (const a of this.agents.values()) {
+      if (a.status === 'offline' && (!oldest || a.lastSeen < oldest.lastSeen)) oldest = a;
+    }
+    if (oldest) this.agents.delete(oldest.record.agent_id);
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * The coordinator's warnings and denials. One place builds them so every notice carries the same
+ * shape (`reason`, `message`, optional task and agent) and goes to the reply subject when it ends a
+ * task the requester waits for.
+ */
+import { createEvent, type EventSender } from '../events/cloudEvent.js';
+import type { PolicyPayload } from '../events/payloads.js';
+import type { EventBus } from '../fabric/eventBus.js';
+
+/** Stable reason codes of the notices the coordinator emits. */
+export type PolicyReason =
+  | 'task_ttl_expired'
+  | 'worker_silent'
+  | 'worker_offline'
+  | 'invalid_transition'
+  | 'duplicate_claim'
+  | 'claim_from_unadmitted_agent'
+  | 'reply_subject_invalid'
+  | 'invalid_announce'
+  | 'delegation_cycle'
+  | 'delegation_depth_exceeded'
+  | 'delegation_invalid'
+  | 'no_agent_for_tag'
+  | 'requester_timeout'
+  | 'requester_cancelled'
+  | 'task_cancelled'
+  | 'invalid_event'
+  | 'advertisement_invalid'
+  | 'visibility_requires_svid';
+
+export class PolicyNotices {
+  constructor(
+    private readonly bus: EventBus,
+    private readonly sender: EventSender,
+  ) {}
+
+  /** Publishes `amf.policy.warning`; also on `extraSubject` (a reply subject) when given. */
+  warn(payload: PolicyPayload & { reason: PolicyReason }, options: { traceId?: string; extraSubject?: string } = {}): void {
+    this.send('amf.policy.warning', payload, options);
+  }
+
+  /** Publishes `amf.policy.deny`; also on `extraSubject` when given. */
+  deny(payload: PolicyPayload & { reason: PolicyReason }, options: { traceId?: string; extraSubject?: string } = {}): void {
+    this.send('amf.policy.deny', payload, options);
+  }
+
+  private send(
+    type: 'amf.policy.warning' | 'amf.policy.deny',
+    payload: PolicyPayload,
+    options: { traceId?: string; extraSubject?: string },
+  ): void {
+    const event = createEvent({
+      type,
+      sender: this.sender,
+      payload,
+      ...(payload.task_id !== undefined ? { taskId: payload.task_id } : {}),
+      ...(options.traceId !== undefined ? { traceId: options.traceId } : {}),
+    });
+    if (options.extraSubject) this.bus.publish(event, type, options.extraSubject);
+    else this.bus.publish(event);
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * Mirrors the registry and task state into the NATS KV buckets, so a second coordinator on the same
+ * NATS sees the same mesh. Task writes are coalesced: within one flush interval only the latest state
+ * of each task is written, which keeps the KV cost at about one write per task under load.
+ */
+import type { KV } from '@nats-io/kv';
+import { kvKey } from '../fabric/jetstream.js';
+import type { AgentRegistry, RegisteredAgent } from './agentRegistry.js';
+import type { TaskLifecycle, TaskRecord } from './taskLifecycle.js';
+
+export interface TaskSnapshot {
+  task_id: string;
+  tag: string;
+  state: string;
+  trace_id: string;
+  claimed_by?: string;
+  attempt: number;
+  parent_task_id?: string;
+  created_at: string;
+  ended_at?: string;
+  outcome?: { reason: string; message: string };
+}
+
+/** The task state as stored in KV and served by the API. */
+export function taskSnapshot(task: TaskRecord): TaskSnapshot {
+  const snap: TaskSnapshot = {
+    task_id: task.taskId,
+    tag: task.tag,
+    state: task.state,
+    trace_id: task.traceId,
+    attempt: task.attempt,
+    created_at: new Date(task.createdAt).toISOString(),
+  };
+  if (task.claimedBy) snap.claimed_by = task.claimedBy;
+  if (task.parentTaskId) snap.parent_task_id = task.parentTaskId;
+  if (task.endedAt !== undefined) snap.ended_at = new Date(task.endedAt).toISOString();
+  if (task.outcome) snap.outcome = task.outcome;
+  return snap;
+}
+
+export class SharedState {
+  private readonly dirtyTasks = new Map<string, TaskSnapshot>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+  private readonly encoder = new TextEncoder();
+
+  constructor(
+    private readonly agents: KV,
+    private readonly tasks: KV,
+    private readonly onError: (what: string, err: unknown) => void,
+    private readonly flushIntervalMs = 100,
+  ) {}
+
+  /** Loads agents other coordinators admitted, then mirrors every registry change. */
+  async attachRegistry(registry: AgentRegistry): Promise<void> {
+    const keys = await this.agents.keys();
+    for await (const key of keys) {
+      const entry = await this.agents.get(key);
+      if (!entry || entry.length === 0) continue;
+      try {
+        registry.restore(entry.json<RegisteredAgent>());
+      } catch (err) {
+        this.onError(`registry entry ${key}`, err);
+      }
+    }
+    registry.onChange((change) => {
+      const a = change.agent;
+      this.agents
+        .put(kvKey(a.record.agent_id), this.encoder.encode(JSON.stringify(a)))
+        .catch((err: unknown) => this.onError('registry write', err));
+    });
+  }
+
+  /** Coalesces task state changes into periodic KV writes. */
+  attachLifecycle(lifecycle: TaskLifecycle): void {
+    lifecycle.onChange((task) => {
+      if (!task.owned) return;
+      this.dirtyTasks.set(task.taskId, taskSnapshot(task));
+      if (!this.flushTimer) {
+        this.flushTimer = setTimeout(() => {
+          this.flushTimer = undefined;
+          this.flushing = this.flush();
+        }, this.flushIntervalMs);
+        this.flushTimer.unref();
+      }
+    });
+  }
+
+  /** Reads a task's last written state (for tasks another coordinator owns). */
+  async readTask(taskId: string): Promise<TaskSnapshot | undefined> {
+    const entry = await this.tasks.get(kvKey(taskId));
+    if (!entry || entry.length === 0) return undefined;
+    return entry.json<TaskSnapshot>();
+  }
+
+  private async flush(): Promise<void> {
+    const batch = [...this.dirtyTasks.values()];
+    this.dirtyTasks.clear();
+    await Promise.all(
+      batch.map((snap) =>
+        this.tasks.put(kvKey(snap.task_id), this.encoder.encode(JSON.stringify(snap))).catch((err: unknown) => this.onError('task write', err)),
+      ),
+    );
+  }
+
+  /** Writes what is pending and stops. */
+  async close(): Promise<void> {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    await this.flushing;
+    await this.flush();
+  }
+}

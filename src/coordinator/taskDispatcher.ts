@@ -1,0 +1,222 @@
+/**
+ * The requester side of a mesh task: announce, then follow the task's reply subject
+ * (`amf.internal.reply.<task_id>`) until a final result or a terminal notice arrives. One wildcard
+ * subscription serves every pending request, so a request costs no SUB/UNSUB round trips.
+ */
+import type { Subscription } from '@nats-io/transport-node';
+import type { AmfEvent } from '../events/cloudEvent.js';
+import type { ChatMessage, FinalPayload, PartialPayload, PolicyPayload, Usage } from '../events/payloads.js';
+import { SUBJECT_REPLY_PREFIX } from '../events/subjects.js';
+import type { EventBus } from '../fabric/eventBus.js';
+import { AmfError } from '../errors.js';
+import type { TaskLifecycle } from './taskLifecycle.js';
+
+/** What a requester sees while its task runs. */
+export type TaskUpdate =
+  | { kind: 'claimed'; agentId: string }
+  | { kind: 'progress'; agentId: string; message?: string }
+  | { kind: 'partial'; delta: string; seq: number }
+  | { kind: 'blocked'; reason: string };
+
+export interface TaskResult {
+  taskId: string;
+  traceId: string;
+  agentId: string;
+  text: string;
+  data?: Record<string, unknown>;
+  usage?: Usage;
+  /** The worker's confidence (`amfconfidence`), 0..1. */
+  confidence: number;
+}
+
+export interface SubmitRequest {
+  tag: string;
+  task: string;
+  messages?: ChatMessage[];
+  stream?: boolean;
+  timeoutMs: number;
+  signal?: AbortSignal;
+  traceId?: string;
+  ttlSeconds?: number;
+  maxRetries?: number;
+  input?: Record<string, unknown>;
+  onUpdate?: (update: TaskUpdate) => void;
+  /** Called synchronously once the task id is known. */
+  onAnnounced?: (taskId: string, traceId: string) => void;
+}
+
+interface Pending {
+  resolve: (result: TaskResult) => void;
+  reject: (err: AmfError) => void;
+  onUpdate: ((update: TaskUpdate) => void) | undefined;
+  nextSeq: number;
+  held: Map<number, string>;
+}
+
+/** Submits tasks into the mesh and resolves them from their reply subjects. */
+export class TaskDispatcher {
+  private readonly pending = new Map<string, Pending>();
+  private sub: Subscription | undefined;
+
+  constructor(
+    private readonly bus: EventBus,
+    private readonly lifecycle: TaskLifecycle,
+  ) {}
+
+  start(): void {
+    this.sub = this.bus.subscribe(`${SUBJECT_REPLY_PREFIX}>`, (event, subject) => this.onReply(event, subject));
+  }
+
+  close(): void {
+    this.sub?.unsubscribe();
+    for (const [, p] of this.pending) p.reject(new AmfError('UNAVAILABLE', 'coordinator is shutting down'));
+    this.pending.clear();
+  }
+
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
+  /**
+   * Runs one task to its end. Rejects with NO_AGENT_FOR_TAG at once when nobody serves the tag,
+   * TIMEOUT when no result came in time (the task is then failed so it still has a terminal event),
+   * TASK_FAILED / TASK_EXPIRED when the mesh ended it.
+   */
+  submit(req: SubmitRequest): Promise<TaskResult> {
+    if (req.signal?.aborted) return Promise.reject(new AmfError('INVALID_REQUEST', 'request was aborted'));
+    return new Promise<TaskResult>((resolve, reject) => {
+      let taskId = '';
+      let settled = false;
+      const cleanup = () => {
+        settled = true;
+        clearTimeout(timer);
+        req.signal?.removeEventListener('abort', onAbort);
+        this.pending.delete(taskId);
+      };
+      const timer = setTimeout(() => {
+        if (settled) return;
+        cleanup();
+        this.lifecycle.cancel(taskId, 'requester_timeout', `no result within ${req.timeoutMs} ms`);
+        reject(new AmfError('TIMEOUT', `no result from the mesh within ${req.timeoutMs} ms`, { task_id: taskId }));
+      }, req.timeoutMs);
+      const onAbort = () => {
+        if (settled) return;
+        cleanup();
+        this.lifecycle.cancel(taskId, 'requester_cancelled', 'the requester went away');
+        reject(new AmfError('INVALID_REQUEST', 'request was aborted', { task_id: taskId }));
+      };
+      const pending: Pending = {
+        resolve: (r) => {
+          if (settled) return;
+          cleanup();
+          resolve(r);
+        },
+        reject: (e) => {
+          if (settled) return;
+          cleanup();
+          reject(e);
+        },
+        onUpdate: req.onUpdate,
+        nextSeq: 0,
+        held: new Map(),
+      };
+      try {
+        // The task id is chosen here so the reply slot exists before the announcement leaves.
+        taskId = crypto.randomUUID();
+        this.pending.set(taskId, pending);
+        const task = this.lifecycle.announce({
+          tag: req.tag,
+          task: req.task,
+          taskId,
+          ...(req.messages ? { messages: req.messages } : {}),
+          ...(req.stream ? { stream: true } : {}),
+          ...(req.traceId ? { traceId: req.traceId } : {}),
+          ...(req.ttlSeconds !== undefined ? { ttlSeconds: req.ttlSeconds } : {}),
+          ...(req.maxRetries !== undefined ? { maxRetries: req.maxRetries } : {}),
+          ...(req.input ? { input: req.input } : {}),
+        });
+        req.onAnnounced?.(taskId, task.traceId);
+      } catch (err) {
+        cleanup();
+        reject(err instanceof AmfError ? err : new AmfError('INTERNAL', String(err)));
+        return;
+      }
+      req.signal?.addEventListener('abort', onAbort, { once: true });
+      timer.unref();
+    });
+  }
+
+  private onReply(event: AmfEvent, subject: string): void {
+    const taskId = subject.slice(SUBJECT_REPLY_PREFIX.length);
+    const p = this.pending.get(taskId);
+    if (!p) return;
+    const payload = event.data.payload as Record<string, unknown>;
+    switch (event.type) {
+      case 'amf.task.claim':
+        p.onUpdate?.({ kind: 'claimed', agentId: String(payload.agent_id ?? event.data.auth_context.identity) });
+        return;
+      case 'amf.task.progress':
+        p.onUpdate?.({
+          kind: 'progress',
+          agentId: String(payload.agent_id ?? ''),
+          ...(typeof payload.message === 'string' ? { message: payload.message } : {}),
+        });
+        return;
+      case 'amf.task.blocked':
+        p.onUpdate?.({ kind: 'blocked', reason: String(payload.reason ?? '') });
+        return;
+      case 'amf.result.partial':
+        return this.onPartial(p, payload as unknown as PartialPayload);
+      case 'amf.result.final':
+        return this.onFinal(p, taskId, event as AmfEvent<FinalPayload>);
+      case 'amf.policy.warning':
+      case 'amf.policy.deny': {
+        const notice = payload as unknown as PolicyPayload;
+        if (!notice.terminal) return;
+        const code = notice.state === 'expired' ? 'TASK_EXPIRED' : 'TASK_FAILED';
+        p.reject(new AmfError(code, notice.message, { task_id: taskId, reason: notice.reason }));
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  /** Delivers stream chunks in `seq` order even if a retry interleaves them. */
+  private onPartial(p: Pending, partial: PartialPayload): void {
+    if (typeof partial.delta !== 'string' || !Number.isInteger(partial.seq)) return;
+    if (partial.seq < p.nextSeq) return;
+    p.held.set(partial.seq, partial.delta);
+    if (p.held.size > 10_000) p.held.clear(); // a worker skipping seq numbers cannot grow memory
+    let delta = p.held.get(p.nextSeq);
+    while (delta !== undefined) {
+      p.held.delete(p.nextSeq);
+      p.onUpdate?.({ kind: 'partial', delta, seq: p.nextSeq });
+      p.nextSeq += 1;
+      delta = p.held.get(p.nextSeq);
+    }
+  }
+
+  private onFinal(p: Pending, taskId: string, event: AmfEvent<FinalPayload>): void {
+    const f = event.data.payload;
+    if (f.status !== 'completed' || typeof f.result?.text !== 'string') {
+      p.reject(
+        new AmfError('TASK_FAILED', f.error?.message ?? 'the worker reported a failure', {
+          task_id: taskId,
+          reason: f.error?.code ?? 'worker_error',
+        }),
+      );
+      return;
+    }
+    const result: TaskResult = {
+      taskId,
+      traceId: event.amftraceid ?? taskId,
+      agentId: f.agent_id,
+      text: f.result.text,
+      confidence: Number(event.amfconfidence),
+    };
+    if (f.result.data) result.data = f.result.data;
+    if (f.usage) result.usage = f.usage;
+    p.resolve(result);
+  }
+}

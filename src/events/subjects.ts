@@ -1,0 +1,71 @@
+/**
+ * NATS subjects of the AMF fabric. Capability tags and task ids are validated before they are
+ * spliced into a subject, so a crafted tag can never widen a subscription (`*`, `>`, `.`).
+ */
+import type { AmfEventType } from './eventTypes.js';
+
+export const CAPABILITY_TAG_PATTERN = /^[a-z0-9-]{1,64}$/;
+const TASK_ID_PATTERN = /^[A-Za-z0-9-]{1,64}$/;
+
+export const SUBJECT_ALL_PUBLIC = 'amf.>';
+export const SUBJECT_ANNOUNCE_PREFIX = 'amf.task.announce.';
+export const SUBJECT_REPLY_PREFIX = 'amf.internal.reply.';
+export const SUBJECT_INTERNAL_RAW = 'amf.internal.raw';
+export const SUBJECT_INTERNAL_CLASSIFIED = 'amf.internal.classified';
+
+/** True when `tag` is a valid capability tag (`[a-z0-9-]+`, LOCKED #17). */
+export function isCapabilityTag(tag: unknown): tag is string {
+  return typeof tag === 'string' && CAPABILITY_TAG_PATTERN.test(tag);
+}
+
+/** True when `id` is safe to use as a subject token. */
+export function isTaskId(id: unknown): id is string {
+  return typeof id === 'string' && TASK_ID_PATTERN.test(id);
+}
+
+/** Subject on which a task for `tag` is announced. */
+export function announceSubject(tag: string): string {
+  if (!isCapabilityTag(tag)) throw new Error(`invalid capability tag ${JSON.stringify(tag)}: expected [a-z0-9-]+`);
+  return SUBJECT_ANNOUNCE_PREFIX + tag;
+}
+
+/** Queue group that workers serving `tag` join (NATS delivers each announcement to one member). */
+export function workerQueueGroup(tag: string): string {
+  return `workers.${tag}`;
+}
+
+/** The only reply subject a task may name (LOCKED #8). */
+export function replySubject(taskId: string): string {
+  if (!isTaskId(taskId)) throw new Error(`invalid task id ${JSON.stringify(taskId)}`);
+  return SUBJECT_REPLY_PREFIX + taskId;
+}
+
+/** Subject an event of `type` is published on (subject = type, announcements carry the tag). */
+export function subjectForType(type: AmfEventType, tag?: string): string {
+  return type === 'amf.task.announce' && tag !== undefined ? announceSubject(tag) : type;
+}
+
+/**
+ * NATS subject-pattern match (`*` one token, `>` the rest), used to filter SSE streams and the
+ * event log without a broker round trip.
+ */
+export function subjectMatches(pattern: string, subject: string): boolean {
+  const p = pattern.split('.');
+  const s = subject.split('.');
+  for (let i = 0; i < p.length; i++) {
+    const token = p[i];
+    if (token === '>') return s.length > i;
+    if (i >= s.length) return false;
+    if (token !== '*' && token !== s[i]) return false;
+  }
+  return p.length === s.length;
+}
+
+/** Validates a subscription pattern given by a client (`?subject=`). */
+export function isValidSubjectPattern(pattern: string): boolean {
+  if (pattern.length === 0 || pattern.length > 256) return false;
+  const tokens = pattern.split('.');
+  return tokens.every(
+    (t, i) => t.length > 0 && (/^[A-Za-z0-9_-]+$/.test(t) || t === '*' || (t === '>' && i === tokens.length - 1)),
+  );
+}

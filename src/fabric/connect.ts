@@ -1,0 +1,61 @@
+/**
+ * The one way AMF processes connect to NATS: as a role user, with that role's private inbox prefix
+ * (the ACLs only let a role read its own inboxes), and with auth failures turned into an error that
+ * says which user was refused where.
+ */
+import { connect, errors, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+import type { RoleCredential } from './credentials.js';
+import { inboxPrefixFor } from './natsConfig.js';
+
+export type { NatsConnection };
+
+/** Raised when the server refuses the user/password; `code` is stable for callers to branch on. */
+export class NatsAuthError extends Error {
+  readonly code = 'NATS_AUTH_FAILED';
+  readonly user: string;
+  readonly url: string;
+
+  constructor(user: string, url: string, options?: ErrorOptions) {
+    super(
+      `NATS at ${url} refused user "${user}": wrong password or unknown user ` +
+        `(check <data-dir>/credentials.json and the AMF_*_PASS variables)`,
+      options,
+    );
+    this.name = 'NatsAuthError';
+    this.user = user;
+    this.url = url;
+  }
+}
+
+/** Options of {@link connectAs}. */
+export interface ConnectAsOptions {
+  /** Reconnect attempts after a lost connection (-1 = forever); the nats.js default when omitted. */
+  maxReconnectAttempts?: number;
+}
+
+/**
+ * Connects to `url` as the given role user. The connection `name` shows up in the server's
+ * monitoring so an operator can tell agents apart. The inbox prefix is derived from the user so that
+ * request/reply and JetStream replies land on subjects the role is allowed to subscribe to.
+ */
+export async function connectAs(
+  url: string,
+  cred: RoleCredential,
+  name: string,
+  opts: ConnectAsOptions = {},
+): Promise<NatsConnection> {
+  const options: NodeConnectionOptions = {
+    servers: url,
+    user: cred.user,
+    pass: cred.password,
+    name,
+    inboxPrefix: inboxPrefixFor(cred.user),
+  };
+  if (opts.maxReconnectAttempts !== undefined) options.maxReconnectAttempts = opts.maxReconnectAttempts;
+  try {
+    return await connect(options);
+  } catch (err) {
+    if (err instanceof errors.AuthorizationError) throw new NatsAuthError(cred.user, url, { cause: err });
+    throw err;
+  }
+}

@@ -1,0 +1,236 @@
+/**
+ * Per-role NATS credentials. The NATS ACLs are AMF's security boundary (notes/amf.md §8), so each
+ * role connects as its own user; the passwords live in `<data-dir>/credentials.json` (mode 0600) so
+ * that workers started on the same machine can share them without passing secrets on command lines.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmod, link, mkdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** The four NATS users of an AMF mesh; `amfagentrole` in events is advisory, these are enforced. */
+export type NatsRole = 'coordinator' | 'specialist' | 'watcher' | 'connector';
+
+/** Username and password of one NATS user. */
+export interface RoleCredential {
+  user: string;
+  password: string;
+}
+
+/** Credentials of every role, as stored in `credentials.json`. */
+export type NatsCredentials = Record<NatsRole, RoleCredential>;
+
+/** Every role, in a stable order (config rendering and validation iterate over it). */
+export const NATS_ROLES: readonly NatsRole[] = Object.freeze([
+  'coordinator',
+  'specialist',
+  'watcher',
+  'connector',
+]);
+
+/** Fixed NATS usernames; only the passwords are secret. */
+export const ROLE_USERS: Readonly<Record<NatsRole, string>> = Object.freeze({
+  coordinator: 'amf-coordinator',
+  specialist: 'amf-specialist',
+  watcher: 'amf-watcher',
+  connector: 'amf-connector',
+});
+
+/** Environment variables that override a role's password (DESIGN.md §3). */
+export const ROLE_PASSWORD_ENV: Readonly<Record<NatsRole, string>> = Object.freeze({
+  coordinator: 'AMF_COORD_PASS',
+  specialist: 'AMF_SPECIALIST_PASS',
+  watcher: 'AMF_WATCHER_PASS',
+  connector: 'AMF_CONNECTOR_PASS',
+});
+
+/** Name of the credentials file inside the data dir (shared by the coordinator and local workers). */
+export const CREDENTIALS_FILE = 'credentials.json';
+const MAX_PASSWORD_LENGTH = 1024;
+
+/**
+ * Returns the mesh credentials, creating them on first start. The file is the single record of
+ * what the NATS server accepts, so when an `AMF_*_PASS` variable overrides a stored password the
+ * file is rewritten too: workers that later call {@link readCredentials} on the same data dir must
+ * see the password the server was actually configured with. Creation is race-free (a hard link
+ * publishes the file only if no other process did first), so two processes starting together end
+ * up with one set of passwords.
+ */
+export async function loadOrCreateCredentials(
+  dataDir: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<NatsCredentials> {
+  const file = join(dataDir, CREDENTIALS_FILE);
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const existing = await readIfPresent(file);
+  if (existing === undefined) {
+    const fresh = applyEnv(generateCredentials(), env);
+    if (await publishIfAbsent(file, serialize(fresh))) return fresh;
+    // Another process won the race: use its file, which is now the truth.
+    return loadOrCreateCredentials(dataDir, env);
+  }
+  await tightenMode(file);
+  const overridden = applyEnv(existing, env);
+  if (!sameCredentials(existing, overridden)) await writePrivateFile(file, serialize(overridden));
+  return overridden;
+}
+
+/**
+ * Reads the credentials another process (the coordinator) created, without ever generating
+ * them: a worker that invented its own passwords would silently fail to authenticate.
+ */
+export async function readCredentials(dataDir: string): Promise<NatsCredentials> {
+  const file = join(dataDir, CREDENTIALS_FILE);
+  const found = await readIfPresent(file);
+  if (found === undefined) {
+    throw new Error(
+      `NATS credentials file ${file} does not exist: start the coordinator (amf up) with this data dir first, ` +
+        `or set AMF_DATA_DIR to the coordinator's data dir`,
+    );
+  }
+  return found;
+}
+
+/**
+ * Writes `data` to `path` readable by the owner only, atomically (temp file + rename), so a crash
+ * never leaves a half-written secret and no other user can read it even for an instant. The
+ * explicit chmod makes the mode 0600 whatever the process umask is.
+ */
+export async function writePrivateFile(path: string, data: string): Promise<void> {
+  const tmp = await writeTemp(path, data);
+  try {
+    await rename(tmp, path);
+  } catch (err) {
+    await unlink(tmp).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Checks an untrusted parsed JSON value and returns it typed, or says what is wrong. */
+function parseCredentials(value: unknown, source: string): NatsCredentials {
+  const fail = (what: string): never => {
+    throw new Error(`malformed NATS credentials file ${source}: ${what}`);
+  };
+  if (!isObject(value)) return fail(`expected a JSON object with keys ${NATS_ROLES.join(', ')}`);
+  const result: Partial<NatsCredentials> = {};
+  for (const role of NATS_ROLES) {
+    const entry = value[role];
+    if (!isObject(entry)) return fail(`"${role}" must be an object {"user","password"}`);
+    if (entry.user !== ROLE_USERS[role]) {
+      return fail(`"${role}.user" must be "${ROLE_USERS[role]}", got ${JSON.stringify(entry.user)}`);
+    }
+    const problem = passwordProblem(entry.password);
+    if (problem !== undefined) return fail(`"${role}.password" ${problem}`);
+    result[role] = { user: ROLE_USERS[role], password: entry.password as string };
+  }
+  return result as NatsCredentials;
+}
+
+function generateCredentials(): NatsCredentials {
+  const make = (role: NatsRole): RoleCredential => ({
+    user: ROLE_USERS[role],
+    password: randomBytes(32).toString('base64url'),
+  });
+  return {
+    coordinator: make('coordinator'),
+    specialist: make('specialist'),
+    watcher: make('watcher'),
+    connector: make('connector'),
+  };
+}
+
+function applyEnv(creds: NatsCredentials, env: NodeJS.ProcessEnv): NatsCredentials {
+  const out = { ...creds };
+  for (const role of NATS_ROLES) {
+    const name = ROLE_PASSWORD_ENV[role];
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    const problem = passwordProblem(value);
+    if (problem !== undefined) throw new Error(`environment variable ${name} ${problem}`);
+    out[role] = { user: ROLE_USERS[role], password: value };
+  }
+  return out;
+}
+
+/** Refuses passwords nats-server could not use as given, before they reach the config file. */
+function passwordProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value.length === 0) return 'must be a non-empty string';
+  if (value.length > MAX_PASSWORD_LENGTH) return `must be at most ${MAX_PASSWORD_LENGTH} characters`;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(value)) return 'must not contain control characters';
+  // nats-server treats a password starting like a bcrypt hash as one and would never match it.
+  if (value.startsWith('$2')) return 'must not start with "$2" (nats-server would read it as a bcrypt hash)';
+  return undefined;
+}
+
+function sameCredentials(a: NatsCredentials, b: NatsCredentials): boolean {
+  return NATS_ROLES.every((r) => a[r].user === b[r].user && a[r].password === b[r].password);
+}
+
+function serialize(creds: NatsCredentials): string {
+  return `${JSON.stringify(creds, null, 2)}\n`;
+}
+
+async function readIfPresent(file: string): Promise<NatsCredentials | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`malformed NATS credentials file ${file}: not valid JSON (${(err as Error).message})`);
+  }
+  return parseCredentials(parsed, file);
+}
+
+/** A secret readable by group or others is a leak waiting to happen; narrow it quietly. */
+async function tightenMode(file: string): Promise<void> {
+  const { mode } = await stat(file);
+  if ((mode & 0o077) !== 0) await chmod(file, 0o600);
+}
+
+async function writeTemp(path: string, data: string): Promise<string> {
+  const tmp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  await writeFile(tmp, data, { mode: 0o600, flag: 'wx' });
+  await chmod(tmp, 0o600);
+  return tmp;
+}
+
+/**
+ * Publishes the file only if it does not exist yet: link() fails with EEXIST instead of replacing,
+ * and readers never see a partly written file. Filesystems without hard links fall back to an
+ * exclusive create, which keeps the "only if absent" guarantee.
+ */
+async function publishIfAbsent(path: string, data: string): Promise<boolean> {
+  const tmp = await writeTemp(path, data);
+  try {
+    await link(tmp, path);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw err;
+    return createExclusive(path, data);
+  } finally {
+    await unlink(tmp).catch(() => undefined);
+  }
+}
+
+async function createExclusive(path: string, data: string): Promise<boolean> {
+  try {
+    await writeFile(path, data, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+  await chmod(path, 0o600);
+  return true;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

@@ -1,0 +1,94 @@
+/**
+ * The durable side of the fabric: JetStream streams that keep a bounded history of public and
+ * internal events, and the KV buckets that hold the agent registry and task state, so that every
+ * coordinator on the same NATS sees the same mesh.
+ */
+import { jetstreamManager, type JetStreamManager, RetentionPolicy, StorageType, DiscardPolicy } from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+
+const NANOS_PER_SECOND = 1_000_000_000;
+
+export const EVENTS_STREAM = 'AMF_EVENTS';
+export const INTERNAL_STREAM = 'AMF_INTERNAL';
+export const AGENTS_BUCKET = 'amf_agents';
+export const TASKS_BUCKET = 'amf_tasks';
+
+/** Public fabric subjects that are persisted (replies are not: they duplicate these). */
+export const PUBLIC_STREAM_SUBJECTS = [
+  'amf.discovery.>',
+  'amf.task.>',
+  'amf.result.>',
+  'amf.policy.>',
+  'amf.artifact.>',
+  'amf.evidence.>',
+];
+export const INTERNAL_STREAM_SUBJECTS = ['amf.internal.raw', 'amf.internal.classified'];
+
+export interface RetentionLimits {
+  maxAgeSeconds: number;
+  maxMessages: number;
+  maxBytes: number;
+}
+
+export const DEFAULT_EVENT_RETENTION: RetentionLimits = {
+  maxAgeSeconds: 24 * 3600,
+  maxMessages: 1_000_000,
+  maxBytes: 512 * 1024 * 1024,
+};
+
+export interface FabricStores {
+  jsm: JetStreamManager;
+  agents: KV;
+  tasks: KV;
+}
+
+async function ensureStream(jsm: JetStreamManager, name: string, subjects: string[], limits: RetentionLimits) {
+  const config = {
+    name,
+    subjects,
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: limits.maxAgeSeconds * NANOS_PER_SECOND,
+    max_msgs: limits.maxMessages,
+    max_bytes: limits.maxBytes,
+    num_replicas: 1,
+  };
+  try {
+    await jsm.streams.info(name);
+    await jsm.streams.update(name, config);
+  } catch {
+    await jsm.streams.add(config);
+  }
+}
+
+/**
+ * Creates (or updates) the streams and opens the KV buckets. Idempotent, so every coordinator calls it
+ * at start.
+ */
+export async function ensureFabricStores(
+  nc: NatsConnection,
+  retention: RetentionLimits = DEFAULT_EVENT_RETENTION,
+  taskStateTtlSeconds = 3600,
+): Promise<FabricStores> {
+  const jsm = await jetstreamManager(nc);
+  await ensureStream(jsm, EVENTS_STREAM, PUBLIC_STREAM_SUBJECTS, retention);
+  await ensureStream(jsm, INTERNAL_STREAM, INTERNAL_STREAM_SUBJECTS, {
+    ...retention,
+    maxMessages: Math.min(retention.maxMessages, 100_000),
+  });
+  const kvm = new Kvm(nc);
+  const agents = await kvm.create(AGENTS_BUCKET, { history: 1, max_bytes: 64 * 1024 * 1024 });
+  const tasks = await kvm.create(TASKS_BUCKET, {
+    history: 1,
+    ttl: taskStateTtlSeconds * 1000,
+    max_bytes: 256 * 1024 * 1024,
+  });
+  return { jsm, agents, tasks };
+}
+
+/** KV keys allow `[-/_=.a-zA-Z0-9]`; agent ids are URIs, so they are stored base64url-encoded. */
+export function kvKey(id: string): string {
+  return Buffer.from(id, 'utf8').toString('base64url');
+}

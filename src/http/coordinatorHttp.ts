@@ -1,0 +1,218 @@
+/**
+ * The coordinator's HTTP edge: UI, event stream, publish, registry, agent card, health, the OpenAI
+ * API and metrics. Authentication (`--api-key`) is checked here once for every route except the agent
+ * cards, `/health` and the UI page itself.
+ */
+import { timingSafeEqual, createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { AmfError } from '../errors.js';
+import { checkAnnouncePayload, type AnnouncePayload } from '../events/payloads.js';
+import { parseCloudEventRequest } from '../events/cloudEventsHttp.js';
+import { SUBJECT_REPLY_PREFIX } from '../events/subjects.js';
+import type { Coordinator } from '../coordinator/coordinator.js';
+import { CoordinatorMetrics } from '../coordinator/metrics.js';
+import { taskSnapshot } from '../coordinator/sharedState.js';
+import { handleChatCompletion, listModels, sendOpenAiError } from '../protocols/openai/chatCompletions.js';
+import { EventStreamHub } from './eventStream.js';
+import { Router, readBody, requestUrl, sendError, sendJson } from './httpKit.js';
+import { closeServer, listen } from '../worker/workerHttp.js';
+import { createServer } from 'node:http';
+import { VERSION } from '../version.js';
+
+const PUBLIC_PATHS = new Set(['/', '/health', '/.well-known/agent-card.json', '/.well-known/agent.json', '/favicon.ico']);
+const UI_PATH = fileURLToPath(new URL('../web/index.html', import.meta.url));
+const UI_FALLBACK_PATH = fileURLToPath(new URL('../../src/web/index.html', import.meta.url));
+
+export interface CoordinatorHttp {
+  server: Server;
+  url: string;
+  metrics: CoordinatorMetrics;
+  close(): Promise<void>;
+}
+
+function keyDigest(key: string): Buffer {
+  return createHash('sha256').update(key).digest();
+}
+
+/** Constant-time API key check on a Bearer header (or `?api_key=` for EventSource, which cannot set headers). */
+function authorized(req: IncomingMessage, url: URL, expected: Buffer): boolean {
+  const header = req.headers.authorization;
+  let given: string | undefined;
+  if (typeof header === 'string' && header.startsWith('Bearer ')) given = header.slice(7).trim();
+  else if (url.pathname === '/events') given = url.searchParams.get('api_key') ?? undefined;
+  if (given === undefined) return false;
+  return timingSafeEqual(keyDigest(given), expected);
+}
+
+async function loadUi(): Promise<string> {
+  try {
+    return await readFile(UI_PATH, 'utf8');
+  } catch {
+    return readFile(UI_FALLBACK_PATH, 'utf8');
+  }
+}
+
+/** The coordinator's A2A agent card (with `x-amf.nats_url`: coordinators publish it, LOCKED #2). */
+export function coordinatorAgentCard(coordinator: Coordinator, url: string): Record<string, unknown> {
+  const tags = [...coordinator.registry.liveTags().keys()].sort();
+  return {
+    name: 'amf-coordinator',
+    description: 'AMF mesh coordinator: dispatches tasks to mesh workers by capability tag',
+    version: VERSION,
+    url,
+    protocolVersion: '1.0',
+    capabilities: { streaming: true, pushNotifications: false },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: tags.map((tag) => ({ id: tag, name: tag, description: `Mesh capability ${tag}`, tags: [tag] })),
+    'x-amf': {
+      agent_id: coordinator.sender.identity,
+      trust_domain: coordinator.config.identity.trustDomain,
+      protocols: ['A2A/1.0'],
+      nats_url: coordinator.natsUrl,
+      role: 'coordinator',
+    },
+  };
+}
+
+/** Builds the router for a coordinator. */
+function buildRouter(coordinator: Coordinator, hub: EventStreamHub, metrics: CoordinatorMetrics, getUrl: () => string): Router {
+  const { config } = coordinator;
+  const router = new Router();
+  let uiCache: string | undefined;
+  router.on('GET', '/', async (_req, res) => {
+    uiCache ??= await loadUi();
+    res.writeHead(200, {
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
+      'x-content-type-options': 'nosniff',
+    });
+    res.end(uiCache);
+  });
+  router.on('GET', '/health', (_req, res) =>
+    sendJson(res, 200, {
+      status: 'ok',
+      version: 'af-mcp-0.1',
+      amf_version: VERSION,
+      instance_id: coordinator.instanceId,
+      nats: { connected: coordinator.natsConnected, url: coordinator.natsUrl },
+      policy: { engine: 'builtin', detail: 'static identity; local visibility only (OPA admission not yet wired)' },
+      agents: { live: [...coordinator.registry.list()].filter((a) => a.status === 'live').length, known: coordinator.registry.list().length },
+      tasks: { active: coordinator.lifecycle.activeCount },
+    }),
+  );
+  const card = (_req: IncomingMessage, res: ServerResponse) => sendJson(res, 200, coordinatorAgentCard(coordinator, getUrl()));
+  router.on('GET', '/.well-known/agent-card.json', card);
+  router.on('GET', '/.well-known/agent.json', card);
+  router.on('GET', '/events', (req, res, url) => hub.handle(req, res, url));
+  router.on('GET', '/agents', (_req, res) =>
+    sendJson(res, 200, {
+      agents: coordinator.registry.list().map((a) => ({
+        ...a.record,
+        capability_tags: a.record.capability_tags ?? [],
+        status: a.status,
+        advertised_status: a.record.status ?? 'active',
+        admitted_at: a.admittedAt,
+        last_seen: new Date(a.lastSeen).toISOString(),
+      })),
+    }),
+  );
+  router.onPrefix('GET', '/tasks/', async (_req, res, url) => {
+    const id = decodeURIComponent(url.pathname.slice('/tasks/'.length));
+    const task = coordinator.lifecycle.get(id);
+    if (task) return sendJson(res, 200, taskSnapshot(task));
+    throw new AmfError('NOT_FOUND', `no task ${id} is known to this coordinator`);
+  });
+  router.on('POST', '/publish', async (req, res) => {
+    const body = await readBody(req, config.tasks.maxTaskBytes);
+    const parsed = parseCloudEventRequest(req.headers, body);
+    if (!parsed.ok) {
+      sendJson(res, 400, { error: { code: 'INVALID_EVENT', message: 'the event is not a valid AMF CloudEvent', reasons: parsed.errors } });
+      return;
+    }
+    const event = parsed.value;
+    if (event.type === 'amf.task.announce') {
+      // Announcements go through the lifecycle so they get TTLs, retries and one terminal event.
+      const p = event.data.payload as unknown as AnnouncePayload;
+      const problem = checkAnnouncePayload(p);
+      if (problem) throw new AmfError('INVALID_REQUEST', `invalid announcement: ${problem}`);
+      if (p.reply_subject !== undefined && p.reply_subject !== SUBJECT_REPLY_PREFIX + p.task_id)
+        throw new AmfError('INVALID_REQUEST', `reply_subject must be ${SUBJECT_REPLY_PREFIX}${p.task_id}`);
+      const task = coordinator.lifecycle.announce({
+        tag: p.required_capability,
+        task: p.task,
+        taskId: p.task_id,
+        ttlSeconds: event.amfttl > 0 ? event.amfttl : config.tasks.ttlSeconds,
+        ...(event.amftraceid ? { traceId: event.amftraceid } : {}),
+        ...(p.max_retries !== undefined ? { maxRetries: p.max_retries } : {}),
+        ...(p.retry_delay_seconds !== undefined ? { retryDelaySeconds: p.retry_delay_seconds } : {}),
+        ...(p.messages ? { messages: p.messages } : {}),
+        ...(p.input ? { input: p.input } : {}),
+      });
+      sendJson(res, 202, { accepted: true, id: event.id, task_id: task.taskId, subject: `amf.task.announce.${task.tag}` });
+      return;
+    }
+    coordinator.bus.publish(event);
+    sendJson(res, 202, { accepted: true, id: event.id, subject: event.type });
+  });
+  router.on('GET', '/v1/models', (_req, res) => sendJson(res, 200, listModels(coordinator.registry)));
+  router.on('POST', '/v1/chat/completions', (req, res) =>
+    handleChatCompletion(req, res, {
+      dispatcher: coordinator.dispatcher,
+      registry: coordinator.registry,
+      requestTimeoutMs: config.openai.requestTimeoutSeconds * 1000,
+      maxBodyBytes: config.openai.maxBodyBytes,
+    }),
+  );
+  router.on('GET', '/metrics', async (_req, res) => {
+    const text = await metrics.registry.metrics();
+    res.writeHead(200, { 'content-type': metrics.registry.contentType });
+    res.end(text);
+  });
+  return router;
+}
+
+/** Route label for metrics: known paths as they are, anything else collapsed. */
+function routeLabel(pathname: string): string {
+  if (pathname.startsWith('/tasks/')) return '/tasks/:id';
+  return PUBLIC_PATHS.has(pathname) || /^\/(v1\/[a-z/]+|events|publish|agents|metrics)$/.test(pathname) ? pathname : 'other';
+}
+
+/** Starts the HTTP edge of `coordinator` on the configured host and port. */
+export async function startCoordinatorHttp(coordinator: Coordinator): Promise<CoordinatorHttp> {
+  const { config } = coordinator;
+  const hub = new EventStreamHub(coordinator.nc);
+  const metrics = new CoordinatorMetrics(coordinator);
+  let url = '';
+  const router = buildRouter(coordinator, hub, metrics, () => url);
+  const expectedKey = config.coordinator.apiKey ? keyDigest(config.coordinator.apiKey) : undefined;
+  const server = createServer((req, res) => {
+    const u = requestUrl(req);
+    res.on('finish', () => metrics.httpRequests.inc({ route: routeLabel(u.pathname), status: String(res.statusCode) }));
+    if (expectedKey && !PUBLIC_PATHS.has(u.pathname) && !authorized(req, u, expectedKey)) {
+      const err = new AmfError('UNAUTHORIZED', 'missing or wrong API key: send Authorization: Bearer <key>');
+      if (u.pathname.startsWith('/v1/')) sendOpenAiError(res, err);
+      else sendError(res, err);
+      return;
+    }
+    router.handle(req, res, u).catch((err: unknown) => {
+      if (u.pathname.startsWith('/v1/')) {
+        if (!res.headersSent) sendOpenAiError(res, err);
+        else res.end();
+      } else sendError(res, err);
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  url = await listen(server, config.coordinator.host, config.coordinator.port);
+  return {
+    server,
+    url,
+    metrics,
+    async close() {
+      hub.close();
+      await closeServer(server);
+    },
+  };
+}

@@ -1,0 +1,126 @@
+/**
+ * A minimal HTTP toolkit on node:http: bounded body reading, JSON replies, and an exact-path router.
+ * The coordinator and worker runtimes stay free of framework types; this is the only HTTP edge.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AmfError, httpStatusFor, toAmfError } from '../errors.js';
+
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> | void;
+
+/** Reads the request body, refusing more than `limit` bytes with PAYLOAD_TOO_LARGE. */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > limit) {
+      req.resume();
+      reject(new AmfError('PAYLOAD_TOO_LARGE', `request body of ${declared} bytes exceeds the limit of ${limit} bytes`));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.resume();
+        reject(new AmfError('PAYLOAD_TOO_LARGE', `request body exceeds the limit of ${limit} bytes`));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    req.on('error', (err) => reject(new AmfError('INVALID_REQUEST', `could not read request body: ${err.message}`)));
+  });
+}
+
+/** Reads and parses a JSON object body; errors say what was wrong. */
+export async function readJsonObject(req: IncomingMessage, limit: number): Promise<Record<string, unknown>> {
+  const body = await readBody(req, limit);
+  if (body.length === 0) throw new AmfError('INVALID_REQUEST', 'request body is empty: expected a JSON object');
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw new AmfError('INVALID_REQUEST', `request body is not valid JSON: ${(err as Error).message}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new AmfError('INVALID_REQUEST', 'request body must be a JSON object');
+  return value as Record<string, unknown>;
+}
+
+/** Sends a JSON reply. */
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+}
+
+/** Sends an AMF error as `{error: {code, message}}` with its HTTP status. */
+export function sendError(res: ServerResponse, err: unknown): void {
+  const e = toAmfError(err);
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  sendJson(res, httpStatusFor(e.code), { error: { code: e.code, message: e.message, ...(e.details ?? {}) } });
+}
+
+interface Route {
+  method: string;
+  path: string;
+  handler: RouteHandler;
+}
+
+/** Exact-path router with prefix routes for sub-trees (`/api/amp/jobs/`). */
+export class Router {
+  private readonly exact = new Map<string, Map<string, RouteHandler>>();
+  private readonly prefixes: Route[] = [];
+
+  on(method: string, path: string, handler: RouteHandler): this {
+    let byMethod = this.exact.get(path);
+    if (!byMethod) this.exact.set(path, (byMethod = new Map()));
+    byMethod.set(method, handler);
+    return this;
+  }
+
+  onPrefix(method: string, prefix: string, handler: RouteHandler): this {
+    this.prefixes.push({ method, path: prefix, handler });
+    return this;
+  }
+
+  /** Handles a request; 404 for unknown paths, 405 with Allow for known paths and other methods. */
+  async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const method = req.method ?? 'GET';
+    const byMethod = this.exact.get(url.pathname);
+    if (byMethod) {
+      const handler = byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined);
+      if (!handler) {
+        res.setHeader('allow', [...byMethod.keys()].join(', '));
+        sendJson(res, 405, { error: { code: 'METHOD_NOT_ALLOWED', message: `${method} is not allowed on ${url.pathname}` } });
+        return;
+      }
+      await handler(req, res, url);
+      return;
+    }
+    for (const route of this.prefixes) {
+      if (route.method === method && url.pathname.startsWith(route.path)) {
+        await route.handler(req, res, url);
+        return;
+      }
+    }
+    sendJson(res, 404, { error: { code: 'NOT_FOUND', message: `no route for ${method} ${url.pathname}` } });
+  }
+}
+
+/** Parses the request URL safely (a malformed Host header must not crash the server). */
+export function requestUrl(req: IncomingMessage): URL {
+  try {
+    return new URL(req.url ?? '/', 'http://localhost');
+  } catch {
+    return new URL('/', 'http://localhost');
+  }
+}

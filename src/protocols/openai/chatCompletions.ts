@@ -1,0 +1,259 @@
+/**
+ * OpenAI-compatible edge: `GET /v1/models` lists `amf/<tag>` for every tag a live agent serves, and
+ * `POST /v1/chat/completions` turns a chat request into a mesh task for that tag, answered in
+ * OpenAI's shapes (streaming chunks with one id, role delta first, finish_reason, usage, [DONE]) and
+ * OpenAI's error format.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AmfError, httpStatusFor, toAmfError, type AmfErrorCode } from '../../errors.js';
+import type { ChatMessage, Usage } from '../../events/payloads.js';
+import { isCapabilityTag } from '../../events/subjects.js';
+import { readBody, sendJson } from '../../http/httpKit.js';
+import type { TaskDispatcher, TaskResult } from '../../coordinator/taskDispatcher.js';
+import type { AgentRegistry } from '../../coordinator/agentRegistry.js';
+
+export interface OpenAiOptions {
+  dispatcher: TaskDispatcher;
+  registry: AgentRegistry;
+  requestTimeoutMs: number;
+  maxBodyBytes: number;
+  ttlSeconds?: number;
+}
+
+const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
+const MODEL_PREFIX = 'amf/';
+
+/** OpenAI error types by AMF code (what the official clients branch on). */
+function openAiErrorType(code: AmfErrorCode): string {
+  switch (code) {
+    case 'INVALID_REQUEST':
+    case 'PAYLOAD_TOO_LARGE':
+      return 'invalid_request_error';
+    case 'NOT_FOUND':
+    case 'NO_AGENT_FOR_TAG':
+      return 'invalid_request_error';
+    case 'UNAUTHORIZED':
+      return 'authentication_error';
+    case 'RATE_LIMITED':
+      return 'rate_limit_error';
+    case 'TIMEOUT':
+    case 'TASK_EXPIRED':
+      return 'timeout_error';
+    default:
+      return 'api_error';
+  }
+}
+
+/** Sends an error in OpenAI's shape: `{error: {message, type, param, code}}`. */
+export function sendOpenAiError(res: ServerResponse, err: unknown, param: string | null = null): void {
+  const e = toAmfError(err);
+  const code = e.code === 'NO_AGENT_FOR_TAG' ? 'model_not_found' : e.code.toLowerCase();
+  sendJson(res, httpStatusFor(e.code), {
+    error: { message: e.message, type: openAiErrorType(e.code), param: (e.details?.param as string | undefined) ?? param, code },
+  });
+}
+
+interface ParsedRequest {
+  model: string;
+  tag: string;
+  messages: ChatMessage[];
+  text: string;
+  stream: boolean;
+  includeUsage: boolean;
+}
+
+function invalid(message: string, param: string): AmfError {
+  return new AmfError('INVALID_REQUEST', message, { param });
+}
+
+function contentText(content: unknown, index: number): string {
+  if (typeof content === 'string') return content;
+  if (content === null || content === undefined) return '';
+  if (Array.isArray(content)) {
+    return content
+      .map((part, j) => {
+        if (typeof part === 'object' && part !== null && (part as { type?: unknown }).type === 'text') {
+          const text = (part as { text?: unknown }).text;
+          if (typeof text === 'string') return text;
+        }
+        throw invalid(`messages[${index}].content[${j}] must be a text part ({"type":"text","text":"..."})`, `messages[${index}].content`);
+      })
+      .join('');
+  }
+  throw invalid(`messages[${index}].content must be a string or an array of text parts`, `messages[${index}].content`);
+}
+
+/** Validates a chat completion request body; every error names the offending parameter. */
+export function parseChatRequest(body: unknown, registry: AgentRegistry): ParsedRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('request body must be a JSON object', 'body');
+  const b = body as Record<string, unknown>;
+  if (typeof b.model !== 'string' || b.model.length === 0) throw invalid('you must provide a model parameter', 'model');
+  const model = b.model;
+  if (!model.startsWith(MODEL_PREFIX) || !isCapabilityTag(model.slice(MODEL_PREFIX.length)))
+    throw new AmfError('NO_AGENT_FOR_TAG', `The model \`${model.slice(0, 200)}\` does not exist: AMF models are named amf/<capability-tag>`, {
+      param: 'model',
+    });
+  const tag = model.slice(MODEL_PREFIX.length);
+  if (!Array.isArray(b.messages) || b.messages.length === 0) throw invalid('messages must be a non-empty array', 'messages');
+  if (b.messages.length > 1000) throw invalid('messages has more than 1000 entries', 'messages');
+  const messages: ChatMessage[] = b.messages.map((m: unknown, i) => {
+    if (typeof m !== 'object' || m === null) throw invalid(`messages[${i}] must be an object`, `messages[${i}]`);
+    const role = (m as { role?: unknown }).role;
+    if (typeof role !== 'string' || !ROLES.has(role))
+      throw invalid(`messages[${i}].role must be one of system, developer, user, assistant, tool`, `messages[${i}].role`);
+    return { role: role === 'developer' ? 'system' : (role as ChatMessage['role']), content: contentText((m as { content?: unknown }).content, i) };
+  });
+  if (b.stream !== undefined && b.stream !== null && typeof b.stream !== 'boolean') throw invalid('stream must be a boolean', 'stream');
+  let includeUsage = false;
+  if (b.stream_options !== undefined && b.stream_options !== null) {
+    if (typeof b.stream_options !== 'object') throw invalid('stream_options must be an object', 'stream_options');
+    includeUsage = (b.stream_options as { include_usage?: unknown }).include_usage === true;
+  }
+  const lastUser = [...messages].reverse().find((m) => m.role === 'user');
+  const text = (lastUser ?? messages[messages.length - 1]!).content;
+  if (!registry.servesTag(tag))
+    throw new AmfError('NO_AGENT_FOR_TAG', `The model \`${model}\` does not exist: no live agent serves capability "${tag}"`, {
+      param: 'model',
+    });
+  return { model, tag, messages, text, stream: b.stream === true, includeUsage };
+}
+
+/** Rough token estimate (4 characters a token) used when a worker reports no usage. */
+function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}
+
+function usageOf(req: ParsedRequest, result: TaskResult): Usage & { total_tokens: number } {
+  const prompt = result.usage?.prompt_tokens ?? estimateTokens(req.messages.map((m) => m.content).join('\n'));
+  const completion = result.usage?.completion_tokens ?? estimateTokens(result.text);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+/** `GET /v1/models`. */
+export function listModels(registry: AgentRegistry): Record<string, unknown> {
+  const created = Math.floor(Date.now() / 1000);
+  return {
+    object: 'list',
+    data: [...registry.liveTags().keys()].sort().map((tag) => ({ id: MODEL_PREFIX + tag, object: 'model', created, owned_by: 'amf-mesh' })),
+  };
+}
+
+/** `POST /v1/chat/completions`. */
+export async function handleChatCompletion(req: IncomingMessage, res: ServerResponse, opts: OpenAiOptions): Promise<void> {
+  let parsed: ParsedRequest;
+  try {
+    const raw = await readBody(req, opts.maxBodyBytes);
+    let body: unknown;
+    try {
+      body = JSON.parse(raw.toString('utf8'));
+    } catch (err) {
+      throw invalid(`request body is not valid JSON: ${(err as Error).message}`, 'body');
+    }
+    parsed = parseChatRequest(body, opts.registry);
+  } catch (err) {
+    sendOpenAiError(res, err);
+    return;
+  }
+  const controller = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  const created = Math.floor(Date.now() / 1000);
+  let id = '';
+  if (!parsed.stream) {
+    try {
+      const result = await opts.dispatcher.submit({
+        tag: parsed.tag,
+        task: parsed.text,
+        messages: parsed.messages,
+        timeoutMs: opts.requestTimeoutMs,
+        signal: controller.signal,
+        ...(opts.ttlSeconds !== undefined ? { ttlSeconds: opts.ttlSeconds } : {}),
+        onAnnounced: (taskId) => (id = `chatcmpl-${taskId}`),
+      });
+      sendJson(
+        res,
+        200,
+        {
+          id,
+          object: 'chat.completion',
+          created,
+          model: parsed.model,
+          choices: [{ index: 0, message: { role: 'assistant', content: result.text, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+          usage: usageOf(parsed, result),
+          system_fingerprint: null,
+        },
+        { 'x-amf-task-id': result.taskId, 'x-amf-trace-id': result.traceId, 'x-amf-agent-id': result.agentId },
+      );
+    } catch (err) {
+      if (!res.headersSent) sendOpenAiError(res, err);
+    }
+    return;
+  }
+  await streamCompletion(res, parsed, opts, controller.signal, created);
+}
+
+async function streamCompletion(
+  res: ServerResponse,
+  parsed: ParsedRequest,
+  opts: OpenAiOptions,
+  signal: AbortSignal,
+  created: number,
+): Promise<void> {
+  let id = '';
+  let streamedText = '';
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) =>
+    `data: ${JSON.stringify({
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model: parsed.model,
+      system_fingerprint: null,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    })}\n\n`;
+  try {
+    const result = await opts.dispatcher.submit({
+      tag: parsed.tag,
+      task: parsed.text,
+      messages: parsed.messages,
+      stream: true,
+      timeoutMs: opts.requestTimeoutMs,
+      signal,
+      ...(opts.ttlSeconds !== undefined ? { ttlSeconds: opts.ttlSeconds } : {}),
+      onAnnounced: (taskId, traceId) => {
+        // Headers go out only once the task exists, so "no such model" is still a plain 404.
+        id = `chatcmpl-${taskId}`;
+        res.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache',
+          connection: 'keep-alive',
+          'x-amf-task-id': taskId,
+          'x-amf-trace-id': traceId,
+        });
+        res.write(chunk({ role: 'assistant', content: '' }));
+      },
+      onUpdate: (update) => {
+        if (update.kind !== 'partial') return;
+        streamedText += update.delta;
+        res.write(chunk({ content: update.delta }));
+      },
+    });
+    // A worker that does not stream still answers a streaming request: its text becomes one chunk.
+    if (result.text.length > 0 && streamedText.length === 0) res.write(chunk({ content: result.text }));
+    res.write(chunk({}, 'stop'));
+    if (parsed.includeUsage) {
+      res.write(
+        `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: parsed.model, choices: [], usage: usageOf(parsed, result) })}\n\n`,
+      );
+    }
+    res.end('data: [DONE]\n\n');
+  } catch (err) {
+    if (!res.headersSent) {
+      sendOpenAiError(res, err);
+      return;
+    }
+    const e = toAmfError(err);
+    res.write(`data: ${JSON.stringify({ error: { message: e.message, type: openAiErrorType(e.code), param: null, code: e.code.toLowerCase() } })}\n\n`);
+    res.end('data: [DONE]\n\n');
+  }
+}

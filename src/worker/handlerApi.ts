@@ -1,0 +1,69 @@
+/**
+ * The TypeScript handler API for workers. A handler is an async function returning the answer, or an
+ * async generator yielding text chunks (each becomes an `amf.result.partial`; the final result is
+ * their concatenation unless the generator returns a result of its own).
+ */
+import type { ChatMessage, Usage } from '../events/payloads.js';
+
+export interface TaskContext {
+  taskId: string;
+  traceId: string;
+  /** The capability tag the task was announced for. */
+  tag: string;
+  /** The task text (for chat requests: the last user message). */
+  text: string;
+  /** The whole conversation for chat requests, else one user message. */
+  messages: ChatMessage[];
+  input?: Record<string, unknown>;
+  /** The requester asked for streamed chunks. */
+  stream: boolean;
+  attempt: number;
+  /** Aborted when the task is cancelled or the worker shuts down hard. */
+  signal: AbortSignal;
+  /** Publishes `amf.task.progress` (keeps the coordinator's watchdog informed on long tasks). */
+  progress(message: string, percent?: number): void;
+  /** Delegates a sub-task to another capability through the coordinator and waits for its result. */
+  delegate(tag: string, text: string, options?: { timeoutMs?: number; input?: Record<string, unknown> }): Promise<string>;
+}
+
+export interface HandlerResult {
+  text: string;
+  data?: Record<string, unknown>;
+  /** 0..1, published as `amfconfidence`. */
+  confidence?: number;
+  usage?: Usage;
+}
+
+export type TaskHandler = (
+  ctx: TaskContext,
+) => Promise<string | HandlerResult> | AsyncIterable<string> | AsyncGenerator<string, string | HandlerResult | void>;
+
+/** A handler with what the agent card and MCP tool listing say about it. */
+export interface WorkerHandler {
+  name: string;
+  description: string;
+  handle: TaskHandler;
+}
+
+/** Error a handler throws to fail a task with a stable code. */
+export class HandlerError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'HandlerError';
+  }
+}
+
+/** Normalises what a handler returned. */
+export function toHandlerResult(value: string | HandlerResult | void, streamed: string): HandlerResult {
+  if (value === undefined) return { text: streamed };
+  if (typeof value === 'string') return { text: value };
+  return value;
+}
+
+/** True when a handler returned an async iterable (streaming handler). */
+export function isAsyncIterable(value: unknown): value is AsyncIterable<string> {
+  return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
+}

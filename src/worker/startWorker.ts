@@ -1,0 +1,89 @@
+/**
+ * Starts a complete worker: HTTP edge first (so the advertised endpoint is the bound one), then the
+ * NATS connection as the specialist role, then the mesh side. `close()` drains gracefully.
+ */
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectAs } from '../fabric/connect.js';
+import type { RoleCredential } from '../fabric/credentials.js';
+import { isCapabilityTag } from '../events/subjects.js';
+import { AmfError } from '../errors.js';
+import { MeshWorker } from './meshWorker.js';
+import type { WorkerHandler } from './handlerApi.js';
+import { closeServer, listen, serveRouter, workerRouter, type WorkerHttpOptions } from './workerHttp.js';
+
+export interface StartWorkerOptions {
+  name: string;
+  tags: string[];
+  handler: WorkerHandler;
+  natsUrl: string;
+  credential: RoleCredential;
+  host?: string;
+  port?: number;
+  trustDomain?: string;
+  heartbeatSeconds?: number;
+  concurrency?: number;
+  version?: string;
+}
+
+export interface RunningWorker {
+  worker: MeshWorker;
+  url: string;
+  nc: NatsConnection;
+  /** Graceful stop: stop claiming, finish in-flight tasks, say goodbye, close. */
+  close(drainTimeoutMs?: number): Promise<void>;
+}
+
+/** Validates options, then starts the worker's HTTP server and mesh side. */
+export async function startWorker(opts: StartWorkerOptions): Promise<RunningWorker> {
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(opts.name))
+    throw new AmfError('INVALID_REQUEST', `invalid worker name "${opts.name}": expected [A-Za-z0-9._-]{1,64}`);
+  if (opts.tags.length === 0) throw new AmfError('INVALID_REQUEST', 'a worker needs at least one capability tag (--tags)');
+  for (const tag of opts.tags)
+    if (!isCapabilityTag(tag)) throw new AmfError('INVALID_REQUEST', `invalid capability tag "${tag}": expected [a-z0-9-]+`);
+  const trustDomain = opts.trustDomain ?? 'local';
+  const httpOpts: WorkerHttpOptions = {
+    host: opts.host ?? '127.0.0.1',
+    port: opts.port ?? 8766,
+    name: opts.name,
+    tags: opts.tags,
+    trustDomain,
+    handler: opts.handler,
+    version: opts.version ?? '0.1.0',
+  };
+  let worker: MeshWorker | undefined;
+  let endpoint = '';
+  const server = serveRouter(workerRouter(() => worker!, httpOpts, () => endpoint));
+  endpoint = await listen(server, httpOpts.host, httpOpts.port);
+  let nc: NatsConnection;
+  try {
+    nc = await connectAs(opts.natsUrl, opts.credential, `amf-worker-${opts.name}`);
+  } catch (err) {
+    await closeServer(server);
+    throw err;
+  }
+  worker = new MeshWorker(nc, {
+    name: opts.name,
+    tags: opts.tags,
+    trustDomain,
+    endpoint,
+    handler: opts.handler,
+    heartbeatSeconds: opts.heartbeatSeconds ?? 5,
+    concurrency: opts.concurrency ?? 16,
+    version: httpOpts.version,
+  });
+  await worker.start();
+  let closing: Promise<void> | undefined;
+  return {
+    worker,
+    url: endpoint,
+    nc,
+    close(drainTimeoutMs = 30_000) {
+      closing ??= (async () => {
+        await worker.drain(drainTimeoutMs);
+        await nc.drain().catch(() => undefined);
+        await closeServer(server);
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * The worker's HTTP edge: its agent card, `POST /tasks/send` for direct submission (the same handler
+ * as mesh tasks, with the same events published on NATS), and `/health`.
+ */
+import { createServer, type Server } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { AmfError } from '../errors.js';
+import { Router, readJsonObject, requestUrl, sendError, sendJson } from '../http/httpKit.js';
+import type { MeshWorker } from './meshWorker.js';
+import type { WorkerHandler } from './handlerApi.js';
+
+export interface WorkerHttpOptions {
+  host: string;
+  port: number;
+  name: string;
+  tags: string[];
+  trustDomain: string;
+  handler: WorkerHandler;
+  version: string;
+  maxBodyBytes?: number;
+}
+
+/** The A2A agent card of a worker (no `nats_url`: only coordinators publish it, LOCKED #2). */
+export function workerAgentCard(worker: MeshWorker, opts: WorkerHttpOptions, endpoint: string): Record<string, unknown> {
+  return {
+    name: opts.name,
+    description: opts.handler.description,
+    version: opts.version,
+    url: endpoint,
+    protocolVersion: '1.0',
+    capabilities: { streaming: true, pushNotifications: false },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: opts.tags.map((tag) => ({ id: tag, name: tag, description: opts.handler.description, tags: [tag] })),
+    'x-amf': {
+      agent_id: worker.agentId,
+      trust_domain: opts.trustDomain,
+      protocols: worker.agentRecord().protocols_supported,
+      capability_tags: opts.tags,
+    },
+  };
+}
+
+export interface WorkerHttpServer {
+  server: Server;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Listens on host:port (0 = any free port) and returns the bound URL. */
+export async function listen(server: Server, host: string, port: number): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  const h = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  return `http://${h}:${addr.port}`;
+}
+
+/** Closes a server, ending idle keep-alive connections so close() does not hang. */
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    setTimeout(() => server.closeAllConnections(), 2000).unref();
+  });
+}
+
+/** Builds the router of a worker; `getWorker` is late-bound because the endpoint is known only after listen. */
+export function workerRouter(getWorker: () => MeshWorker, opts: WorkerHttpOptions, getEndpoint: () => string): Router {
+  const maxBody = opts.maxBodyBytes ?? 1024 * 1024;
+  const card = (_req: unknown, res: Parameters<typeof sendJson>[0]) =>
+    sendJson(res, 200, workerAgentCard(getWorker(), opts, getEndpoint()));
+  return new Router()
+    .on('GET', '/.well-known/agent-card.json', card)
+    .on('GET', '/.well-known/agent.json', card)
+    .on('GET', '/health', (_req, res) =>
+      sendJson(res, 200, { status: 'ok', agent_id: getWorker().agentId, in_flight: getWorker().inFlightCount }),
+    )
+    .on('POST', '/tasks/send', async (req, res) => {
+      const body = await readJsonObject(req, maxBody);
+      const text = typeof body.text === 'string' ? body.text : typeof body.task === 'string' ? body.task : undefined;
+      if (text === undefined) throw new AmfError('INVALID_REQUEST', 'body needs "text" (or "task"): the task as a string');
+      const tag = typeof body.tag === 'string' ? body.tag : opts.tags[0]!;
+      if (!opts.tags.includes(tag)) throw new AmfError('INVALID_REQUEST', `this worker serves ${opts.tags.join(', ')}, not "${tag}"`);
+      const taskId = typeof body.id === 'string' && /^[A-Za-z0-9-]{1,64}$/.test(body.id) ? body.id : randomUUID();
+      const controller = new AbortController();
+      res.on('close', () => controller.abort());
+      const outcome = await getWorker().runHandler(
+        { taskId, traceId: taskId, tag, text, messages: [{ role: 'user', content: text }], stream: false, attempt: 1 },
+        controller.signal,
+      );
+      if (!outcome.ok) {
+        sendJson(res, 422, { task_id: taskId, status: 'failed', error: { code: outcome.code, message: outcome.message } });
+        return;
+      }
+      sendJson(res, 200, {
+        task_id: taskId,
+        status: 'completed',
+        agent_id: getWorker().agentId,
+        result: { text: outcome.result.text, ...(outcome.result.data ? { data: outcome.result.data } : {}) },
+      });
+    });
+}
+
+/** Creates the HTTP server for a router with uniform error handling. */
+export function serveRouter(router: Router): Server {
+  return createServer((req, res) => {
+    router.handle(req, res, requestUrl(req)).catch((err: unknown) => sendError(res, err));
+  });
+}

@@ -1,0 +1,132 @@
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectAs, NatsAuthError } from '../../src/fabric/connect.js';
+import { loadOrCreateCredentials } from '../../src/fabric/credentials.js';
+import { NatsServerMissingError, startNatsServer } from '../../src/fabric/natsServer.js';
+import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
+    throw err;
+  }
+}
+
+/** Resolves with the listening server, or rejects (EADDRINUSE) if the port is taken. */
+function listenOn(port: number): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(port, '127.0.0.1', () => resolve(srv));
+  });
+}
+
+const closeServer = (srv: Server): Promise<void> => new Promise((resolve) => srv.close(() => resolve()));
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'amf-natsserver-test-'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('startNatsServer', () => {
+  it('starts on a random port, writes a private config, and is gone after close()', async () => {
+    const nats: TestNats = await startTestNats();
+    const { server } = nats;
+    try {
+      expect(server.url).toBe(`nats://127.0.0.1:${server.port}`);
+      expect(server.port).toBeGreaterThan(0);
+      expect(isAlive(server.pid)).toBe(true);
+      expect(server.configPath).toBe(join(nats.dataDir, 'nats', 'nats-server.conf'));
+      expect((await stat(server.configPath)).mode & 0o777).toBe(0o600);
+      const config = await readFile(server.configPath, 'utf8');
+      expect(config).toContain(`store_dir: "${join(nats.dataDir, 'nats')}"`);
+      expect(config).toContain('max_payload: 1048576');
+      const nc = await nats.connect('specialist');
+      expect(nc.info?.max_payload).toBe(1048576);
+    } finally {
+      await nats.close();
+    }
+    expect(isAlive(server.pid)).toBe(false);
+    const probe = await listenOn(server.port);
+    await closeServer(probe);
+    await server.close(); // idempotent
+  });
+
+  it('has JetStream enabled for the coordinator', async () => {
+    const nats = await startTestNats();
+    try {
+      const jsm = await jetstreamManager(await nats.connect('coordinator'));
+      const info = await jsm.getAccountInfo();
+      expect(info.streams).toBe(0);
+      await jsm.streams.add({ name: 'PROBE', subjects: ['probe.>'] });
+      expect((await jsm.getAccountInfo()).streams).toBe(1);
+      // store_dir is <dataDir>/nats; the server keeps its files in <store_dir>/jetstream
+      expect((await stat(join(nats.dataDir, 'nats', 'jetstream'))).isDirectory()).toBe(true);
+    } finally {
+      await nats.close();
+    }
+  });
+
+  it('gives NatsServerMissingError with the install command when the binary is missing', async () => {
+    const credentials = await loadOrCreateCredentials(join(root, 'missing'), {});
+    for (const binary of ['/nonexistent/nats-server', 'amf-no-such-nats-server']) {
+      const err = await startNatsServer({ dataDir: join(root, 'missing'), credentials, binary }).catch(
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(NatsServerMissingError);
+      expect((err as NatsServerMissingError).code).toBe('NATS_SERVER_MISSING');
+      expect((err as Error).message).toContain('apt-get install -y nats-server');
+      expect((err as Error).message).toContain('go install github.com/nats-io/nats-server/v2@latest');
+      expect((err as Error).message).toContain(binary);
+    }
+  });
+
+  it('reports the server output when it exits before it is ready (port taken)', async () => {
+    const blocker = await listenOn(0);
+    const address = blocker.address();
+    const port = typeof address === 'object' && address !== null ? address.port : 0;
+    try {
+      const dataDir = join(root, 'busy');
+      const credentials = await loadOrCreateCredentials(dataDir, {});
+      await expect(startNatsServer({ dataDir, credentials, port })).rejects.toThrow(
+        /nats-server exited \(code 1\) before it was ready; last output:\n[\s\S]*address already in use/,
+      );
+    } finally {
+      await closeServer(blocker);
+    }
+  });
+
+  it('accepts passwords with quotes, backslashes, $ and dashes, and refuses wrong ones clearly', async () => {
+    const dataDir = join(root, 'quoting');
+    const credentials = await loadOrCreateCredentials(dataDir, {
+      AMF_COORD_PASS: 'a"b\\c$HOME-_x',
+      AMF_SPECIALIST_PASS: "it's {a} [b] #c // d",
+    });
+    const server = await startNatsServer({ dataDir, credentials });
+    try {
+      const coord = await connectAs(server.url, credentials.coordinator, 'quoting-coord');
+      const spec = await connectAs(server.url, credentials.specialist, 'quoting-spec');
+      await Promise.all([coord.close(), spec.close()]);
+
+      const wrong = { user: 'amf-watcher', password: 'not-the-password' };
+      const err = await connectAs(server.url, wrong, 'wrong', { maxReconnectAttempts: 0 }).catch(
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(NatsAuthError);
+      expect((err as NatsAuthError).code).toBe('NATS_AUTH_FAILED');
+      expect((err as Error).message).toContain(`NATS at ${server.url} refused user "amf-watcher"`);
+    } finally {
+      await server.close();
+    }
+  });
+});
