@@ -315,7 +315,8 @@ async function readConfigFile(file: string, required: boolean): Promise<FileLaye
     text = await readFile(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' && !required) return { data: {}, problems: [] };
+    // An absent optional file is normal; ENOTDIR (data dir is a file) is left for `amf doctor` to report.
+    if ((code === 'ENOENT' || code === 'ENOTDIR') && !required) return { data: {}, problems: [] };
     return fail(`cannot read config file (${code === 'ENOENT' ? 'no such file' : (code ?? String(err))})`);
   }
 

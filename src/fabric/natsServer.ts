@@ -178,8 +178,14 @@ async function spawnServer(
     stopping ??= (async () => {
       if (exitDescription !== undefined) return;
       child.kill('SIGTERM');
-      const timer = delay(STOP_GRACE_MS, 'timeout' as const, { ref: false });
-      if ((await Promise.race([exited.then(() => 'exited' as const), timer])) === 'timeout') {
+      // Aborted once the race is decided, so no grace timer outlives close().
+      const grace = new AbortController();
+      const timer = delay(STOP_GRACE_MS, 'timeout' as const, { signal: grace.signal }).catch(
+        () => 'aborted' as const,
+      );
+      const winner = await Promise.race([exited.then(() => 'exited' as const), timer]);
+      grace.abort();
+      if (winner === 'timeout') {
         child.kill('SIGKILL');
         await exited;
       }

@@ -45,7 +45,12 @@ describe('defaults', () => {
   it('returns the built-in defaults when there is no file, env or flag', async () => {
     const config = await loadConfig({ env: { HOME: home } });
     expect(config).toEqual({ ...DEFAULT_CONFIG, dataDir: path.join(home, '.amf') });
-    expect(config.coordinator).toEqual({ host: '127.0.0.1', port: 8765, apiKey: null, url: 'http://127.0.0.1:8765' });
+    expect(config.coordinator).toEqual({
+      host: '127.0.0.1',
+      port: 8765,
+      apiKey: null,
+      url: 'http://127.0.0.1:8765',
+    });
     expect(config.nats.url).toBeNull();
     expect(config.tasks.ttlSeconds).toBe(30);
     expect(config.worker.handler).toBe('echo');
@@ -168,7 +173,12 @@ describe('precedence: defaults < file < env < flags', () => {
       },
     });
     expect(config.dataDir).toBe(path.join(home, 'd'));
-    expect(config.coordinator).toEqual({ host: '127.0.0.1', port: 0, apiKey: 'k-123', url: 'https://coord.example' });
+    expect(config.coordinator).toEqual({
+      host: '127.0.0.1',
+      port: 0,
+      apiKey: 'k-123',
+      url: 'https://coord.example',
+    });
     expect(config.nats.url).toBe('nats://127.0.0.1:4333');
     expect(config.mdns.interface).toBe('192.168.1.5');
     expect(config.identity.mode).toBe('spiffe');
@@ -202,7 +212,11 @@ describe('precedence: defaults < file < env < flags', () => {
 
   it('replaces lists rather than concatenating them', async () => {
     const file = await writeYaml('worker:\n  tags: [x, y]\n');
-    const config = await loadConfig({ configPath: file, env: { HOME: home }, flags: { worker: { tags: ['z'] } } });
+    const config = await loadConfig({
+      configPath: file,
+      env: { HOME: home },
+      flags: { worker: { tags: ['z'] } },
+    });
     expect(config.worker.tags).toEqual(['z']);
   });
 });
@@ -217,10 +231,16 @@ describe('errors name their key and say what was expected', () => {
   });
 
   it('suggests the nearest key for an unknown one', async () => {
-    const file = await writeYaml('tasks:\n  ttl_secs: 3\ncoordinater:\n  port: 1\nnats:\n  maxPayloadBytes: 5\n');
+    const file = await writeYaml(
+      'tasks:\n  ttl_secs: 3\ncoordinater:\n  port: 1\nnats:\n  maxPayloadBytes: 5\n',
+    );
     const problems = await problemsOf(loadConfig({ configPath: file, env: { HOME: home } }));
-    expect(problems).toContain(`${file}: tasks.ttl_secs: unknown key (did you mean ttl_seconds?) at line 2, column 3`);
-    expect(problems).toContain(`${file}: coordinater: unknown key (did you mean coordinator?) at line 3, column 1`);
+    expect(problems).toContain(
+      `${file}: tasks.ttl_secs: unknown key (did you mean ttl_seconds?) at line 2, column 3`,
+    );
+    expect(problems).toContain(
+      `${file}: coordinater: unknown key (did you mean coordinator?) at line 3, column 1`,
+    );
     expect(problems).toContain(
       `${file}: nats.maxPayloadBytes: unknown key (did you mean max_payload_bytes?) at line 6, column 3`,
     );
@@ -229,7 +249,9 @@ describe('errors name their key and say what was expected', () => {
   it('lists the known keys when nothing is close', async () => {
     const file = await writeYaml('heartbeat:\n  zzzzzzzz: 1\n');
     const [problem] = await problemsOf(loadConfig({ configPath: file, env: { HOME: home } }));
-    expect(problem).toContain('heartbeat.zzzzzzzz: unknown key (expected one of: interval_seconds, offline_after_missed)');
+    expect(problem).toContain(
+      'heartbeat.zzzzzzzz: unknown key (expected one of: interval_seconds, offline_after_missed)',
+    );
   });
 
   it('names the key of every kind of bad value, all in one pass', async () => {
@@ -284,7 +306,9 @@ describe('errors name their key and say what was expected', () => {
 
   it('validates environment values like file values', async () => {
     const problems = await problemsOf(
-      loadConfig({ env: { HOME: home, AMF_WATCHER_INTEGRITY_WARN: 'sometimes', AMF_NATS_URL: 'http://x y' } }),
+      loadConfig({
+        env: { HOME: home, AMF_WATCHER_INTEGRITY_WARN: 'sometimes', AMF_NATS_URL: 'http://x y' },
+      }),
     );
     expect(problems).toEqual([
       'AMF_NATS_URL: must be a NATS URL such as nats://127.0.0.1:4222 (comma-separated for a cluster), or null (got "http://x y")',
@@ -309,7 +333,9 @@ describe('errors name their key and say what was expected', () => {
     const file = await writeYaml('coordinator:\n  port: [1, 2\nlog_level: info\n');
     const problems = await problemsOf(loadConfig({ configPath: file, env: { HOME: home } }));
     expect(problems.length).toBeGreaterThan(0);
-    expect(problems[0]).toMatch(new RegExp(`^${escape(file)}: YAML syntax error at line \\d+, column \\d+: `));
+    expect(problems[0]).toMatch(
+      new RegExp(`^${escape(file)}: YAML syntax error at line \\d+, column \\d+: `),
+    );
   });
 
   it('rejects duplicate keys with their line', async () => {
@@ -321,7 +347,9 @@ describe('errors name their key and say what was expected', () => {
   it('rejects a file whose top level is not a mapping', async () => {
     const file = await writeYaml('- a\n- b\n');
     const problems = await problemsOf(loadConfig({ configPath: file, env: { HOME: home } }));
-    expect(problems).toEqual([`${file}: must be a mapping of configuration sections (got ["a","b"]) at line 1, column 1`]);
+    expect(problems).toEqual([
+      `${file}: must be a mapping of configuration sections (got ["a","b"]) at line 1, column 1`,
+    ]);
   });
 });
 
@@ -367,7 +395,7 @@ describe('mcp servers', () => {
     ]);
   });
 
-  it('requires url for http and command for stdio, and rejects the other transport\'s fields', async () => {
+  it("requires url for http and command for stdio, and rejects the other transport's fields", async () => {
     const file = await writeYaml(
       [
         'mcp:',
@@ -432,7 +460,9 @@ describe('mcp servers', () => {
 
 describe('result', () => {
   it('is deeply frozen', async () => {
-    const file = await writeYaml('mcp:\n  servers:\n    - { name: a, transport: http, url: "http://127.0.0.1:1/mcp" }\n');
+    const file = await writeYaml(
+      'mcp:\n  servers:\n    - { name: a, transport: http, url: "http://127.0.0.1:1/mcp" }\n',
+    );
     const config = await loadConfig({ configPath: file, env: { HOME: home } });
     expect(Object.isFrozen(config)).toBe(true);
     expect(Object.isFrozen(config.coordinator)).toBe(true);

@@ -56,6 +56,10 @@ function errorsOf(result: ValidationResult<AmfEvent>): string[] {
   return result.errors;
 }
 
+function omit(headers: Record<string, unknown>, ...names: string[]): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !names.includes(name)));
+}
+
 function bodyText(body: unknown): string {
   if (typeof body !== 'string') throw new Error('the SDK produced a non-string body');
   return body;
@@ -240,7 +244,7 @@ describe('parseCloudEventRequest refuses bad requests', () => {
   });
 
   it('binary mode: no Content-Type', async () => {
-    const { 'content-type': _omitted, ...headers } = HTTP.binary(sdkEvent(validEvent())).headers;
+    const headers = omit(HTTP.binary(sdkEvent(validEvent())).headers, 'content-type');
     const errors = errorsOf(await post(headers, new Uint8Array()));
     expect(errors).toContain(
       'Content-Type header is missing: binary-mode AMF events carry application/json data',
@@ -249,12 +253,8 @@ describe('parseCloudEventRequest refuses bad requests', () => {
   });
 
   it('binary mode: missing required attributes are named', async () => {
-    const {
-      'ce-source': _source,
-      'ce-amfagentrole': _role,
-      ...headers
-    } = HTTP.binary(sdkEvent(validEvent())).headers;
     const message = HTTP.binary(sdkEvent(validEvent()));
+    const headers = omit(message.headers, 'ce-source', 'ce-amfagentrole');
     const errors = errorsOf(await post(headers, bodyText(message.body)));
     expect(errors).toEqual([
       "/: must have required property 'source'",

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what the tests need on a fresh Debian machine, then builds, lints and runs every test.
+# The tests run inside a private network namespace (unshare -n, loopback only) so nothing they do,
+# multicast included, can reach this machine's real network.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if ! command -v nats-server >/dev/null 2>&1; then
+  echo "==> installing nats-server (Debian package)"
+  as_root apt-get update -qq
+  as_root apt-get install -y -qq nats-server
+fi
+
+# The Python OpenAI client is one of the interop peers of the OpenAI-compatible API.
+if ! python3 -c 'import openai' >/dev/null 2>&1; then
+  echo "==> installing the Python openai client"
+  python3 -m pip install --quiet --disable-pip-version-check 'openai==3.54.0'
+fi
+
+echo "==> npm ci"
+npm ci --no-audit --no-fund --loglevel=error
+
+echo "==> build, typecheck, lint, format"
+npm run --silent build
+npx tsc -p tsconfig.test.json --noEmit
+npx eslint . --max-warnings=0
+npx prettier --check . --log-level warn
+
+echo "==> tests (inside a private network namespace)"
+run_tests='ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo 2>/dev/null; exec npx vitest run'
+if unshare -n true 2>/dev/null; then
+  unshare -n bash -c "$run_tests"
+elif [ "$(id -u)" -ne 0 ] && sudo -n true 2>/dev/null; then
+  sudo -E unshare -n bash -c "$run_tests"
+else
+  echo "!! cannot create a network namespace (need root or sudo): running tests on the host loopback" >&2
+  npx vitest run
+fi

@@ -1,0 +1,165 @@
+/**
+ * A whole mesh for a test: a coordinator that spawns its own nats-server (the real supervisor path),
+ * its HTTP edge on a random port, workers on demand, an observer connection that records every event,
+ * and one close() that stops it all and removes the temp data dir.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { loadConfig, type AmfConfig, type ConfigOverrides } from '../../src/config/config.js';
+import { Coordinator } from '../../src/coordinator/coordinator.js';
+import type { AmfEvent } from '../../src/events/cloudEvent.js';
+import { connectAs } from '../../src/fabric/connect.js';
+import type { NatsRole } from '../../src/fabric/credentials.js';
+import { startCoordinatorHttp, type CoordinatorHttp } from '../../src/http/coordinatorHttp.js';
+import type { WorkerHandler } from '../../src/worker/handlerApi.js';
+import { startWorker, type RunningWorker } from '../../src/worker/startWorker.js';
+
+export interface ObservedEvent {
+  subject: string;
+  event: AmfEvent;
+}
+
+export interface TestMesh {
+  config: AmfConfig;
+  coordinator: Coordinator;
+  http: CoordinatorHttp;
+  /** Base URL of the coordinator's HTTP edge. */
+  url: string;
+  /** Every `amf.>` event seen on the fabric so far (observer connection, coordinator role). */
+  events: ObservedEvent[];
+  startWorker(name: string, tags: string[], handler: WorkerHandler, extra?: { concurrency?: number; heartbeatSeconds?: number }): Promise<RunningWorker>;
+  connect(role: NatsRole, name?: string): Promise<NatsConnection>;
+  /** Resolves with the first observed event matching `predicate` (past or future), or rejects at the deadline. */
+  waitForEvent(predicate: (e: ObservedEvent) => boolean, timeoutMs?: number, what?: string): Promise<ObservedEvent>;
+  /** Polls `check` until it returns a truthy value or the deadline passes. */
+  waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs?: number, what?: string): Promise<T>;
+  close(): Promise<void>;
+}
+
+export interface TestMeshOptions {
+  config?: ConfigOverrides;
+}
+
+/** Starts a coordinator with its own nats-server and HTTP edge on random ports. */
+export async function startTestMesh(options: TestMeshOptions = {}): Promise<TestMesh> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'amf-mesh-test-'));
+  const overrides = (options.config ?? {}) as Record<string, unknown>;
+  const config = await loadConfig({
+    env: { HOME: tmpdir() },
+    flags: {
+      ...overrides,
+      dataDir,
+      logLevel: 'silent',
+      coordinator: { port: 0, ...((overrides.coordinator as object | undefined) ?? {}) },
+      nats: { port: 0, ...((overrides.nats as object | undefined) ?? {}) },
+      heartbeat: { intervalSeconds: 1, offlineAfterMissed: 3, ...((overrides.heartbeat as object | undefined) ?? {}) },
+    } as ConfigOverrides,
+  });
+  const coordinator = await Coordinator.start({ config });
+  const http = await startCoordinatorHttp(coordinator);
+  const connections: NatsConnection[] = [];
+  const workers: RunningWorker[] = [];
+  const events: ObservedEvent[] = [];
+  const waiters = new Set<{ predicate: (e: ObservedEvent) => boolean; resolve: (e: ObservedEvent) => void }>();
+  const observer = await connectAs(coordinator.natsUrl, coordinator.credentials.coordinator, 'test-observer');
+  connections.push(observer);
+  observer.subscribe('amf.>', {
+    callback: (err, msg) => {
+      if (err) return;
+      const observed = { subject: msg.subject, event: msg.json<AmfEvent>() };
+      events.push(observed);
+      for (const w of waiters) {
+        if (w.predicate(observed)) {
+          waiters.delete(w);
+          w.resolve(observed);
+        }
+      }
+    },
+  });
+  await observer.flush();
+  let closing: Promise<void> | undefined;
+
+  const mesh: TestMesh = {
+    config,
+    coordinator,
+    http,
+    url: http.url,
+    events,
+    async startWorker(name, tags, handler, extra = {}) {
+      const w = await startWorker({
+        name,
+        tags,
+        handler,
+        natsUrl: coordinator.natsUrl,
+        credential: coordinator.credentials.specialist,
+        port: 0,
+        heartbeatSeconds: extra.heartbeatSeconds ?? 1,
+        ...(extra.concurrency !== undefined ? { concurrency: extra.concurrency } : {}),
+      });
+      workers.push(w);
+      await mesh.waitFor(() => coordinator.registry.isLive(w.worker.agentId), 10_000, `worker ${name} admitted`);
+      return w;
+    },
+    async connect(role, name = `test-${role}`) {
+      const nc = await connectAs(coordinator.natsUrl, coordinator.credentials[role], name, { maxReconnectAttempts: 0 });
+      connections.push(nc);
+      return nc;
+    },
+    waitForEvent(predicate, timeoutMs = 10_000, what = 'event') {
+      const seen = events.find(predicate);
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const waiter = {
+          predicate,
+          resolve: (e: ObservedEvent) => {
+            clearTimeout(timer);
+            resolve(e);
+          },
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(waiter);
+          reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
+        }, timeoutMs);
+        waiters.add(waiter);
+      });
+    },
+    async waitFor(check, timeoutMs = 10_000, what = 'condition') {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const value = await check();
+        if (value) return value as never;
+        if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+    close() {
+      closing ??= (async () => {
+        await Promise.allSettled(workers.map((w) => w.close(5000)));
+        await http.close();
+        await coordinator.close();
+        await Promise.allSettled(connections.map((nc) => nc.close()));
+        await rm(dataDir, { recursive: true, force: true });
+      })();
+      return closing;
+    },
+  };
+  return mesh;
+}
+
+/** Events of `type` about task `taskId` seen so far. */
+export function eventsFor(mesh: TestMesh, taskId: string, type?: string): ObservedEvent[] {
+  return mesh.events.filter(
+    (e) => (e.event.amftaskid === taskId || (e.event.data.payload as { task_id?: string }).task_id === taskId) && (!type || e.event.type === type),
+  );
+}
+
+/** Terminal events of a task on canonical subjects (a final result, or a terminal notice). */
+export function terminalEventsFor(mesh: TestMesh, taskId: string): ObservedEvent[] {
+  return eventsFor(mesh, taskId).filter(
+    (e) =>
+      !e.subject.startsWith('amf.internal.') &&
+      (e.event.type === 'amf.result.final' || (e.event.data.payload as { terminal?: boolean }).terminal === true),
+  );
+}
