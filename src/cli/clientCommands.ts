@@ -7,7 +7,9 @@ import { createEvent } from '../events/cloudEvent.js';
 import { isAmfEventType } from '../events/eventTypes.js';
 
 function headers(config: AmfConfig, extra: Record<string, string> = {}): Record<string, string> {
-  return config.coordinator.apiKey ? { authorization: `Bearer ${config.coordinator.apiKey}`, ...extra } : extra;
+  return config.coordinator.apiKey
+    ? { authorization: `Bearer ${config.coordinator.apiKey}`, ...extra }
+    : extra;
 }
 
 function endpoint(config: AmfConfig, path: string): URL {
@@ -50,7 +52,12 @@ async function* sseData(res: Response): AsyncGenerator<string> {
 }
 
 /** `amf send --tag TAG TEXT`: one chat completion for model amf/TAG. */
-export async function sendCommand(config: AmfConfig, tag: string, text: string, stream: boolean): Promise<number> {
+export async function sendCommand(
+  config: AmfConfig,
+  tag: string,
+  text: string,
+  stream: boolean,
+): Promise<number> {
   const res = await fetch(endpoint(config, '/v1/chat/completions'), {
     method: 'POST',
     headers: headers(config, { 'content-type': 'application/json' }),
@@ -67,7 +74,10 @@ export async function sendCommand(config: AmfConfig, tag: string, text: string, 
   }
   for await (const data of sseData(res)) {
     if (data === '[DONE]') break;
-    const chunk = JSON.parse(data) as { error?: { message: string }; choices?: Array<{ delta?: { content?: string } }> };
+    const chunk = JSON.parse(data) as {
+      error?: { message: string };
+      choices?: Array<{ delta?: { content?: string } }>;
+    };
     if (chunk.error) {
       process.stderr.write(`\namf send: ${chunk.error.message}\n`);
       return 1;
@@ -98,7 +108,9 @@ export async function agentsCommand(config: AmfConfig, json: boolean): Promise<n
     process.stderr.write(`amf agents: ${await failure(res)}\n`);
     return 1;
   }
-  const body = (await res.json()) as { agents: Array<{ agent_id: string; status: string; capability_tags: string[]; endpoint: string }> };
+  const body = (await res.json()) as {
+    agents: Array<{ agent_id: string; status: string; capability_tags: string[]; endpoint: string }>;
+  };
   if (json) {
     process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
     return 0;
@@ -109,12 +121,18 @@ export async function agentsCommand(config: AmfConfig, json: boolean): Promise<n
   }
   const rows = body.agents.map((a) => [a.status, a.agent_id, a.capability_tags.join(','), a.endpoint]);
   const widths = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
-  for (const r of rows) process.stdout.write(`${r.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c)).join('  ')}\n`);
+  for (const r of rows)
+    process.stdout.write(`${r.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c)).join('  ')}\n`);
   return 0;
 }
 
 /** `amf publish TYPE --data JSON`: a structured-mode CloudEvent to `POST /publish`. */
-export async function publishCommand(config: AmfConfig, type: string, data: string, taskId?: string): Promise<number> {
+export async function publishCommand(
+  config: AmfConfig,
+  type: string,
+  data: string,
+  taskId?: string,
+): Promise<number> {
   if (!isAmfEventType(type)) {
     process.stderr.write(`amf publish: unknown event type "${type}": expected one of the 13 amf.* types\n`);
     return 1;
@@ -132,7 +150,12 @@ export async function publishCommand(config: AmfConfig, type: string, data: stri
   }
   const event = createEvent({
     type,
-    sender: { identity: 'urn:amf:cli', source: 'urn:amf:cli', role: 'coordinator', trustDomain: config.identity.trustDomain },
+    sender: {
+      identity: 'urn:amf:cli',
+      source: 'urn:amf:cli',
+      role: 'coordinator',
+      trustDomain: config.identity.trustDomain,
+    },
     payload,
     ...(taskId ? { taskId } : {}),
   });

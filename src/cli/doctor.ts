@@ -182,7 +182,7 @@ async function checkOpaServer(opaUrl: string): Promise<DoctorCheck> {
     : fail(
         'opa-server',
         `OPA at ${opaUrl} does not answer /health: ${health.error}`,
-        'start OPA (opa run --server) or fix --opa-url',
+        'start OPA with `opa run --server`, or correct --opa-url',
       );
 }
 
@@ -358,9 +358,13 @@ async function getJson(url: string, timeoutMs: number): Promise<JsonGet> {
       return { ok: true, body: text };
     }
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string } };
+    const e = err as Error & {
+      cause?: { code?: string; message?: string; errors?: Array<{ code?: string }> };
+    };
     if (e.name === 'TimeoutError') return { ok: false, error: `no answer within ${timeoutMs} ms` };
-    return { ok: false, error: e.cause?.code ?? e.message };
+    // fetch wraps the socket error ("fetch failed"); the useful part is the cause's code.
+    const cause = e.cause;
+    return { ok: false, error: cause?.code ?? cause?.errors?.[0]?.code ?? cause?.message ?? e.message };
   }
 }
 

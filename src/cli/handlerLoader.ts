@@ -9,21 +9,34 @@ import { calcHandler } from '../worker/handlers/calc.js';
 import { echoHandler } from '../worker/handlers/echo.js';
 import type { TaskHandler, WorkerHandler } from '../worker/handlerApi.js';
 
-export const BUILTIN_HANDLERS: Readonly<Record<string, WorkerHandler>> = Object.freeze({ echo: echoHandler, calc: calcHandler });
+export const BUILTIN_HANDLERS: Readonly<Record<string, WorkerHandler>> = Object.freeze({
+  echo: echoHandler,
+  calc: calcHandler,
+});
 
 /** Loads a handler by built-in name or module path. */
 export async function loadHandler(spec: string): Promise<WorkerHandler> {
   const builtin = BUILTIN_HANDLERS[spec];
   if (builtin) return builtin;
   if (!/[/\\.]/.test(spec))
-    throw new AmfError('INVALID_REQUEST', `unknown handler "${spec}": use ${Object.keys(BUILTIN_HANDLERS).join(', ')} or a module path`);
+    throw new AmfError(
+      'INVALID_REQUEST',
+      `unknown handler "${spec}": use ${Object.keys(BUILTIN_HANDLERS).join(', ')} or a module path`,
+    );
   const mod = (await import(pathToFileURL(resolve(spec)).href)) as { default?: unknown };
   const exported = mod.default;
   if (typeof exported === 'function')
     return { name: spec, description: `Handler from ${spec}`, handle: exported as TaskHandler };
-  if (typeof exported === 'object' && exported !== null && typeof (exported as WorkerHandler).handle === 'function') {
+  if (
+    typeof exported === 'object' &&
+    exported !== null &&
+    typeof (exported as WorkerHandler).handle === 'function'
+  ) {
     const h = exported as Partial<WorkerHandler> & { handle: TaskHandler };
     return { name: h.name ?? spec, description: h.description ?? `Handler from ${spec}`, handle: h.handle };
   }
-  throw new AmfError('INVALID_REQUEST', `${spec} must export default a handler function or { name, description, handle }`);
+  throw new AmfError(
+    'INVALID_REQUEST',
+    `${spec} must export default a handler function or { name, description, handle }`,
+  );
 }

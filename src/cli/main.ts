@@ -27,7 +27,8 @@ function splitTags(value: string): string[] {
 
 function parsePort(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`invalid port "${value}": expected an integer 0..65535`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new Error(`invalid port "${value}": expected an integer 0..65535`);
   return n;
 }
 
@@ -40,7 +41,10 @@ async function configFrom(flags: CommonFlags, extra: ConfigOverrides = {}): Prom
   if (flags.apiKey) coordinator.apiKey = flags.apiKey;
   if (Object.keys(coordinator).length > 0) overrides.coordinator = coordinator;
   if (flags.natsUrl) overrides.nats = { ...((extra as { nats?: object }).nats ?? {}), url: flags.natsUrl };
-  return loadConfig({ ...(flags.config ? { configPath: flags.config } : {}), flags: overrides as ConfigOverrides });
+  return loadConfig({
+    ...(flags.config ? { configPath: flags.config } : {}),
+    flags: overrides as ConfigOverrides,
+  });
 }
 
 function common(cmd: Command): Command {
@@ -95,7 +99,10 @@ export function buildProgram(): Command {
       if (opts.policy !== undefined) policy.path = opts.policy;
       if (Object.keys(policy).length) overrides.policy = policy;
       if (opts.dataDir) overrides.dataDir = opts.dataDir;
-      const config = await loadConfig({ ...(opts.config ? { configPath: opts.config } : {}), flags: overrides as ConfigOverrides });
+      const config = await loadConfig({
+        ...(opts.config ? { configPath: opts.config } : {}),
+        flags: overrides as ConfigOverrides,
+      });
       await runUp(config, { demo: opts.demo === true });
     });
 
@@ -176,7 +183,9 @@ export function buildProgram(): Command {
       .allowUnknownOption()
       .argument('[args...]')
       .action(() => {
-        process.stderr.write(`amf ${name}: not yet implemented in this release (planned with the ${issue} work)\n`);
+        process.stderr.write(
+          `amf ${name}: not yet implemented in this release (planned with the ${issue} work)\n`,
+        );
         process.exitCode = 2;
       });
   }

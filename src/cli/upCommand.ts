@@ -40,8 +40,10 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
       );
     }
   }
-  if (config.mdns.enabled) log.warn('mDNS discovery is not implemented yet: agents join through NATS heartbeats');
-  if (config.policy.opaUrl || config.policy.path) log.warn('OPA policy is not wired yet: --opa-url/--policy are ignored');
+  if (config.mdns.enabled)
+    log.warn('mDNS discovery is not implemented yet: agents join through NATS heartbeats');
+  if (config.policy.opaUrl || config.policy.path)
+    log.warn('OPA policy is not wired yet: --opa-url/--policy are ignored');
   const lines = [
     `AMF coordinator ${http.url}`,
     `  UI            ${http.url}/`,

@@ -17,17 +17,24 @@ export async function natsUrlFromCoordinator(coordinatorUrl: string): Promise<st
   try {
     res = await fetch(url, { signal: AbortSignal.timeout(5000) });
   } catch (err) {
-    throw new AmfError('UNAVAILABLE', `cannot reach the coordinator at ${coordinatorUrl}: ${(err as Error).message}; is \`amf up\` running?`);
+    throw new AmfError(
+      'UNAVAILABLE',
+      `cannot reach the coordinator at ${coordinatorUrl}: ${(err as Error).message}; is \`amf up\` running?`,
+    );
   }
   if (!res.ok) throw new AmfError('UNAVAILABLE', `coordinator card ${url.href} answered HTTP ${res.status}`);
   const card = (await res.json()) as { 'x-amf'?: { nats_url?: unknown } };
   const natsUrl = card['x-amf']?.nats_url;
-  if (typeof natsUrl !== 'string') throw new AmfError('UNAVAILABLE', `coordinator card ${url.href} has no x-amf.nats_url`);
+  if (typeof natsUrl !== 'string')
+    throw new AmfError('UNAVAILABLE', `coordinator card ${url.href} has no x-amf.nats_url`);
   return natsUrl;
 }
 
 /** The specialist credential: from the environment, else from `<data-dir>/credentials.json`. */
-export async function specialistCredential(config: AmfConfig, env: NodeJS.ProcessEnv = process.env): Promise<RoleCredential> {
+export async function specialistCredential(
+  config: AmfConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RoleCredential> {
   const pass = env.AMF_SPECIALIST_PASS;
   if (pass) return { user: ROLE_USERS.specialist, password: pass };
   return (await readCredentials(config.dataDir)).specialist;
@@ -52,8 +59,11 @@ export async function runWorkerCommand(config: AmfConfig): Promise<void> {
     heartbeatSeconds: config.heartbeat.intervalSeconds,
     concurrency: w.concurrency,
   });
-  process.stdout.write(`AMF worker ${running.worker.agentId} serving ${w.tags.join(', ')} at ${running.url}\n`);
-  if (config.mdns.enabled) log.warn('mDNS advertisement is not implemented yet: joining through NATS heartbeats');
+  process.stdout.write(
+    `AMF worker ${running.worker.agentId} serving ${w.tags.join(', ')} at ${running.url}\n`,
+  );
+  if (config.mdns.enabled)
+    log.warn('mDNS advertisement is not implemented yet: joining through NATS heartbeats');
   await new Promise<void>((resolve) => {
     let stopping = false;
     const stop = (signal: string) => {

@@ -19,7 +19,11 @@ import { SharedState } from './sharedState.js';
 import { TaskDispatcher } from './taskDispatcher.js';
 import { TaskLifecycle } from './taskLifecycle.js';
 
-export type CoordinatorLog = (level: 'debug' | 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
+export type CoordinatorLog = (
+  level: 'debug' | 'info' | 'warn' | 'error',
+  message: string,
+  fields?: Record<string, unknown>,
+) => void;
 
 export interface CoordinatorOptions {
   config: AmfConfig;
@@ -127,8 +131,13 @@ export class Coordinator {
     this.lifecycle.start();
     this.dispatcher.start();
     this.registry.onChange((change) => {
-      if (change.kind === 'offline') this.log('info', 'agent offline', { agent: change.agent.record.agent_id, reason: change.reason });
-      else this.log('info', `agent ${change.kind}`, { agent: change.agent.record.agent_id, tags: change.agent.record.capability_tags });
+      if (change.kind === 'offline')
+        this.log('info', 'agent offline', { agent: change.agent.record.agent_id, reason: change.reason });
+      else
+        this.log('info', `agent ${change.kind}`, {
+          agent: change.agent.record.agent_id,
+          tags: change.agent.record.capability_tags,
+        });
     });
     this.sweepTimer = setInterval(() => this.registry.sweep(), 500);
     this.sweepTimer.unref();

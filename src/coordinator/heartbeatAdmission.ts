@@ -33,7 +33,10 @@ export class HeartbeatAdmission {
   start(): void {
     this.sub = this.bus.subscribe('amf.discovery.agent.heartbeat', (e) => this.onHeartbeat(e), {
       onInvalid: (errors) =>
-        this.notices.deny({ reason: 'advertisement_invalid', message: `heartbeat refused: ${errors.slice(0, 5).join('; ')}` }),
+        this.notices.deny({
+          reason: 'advertisement_invalid',
+          message: `heartbeat refused: ${errors.slice(0, 5).join('; ')}`,
+        }),
     });
     this.registry.onChange((change) => {
       if (change.kind === 'admitted' || change.kind === 'changed' || change.kind === 'online') {
@@ -52,7 +55,11 @@ export class HeartbeatAdmission {
     this.sub?.unsubscribe();
   }
 
-  private deny(agentId: string, reason: 'advertisement_invalid' | 'visibility_requires_svid', message: string): void {
+  private deny(
+    agentId: string,
+    reason: 'advertisement_invalid' | 'visibility_requires_svid',
+    message: string,
+  ): void {
     if (this.lastDeny.get(agentId) === message) return;
     if (this.lastDeny.size >= (this.options.maxRemembered ?? 10_000)) this.lastDeny.clear();
     this.lastDeny.set(agentId, message);
@@ -64,7 +71,11 @@ export class HeartbeatAdmission {
     const claimedId = (event.data.payload as { agent_id?: unknown }).agent_id;
     const agentKey = typeof claimedId === 'string' ? claimedId.slice(0, 512) : event.source;
     if (!result.ok) {
-      this.deny(agentKey, 'advertisement_invalid', `advertisement of ${agentKey} refused: ${result.errors.slice(0, 5).join('; ')}`);
+      this.deny(
+        agentKey,
+        'advertisement_invalid',
+        `advertisement of ${agentKey} refused: ${result.errors.slice(0, 5).join('; ')}`,
+      );
       return;
     }
     const record = result.value;

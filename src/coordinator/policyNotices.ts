@@ -35,12 +35,18 @@ export class PolicyNotices {
   ) {}
 
   /** Publishes `amf.policy.warning`; also on `extraSubject` (a reply subject) when given. */
-  warn(payload: PolicyPayload & { reason: PolicyReason }, options: { traceId?: string; extraSubject?: string } = {}): void {
+  warn(
+    payload: PolicyPayload & { reason: PolicyReason },
+    options: { traceId?: string; extraSubject?: string } = {},
+  ): void {
     this.send('amf.policy.warning', payload, options);
   }
 
   /** Publishes `amf.policy.deny`; also on `extraSubject` when given. */
-  deny(payload: PolicyPayload & { reason: PolicyReason }, options: { traceId?: string; extraSubject?: string } = {}): void {
+  deny(
+    payload: PolicyPayload & { reason: PolicyReason },
+    options: { traceId?: string; extraSubject?: string } = {},
+  ): void {
     this.send('amf.policy.deny', payload, options);
   }
 

@@ -98,7 +98,9 @@ export class SharedState {
     this.dirtyTasks.clear();
     await Promise.all(
       batch.map((snap) =>
-        this.tasks.put(kvKey(snap.task_id), this.encoder.encode(JSON.stringify(snap))).catch((err: unknown) => this.onError('task write', err)),
+        this.tasks
+          .put(kvKey(snap.task_id), this.encoder.encode(JSON.stringify(snap)))
+          .catch((err: unknown) => this.onError('task write', err)),
       ),
     );
   }

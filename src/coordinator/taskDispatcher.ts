@@ -39,6 +39,7 @@ export interface SubmitRequest {
   traceId?: string;
   ttlSeconds?: number;
   maxRetries?: number;
+  retryDelaySeconds?: number;
   input?: Record<string, unknown>;
   onUpdate?: (update: TaskUpdate) => void;
   /** Called synchronously once the task id is known. */
@@ -64,7 +65,9 @@ export class TaskDispatcher {
   ) {}
 
   start(): void {
-    this.sub = this.bus.subscribe(`${SUBJECT_REPLY_PREFIX}>`, (event, subject) => this.onReply(event, subject));
+    this.sub = this.bus.subscribe(`${SUBJECT_REPLY_PREFIX}>`, (event, subject) =>
+      this.onReply(event, subject),
+    );
   }
 
   close(): void {
@@ -97,7 +100,9 @@ export class TaskDispatcher {
         if (settled) return;
         cleanup();
         this.lifecycle.cancel(taskId, 'requester_timeout', `no result within ${req.timeoutMs} ms`);
-        reject(new AmfError('TIMEOUT', `no result from the mesh within ${req.timeoutMs} ms`, { task_id: taskId }));
+        reject(
+          new AmfError('TIMEOUT', `no result from the mesh within ${req.timeoutMs} ms`, { task_id: taskId }),
+        );
       }, req.timeoutMs);
       const onAbort = () => {
         if (settled) return;
@@ -133,6 +138,7 @@ export class TaskDispatcher {
           ...(req.traceId ? { traceId: req.traceId } : {}),
           ...(req.ttlSeconds !== undefined ? { ttlSeconds: req.ttlSeconds } : {}),
           ...(req.maxRetries !== undefined ? { maxRetries: req.maxRetries } : {}),
+          ...(req.retryDelaySeconds !== undefined ? { retryDelaySeconds: req.retryDelaySeconds } : {}),
           ...(req.input ? { input: req.input } : {}),
         });
         req.onAnnounced?.(taskId, task.traceId);
@@ -153,7 +159,10 @@ export class TaskDispatcher {
     const payload = event.data.payload as Record<string, unknown>;
     switch (event.type) {
       case 'amf.task.claim':
-        p.onUpdate?.({ kind: 'claimed', agentId: String(payload.agent_id ?? event.data.auth_context.identity) });
+        p.onUpdate?.({
+          kind: 'claimed',
+          agentId: String(payload.agent_id ?? event.data.auth_context.identity),
+        });
         return;
       case 'amf.task.progress':
         p.onUpdate?.({

@@ -17,8 +17,19 @@ import {
   type FinalPayload,
   type PolicyPayload,
 } from '../events/payloads.js';
-import { announceSubject, isCapabilityTag, isTaskId, replySubject, SUBJECT_REPLY_PREFIX } from '../events/subjects.js';
-import { isTerminal, nextTaskState, type TaskState, type TaskTransition } from '../events/taskStateMachine.js';
+import {
+  announceSubject,
+  isCapabilityTag,
+  isTaskId,
+  replySubject,
+  SUBJECT_REPLY_PREFIX,
+} from '../events/subjects.js';
+import {
+  isTerminal,
+  nextTaskState,
+  type TaskState,
+  type TaskTransition,
+} from '../events/taskStateMachine.js';
 import type { EventBus } from '../fabric/eventBus.js';
 import type { AgentRegistry } from './agentRegistry.js';
 import { AmfError } from '../errors.js';
@@ -106,7 +117,10 @@ export class TaskLifecycle {
   /** Subscribes to the task and result events; delegations are shared among coordinators. */
   start(): void {
     const onInvalid = (errors: string[], subject: string) =>
-      this.notices.warn({ reason: 'invalid_event', message: `invalid event on ${subject}: ${errors.join('; ')}` });
+      this.notices.warn({
+        reason: 'invalid_event',
+        message: `invalid event on ${subject}: ${errors.join('; ')}`,
+      });
     this.subs.push(this.bus.subscribe('amf.task.>', (e) => this.onFabricEvent(e), { onInvalid }));
     this.subs.push(this.bus.subscribe('amf.result.>', (e) => this.onFabricEvent(e), { onInvalid }));
     this.subs.push(this.bus.subscribe('amf.policy.deny', (e) => this.onForeignDeny(e)));
@@ -146,7 +160,8 @@ export class TaskLifecycle {
    */
   announce(req: AnnounceRequest): TaskRecord {
     if (this.closed) throw new AmfError('UNAVAILABLE', 'coordinator is shutting down');
-    if (!isCapabilityTag(req.tag)) throw new AmfError('INVALID_REQUEST', `invalid capability tag "${req.tag}": expected [a-z0-9-]+`);
+    if (!isCapabilityTag(req.tag))
+      throw new AmfError('INVALID_REQUEST', `invalid capability tag "${req.tag}": expected [a-z0-9-]+`);
     if (!this.registry.servesTag(req.tag))
       throw new AmfError('NO_AGENT_FOR_TAG', `no live agent serves capability "${req.tag}"`);
     if (this.active.size >= (this.options.maxActiveTasks ?? 100_000))
@@ -203,7 +218,11 @@ export class TaskLifecycle {
   }
 
   /** Ends a task on the requester's behalf (timeout, disconnect, A2A cancel); the worker is told. */
-  cancel(taskId: string, reason: 'requester_timeout' | 'requester_cancelled' | 'task_cancelled', message: string): boolean {
+  cancel(
+    taskId: string,
+    reason: 'requester_timeout' | 'requester_cancelled' | 'task_cancelled',
+    message: string,
+  ): boolean {
     const task = this.active.get(taskId);
     if (!task) return false;
     this.failTask(task, reason, message);
@@ -351,7 +370,9 @@ export class TaskLifecycle {
       return;
     }
     if (problem || p.status === 'failed') {
-      const message = problem ? `malformed result: ${problem}` : (p.error?.message ?? 'worker reported failure');
+      const message = problem
+        ? `malformed result: ${problem}`
+        : (p.error?.message ?? 'worker reported failure');
       if (!this.transition(task, 'fail', agentId)) return;
       this.finish(task, 'failed', { reason: p.error?.code ?? 'worker_error', message });
       return;
@@ -393,7 +414,10 @@ export class TaskLifecycle {
     const p = event.data.payload;
     const problem = checkDelegatePayload(p);
     const childId = typeof p?.child_task_id === 'string' ? p.child_task_id : undefined;
-    const deny = (reason: 'delegation_cycle' | 'delegation_depth_exceeded' | 'delegation_invalid' | 'no_agent_for_tag', message: string) =>
+    const deny = (
+      reason: 'delegation_cycle' | 'delegation_depth_exceeded' | 'delegation_invalid' | 'no_agent_for_tag',
+      message: string,
+    ) =>
       this.notices.deny(
         {
           reason,
@@ -407,23 +431,42 @@ export class TaskLifecycle {
       );
     if (problem) return deny('delegation_invalid', `delegation refused: ${problem}`);
     if (!isTaskId(p.child_task_id) || this.get(p.child_task_id))
-      return deny('delegation_invalid', `delegation refused: child_task_id must be a new id of [A-Za-z0-9-]{1,64}`);
+      return deny(
+        'delegation_invalid',
+        `delegation refused: child_task_id must be a new id of [A-Za-z0-9-]{1,64}`,
+      );
     if (!isCapabilityTag(p.required_capability))
-      return deny('delegation_invalid', `delegation refused: invalid capability tag "${p.required_capability}"`);
+      return deny(
+        'delegation_invalid',
+        `delegation refused: invalid capability tag "${p.required_capability}"`,
+      );
     const parent = this.active.get(p.parent_task_id);
-    if (!parent) return deny('delegation_invalid', `delegation refused: parent task ${p.parent_task_id} is not in flight`);
+    if (!parent)
+      return deny(
+        'delegation_invalid',
+        `delegation refused: parent task ${p.parent_task_id} is not in flight`,
+      );
     if (parent.claimedBy !== p.agent_id)
-      return deny('delegation_invalid', `delegation refused: ${p.agent_id} has not claimed task ${p.parent_task_id}`);
+      return deny(
+        'delegation_invalid',
+        `delegation refused: ${p.agent_id} has not claimed task ${p.parent_task_id}`,
+      );
     // Mandatory and not overridable (LOCKED #7): an agent may appear only once in a chain.
     if (parent.chain.includes(p.agent_id))
-      return deny('delegation_cycle', `delegation refused: ${p.agent_id} already appears in the delegation chain`);
+      return deny(
+        'delegation_cycle',
+        `delegation refused: ${p.agent_id} already appears in the delegation chain`,
+      );
     if (parent.chain.length >= this.options.maxDelegationDepth)
       return deny(
         'delegation_depth_exceeded',
         `delegation refused: chain length ${parent.chain.length} reached the limit ${this.options.maxDelegationDepth}`,
       );
     if (!this.registry.servesTag(p.required_capability))
-      return deny('no_agent_for_tag', `delegation refused: no live agent serves capability "${p.required_capability}"`);
+      return deny(
+        'no_agent_for_tag',
+        `delegation refused: no live agent serves capability "${p.required_capability}"`,
+      );
     this.announce({
       tag: p.required_capability,
       task: p.task,
@@ -458,11 +501,14 @@ export class TaskLifecycle {
       },
       {
         traceId: task.traceId,
-        ...(!retrying && task.announce.data.payload.reply_subject ? { extraSubject: task.announce.data.payload.reply_subject } : {}),
+        ...(!retrying && task.announce.data.payload.reply_subject
+          ? { extraSubject: task.announce.data.payload.reply_subject }
+          : {}),
       },
     );
     if (!retrying) {
-      if (this.transition(task, 'expire')) this.finish(task, 'expired', { reason: 'task_ttl_expired', message: 'no claim within TTL' });
+      if (this.transition(task, 'expire'))
+        this.finish(task, 'expired', { reason: 'task_ttl_expired', message: 'no claim within TTL' });
       return;
     }
     task.retriesLeft -= 1;
@@ -484,7 +530,11 @@ export class TaskLifecycle {
     task.attempt += 1;
     delete task.claimedBy;
     if (!this.transition(task, 'reannounce')) return;
-    const payload: AnnouncePayload = { ...task.announce.data.payload, attempt: task.attempt, max_retries: task.retriesLeft };
+    const payload: AnnouncePayload = {
+      ...task.announce.data.payload,
+      attempt: task.attempt,
+      max_retries: task.retriesLeft,
+    };
     const event = createEvent({
       type: 'amf.task.announce',
       sender: this.sender,
@@ -522,22 +572,39 @@ export class TaskLifecycle {
       task.timer.unref();
       return;
     }
-    this.recoverFromLostWorker(task, 'worker_silent', `worker ${task.claimedBy ?? '?'} was silent for ${Math.round(silentFor / 1000)}s`);
+    this.recoverFromLostWorker(
+      task,
+      'worker_silent',
+      `worker ${task.claimedBy ?? '?'} was silent for ${Math.round(silentFor / 1000)}s`,
+    );
   }
 
   private onAgentLost(agentId: string): void {
     for (const task of this.active.values()) {
-      if (task.owned && task.claimedBy === agentId && (task.state === 'claimed' || task.state === 'blocked')) {
+      if (
+        task.owned &&
+        task.claimedBy === agentId &&
+        (task.state === 'claimed' || task.state === 'blocked')
+      ) {
         this.recoverFromLostWorker(task, 'worker_offline', `worker ${agentId} went offline`);
       }
     }
   }
 
   /** Re-announces a task whose worker vanished while retries remain, else fails it. */
-  private recoverFromLostWorker(task: TaskRecord, reason: 'worker_silent' | 'worker_offline', message: string): void {
+  private recoverFromLostWorker(
+    task: TaskRecord,
+    reason: 'worker_silent' | 'worker_offline',
+    message: string,
+  ): void {
     if (task.retriesLeft > 0 && this.registry.servesTag(task.tag)) {
       this.notices.warn(
-        { reason, message: `${message}; re-announcing task ${task.taskId}`, task_id: task.taskId, retrying: true },
+        {
+          reason,
+          message: `${message}; re-announcing task ${task.taskId}`,
+          task_id: task.taskId,
+          retrying: true,
+        },
         { traceId: task.traceId },
       );
       task.retriesLeft -= 1;
@@ -549,14 +616,27 @@ export class TaskLifecycle {
 
   // --- endings -------------------------------------------------------------------------------------
 
-  private failTask(task: TaskRecord, reason: Parameters<PolicyNotices['deny']>[0]['reason'], message: string): void {
+  private failTask(
+    task: TaskRecord,
+    reason: Parameters<PolicyNotices['deny']>[0]['reason'],
+    message: string,
+  ): void {
     if (isTerminal(task.state)) return;
     task.state = 'failed';
     this.notices.deny(
-      { reason, message, task_id: task.taskId, terminal: true, state: 'failed', ...(task.claimedBy ? { agent_id: task.claimedBy } : {}) },
+      {
+        reason,
+        message,
+        task_id: task.taskId,
+        terminal: true,
+        state: 'failed',
+        ...(task.claimedBy ? { agent_id: task.claimedBy } : {}),
+      },
       {
         traceId: task.traceId,
-        ...(task.announce.data.payload.reply_subject ? { extraSubject: task.announce.data.payload.reply_subject } : {}),
+        ...(task.announce.data.payload.reply_subject
+          ? { extraSubject: task.announce.data.payload.reply_subject }
+          : {}),
       },
     );
     this.finish(task, 'failed', { reason, message });

@@ -7,9 +7,12 @@ import type { Visibility } from './eventTypes.js';
 
 /** Agent lifecycle as advertised: SPEC v0.2's `degraded` and schema 1.0.0's `draining` together. */
 export const AGENT_STATUSES = ['active', 'degraded', 'draining', 'offline'] as const;
+/** One of AGENT_STATUSES; `degraded` still serves, `draining` finishes its tasks but claims no more. */
 export type AgentStatus = (typeof AGENT_STATUSES)[number];
 
+/** How quickly the agent answers, as the agent itself claims (a routing hint, not a guarantee). */
 export type LatencyClass = 'realtime' | 'fast' | 'batch';
+/** What a call costs, as the agent itself claims (a routing hint). */
 export type CostClass = 'free' | 'low' | 'high';
 
 /**

@@ -117,21 +117,30 @@ export function checkAnnouncePayload(p: unknown): string | undefined {
   if (!isString(p.task_id, 64) || p.task_id.length === 0) return 'payload.task_id must be a non-empty string';
   if (!isString(p.task)) return 'payload.task must be a string';
   if (!isString(p.required_capability, 64)) return 'payload.required_capability must be a string';
-  if (p.reply_subject !== undefined && !isString(p.reply_subject, 256)) return 'payload.reply_subject must be a string';
+  if (p.reply_subject !== undefined && !isString(p.reply_subject, 256))
+    return 'payload.reply_subject must be a string';
   if (p.max_retries !== undefined && !(Number.isInteger(p.max_retries) && (p.max_retries as number) >= 0))
     return 'payload.max_retries must be a non-negative integer';
   if (
     p.retry_delay_seconds !== undefined &&
-    !(typeof p.retry_delay_seconds === 'number' && p.retry_delay_seconds >= 0 && p.retry_delay_seconds <= 3600)
+    !(
+      typeof p.retry_delay_seconds === 'number' &&
+      p.retry_delay_seconds >= 0 &&
+      p.retry_delay_seconds <= 3600
+    )
   )
     return 'payload.retry_delay_seconds must be a number between 0 and 3600';
   if (p.messages !== undefined) {
     if (!Array.isArray(p.messages)) return 'payload.messages must be an array';
     for (const m of p.messages) {
-      if (!isObject(m) || !isString(m.role, 32) || !isString(m.content)) return 'payload.messages items need role and content strings';
+      if (!isObject(m) || !isString(m.role, 32) || !isString(m.content))
+        return 'payload.messages items need role and content strings';
     }
   }
-  if (p.delegation_chain !== undefined && !(Array.isArray(p.delegation_chain) && p.delegation_chain.every((a) => isString(a, 512))))
+  if (
+    p.delegation_chain !== undefined &&
+    !(Array.isArray(p.delegation_chain) && p.delegation_chain.every((a) => isString(a, 512)))
+  )
     return 'payload.delegation_chain must be an array of strings';
   return undefined;
 }
@@ -140,7 +149,8 @@ export function checkAnnouncePayload(p: unknown): string | undefined {
 export function checkDelegatePayload(p: unknown): string | undefined {
   if (!isObject(p)) return 'payload must be an object';
   for (const key of ['parent_task_id', 'child_task_id', 'agent_id', 'task', 'required_capability'] as const) {
-    if (!isString(p[key]) || (p[key] as string).length === 0) return `payload.${key} must be a non-empty string`;
+    if (!isString(p[key]) || (p[key] as string).length === 0)
+      return `payload.${key} must be a non-empty string`;
   }
   return undefined;
 }
@@ -149,7 +159,8 @@ export function checkDelegatePayload(p: unknown): string | undefined {
 export function checkFinalPayload(p: unknown): string | undefined {
   if (!isObject(p)) return 'payload must be an object';
   if (!isString(p.task_id, 64)) return 'payload.task_id must be a string';
-  if (p.status !== 'completed' && p.status !== 'failed') return 'payload.status must be "completed" or "failed"';
+  if (p.status !== 'completed' && p.status !== 'failed')
+    return 'payload.status must be "completed" or "failed"';
   if (p.status === 'completed' && !(isObject(p.result) && isString(p.result.text)))
     return 'payload.result.text must be a string for a completed task';
   return undefined;

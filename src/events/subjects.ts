@@ -25,7 +25,8 @@ export function isTaskId(id: unknown): id is string {
 
 /** Subject on which a task for `tag` is announced. */
 export function announceSubject(tag: string): string {
-  if (!isCapabilityTag(tag)) throw new Error(`invalid capability tag ${JSON.stringify(tag)}: expected [a-z0-9-]+`);
+  if (!isCapabilityTag(tag))
+    throw new Error(`invalid capability tag ${JSON.stringify(tag)}: expected [a-z0-9-]+`);
   return SUBJECT_ANNOUNCE_PREFIX + tag;
 }
 
@@ -66,6 +67,7 @@ export function isValidSubjectPattern(pattern: string): boolean {
   if (pattern.length === 0 || pattern.length > 256) return false;
   const tokens = pattern.split('.');
   return tokens.every(
-    (t, i) => t.length > 0 && (/^[A-Za-z0-9_-]+$/.test(t) || t === '*' || (t === '>' && i === tokens.length - 1)),
+    (t, i) =>
+      t.length > 0 && (/^[A-Za-z0-9_-]+$/.test(t) || t === '*' || (t === '>' && i === tokens.length - 1)),
   );
 }

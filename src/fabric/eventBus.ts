@@ -35,7 +35,10 @@ export class EventBus {
 
   /** Subscribes to `subject`; handler errors are caught and logged so one bad event cannot stop delivery. */
   subscribe(subject: string, handler: EventHandler, options: SubscribeOptions = {}): Subscription {
-    const subOpts: { queue?: string; callback: (err: Error | null, msg: { subject: string; data: Uint8Array }) => void } = {
+    const subOpts: {
+      queue?: string;
+      callback: (err: Error | null, msg: { subject: string; data: Uint8Array }) => void;
+    } = {
       callback: (err, msg) => {
         if (err) return;
         let parsed: unknown;

@@ -3,7 +3,13 @@
  * internal events, and the KV buckets that hold the agent registry and task state, so that every
  * coordinator on the same NATS sees the same mesh.
  */
-import { jetstreamManager, type JetStreamManager, RetentionPolicy, StorageType, DiscardPolicy } from '@nats-io/jetstream';
+import {
+  jetstreamManager,
+  type JetStreamManager,
+  RetentionPolicy,
+  StorageType,
+  DiscardPolicy,
+} from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 
@@ -43,7 +49,12 @@ export interface FabricStores {
   tasks: KV;
 }
 
-async function ensureStream(jsm: JetStreamManager, name: string, subjects: string[], limits: RetentionLimits) {
+async function ensureStream(
+  jsm: JetStreamManager,
+  name: string,
+  subjects: string[],
+  limits: RetentionLimits,
+) {
   const config = {
     name,
     subjects,

@@ -21,7 +21,13 @@ import { closeServer, listen } from '../worker/workerHttp.js';
 import { createServer } from 'node:http';
 import { VERSION } from '../version.js';
 
-const PUBLIC_PATHS = new Set(['/', '/health', '/.well-known/agent-card.json', '/.well-known/agent.json', '/favicon.ico']);
+const PUBLIC_PATHS = new Set([
+  '/',
+  '/health',
+  '/.well-known/agent-card.json',
+  '/.well-known/agent.json',
+  '/favicon.ico',
+]);
 const UI_PATH = fileURLToPath(new URL('../web/index.html', import.meta.url));
 const UI_FALLBACK_PATH = fileURLToPath(new URL('../../src/web/index.html', import.meta.url));
 
@@ -78,7 +84,12 @@ export function coordinatorAgentCard(coordinator: Coordinator, url: string): Rec
 }
 
 /** Builds the router for a coordinator. */
-function buildRouter(coordinator: Coordinator, hub: EventStreamHub, metrics: CoordinatorMetrics, getUrl: () => string): Router {
+function buildRouter(
+  coordinator: Coordinator,
+  hub: EventStreamHub,
+  metrics: CoordinatorMetrics,
+  getUrl: () => string,
+): Router {
   const { config } = coordinator;
   const router = new Router();
   let uiCache: string | undefined;
@@ -98,12 +109,19 @@ function buildRouter(coordinator: Coordinator, hub: EventStreamHub, metrics: Coo
       amf_version: VERSION,
       instance_id: coordinator.instanceId,
       nats: { connected: coordinator.natsConnected, url: coordinator.natsUrl },
-      policy: { engine: 'builtin', detail: 'static identity; local visibility only (OPA admission not yet wired)' },
-      agents: { live: [...coordinator.registry.list()].filter((a) => a.status === 'live').length, known: coordinator.registry.list().length },
+      policy: {
+        engine: 'builtin',
+        detail: 'static identity; local visibility only (OPA admission not yet wired)',
+      },
+      agents: {
+        live: [...coordinator.registry.list()].filter((a) => a.status === 'live').length,
+        known: coordinator.registry.list().length,
+      },
       tasks: { active: coordinator.lifecycle.activeCount },
     }),
   );
-  const card = (_req: IncomingMessage, res: ServerResponse) => sendJson(res, 200, coordinatorAgentCard(coordinator, getUrl()));
+  const card = (_req: IncomingMessage, res: ServerResponse) =>
+    sendJson(res, 200, coordinatorAgentCard(coordinator, getUrl()));
   router.on('GET', '/.well-known/agent-card.json', card);
   router.on('GET', '/.well-known/agent.json', card);
   router.on('GET', '/events', (req, res, url) => hub.handle(req, res, url));
@@ -129,7 +147,13 @@ function buildRouter(coordinator: Coordinator, hub: EventStreamHub, metrics: Coo
     const body = await readBody(req, config.tasks.maxTaskBytes);
     const parsed = parseCloudEventRequest(req.headers, body);
     if (!parsed.ok) {
-      sendJson(res, 400, { error: { code: 'INVALID_EVENT', message: 'the event is not a valid AMF CloudEvent', reasons: parsed.errors } });
+      sendJson(res, 400, {
+        error: {
+          code: 'INVALID_EVENT',
+          message: 'the event is not a valid AMF CloudEvent',
+          reasons: parsed.errors,
+        },
+      });
       return;
     }
     const event = parsed.value;
@@ -151,7 +175,12 @@ function buildRouter(coordinator: Coordinator, hub: EventStreamHub, metrics: Coo
         ...(p.messages ? { messages: p.messages } : {}),
         ...(p.input ? { input: p.input } : {}),
       });
-      sendJson(res, 202, { accepted: true, id: event.id, task_id: task.taskId, subject: `amf.task.announce.${task.tag}` });
+      sendJson(res, 202, {
+        accepted: true,
+        id: event.id,
+        task_id: task.taskId,
+        subject: `amf.task.announce.${task.tag}`,
+      });
       return;
     }
     coordinator.bus.publish(event);
@@ -177,7 +206,9 @@ function buildRouter(coordinator: Coordinator, hub: EventStreamHub, metrics: Coo
 /** Route label for metrics: known paths as they are, anything else collapsed. */
 function routeLabel(pathname: string): string {
   if (pathname.startsWith('/tasks/')) return '/tasks/:id';
-  return PUBLIC_PATHS.has(pathname) || /^\/(v1\/[a-z/]+|events|publish|agents|metrics)$/.test(pathname) ? pathname : 'other';
+  return PUBLIC_PATHS.has(pathname) || /^\/(v1\/[a-z/]+|events|publish|agents|metrics)$/.test(pathname)
+    ? pathname
+    : 'other';
 }
 
 /** Starts the HTTP edge of `coordinator` on the configured host and port. */
@@ -190,7 +221,9 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
   const expectedKey = config.coordinator.apiKey ? keyDigest(config.coordinator.apiKey) : undefined;
   const server = createServer((req, res) => {
     const u = requestUrl(req);
-    res.on('finish', () => metrics.httpRequests.inc({ route: routeLabel(u.pathname), status: String(res.statusCode) }));
+    res.on('finish', () =>
+      metrics.httpRequests.inc({ route: routeLabel(u.pathname), status: String(res.statusCode) }),
+    );
     if (expectedKey && !PUBLIC_PATHS.has(u.pathname) && !authorized(req, u, expectedKey)) {
       const err = new AmfError('UNAUTHORIZED', 'missing or wrong API key: send Authorization: Bearer <key>');
       if (u.pathname.startsWith('/v1/')) sendOpenAiError(res, err);

@@ -35,12 +35,16 @@ export class EventStreamHub {
   handle(req: IncomingMessage, res: ServerResponse, url: URL): void {
     const pattern = url.searchParams.get('subject') ?? 'amf.>';
     if (!isValidSubjectPattern(pattern))
-      throw new AmfError('INVALID_REQUEST', `invalid subject filter "${pattern}": expected a NATS subject pattern such as amf.task.>`);
+      throw new AmfError(
+        'INVALID_REQUEST',
+        `invalid subject filter "${pattern}": expected a NATS subject pattern such as amf.task.>`,
+      );
     if (!pattern.startsWith('amf.') && pattern !== '>')
       throw new AmfError('INVALID_REQUEST', `subject filter must be within amf.> (got "${pattern}")`);
     if (pattern.startsWith('amf.internal'))
       throw new AmfError('INVALID_REQUEST', 'internal subjects (amf.internal.>) are not streamed');
-    if (this.clients.size >= this.maxClients) throw new AmfError('OVERLOADED', `too many event stream clients (${this.maxClients})`);
+    if (this.clients.size >= this.maxClients)
+      throw new AmfError('OVERLOADED', `too many event stream clients (${this.maxClients})`);
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',

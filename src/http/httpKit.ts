@@ -13,7 +13,12 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > limit) {
       req.resume();
-      reject(new AmfError('PAYLOAD_TOO_LARGE', `request body of ${declared} bytes exceeds the limit of ${limit} bytes`));
+      reject(
+        new AmfError(
+          'PAYLOAD_TOO_LARGE',
+          `request body of ${declared} bytes exceeds the limit of ${limit} bytes`,
+        ),
+      );
       return;
     }
     const chunks: Buffer[] = [];
@@ -29,14 +34,17 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       chunks.push(chunk);
     });
     req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
-    req.on('error', (err) => reject(new AmfError('INVALID_REQUEST', `could not read request body: ${err.message}`)));
+    req.on('error', (err) =>
+      reject(new AmfError('INVALID_REQUEST', `could not read request body: ${err.message}`)),
+    );
   });
 }
 
 /** Reads and parses a JSON object body; errors say what was wrong. */
 export async function readJsonObject(req: IncomingMessage, limit: number): Promise<Record<string, unknown>> {
   const body = await readBody(req, limit);
-  if (body.length === 0) throw new AmfError('INVALID_REQUEST', 'request body is empty: expected a JSON object');
+  if (body.length === 0)
+    throw new AmfError('INVALID_REQUEST', 'request body is empty: expected a JSON object');
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));
@@ -49,7 +57,12 @@ export async function readJsonObject(req: IncomingMessage, limit: number): Promi
 }
 
 /** Sends a JSON reply. */
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
@@ -100,7 +113,9 @@ export class Router {
       const handler = byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined);
       if (!handler) {
         res.setHeader('allow', [...byMethod.keys()].join(', '));
-        sendJson(res, 405, { error: { code: 'METHOD_NOT_ALLOWED', message: `${method} is not allowed on ${url.pathname}` } });
+        sendJson(res, 405, {
+          error: { code: 'METHOD_NOT_ALLOWED', message: `${method} is not allowed on ${url.pathname}` },
+        });
         return;
       }
       await handler(req, res, url);

@@ -23,7 +23,11 @@ export interface TaskContext {
   /** Publishes `amf.task.progress` (keeps the coordinator's watchdog informed on long tasks). */
   progress(message: string, percent?: number): void;
   /** Delegates a sub-task to another capability through the coordinator and waits for its result. */
-  delegate(tag: string, text: string, options?: { timeoutMs?: number; input?: Record<string, unknown> }): Promise<string>;
+  delegate(
+    tag: string,
+    text: string,
+    options?: { timeoutMs?: number; input?: Record<string, unknown> },
+  ): Promise<string>;
 }
 
 export interface HandlerResult {
@@ -36,7 +40,10 @@ export interface HandlerResult {
 
 export type TaskHandler = (
   ctx: TaskContext,
-) => Promise<string | HandlerResult> | AsyncIterable<string> | AsyncGenerator<string, string | HandlerResult | void>;
+) =>
+  | Promise<string | HandlerResult>
+  | AsyncIterable<string>
+  | AsyncGenerator<string, string | HandlerResult | void>;
 
 /** A handler with what the agent card and MCP tool listing say about it. */
 export interface WorkerHandler {

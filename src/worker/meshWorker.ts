@@ -8,7 +8,13 @@ import { randomUUID } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { createEvent, type AmfEvent, type EventSender } from '../events/cloudEvent.js';
 import type { AgentRecord } from '../events/agentRecord.js';
-import type { AnnouncePayload, ChatMessage, DelegatePayload, FinalPayload, PolicyPayload } from '../events/payloads.js';
+import type {
+  AnnouncePayload,
+  ChatMessage,
+  DelegatePayload,
+  FinalPayload,
+  PolicyPayload,
+} from '../events/payloads.js';
 import { checkAnnouncePayload } from '../events/payloads.js';
 import { announceSubject, SUBJECT_REPLY_PREFIX, workerQueueGroup } from '../events/subjects.js';
 import type { AmfEventType } from '../events/eventTypes.js';
@@ -57,7 +63,10 @@ export class MeshWorker {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private running = 0;
   private draining = false;
-  private readonly delegations = new Map<string, { resolve: (t: string) => void; reject: (e: Error) => void }>();
+  private readonly delegations = new Map<
+    string,
+    { resolve: (t: string) => void; reject: (e: Error) => void }
+  >();
 
   constructor(
     nc: NatsConnection,
@@ -65,7 +74,12 @@ export class MeshWorker {
   ) {
     this.bus = new EventBus(nc);
     this.agentId = `spiffe://${options.trustDomain}/worker/${options.name}`;
-    this.sender = { identity: this.agentId, source: options.endpoint, role: 'specialist', trustDomain: options.trustDomain };
+    this.sender = {
+      identity: this.agentId,
+      source: options.endpoint,
+      role: 'specialist',
+      trustDomain: options.trustDomain,
+    };
   }
 
   /** The advertisement this worker publishes with every heartbeat. */
@@ -91,14 +105,20 @@ export class MeshWorker {
   async start(): Promise<void> {
     for (const tag of this.options.tags) {
       this.subs.push(
-        this.bus.subscribe(announceSubject(tag), (e) => this.onAnnounce(e as AmfEvent<AnnouncePayload>, tag), {
-          queue: workerQueueGroup(tag),
-        }),
+        this.bus.subscribe(
+          announceSubject(tag),
+          (e) => this.onAnnounce(e as AmfEvent<AnnouncePayload>, tag),
+          {
+            queue: workerQueueGroup(tag),
+          },
+        ),
       );
     }
     // Cancellations and delegation outcomes arrive on the public fabric (specialists cannot read amf.internal.>).
     this.subs.push(this.bus.subscribe('amf.policy.deny', (e) => this.onDeny(e as AmfEvent<PolicyPayload>)));
-    this.subs.push(this.bus.subscribe('amf.result.final', (e) => this.onFinalForDelegation(e as AmfEvent<FinalPayload>)));
+    this.subs.push(
+      this.bus.subscribe('amf.result.final', (e) => this.onFinalForDelegation(e as AmfEvent<FinalPayload>)),
+    );
     this.heartbeat();
     this.heartbeatTimer = setInterval(() => this.heartbeat(), this.options.heartbeatSeconds * 1000);
     this.heartbeatTimer.unref();
@@ -107,11 +127,22 @@ export class MeshWorker {
 
   private heartbeat(status: 'active' | 'draining' | 'offline' = this.draining ? 'draining' : 'active'): void {
     this.bus.publish(
-      createEvent({ type: 'amf.discovery.agent.heartbeat', sender: this.sender, payload: this.agentRecord(status) }),
+      createEvent({
+        type: 'amf.discovery.agent.heartbeat',
+        sender: this.sender,
+        payload: this.agentRecord(status),
+      }),
     );
   }
 
-  private emit(type: AmfEventType, taskId: string, traceId: string, payload: object, reply?: string, confidence?: number): void {
+  private emit(
+    type: AmfEventType,
+    taskId: string,
+    traceId: string,
+    payload: object,
+    reply?: string,
+    confidence?: number,
+  ): void {
     const event = createEvent({
       type,
       sender: this.sender,
@@ -131,7 +162,13 @@ export class MeshWorker {
     const reply = p.reply_subject === `${SUBJECT_REPLY_PREFIX}${p.task_id}` ? p.reply_subject : undefined;
     if (this.draining) return; // a drained worker claims nothing; the TTL brings the task to another worker
     const traceId = event.amftraceid ?? p.task_id;
-    this.emit('amf.task.claim', p.task_id, traceId, { task_id: p.task_id, agent_id: this.agentId, required_capability: tag, attempt: p.attempt ?? 1 }, reply);
+    this.emit(
+      'amf.task.claim',
+      p.task_id,
+      traceId,
+      { task_id: p.task_id, agent_id: this.agentId, required_capability: tag, attempt: p.attempt ?? 1 },
+      reply,
+    );
     const messages: ChatMessage[] = p.messages ?? [{ role: 'user', content: p.task }];
     const controller = new AbortController();
     const done = this.runWithSlot(() =>
@@ -180,20 +217,46 @@ export class MeshWorker {
     reply: string | undefined,
   ): Promise<void> {
     let seq = 0;
-    const outcome = await this.runHandler(task, controller.signal, (delta) => {
-      this.emit('amf.result.partial', task.taskId, task.traceId, { task_id: task.taskId, agent_id: this.agentId, seq: seq++, delta }, reply);
-    }, reply);
+    const outcome = await this.runHandler(
+      task,
+      controller.signal,
+      (delta) => {
+        this.emit(
+          'amf.result.partial',
+          task.taskId,
+          task.traceId,
+          { task_id: task.taskId, agent_id: this.agentId, seq: seq++, delta },
+          reply,
+        );
+      },
+      reply,
+    );
     if (controller.signal.aborted) return; // cancelled: the coordinator already ended the task
     const payload: FinalPayload = outcome.ok
       ? {
           task_id: task.taskId,
           agent_id: this.agentId,
           status: 'completed',
-          result: { text: outcome.result.text, ...(outcome.result.data ? { data: outcome.result.data } : {}) },
+          result: {
+            text: outcome.result.text,
+            ...(outcome.result.data ? { data: outcome.result.data } : {}),
+          },
           ...(outcome.result.usage ? { usage: outcome.result.usage } : {}),
         }
-      : { task_id: task.taskId, agent_id: this.agentId, status: 'failed', error: { code: outcome.code, message: outcome.message } };
-    this.emit('amf.result.final', task.taskId, task.traceId, payload, reply, outcome.ok ? outcome.result.confidence : 0);
+      : {
+          task_id: task.taskId,
+          agent_id: this.agentId,
+          status: 'failed',
+          error: { code: outcome.code, message: outcome.message },
+        };
+    this.emit(
+      'amf.result.final',
+      task.taskId,
+      task.traceId,
+      payload,
+      reply,
+      outcome.ok ? outcome.result.confidence : 0,
+    );
   }
 
   /**
@@ -210,7 +273,18 @@ export class MeshWorker {
       ...task,
       signal,
       progress: (message, percent) =>
-        this.emit('amf.task.progress', task.taskId, task.traceId, { task_id: task.taskId, agent_id: this.agentId, message, ...(percent !== undefined ? { percent } : {}) }, reply),
+        this.emit(
+          'amf.task.progress',
+          task.taskId,
+          task.traceId,
+          {
+            task_id: task.taskId,
+            agent_id: this.agentId,
+            message,
+            ...(percent !== undefined ? { percent } : {}),
+          },
+          reply,
+        ),
       delegate: (tag, text, opts) => this.delegate(task.taskId, task.traceId, tag, text, opts),
     };
     try {
@@ -220,7 +294,11 @@ export class MeshWorker {
         const iterator = ret[Symbol.asyncIterator]();
         for (;;) {
           const step = await iterator.next();
-          if (step.done) return { ok: true, result: toHandlerResult(step.value as string | HandlerResult | void, streamed) };
+          if (step.done)
+            return {
+              ok: true,
+              result: toHandlerResult(step.value as string | HandlerResult | void, streamed),
+            };
           if (signal.aborted) return { ok: false, code: 'cancelled', message: 'task cancelled' };
           const chunk = String(step.value);
           streamed += chunk;
@@ -276,7 +354,10 @@ export class MeshWorker {
     this.delegations.delete(event.data.payload.task_id);
     const p = event.data.payload;
     if (p.status === 'completed' && typeof p.result?.text === 'string') waiter.resolve(p.result.text);
-    else waiter.reject(new HandlerError(p.error?.code ?? 'delegation_failed', p.error?.message ?? 'delegated task failed'));
+    else
+      waiter.reject(
+        new HandlerError(p.error?.code ?? 'delegation_failed', p.error?.message ?? 'delegated task failed'),
+      );
   }
 
   private onDeny(event: AmfEvent<PolicyPayload>): void {

@@ -36,10 +36,15 @@ export interface RunningWorker {
 /** Validates options, then starts the worker's HTTP server and mesh side. */
 export async function startWorker(opts: StartWorkerOptions): Promise<RunningWorker> {
   if (!/^[A-Za-z0-9._-]{1,64}$/.test(opts.name))
-    throw new AmfError('INVALID_REQUEST', `invalid worker name "${opts.name}": expected [A-Za-z0-9._-]{1,64}`);
-  if (opts.tags.length === 0) throw new AmfError('INVALID_REQUEST', 'a worker needs at least one capability tag (--tags)');
+    throw new AmfError(
+      'INVALID_REQUEST',
+      `invalid worker name "${opts.name}": expected [A-Za-z0-9._-]{1,64}`,
+    );
+  if (opts.tags.length === 0)
+    throw new AmfError('INVALID_REQUEST', 'a worker needs at least one capability tag (--tags)');
   for (const tag of opts.tags)
-    if (!isCapabilityTag(tag)) throw new AmfError('INVALID_REQUEST', `invalid capability tag "${tag}": expected [a-z0-9-]+`);
+    if (!isCapabilityTag(tag))
+      throw new AmfError('INVALID_REQUEST', `invalid capability tag "${tag}": expected [a-z0-9-]+`);
   const trustDomain = opts.trustDomain ?? 'local';
   const httpOpts: WorkerHttpOptions = {
     host: opts.host ?? '127.0.0.1',
@@ -50,9 +55,16 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     handler: opts.handler,
     version: opts.version ?? '0.1.0',
   };
-  let worker: MeshWorker | undefined;
+  // The router needs the worker, and the worker needs the bound endpoint: resolved late.
+  const ref: { worker?: MeshWorker } = {};
   let endpoint = '';
-  const server = serveRouter(workerRouter(() => worker!, httpOpts, () => endpoint));
+  const server = serveRouter(
+    workerRouter(
+      () => ref.worker!,
+      httpOpts,
+      () => endpoint,
+    ),
+  );
   endpoint = await listen(server, httpOpts.host, httpOpts.port);
   let nc: NatsConnection;
   try {
@@ -61,7 +73,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     await closeServer(server);
     throw err;
   }
-  worker = new MeshWorker(nc, {
+  const worker = new MeshWorker(nc, {
     name: opts.name,
     tags: opts.tags,
     trustDomain,
@@ -71,6 +83,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     concurrency: opts.concurrency ?? 16,
     version: httpOpts.version,
   });
+  ref.worker = worker;
   await worker.start();
   let closing: Promise<void> | undefined;
   return {

@@ -22,7 +22,11 @@ export interface WorkerHttpOptions {
 }
 
 /** The A2A agent card of a worker (no `nats_url`: only coordinators publish it, LOCKED #2). */
-export function workerAgentCard(worker: MeshWorker, opts: WorkerHttpOptions, endpoint: string): Record<string, unknown> {
+export function workerAgentCard(
+  worker: MeshWorker,
+  opts: WorkerHttpOptions,
+  endpoint: string,
+): Record<string, unknown> {
   return {
     name: opts.name,
     description: opts.handler.description,
@@ -32,7 +36,12 @@ export function workerAgentCard(worker: MeshWorker, opts: WorkerHttpOptions, end
     capabilities: { streaming: true, pushNotifications: false },
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
-    skills: opts.tags.map((tag) => ({ id: tag, name: tag, description: opts.handler.description, tags: [tag] })),
+    skills: opts.tags.map((tag) => ({
+      id: tag,
+      name: tag,
+      description: opts.handler.description,
+      tags: [tag],
+    })),
     'x-amf': {
       agent_id: worker.agentId,
       trust_domain: opts.trustDomain,
@@ -72,7 +81,11 @@ export function closeServer(server: Server): Promise<void> {
 }
 
 /** Builds the router of a worker; `getWorker` is late-bound because the endpoint is known only after listen. */
-export function workerRouter(getWorker: () => MeshWorker, opts: WorkerHttpOptions, getEndpoint: () => string): Router {
+export function workerRouter(
+  getWorker: () => MeshWorker,
+  opts: WorkerHttpOptions,
+  getEndpoint: () => string,
+): Router {
   const maxBody = opts.maxBodyBytes ?? 1024 * 1024;
   const card = (_req: unknown, res: Parameters<typeof sendJson>[0]) =>
     sendJson(res, 200, workerAgentCard(getWorker(), opts, getEndpoint()));
@@ -80,23 +93,43 @@ export function workerRouter(getWorker: () => MeshWorker, opts: WorkerHttpOption
     .on('GET', '/.well-known/agent-card.json', card)
     .on('GET', '/.well-known/agent.json', card)
     .on('GET', '/health', (_req, res) =>
-      sendJson(res, 200, { status: 'ok', agent_id: getWorker().agentId, in_flight: getWorker().inFlightCount }),
+      sendJson(res, 200, {
+        status: 'ok',
+        agent_id: getWorker().agentId,
+        in_flight: getWorker().inFlightCount,
+      }),
     )
     .on('POST', '/tasks/send', async (req, res) => {
       const body = await readJsonObject(req, maxBody);
-      const text = typeof body.text === 'string' ? body.text : typeof body.task === 'string' ? body.task : undefined;
-      if (text === undefined) throw new AmfError('INVALID_REQUEST', 'body needs "text" (or "task"): the task as a string');
+      const text =
+        typeof body.text === 'string' ? body.text : typeof body.task === 'string' ? body.task : undefined;
+      if (text === undefined)
+        throw new AmfError('INVALID_REQUEST', 'body needs "text" (or "task"): the task as a string');
       const tag = typeof body.tag === 'string' ? body.tag : opts.tags[0]!;
-      if (!opts.tags.includes(tag)) throw new AmfError('INVALID_REQUEST', `this worker serves ${opts.tags.join(', ')}, not "${tag}"`);
-      const taskId = typeof body.id === 'string' && /^[A-Za-z0-9-]{1,64}$/.test(body.id) ? body.id : randomUUID();
+      if (!opts.tags.includes(tag))
+        throw new AmfError('INVALID_REQUEST', `this worker serves ${opts.tags.join(', ')}, not "${tag}"`);
+      const taskId =
+        typeof body.id === 'string' && /^[A-Za-z0-9-]{1,64}$/.test(body.id) ? body.id : randomUUID();
       const controller = new AbortController();
       res.on('close', () => controller.abort());
       const outcome = await getWorker().runHandler(
-        { taskId, traceId: taskId, tag, text, messages: [{ role: 'user', content: text }], stream: false, attempt: 1 },
+        {
+          taskId,
+          traceId: taskId,
+          tag,
+          text,
+          messages: [{ role: 'user', content: text }],
+          stream: false,
+          attempt: 1,
+        },
         controller.signal,
       );
       if (!outcome.ok) {
-        sendJson(res, 422, { task_id: taskId, status: 'failed', error: { code: outcome.code, message: outcome.message } });
+        sendJson(res, 422, {
+          task_id: taskId,
+          status: 'failed',
+          error: { code: outcome.code, message: outcome.message },
+        });
         return;
       }
       sendJson(res, 200, {

@@ -29,12 +29,25 @@ export interface TestMesh {
   url: string;
   /** Every `amf.>` event seen on the fabric so far (observer connection, coordinator role). */
   events: ObservedEvent[];
-  startWorker(name: string, tags: string[], handler: WorkerHandler, extra?: { concurrency?: number; heartbeatSeconds?: number }): Promise<RunningWorker>;
+  startWorker(
+    name: string,
+    tags: string[],
+    handler: WorkerHandler,
+    extra?: { concurrency?: number; heartbeatSeconds?: number },
+  ): Promise<RunningWorker>;
   connect(role: NatsRole, name?: string): Promise<NatsConnection>;
   /** Resolves with the first observed event matching `predicate` (past or future), or rejects at the deadline. */
-  waitForEvent(predicate: (e: ObservedEvent) => boolean, timeoutMs?: number, what?: string): Promise<ObservedEvent>;
+  waitForEvent(
+    predicate: (e: ObservedEvent) => boolean,
+    timeoutMs?: number,
+    what?: string,
+  ): Promise<ObservedEvent>;
   /** Polls `check` until it returns a truthy value or the deadline passes. */
-  waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs?: number, what?: string): Promise<T>;
+  waitFor<T>(
+    check: () => T | undefined | false | Promise<T | undefined | false>,
+    timeoutMs?: number,
+    what?: string,
+  ): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -54,7 +67,11 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
       logLevel: 'silent',
       coordinator: { port: 0, ...((overrides.coordinator as object | undefined) ?? {}) },
       nats: { port: 0, ...((overrides.nats as object | undefined) ?? {}) },
-      heartbeat: { intervalSeconds: 1, offlineAfterMissed: 3, ...((overrides.heartbeat as object | undefined) ?? {}) },
+      heartbeat: {
+        intervalSeconds: 1,
+        offlineAfterMissed: 3,
+        ...((overrides.heartbeat as object | undefined) ?? {}),
+      },
     } as ConfigOverrides,
   });
   const coordinator = await Coordinator.start({ config });
@@ -62,13 +79,24 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
   const connections: NatsConnection[] = [];
   const workers: RunningWorker[] = [];
   const events: ObservedEvent[] = [];
-  const waiters = new Set<{ predicate: (e: ObservedEvent) => boolean; resolve: (e: ObservedEvent) => void }>();
+  const waiters = new Set<{
+    predicate: (e: ObservedEvent) => boolean;
+    resolve: (e: ObservedEvent) => void;
+  }>();
   const observer = await connectAs(coordinator.natsUrl, coordinator.credentials.coordinator, 'test-observer');
   connections.push(observer);
   observer.subscribe('amf.>', {
     callback: (err, msg) => {
       if (err) return;
-      const observed = { subject: msg.subject, event: msg.json<AmfEvent>() };
+      let event: AmfEvent;
+      try {
+        event = msg.json<AmfEvent>();
+      } catch {
+        return;
+      }
+      // Only AMF events are recorded; tests also send raw sentinel messages.
+      if (typeof event !== 'object' || event === null || typeof event.data !== 'object') return;
+      const observed = { subject: msg.subject, event };
       events.push(observed);
       for (const w of waiters) {
         if (w.predicate(observed)) {
@@ -99,11 +127,17 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
         ...(extra.concurrency !== undefined ? { concurrency: extra.concurrency } : {}),
       });
       workers.push(w);
-      await mesh.waitFor(() => coordinator.registry.isLive(w.worker.agentId), 10_000, `worker ${name} admitted`);
+      await mesh.waitFor(
+        () => coordinator.registry.isLive(w.worker.agentId),
+        10_000,
+        `worker ${name} admitted`,
+      );
       return w;
     },
     async connect(role, name = `test-${role}`) {
-      const nc = await connectAs(coordinator.natsUrl, coordinator.credentials[role], name, { maxReconnectAttempts: 0 });
+      const nc = await connectAs(coordinator.natsUrl, coordinator.credentials[role], name, {
+        maxReconnectAttempts: 0,
+      });
       connections.push(nc);
       return nc;
     },
@@ -151,8 +185,24 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
 /** Events of `type` about task `taskId` seen so far. */
 export function eventsFor(mesh: TestMesh, taskId: string, type?: string): ObservedEvent[] {
   return mesh.events.filter(
-    (e) => (e.event.amftaskid === taskId || (e.event.data.payload as { task_id?: string }).task_id === taskId) && (!type || e.event.type === type),
+    (e) =>
+      (e.event.amftaskid === taskId || (e.event.data.payload as { task_id?: string }).task_id === taskId) &&
+      (!type || e.event.type === type),
   );
+}
+
+/**
+ * Waits until task `taskId` has a terminal event, then until everything the coordinator published
+ * before now has reached the observer (a sentinel on the coordinator's own connection), and returns
+ * the terminal events seen: a second terminal event from the coordinator could not hide.
+ */
+export async function settledTerminalEvents(mesh: TestMesh, taskId: string): Promise<ObservedEvent[]> {
+  await mesh.waitFor(() => terminalEventsFor(mesh, taskId).length > 0, 10_000, `terminal event of ${taskId}`);
+  const sentinel = `amf.test.sentinel.${taskId}`;
+  const seen = mesh.waitForEvent((e) => e.subject === sentinel, 5000, 'sentinel');
+  mesh.coordinator.nc.publish(sentinel, JSON.stringify({ data: { payload: {} } }));
+  await seen;
+  return terminalEventsFor(mesh, taskId);
 }
 
 /** Terminal events of a task on canonical subjects (a final result, or a terminal notice). */
@@ -160,6 +210,7 @@ export function terminalEventsFor(mesh: TestMesh, taskId: string): ObservedEvent
   return eventsFor(mesh, taskId).filter(
     (e) =>
       !e.subject.startsWith('amf.internal.') &&
-      (e.event.type === 'amf.result.final' || (e.event.data.payload as { terminal?: boolean }).terminal === true),
+      (e.event.type === 'amf.result.final' ||
+        (e.event.data.payload as { terminal?: boolean }).terminal === true),
   );
 }

@@ -3,13 +3,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { calcHandler } from '../../src/worker/handlers/calc.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
-import { startTestMesh, terminalEventsFor, type TestMesh } from '../helpers/meshFixture.js';
+import { settledTerminalEvents, startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 
 /** Never answers until its task is cancelled: drives the 504 path. */
 const stallHandler: WorkerHandler = {
   name: 'stall',
   description: 'waits until cancelled',
-  handle: (ctx) => new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('cancelled')))),
+  handle: (ctx) =>
+    new Promise((_resolve, reject) =>
+      ctx.signal.addEventListener('abort', () => reject(new Error('cancelled'))),
+    ),
 };
 
 describe('OpenAI-compatible API through the mesh', () => {
@@ -33,17 +36,24 @@ describe('OpenAI-compatible API through the mesh', () => {
   });
 
   it('answers a non-streaming completion from a worker over NATS', async () => {
-    const res = await client.chat.completions.create({ model: 'amf/echo', messages: [{ role: 'user', content: 'hello mesh' }] });
+    const res = await client.chat.completions.create({
+      model: 'amf/echo',
+      messages: [{ role: 'user', content: 'hello mesh' }],
+    });
     expect(res.object).toBe('chat.completion');
     expect(res.choices[0]?.message.content).toBe('hello mesh');
     expect(res.choices[0]?.finish_reason).toBe('stop');
-    expect(res.usage?.total_tokens).toBe((res.usage?.prompt_tokens ?? 0) + (res.usage?.completion_tokens ?? 0));
+    expect(res.usage?.total_tokens).toBe(
+      (res.usage?.prompt_tokens ?? 0) + (res.usage?.completion_tokens ?? 0),
+    );
     const taskId = res.id.replace(/^chatcmpl-/, '');
     // The task really crossed the fabric: announce on the tag subject, a claim, a final result.
     await mesh.waitForEvent((e) => e.subject === 'amf.task.announce.echo' && e.event.amftaskid === taskId);
     await mesh.waitForEvent((e) => e.subject === 'amf.task.claim' && e.event.amftaskid === taskId);
-    await mesh.waitForEvent((e) => e.subject === `amf.internal.reply.${taskId}` && e.event.type === 'amf.result.final');
-    expect(terminalEventsFor(mesh, taskId)).toHaveLength(1);
+    await mesh.waitForEvent(
+      (e) => e.subject === `amf.internal.reply.${taskId}` && e.event.type === 'amf.result.final',
+    );
+    expect(await settledTerminalEvents(mesh, taskId)).toHaveLength(1);
   });
 
   it('streams chunks with one id, the role first, finish_reason and a usage chunk', async () => {
@@ -70,18 +80,29 @@ describe('OpenAI-compatible API through the mesh', () => {
   });
 
   it('streams a non-streaming worker answer as one chunk', async () => {
-    const stream = await client.chat.completions.create({ model: 'amf/calc', messages: [{ role: 'user', content: '6*7' }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'amf/calc',
+      messages: [{ role: 'user', content: '6*7' }],
+      stream: true,
+    });
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
     expect(text).toBe('42');
   });
 
   it('answers 404 in OpenAI shape for an unknown model', async () => {
-    await expect(client.chat.completions.create({ model: 'amf/nobody-serves-this', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({
+    await expect(
+      client.chat.completions.create({
+        model: 'amf/nobody-serves-this',
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    ).rejects.toMatchObject({
       status: 404,
       code: 'model_not_found',
     });
-    await expect(client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({
+    await expect(
+      client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] }),
+    ).rejects.toMatchObject({
       status: 404,
     });
   });
@@ -96,7 +117,10 @@ describe('OpenAI-compatible API through the mesh', () => {
       [{ messages: [{ role: 'user', content: 'x' }] }, 'model'],
     ];
     for (const [body, param] of cases) {
-      const res = await fetch(`${mesh.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(body) });
+      const res = await fetch(`${mesh.url}/v1/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify(body),
+      });
       expect(res.status, JSON.stringify(body)).toBe(400);
       const json = (await res.json()) as { error: { type: string; param: string; message: string } };
       expect(json.error.type).toBe('invalid_request_error');
@@ -104,7 +128,9 @@ describe('OpenAI-compatible API through the mesh', () => {
     }
     const notJson = await fetch(`${mesh.url}/v1/chat/completions`, { method: 'POST', body: '{"model":' });
     expect(notJson.status).toBe(400);
-    expect(((await notJson.json()) as { error: { message: string } }).error.message).toMatch(/not valid JSON/);
+    expect(((await notJson.json()) as { error: { message: string } }).error.message).toMatch(
+      /not valid JSON/,
+    );
   });
 
   it('answers 504 when no result arrives in time, and the task still ends in one terminal event', async () => {
@@ -113,10 +139,12 @@ describe('OpenAI-compatible API through the mesh', () => {
       .catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 504 });
     const deny = await mesh.waitForEvent(
-      (e) => e.subject === 'amf.policy.deny' && (e.event.data.payload as { reason?: string }).reason === 'requester_timeout',
+      (e) =>
+        e.subject === 'amf.policy.deny' &&
+        (e.event.data.payload as { reason?: string }).reason === 'requester_timeout',
     );
     const taskId = deny.event.amftaskid!;
-    expect(terminalEventsFor(mesh, taskId)).toHaveLength(1);
+    expect(await settledTerminalEvents(mesh, taskId)).toHaveLength(1);
     // The cancellation reached the worker: its handler was aborted and it published no result.
     await mesh.waitFor(() => mesh.coordinator.lifecycle.get(taskId)?.state === 'failed');
   });
@@ -124,7 +152,9 @@ describe('OpenAI-compatible API through the mesh', () => {
   it('serves many concurrent completions without losing any', async () => {
     const texts = Array.from({ length: 100 }, (_, i) => `message ${i}`);
     const answers = await Promise.all(
-      texts.map((t) => client.chat.completions.create({ model: 'amf/echo', messages: [{ role: 'user', content: t }] })),
+      texts.map((t) =>
+        client.chat.completions.create({ model: 'amf/echo', messages: [{ role: 'user', content: t }] }),
+      ),
     );
     expect(answers.map((a) => a.choices[0]?.message.content)).toEqual(texts);
   });

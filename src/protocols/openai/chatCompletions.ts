@@ -49,7 +49,12 @@ export function sendOpenAiError(res: ServerResponse, err: unknown, param: string
   const e = toAmfError(err);
   const code = e.code === 'NO_AGENT_FOR_TAG' ? 'model_not_found' : e.code.toLowerCase();
   sendJson(res, httpStatusFor(e.code), {
-    error: { message: e.message, type: openAiErrorType(e.code), param: (e.details?.param as string | undefined) ?? param, code },
+    error: {
+      message: e.message,
+      type: openAiErrorType(e.code),
+      param: (e.details?.param as string | undefined) ?? param,
+      code,
+    },
   });
 }
 
@@ -76,45 +81,71 @@ function contentText(content: unknown, index: number): string {
           const text = (part as { text?: unknown }).text;
           if (typeof text === 'string') return text;
         }
-        throw invalid(`messages[${index}].content[${j}] must be a text part ({"type":"text","text":"..."})`, `messages[${index}].content`);
+        throw invalid(
+          `messages[${index}].content[${j}] must be a text part ({"type":"text","text":"..."})`,
+          `messages[${index}].content`,
+        );
       })
       .join('');
   }
-  throw invalid(`messages[${index}].content must be a string or an array of text parts`, `messages[${index}].content`);
+  throw invalid(
+    `messages[${index}].content must be a string or an array of text parts`,
+    `messages[${index}].content`,
+  );
 }
 
 /** Validates a chat completion request body; every error names the offending parameter. */
 export function parseChatRequest(body: unknown, registry: AgentRegistry): ParsedRequest {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('request body must be a JSON object', 'body');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw invalid('request body must be a JSON object', 'body');
   const b = body as Record<string, unknown>;
-  if (typeof b.model !== 'string' || b.model.length === 0) throw invalid('you must provide a model parameter', 'model');
+  if (typeof b.model !== 'string' || b.model.length === 0)
+    throw invalid('you must provide a model parameter', 'model');
   const model = b.model;
   if (!model.startsWith(MODEL_PREFIX) || !isCapabilityTag(model.slice(MODEL_PREFIX.length)))
-    throw new AmfError('NO_AGENT_FOR_TAG', `The model \`${model.slice(0, 200)}\` does not exist: AMF models are named amf/<capability-tag>`, {
-      param: 'model',
-    });
+    throw new AmfError(
+      'NO_AGENT_FOR_TAG',
+      `The model \`${model.slice(0, 200)}\` does not exist: AMF models are named amf/<capability-tag>`,
+      {
+        param: 'model',
+      },
+    );
   const tag = model.slice(MODEL_PREFIX.length);
-  if (!Array.isArray(b.messages) || b.messages.length === 0) throw invalid('messages must be a non-empty array', 'messages');
+  if (!Array.isArray(b.messages) || b.messages.length === 0)
+    throw invalid('messages must be a non-empty array', 'messages');
   if (b.messages.length > 1000) throw invalid('messages has more than 1000 entries', 'messages');
   const messages: ChatMessage[] = b.messages.map((m: unknown, i) => {
-    if (typeof m !== 'object' || m === null) throw invalid(`messages[${i}] must be an object`, `messages[${i}]`);
+    if (typeof m !== 'object' || m === null)
+      throw invalid(`messages[${i}] must be an object`, `messages[${i}]`);
     const role = (m as { role?: unknown }).role;
     if (typeof role !== 'string' || !ROLES.has(role))
-      throw invalid(`messages[${i}].role must be one of system, developer, user, assistant, tool`, `messages[${i}].role`);
-    return { role: role === 'developer' ? 'system' : (role as ChatMessage['role']), content: contentText((m as { content?: unknown }).content, i) };
+      throw invalid(
+        `messages[${i}].role must be one of system, developer, user, assistant, tool`,
+        `messages[${i}].role`,
+      );
+    return {
+      role: role === 'developer' ? 'system' : (role as ChatMessage['role']),
+      content: contentText((m as { content?: unknown }).content, i),
+    };
   });
-  if (b.stream !== undefined && b.stream !== null && typeof b.stream !== 'boolean') throw invalid('stream must be a boolean', 'stream');
+  if (b.stream !== undefined && b.stream !== null && typeof b.stream !== 'boolean')
+    throw invalid('stream must be a boolean', 'stream');
   let includeUsage = false;
   if (b.stream_options !== undefined && b.stream_options !== null) {
-    if (typeof b.stream_options !== 'object') throw invalid('stream_options must be an object', 'stream_options');
+    if (typeof b.stream_options !== 'object')
+      throw invalid('stream_options must be an object', 'stream_options');
     includeUsage = (b.stream_options as { include_usage?: unknown }).include_usage === true;
   }
   const lastUser = [...messages].reverse().find((m) => m.role === 'user');
   const text = (lastUser ?? messages[messages.length - 1]!).content;
   if (!registry.servesTag(tag))
-    throw new AmfError('NO_AGENT_FOR_TAG', `The model \`${model}\` does not exist: no live agent serves capability "${tag}"`, {
-      param: 'model',
-    });
+    throw new AmfError(
+      'NO_AGENT_FOR_TAG',
+      `The model \`${model}\` does not exist: no live agent serves capability "${tag}"`,
+      {
+        param: 'model',
+      },
+    );
   return { model, tag, messages, text, stream: b.stream === true, includeUsage };
 }
 
@@ -134,12 +165,18 @@ export function listModels(registry: AgentRegistry): Record<string, unknown> {
   const created = Math.floor(Date.now() / 1000);
   return {
     object: 'list',
-    data: [...registry.liveTags().keys()].sort().map((tag) => ({ id: MODEL_PREFIX + tag, object: 'model', created, owned_by: 'amf-mesh' })),
+    data: [...registry.liveTags().keys()]
+      .sort()
+      .map((tag) => ({ id: MODEL_PREFIX + tag, object: 'model', created, owned_by: 'amf-mesh' })),
   };
 }
 
 /** `POST /v1/chat/completions`. */
-export async function handleChatCompletion(req: IncomingMessage, res: ServerResponse, opts: OpenAiOptions): Promise<void> {
+export async function handleChatCompletion(
+  req: IncomingMessage,
+  res: ServerResponse,
+  opts: OpenAiOptions,
+): Promise<void> {
   let parsed: ParsedRequest;
   try {
     const raw = await readBody(req, opts.maxBodyBytes);
@@ -179,11 +216,22 @@ export async function handleChatCompletion(req: IncomingMessage, res: ServerResp
           object: 'chat.completion',
           created,
           model: parsed.model,
-          choices: [{ index: 0, message: { role: 'assistant', content: result.text, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+          choices: [
+            {
+              index: 0,
+              message: { role: 'assistant', content: result.text, refusal: null },
+              logprobs: null,
+              finish_reason: 'stop',
+            },
+          ],
           usage: usageOf(parsed, result),
           system_fingerprint: null,
         },
-        { 'x-amf-task-id': result.taskId, 'x-amf-trace-id': result.traceId, 'x-amf-agent-id': result.agentId },
+        {
+          'x-amf-task-id': result.taskId,
+          'x-amf-trace-id': result.traceId,
+          'x-amf-agent-id': result.agentId,
+        },
       );
     } catch (err) {
       if (!res.headersSent) sendOpenAiError(res, err);
@@ -253,7 +301,9 @@ async function streamCompletion(
       return;
     }
     const e = toAmfError(err);
-    res.write(`data: ${JSON.stringify({ error: { message: e.message, type: openAiErrorType(e.code), param: null, code: e.code.toLowerCase() } })}\n\n`);
+    res.write(
+      `data: ${JSON.stringify({ error: { message: e.message, type: openAiErrorType(e.code), param: null, code: e.code.toLowerCase() } })}\n\n`,
+    );
     res.end('data: [DONE]\n\n');
   }
 }

@@ -33,7 +33,10 @@ function tokenize(src: string): Token[] {
     const m = re.exec(src);
     if (!m) {
       if (/^\s*$/.test(src.slice(pos))) break;
-      throw new HandlerError('invalid_expression', `unexpected character "${src[pos] ?? ''}" at position ${pos}`);
+      throw new HandlerError(
+        'invalid_expression',
+        `unexpected character "${src[pos] ?? ''}" at position ${pos}`,
+      );
     }
     pos = re.lastIndex;
     if (m[1] !== undefined) tokens.push({ kind: 'num', value: Number(m[1]) });
@@ -49,7 +52,8 @@ class Parser {
 
   parse(): number {
     const value = this.expr();
-    if (this.i < this.tokens.length) throw new HandlerError('invalid_expression', 'unexpected input after the expression');
+    if (this.i < this.tokens.length)
+      throw new HandlerError('invalid_expression', 'unexpected input after the expression');
     return value;
   }
 
@@ -73,7 +77,8 @@ class Parser {
     for (let op = this.peekOp(); op === '*' || op === '/' || op === '%'; op = this.peekOp()) {
       this.i++;
       const rhs = this.unary();
-      if ((op === '/' || op === '%') && rhs === 0) throw new HandlerError('division_by_zero', 'division by zero');
+      if ((op === '/' || op === '%') && rhs === 0)
+        throw new HandlerError('division_by_zero', 'division by zero');
       value = op === '*' ? value * rhs : op === '/' ? value / rhs : value % rhs;
     }
     return value;
@@ -140,7 +145,8 @@ export function evaluateExpression(text: string): number {
   if (expression.length > MAX_EXPRESSION)
     throw new HandlerError('invalid_expression', `expression longer than ${MAX_EXPRESSION} characters`);
   const value = new Parser(tokenize(expression)).parse();
-  if (!Number.isFinite(value)) throw new HandlerError('invalid_expression', 'the result is not a finite number');
+  if (!Number.isFinite(value))
+    throw new HandlerError('invalid_expression', 'the result is not a finite number');
   return value;
 }
 

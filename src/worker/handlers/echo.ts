@@ -12,5 +12,6 @@ async function* streamWords(text: string): AsyncGenerator<string, void> {
 export const echoHandler: WorkerHandler = {
   name: 'echo',
   description: 'Echoes the text it is given (argument `text`).',
-  handle: (ctx: TaskContext) => (ctx.stream && ctx.text.length > 0 ? streamWords(ctx.text) : Promise.resolve(ctx.text)),
+  handle: (ctx: TaskContext) =>
+    ctx.stream && ctx.text.length > 0 ? streamWords(ctx.text) : Promise.resolve(ctx.text),
 };

@@ -1,0 +1,47 @@
+/**
+ * Per-process CPU time and memory from /proc (Linux). Other platforms get `undefined` everywhere and
+ * the report says "n/a".
+ */
+import { readFileSync } from 'node:fs';
+
+// USER_HZ is 100 on every mainstream Linux build; /proc/<pid>/stat counts in these ticks.
+const TICK_MS = 10;
+
+/** User + system CPU time of a process in ms, or undefined. */
+export function cpuMs(pid) {
+  if (!pid) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may contain spaces: count fields from the closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+  } catch {
+    return undefined;
+  }
+}
+
+/** VmRSS and VmHWM (peak RSS) of a process in bytes, or undefined. */
+export function memoryOf(pid) {
+  if (!pid) return undefined;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (name) => {
+      const m = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status);
+      return m ? Number(m[1]) * 1024 : undefined;
+    };
+    return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+  } catch {
+    return undefined;
+  }
+}
+
+/** True while `pid` exists. */
+export function alive(pid) {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === 'EPERM';
+  }
+}
