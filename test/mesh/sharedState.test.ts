@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config/config.js';
 import type { RegistryChange } from '../../src/coordinator/agentRegistry.js';
 import { Coordinator } from '../../src/coordinator/coordinator.js';
 import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
-import { kvKey, TASKS_BUCKET } from '../../src/fabric/jetstream.js';
+import { AGENTS_BUCKET, kvKey, TASKS_BUCKET } from '../../src/fabric/jetstream.js';
 import { startCoordinatorHttp, type CoordinatorHttp } from '../../src/http/coordinatorHttp.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import type { RunningWorker } from '../../src/worker/startWorker.js';
@@ -55,6 +55,13 @@ describe('two coordinators on one NATS share the mesh', () => {
   beforeAll(async () => {
     mesh = await startTestMesh();
     echo = await mesh.startWorker('echo-1', ['echo'], echoHandler);
+    const nc = await mesh.connect('coordinator', 'test-kv-reader');
+    const kvm = new Kvm(nc);
+    tasks = await kvm.open(TASKS_BUCKET);
+    // The first coordinator's registry write has landed before the second one starts, so the second
+    // knows the agent from the shared store at start-up.
+    const agents = await kvm.open(AGENTS_BUCKET);
+    await mesh.waitFor(async () => (await agents.get(kvKey(echo.worker.agentId)))?.length, 5000, 'agent in KV');
     // Same data dir: the second coordinator reads the credentials.json the first one generated.
     const config = await loadConfig({
       env: { HOME: tmpdir() },
@@ -68,8 +75,6 @@ describe('two coordinators on one NATS share the mesh', () => {
     });
     second = await Coordinator.start({ config });
     secondHttp = await startCoordinatorHttp(second);
-    const nc = await mesh.connect('coordinator', 'test-kv-reader');
-    tasks = await new Kvm(nc).open(TASKS_BUCKET);
   });
 
   afterAll(async () => {

@@ -1,0 +1,158 @@
+// Graceful drain: a worker that is stopped while a task is in flight still delivers that task's answer,
+// says goodbye, and claims nothing more — in-process (`close()`) and as a real process on SIGTERM.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RegistryChange } from '../../src/coordinator/agentRegistry.js';
+import type { WorkerHandler } from '../../src/worker/handlerApi.js';
+import { startTestMesh, type ObservedEvent, type TestMesh } from '../helpers/meshFixture.js';
+
+const AMF_BIN = fileURLToPath(new URL('../../bin/amf.js', import.meta.url));
+const SLOW_HANDLER = fileURLToPath(new URL('../fixtures/slowHandler.mjs', import.meta.url));
+
+interface ChatReply {
+  status: number;
+  body: { id?: string; choices?: Array<{ message: { content: string } }>; error?: { code: string; message: string } };
+}
+
+async function chat(url: string, model: string, text: string): Promise<ChatReply> {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: text }] }),
+  });
+  return { status: res.status, body: (await res.json()) as ChatReply['body'] };
+}
+
+const heartbeatOf = (agentId: string, status: string) => (e: ObservedEvent) =>
+  e.event.type === 'amf.discovery.agent.heartbeat' &&
+  (e.event.data.payload as { agent_id?: string }).agent_id === agentId &&
+  (e.event.data.payload as { status?: string }).status === status;
+
+const claimBy = (agentId: string) => (e: ObservedEvent) =>
+  e.subject === 'amf.task.claim' && (e.event.data.payload as { agent_id?: string }).agent_id === agentId;
+
+/** Records why agents went offline. */
+function offlineReasons(mesh: TestMesh, agentId: string): string[] {
+  const reasons: string[] = [];
+  mesh.coordinator.registry.onChange((c: RegistryChange) => {
+    if (c.kind === 'offline' && c.agent.record.agent_id === agentId) reasons.push(c.reason);
+  });
+  return reasons;
+}
+
+describe('graceful drain', () => {
+  let mesh: TestMesh;
+
+  beforeAll(async () => {
+    mesh = await startTestMesh();
+  });
+  afterAll(() => mesh?.close());
+
+  it('close() lets the in-flight task finish, says goodbye, and the tag then has no live agent', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const gated: WorkerHandler = {
+      name: 'gated',
+      description: 'answers when the test opens the gate',
+      handle: async (ctx) => {
+        await gate;
+        return `released:${ctx.text}`;
+      },
+    };
+    const running = await mesh.startWorker('gated-1', ['gated'], gated);
+    const agentId = running.worker.agentId;
+    const reasons = offlineReasons(mesh, agentId);
+
+    const answer = chat(mesh.url, 'amf/gated', 'in flight');
+    const claim = await mesh.waitForEvent(claimBy(agentId), 10_000, 'the claim');
+    const taskId = claim.event.amftaskid!;
+    expect(running.worker.inFlightCount).toBe(1);
+
+    const closing = running.close();
+    // The worker announces that it is draining while the task is still held at the gate.
+    await mesh.waitForEvent(heartbeatOf(agentId, 'draining'), 10_000, 'the draining heartbeat');
+    expect(mesh.coordinator.lifecycle.get(taskId)?.state).toBe('claimed');
+    release();
+    await closing;
+
+    const reply = await answer;
+    expect(reply.status).toBe(200);
+    expect(reply.body.choices?.[0]?.message.content).toBe('released:in flight');
+    const draining = mesh.events.findIndex(heartbeatOf(agentId, 'draining'));
+    const final = mesh.events.findIndex((e) => e.subject === 'amf.result.final' && e.event.amftaskid === taskId);
+    const goodbye = mesh.events.findIndex(heartbeatOf(agentId, 'offline'));
+    expect(draining).toBeGreaterThanOrEqual(0);
+    expect(final).toBeGreaterThan(draining);
+    expect(goodbye).toBeGreaterThan(final);
+
+    await mesh.waitFor(() => mesh.coordinator.registry.get(agentId)?.status === 'offline', 5000, 'agent offline');
+    expect(reasons).toEqual(['goodbye']);
+    expect(mesh.coordinator.lifecycle.get(taskId)?.state).toBe('completed');
+
+    const after = await chat(mesh.url, 'amf/gated', 'nobody left');
+    expect(after.status).toBe(404);
+    expect(after.body.error?.code).toBe('model_not_found');
+  });
+
+  it('a worker process drains on SIGTERM: the in-flight answer arrives and the process exits 0', async () => {
+    const agentId = 'spiffe://local/worker/drainer';
+    const reasons = offlineReasons(mesh, agentId);
+    const env: NodeJS.ProcessEnv = { ...process.env, SLOW_HANDLER_MS: '1000', AMF_LOG_LEVEL: 'warn' };
+    for (const key of Object.keys(env)) if (key.endsWith('_PASS') && key.startsWith('AMF_')) delete env[key];
+    const child: ChildProcess = spawn(
+      process.execPath,
+      [
+        AMF_BIN,
+        'worker',
+        '--name',
+        'drainer',
+        '--tags',
+        'slowtag',
+        '--handler',
+        SLOW_HANDLER,
+        '--nats-url',
+        mesh.coordinator.natsUrl,
+        '--port',
+        '0',
+        '--data-dir',
+        mesh.config.dataDir,
+        '--no-mdns',
+      ],
+      { env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await mesh.waitFor(() => mesh.coordinator.registry.isLive(agentId), 15_000, `drainer admitted (output: ${output})`);
+      const answer = chat(mesh.url, 'amf/slowtag', 'slow work');
+      const claim = await mesh.waitForEvent(claimBy(agentId), 10_000, 'the claim by the drainer');
+      const taskId = claim.event.amftaskid!;
+      expect(child.kill('SIGTERM')).toBe(true);
+
+      const reply = await answer;
+      expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+      expect(reply.body.choices?.[0]?.message.content).toBe('done:slow work');
+      const code = await Promise.race([
+        exited,
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error(`worker did not exit after SIGTERM; output: ${output}`)), 15_000).unref(),
+        ),
+      ]);
+      expect(code, output).toBe(0);
+      // The drain really happened while the task was in flight: draining, then the answer, then goodbye.
+      const draining = mesh.events.findIndex(heartbeatOf(agentId, 'draining'));
+      const final = mesh.events.findIndex((e) => e.subject === 'amf.result.final' && e.event.amftaskid === taskId);
+      const goodbye = mesh.events.findIndex(heartbeatOf(agentId, 'offline'));
+      expect(draining).toBeGreaterThanOrEqual(0);
+      expect(final).toBeGreaterThan(draining);
+      expect(goodbye).toBeGreaterThan(final);
+      await mesh.waitFor(() => mesh.coordinator.registry.get(agentId)?.status === 'offline', 5000, 'drainer offline');
+      expect(reasons).toEqual(['goodbye']);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+  });
+});
