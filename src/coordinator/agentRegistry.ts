@@ -15,6 +15,8 @@ export interface RegisteredAgent {
   lastSeen: number;
   /** Heartbeat period the agent announced (seconds). */
   heartbeatSeconds: number;
+  /** The agent's card, fetched after admission (SSRF-guarded). */
+  card?: Record<string, unknown>;
 }
 
 export type RegistryChange =
@@ -151,6 +153,12 @@ export class AgentRegistry {
       }
     }
     return gone;
+  }
+
+  /** Stores the agent card fetched for an admitted agent. */
+  attachCard(agentId: string, card: Record<string, unknown>): void {
+    const agent = this.agents.get(agentId);
+    if (agent) agent.card = card;
   }
 
   get(agentId: string): RegisteredAgent | undefined {

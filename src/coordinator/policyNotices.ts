@@ -26,7 +26,16 @@ export type PolicyReason =
   | 'task_cancelled'
   | 'invalid_event'
   | 'advertisement_invalid'
-  | 'visibility_requires_svid';
+  | 'visibility_requires_svid'
+  | 'advertisement_rate_limited'
+  | 'watcher_summary_mismatch'
+  | 'watcher_output_unverified'
+  | 'card_fetch_failed'
+  | 'admission_busy'
+  | 'watcher_timeout'
+  | 'policy_unavailable'
+  /** Deterministic validation and policy reasons (see admission/validateAdvertisement.ts, policies/). */
+  | (string & { readonly __admissionReason?: never });
 
 export class PolicyNotices {
   constructor(

@@ -1,0 +1,354 @@
+/**
+ * The one admission pipeline both doors feed (mDNS TXT records and NATS heartbeats):
+ *
+ *   rate limit → dedupe by content → deterministic validation → raw on `amf.internal.raw` (connector
+ *   role) → DMZ watcher → summary on `amf.internal.classified` → cross-verification → OPA → registry.
+ *
+ * Nothing enters the registry without passing it. An unchanged advertisement of an admitted agent
+ * only refreshes its liveness; a changed one is judged again. Every structure that outside input can
+ * grow is bounded, and repeated denials are reported once per window instead of once per packet.
+ */
+import { createHash } from 'node:crypto';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { RawAdvertisement } from '../discovery/advertisement.js';
+import type { AgentRecord } from '../events/agentRecord.js';
+import { SUBJECT_INTERNAL_CLASSIFIED, SUBJECT_INTERNAL_RAW } from '../events/subjects.js';
+import type { AgentRegistry } from '../coordinator/agentRegistry.js';
+import type { PolicyNotices } from '../coordinator/policyNotices.js';
+import type { PolicyEngine } from '../policy/policyEngine.js';
+import type { WatcherSummary } from '../watcher/watcherSummary.js';
+import { BoundedCache } from '../util/boundedCache.js';
+import { GcraLimiter } from '../util/gcraLimiter.js';
+import { crossVerify } from './crossVerify.js';
+import { fetchAgentCard } from './fetchAgentCard.js';
+import { validateAdvertisement } from './validateAdvertisement.js';
+
+export interface AdmissionPipelineOptions {
+  registry: AgentRegistry;
+  notices: PolicyNotices;
+  policy: PolicyEngine;
+  /** Connector-role connection: may publish only `amf.internal.raw`. */
+  connector: NatsConnection;
+  /** Coordinator connection that reads `amf.internal.classified`. */
+  coordinator: NatsConnection;
+  trustDomain: string;
+  identity: { mode: 'static' | 'spiffe'; svidVerified: boolean };
+  mcpRequireTls: boolean;
+  /** Emit `watcher_output_unverified` on every admission cycle (AMF_WATCHER_INTEGRITY_WARN). */
+  integrityWarn: boolean;
+  /** Fetch the agent card after admission (guarded against SSRF). */
+  fetchCards?: boolean;
+  watcherTimeoutMs?: number;
+  maxInFlight?: number;
+  /** Liveness granted to agents seen only on mDNS (they send no heartbeats). */
+  mdnsLivenessSeconds?: number;
+  log?: (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
+  onDecision?: (outcome: AdmissionOutcome) => void;
+}
+
+export type AdmissionOutcome =
+  | { kind: 'admitted'; agentId: string; rawId: string; door: string; latencyMs: number }
+  | {
+      kind: 'denied';
+      agentId: string | undefined;
+      rawId: string;
+      reasons: string[];
+      stage: 'validation' | 'watcher' | 'policy' | 'busy';
+    }
+  | { kind: 'refreshed'; agentId: string }
+  | { kind: 'dropped'; reason: 'rate_limited' | 'duplicate' | 'recently_denied' };
+
+interface Pending {
+  raw: RawAdvertisement;
+  record: AgentRecord;
+  hash: string;
+  startedAt: number;
+  timer: NodeJS.Timeout;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Hash of what an advertisement says (order of keys does not matter). */
+export function advertisementHash(txt: Record<string, string>): string {
+  const h = createHash('sha256');
+  for (const key of Object.keys(txt).sort())
+    h.update(key).update('\u0000').update(txt[key]!).update('\u0001');
+  return h.digest('base64url');
+}
+
+function isSummary(value: unknown): value is WatcherSummary {
+  if (typeof value !== 'object' || value === null) return false;
+  const s = value as Record<string, unknown>;
+  return (
+    typeof s.raw_id === 'string' &&
+    typeof s.original_agent_id === 'string' &&
+    typeof s.risk_score === 'number' &&
+    Number.isFinite(s.risk_score) &&
+    typeof s.endpoint === 'string' &&
+    typeof s.trust_domain === 'string' &&
+    Array.isArray(s.protocols_supported)
+  );
+}
+
+export class AdmissionPipeline {
+  private readonly pending = new Map<string, Pending>();
+  private readonly inFlightHashes = new Set<string>();
+  private readonly admittedHash = new Map<string, string>();
+  /** Content already denied: not judged again for a while (its deny was already reported). */
+  private readonly denied = new BoundedCache<string>(20_000, 30_000);
+  /** One deny notice per (source, reason) per window; the rest are counted. */
+  private readonly noticeWindow = new BoundedCache<number>(10_000, 10_000);
+  /** Per source+agent: how fast advertisements may arrive at all. */
+  private readonly perAdvertiser = new GcraLimiter({ ratePerSecond: 10, burst: 20, maxKeys: 20_000 });
+  /** Per source: how many advertisements per second may go to a watcher. */
+  private readonly perSourceJudging = new GcraLimiter({ ratePerSecond: 50, burst: 100, maxKeys: 10_000 });
+  private sub: Subscription | undefined;
+  readonly stats = { received: 0, admitted: 0, denied: 0, refreshed: 0, dropped: 0 };
+
+  constructor(private readonly options: AdmissionPipelineOptions) {}
+
+  start(): void {
+    this.sub = this.options.coordinator.subscribe(SUBJECT_INTERNAL_CLASSIFIED, {
+      callback: (err, msg) => {
+        if (err) return;
+        let summary: unknown;
+        try {
+          summary = JSON.parse(decoder.decode(msg.data));
+        } catch {
+          return;
+        }
+        if (isSummary(summary)) void this.onSummary(summary);
+      },
+    });
+  }
+
+  close(): void {
+    this.sub?.unsubscribe();
+    for (const p of this.pending.values()) clearTimeout(p.timer);
+    this.pending.clear();
+    this.inFlightHashes.clear();
+  }
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** Entry point of both doors. Never throws; every outcome is reported or counted. */
+  submit(raw: RawAdvertisement): void {
+    this.stats.received++;
+    const id = typeof raw.txt.id === 'string' ? raw.txt.id.slice(0, 256) : '';
+    if (!this.perAdvertiser.allow(`${raw.source}|${id}`)) return this.drop('rate_limited', raw, id);
+    if (raw.goodbye) {
+      if (id && this.options.registry.get(id)) this.options.registry.markOffline(id, 'goodbye');
+      return;
+    }
+    const hash = advertisementHash(raw.txt);
+    const known = id ? this.options.registry.get(id) : undefined;
+    if (known && this.admittedHash.get(id) === hash) {
+      // Same content as admitted: a heartbeat, not a new advertisement.
+      const heartbeat = raw.heartbeat_seconds ?? (raw.door === 'mdns' ? this.mdnsLiveness() : undefined);
+      this.options.registry.admit(
+        heartbeat !== undefined ? { ...known.record, heartbeat_seconds: heartbeat } : known.record,
+      );
+      this.stats.refreshed++;
+      this.options.onDecision?.({ kind: 'refreshed', agentId: id });
+      return;
+    }
+    if (this.denied.get(hash) !== undefined) return this.drop('recently_denied', raw, id);
+    if (this.inFlightHashes.has(hash)) return this.drop('duplicate', raw, id);
+    const check = validateAdvertisement(raw);
+    if (!check.ok) {
+      this.denied.set(hash, check.reason);
+      this.deny(raw, id || undefined, [check.reason], check.message, 'validation');
+      return;
+    }
+    if (!this.perSourceJudging.allow(raw.source) || this.pending.size >= (this.options.maxInFlight ?? 512)) {
+      this.deny(
+        raw,
+        id,
+        ['admission_busy'],
+        'too many advertisements are being judged; advertise again later',
+        'busy',
+      );
+      return;
+    }
+    const record = check.record;
+    if (raw.door === 'mdns' && record.heartbeat_seconds === undefined)
+      record.heartbeat_seconds = this.mdnsLiveness();
+    const timer = setTimeout(
+      () => this.onWatcherTimeout(raw.raw_id),
+      this.options.watcherTimeoutMs ?? 10_000,
+    );
+    timer.unref();
+    this.pending.set(raw.raw_id, { raw, record, hash, startedAt: Date.now(), timer });
+    this.inFlightHashes.add(hash);
+    // Raw advertisements travel only on the connector's subject; the watcher reads them there.
+    this.options.connector.publish(SUBJECT_INTERNAL_RAW, encoder.encode(JSON.stringify(raw)));
+  }
+
+  private mdnsLiveness(): number {
+    return this.options.mdnsLivenessSeconds ?? 1200;
+  }
+
+  private drop(
+    reason: 'rate_limited' | 'duplicate' | 'recently_denied',
+    raw: RawAdvertisement,
+    id: string,
+  ): void {
+    this.stats.dropped++;
+    this.options.onDecision?.({ kind: 'dropped', reason });
+    if (reason === 'rate_limited' && this.noticeWindow.get(`${raw.source}|rate`) === undefined) {
+      this.noticeWindow.set(`${raw.source}|rate`, 1);
+      this.options.notices.warn({
+        reason: 'advertisement_rate_limited',
+        message: `advertisements from ${raw.source}${id ? ` for ${id}` : ''} exceed the rate limit; excess is dropped for a while`,
+        details: { source: raw.source, door: raw.door },
+      });
+    }
+  }
+
+  private finish(rawId: string): Pending | undefined {
+    const p = this.pending.get(rawId);
+    if (!p) return undefined;
+    clearTimeout(p.timer);
+    this.pending.delete(rawId);
+    this.inFlightHashes.delete(p.hash);
+    return p;
+  }
+
+  private onWatcherTimeout(rawId: string): void {
+    const p = this.finish(rawId);
+    if (!p) return;
+    this.deny(
+      p.raw,
+      p.record.agent_id,
+      ['watcher_timeout'],
+      'the DMZ watcher gave no summary in time',
+      'watcher',
+    );
+  }
+
+  private async onSummary(summary: WatcherSummary): Promise<void> {
+    const p = this.finish(summary.raw_id);
+    if (!p) return;
+    const { record, raw } = p;
+    let risk = summary.risk_score;
+    const mismatches = crossVerify(record, summary);
+    if (mismatches.length > 0) {
+      risk = 1;
+      this.options.notices.warn({
+        reason: 'watcher_summary_mismatch',
+        message: `watcher summary for ${record.agent_id} disagrees with the advertisement on ${mismatches.join(', ')}`,
+        agent_id: record.agent_id,
+        details: { fields: mismatches, watcher_id: summary.watcher_id },
+      });
+    }
+    let decision;
+    try {
+      decision = await this.options.policy.admission({
+        advertisement: {
+          agent_id: record.agent_id,
+          endpoint: record.endpoint,
+          protocols: record.protocols_supported,
+          tags: record.capability_tags ?? [],
+          trust_domain: record.trust_domain ?? 'local',
+          visibility: record.visibility ?? 'local',
+          card_url: record.card_url ?? null,
+          mcp_endpoint: record.mcp_endpoint ?? null,
+          door: raw.door,
+        },
+        summary: {
+          risk_score: Math.min(1, Math.max(0, risk)),
+          risk_reason: String(summary.risk_reason).slice(0, 200),
+          scorer: summary.scorer === 'llm' ? 'llm' : 'rules',
+        },
+        summary_mismatch: mismatches.length > 0,
+        identity: { mode: this.options.identity.mode, svid_verified: this.options.identity.svidVerified },
+        coordinator_trust_domain: this.options.trustDomain,
+        mcp_require_tls: this.options.mcpRequireTls,
+      });
+    } catch (err) {
+      this.deny(
+        raw,
+        record.agent_id,
+        ['policy_unavailable'],
+        `policy evaluation failed: ${(err as Error).message}`,
+        'policy',
+      );
+      return;
+    }
+    if (this.options.integrityWarn) {
+      this.options.notices.warn({
+        reason: 'watcher_output_unverified',
+        message: `watcher summary for ${record.agent_id} is unsigned: SPIFFE is not active, so watcher output integrity is not verified`,
+        agent_id: record.agent_id,
+      });
+    }
+    if (!decision.allow) {
+      this.denied.set(p.hash, decision.reasons.join(','));
+      this.deny(
+        raw,
+        record.agent_id,
+        decision.reasons,
+        `policy denied ${record.agent_id}: ${decision.reasons.join(', ')} (risk ${risk.toFixed(2)}, threshold ${decision.threshold})`,
+        'policy',
+      );
+      if (this.options.registry.get(record.agent_id)) {
+        this.options.registry.remove(record.agent_id, 'readvertisement_denied');
+        this.admittedHash.delete(record.agent_id);
+      }
+      return;
+    }
+    this.admittedHash.set(record.agent_id, p.hash);
+    if (this.admittedHash.size > 50_000) this.admittedHash.delete(this.admittedHash.keys().next().value!);
+    this.options.registry.admit(record);
+    this.stats.admitted++;
+    this.options.onDecision?.({
+      kind: 'admitted',
+      agentId: record.agent_id,
+      rawId: raw.raw_id,
+      door: raw.door,
+      latencyMs: Date.now() - p.startedAt,
+    });
+    if (this.options.fetchCards && record.card_url) void this.fetchCard(record);
+  }
+
+  private async fetchCard(record: AgentRecord): Promise<void> {
+    try {
+      const card = await fetchAgentCard(record.card_url!, record.endpoint);
+      this.options.registry.attachCard(record.agent_id, card);
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? 'card_fetch_failed';
+      this.options.notices.warn({
+        reason: 'card_fetch_failed',
+        message: `agent card of ${record.agent_id} not fetched (${code}): ${(err as Error).message}`,
+        agent_id: record.agent_id,
+      });
+    }
+  }
+
+  private deny(
+    raw: RawAdvertisement,
+    agentId: string | undefined,
+    reasons: string[],
+    message: string,
+    stage: 'validation' | 'watcher' | 'policy' | 'busy',
+  ): void {
+    this.stats.denied++;
+    this.options.onDecision?.({ kind: 'denied', agentId, rawId: raw.raw_id, reasons, stage });
+    const windowKey = `${raw.source}|${reasons.join(',')}|${agentId ?? ''}`;
+    const suppressed = this.noticeWindow.get(windowKey);
+    if (suppressed !== undefined) {
+      this.noticeWindow.set(windowKey, suppressed + 1);
+      return;
+    }
+    this.noticeWindow.set(windowKey, 0);
+    this.options.notices.deny({
+      reason: reasons[0] ?? 'advertisement_denied',
+      message,
+      ...(agentId ? { agent_id: agentId } : {}),
+      details: { reasons, stage, door: raw.door, source: raw.source, raw_id: raw.raw_id },
+    });
+  }
+}
