@@ -3,29 +3,39 @@
  * memory and CPU do not pollute the coordinator's numbers.
  *
  * Starts a coordinator (which spawns its own nats-server on a random port), its HTTP edge, the
- * built-in echo worker (tag `echo`) and a raw NATS responder on `bench.floor` (the request/reply
- * floor: it answers every request with the bytes it was sent). When everything is up it prints ONE
- * JSON line on stdout:
+ * built-in echo worker (tag `echo`), a raw NATS responder on `bench.floor` (the request/reply floor:
+ * it answers every request with the bytes it was sent) and a bare node:http server (calibration: no
+ * AMF code at all). When everything is up it prints ONE JSON line on stdout:
  *
- *   {"pid":..,"coordinatorUrl":"http://127.0.0.1:..","workerUrl":"http://127.0.0.1:..",
- *    "natsUrl":"nats://127.0.0.1:..","natsPid":..,"dataDir":"/tmp/amf-bench-..","floorSubject":"bench.floor"}
+ *   {"pid":..,"coordinatorUrl":"http://127.0.0.1:..","workerUrl":"http://127.0.0.1:..","bareUrl":..,
+ *    "natsUrl":"nats://127.0.0.1:..","natsPid":..,"workerPid":..,"dataDir":"/tmp/amf-bench-..",
+ *    "floorSubject":"bench.floor"}
  *
  * NATS passwords are not printed: they are in `<dataDir>/credentials.json` (mode 0600).
  *
- * Control, when started with an IPC channel (as bench/run.js does): `{cmd: 'memory', gc: true}` is
- * answered with `{type: 'memory', memory: process.memoryUsage(), active, pending}` after a full GC
- * (start with --expose-gc). The process shuts everything down and exits on SIGTERM, SIGINT, when the
- * IPC channel closes (the parent died) or on `{cmd: 'shutdown'}`.
+ * With BENCH_SEPARATE_WORKER=1 the echo worker runs in a process of its own (this script with the
+ * argument `worker`, as `amf worker` would), so the coordinator process holds only the coordinator;
+ * `workerPid` is then that process. By default the worker shares the coordinator's process, as with
+ * `amf up --demo`.
+ *
+ * Control, when started with an IPC channel (as bench/run.js does): `{cmd: 'memory', gc: true, id}`
+ * is answered with `{type: 'memory', id, memory: process.memoryUsage(), active, pending}` after a full
+ * GC (start with --expose-gc). The process shuts everything down and exits on SIGTERM, SIGINT, when
+ * the IPC channel closes (the parent died) or on `{cmd: 'shutdown'}`.
  *
  * Standalone: `node --expose-gc bench/meshServer.js` (Ctrl-C to stop).
  *
  * Environment: BENCH_WORKER_CONCURRENCY (echo worker's handler concurrency, default 16 as in
- * `amf worker`), BENCH_HEARTBEAT_SECONDS (default: the configuration default, 5).
+ * `amf worker`), BENCH_HEARTBEAT_SECONDS (default: the configuration default, 5),
+ * BENCH_SEPARATE_WORKER (see above).
  */
+import { fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const DIST = new URL('../dist/', import.meta.url);
 if (!existsSync(new URL('coordinator/coordinator.js', DIST))) {
@@ -33,110 +43,218 @@ if (!existsSync(new URL('coordinator/coordinator.js', DIST))) {
   process.exit(2);
 }
 
-const { loadConfig } = await import(new URL('config/config.js', DIST).href);
-const { Coordinator } = await import(new URL('coordinator/coordinator.js', DIST).href);
-const { startCoordinatorHttp } = await import(new URL('http/coordinatorHttp.js', DIST).href);
+const FLOOR_SUBJECT = 'bench.floor';
+const WORKER_CONCURRENCY = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 16);
+const quietly = (p) => Promise.resolve(p).catch(() => undefined);
 const { startWorker } = await import(new URL('worker/startWorker.js', DIST).href);
 const { echoHandler } = await import(new URL('worker/handlers/echo.js', DIST).href);
-const { connectAs } = await import(new URL('fabric/connect.js', DIST).href);
 
-const FLOOR_SUBJECT = 'bench.floor';
+if (process.argv[2] === 'worker') await runWorkerProcess();
+else await runMeshProcess();
 
-const dataDir = await mkdtemp(join(tmpdir(), 'amf-bench-'));
-let coordinator;
-let http;
-let worker;
-let responder;
-let stopping;
-
-function stop(code = 0) {
-  stopping ??= (async () => {
-    const quietly = (p) => Promise.resolve(p).catch(() => undefined);
-    await quietly(worker?.close(5000));
-    await quietly(responder?.close());
-    await quietly(http?.close());
-    await quietly(coordinator?.close());
-    await quietly(rm(dataDir, { recursive: true, force: true }));
-    if (process.connected) process.disconnect();
-    process.exit(code);
-  })();
-  return stopping;
+/** Worker-only mode: waits for `{cmd: 'start', natsUrl, credential, heartbeatSeconds}` on IPC. */
+async function runWorkerProcess() {
+  let running;
+  let stopping;
+  const stop = () => {
+    stopping ??= (async () => {
+      await quietly(running?.close(5000));
+      if (process.connected) process.disconnect();
+      process.exit(0);
+    })();
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  process.on('disconnect', stop);
+  process.on('message', async (msg) => {
+    if (msg?.cmd === 'shutdown') return stop();
+    if (msg?.cmd !== 'start') return;
+    try {
+      running = await startWorker({
+        name: 'bench-echo',
+        tags: ['echo'],
+        handler: echoHandler,
+        natsUrl: msg.natsUrl,
+        credential: msg.credential,
+        port: 0,
+        heartbeatSeconds: msg.heartbeatSeconds,
+        concurrency: WORKER_CONCURRENCY,
+      });
+      process.send({ type: 'ready', url: running.url, agentId: running.worker.agentId });
+    } catch (err) {
+      process.send({ type: 'error', message: String(err?.stack ?? err) });
+    }
+  });
 }
 
-process.once('SIGTERM', () => void stop(0));
-process.once('SIGINT', () => void stop(0));
-process.on('disconnect', () => void stop(0));
-process.on('message', (msg) => {
-  if (msg?.cmd === 'shutdown') void stop(0);
-  else if (msg?.cmd === 'memory') {
-    if (msg.gc && typeof global.gc === 'function') {
-      global.gc();
-      global.gc();
-    }
-    process.send({
-      type: 'memory',
-      id: msg.id,
-      gcAvailable: typeof global.gc === 'function',
-      memory: process.memoryUsage(),
-      active: coordinator?.lifecycle.activeCount ?? 0,
-      pending: coordinator?.dispatcher.pendingCount ?? 0,
-    });
-  }
-});
+async function runMeshProcess() {
+  const { loadConfig } = await import(new URL('config/config.js', DIST).href);
+  const { Coordinator } = await import(new URL('coordinator/coordinator.js', DIST).href);
+  const { startCoordinatorHttp } = await import(new URL('http/coordinatorHttp.js', DIST).href);
+  const { connectAs } = await import(new URL('fabric/connect.js', DIST).href);
 
-try {
-  const heartbeat = process.env.BENCH_HEARTBEAT_SECONDS;
-  const config = await loadConfig({
-    // Only the variables the mesh needs: a developer's AMF_* settings must not change the bench.
-    env: { HOME: tmpdir() },
-    flags: {
-      dataDir,
-      logLevel: 'silent',
-      coordinator: { port: 0, host: '127.0.0.1' },
-      nats: { port: 0 },
-      ...(heartbeat ? { heartbeat: { intervalSeconds: heartbeat } } : {}),
-    },
+  const dataDir = await mkdtemp(join(tmpdir(), 'amf-bench-'));
+  let coordinator;
+  let http;
+  let worker; // { url, agentId, close() }
+  let responder;
+  let bare;
+  let stopping;
+
+  const stop = (code = 0) => {
+    stopping ??= (async () => {
+      await quietly(worker?.close());
+      await quietly(responder?.close());
+      if (bare) {
+        const closed = new Promise((resolve) => bare.close(resolve));
+        bare.closeAllConnections();
+        await quietly(closed);
+      }
+      await quietly(http?.close());
+      await quietly(coordinator?.close());
+      await quietly(rm(dataDir, { recursive: true, force: true }));
+      if (process.connected) process.disconnect();
+      process.exit(code);
+    })();
+    return stopping;
+  };
+
+  process.once('SIGTERM', () => void stop(0));
+  process.once('SIGINT', () => void stop(0));
+  process.on('disconnect', () => void stop(0));
+  process.on('message', (msg) => {
+    if (msg?.cmd === 'shutdown') void stop(0);
+    else if (msg?.cmd === 'memory') {
+      if (msg.gc && typeof global.gc === 'function') {
+        global.gc();
+        global.gc();
+      }
+      process.send({
+        type: 'memory',
+        id: msg.id,
+        gcAvailable: typeof global.gc === 'function',
+        memory: process.memoryUsage(),
+        active: coordinator?.lifecycle.activeCount ?? 0,
+        pending: coordinator?.dispatcher.pendingCount ?? 0,
+      });
+    }
   });
-  coordinator = await Coordinator.start({ config });
-  http = await startCoordinatorHttp(coordinator);
-  const concurrency = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 16);
-  worker = await startWorker({
+
+  try {
+    const heartbeat = process.env.BENCH_HEARTBEAT_SECONDS;
+    const config = await loadConfig({
+      // Only what the mesh needs: a developer's AMF_* settings must not change the bench.
+      env: { HOME: tmpdir() },
+      flags: {
+        dataDir,
+        logLevel: 'silent',
+        coordinator: { port: 0, host: '127.0.0.1' },
+        nats: { port: 0 },
+        ...(heartbeat ? { heartbeat: { intervalSeconds: heartbeat } } : {}),
+      },
+    });
+    coordinator = await Coordinator.start({ config });
+    http = await startCoordinatorHttp(coordinator);
+    const workerOptions = {
+      natsUrl: coordinator.natsUrl,
+      credential: coordinator.credentials.specialist,
+      heartbeatSeconds: config.heartbeat.intervalSeconds,
+    };
+    worker =
+      process.env.BENCH_SEPARATE_WORKER === '1'
+        ? await startSeparateWorker(workerOptions)
+        : await startInProcessWorker(workerOptions);
+    const deadline = Date.now() + 15_000;
+    while (!coordinator.registry.isLive(worker.agentId)) {
+      if (Date.now() > deadline) throw new Error('the echo worker was not admitted within 15 s');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // The floor: a plain NATS responder, same server, same role as the coordinator, no AMF code.
+    responder = await connectAs(
+      coordinator.natsUrl,
+      coordinator.credentials.coordinator,
+      'bench-floor-responder',
+    );
+    responder.subscribe(FLOOR_SUBJECT, {
+      callback: (err, msg) => {
+        if (!err) msg.respond(msg.data);
+      },
+    });
+    await responder.flush();
+    // Calibration: a bare node:http server (no AMF code) answering every POST with a small JSON
+    // body: the most any HTTP service can do against this load generator on this machine.
+    const bareBody = Buffer.from(JSON.stringify({ status: 'completed', result: { text: 'ok' } }));
+    bare = createServer((req, res) => {
+      req.on('data', () => undefined);
+      req.on('end', () => {
+        res.writeHead(200, {
+          'content-type': 'application/json; charset=utf-8',
+          'content-length': bareBody.length,
+        });
+        res.end(bareBody);
+      });
+    });
+    bare.keepAliveTimeout = 65_000;
+    await new Promise((resolve) => bare.listen(0, '127.0.0.1', resolve));
+    process.stdout.write(
+      JSON.stringify({
+        pid: process.pid,
+        coordinatorUrl: http.url,
+        workerUrl: worker.url,
+        bareUrl: `http://127.0.0.1:${bare.address().port}`,
+        natsUrl: coordinator.natsUrl,
+        // natsServer is private in the TypeScript API; its pid lets the parent make sure nothing is left.
+        natsPid: coordinator.natsServer?.pid ?? null,
+        workerPid: worker.pid,
+        dataDir,
+        floorSubject: FLOOR_SUBJECT,
+        workerConcurrency: WORKER_CONCURRENCY,
+      }) + '\n',
+    );
+  } catch (err) {
+    process.stderr.write(`meshServer: could not start the mesh: ${err?.stack ?? err}\n`);
+    await stop(1);
+  }
+}
+
+async function startInProcessWorker({ natsUrl, credential, heartbeatSeconds }) {
+  const w = await startWorker({
     name: 'bench-echo',
     tags: ['echo'],
     handler: echoHandler,
-    natsUrl: coordinator.natsUrl,
-    credential: coordinator.credentials.specialist,
+    natsUrl,
+    credential,
     port: 0,
-    heartbeatSeconds: config.heartbeat.intervalSeconds,
-    concurrency,
+    heartbeatSeconds,
+    concurrency: WORKER_CONCURRENCY,
   });
-  const deadline = Date.now() + 15_000;
-  while (!coordinator.registry.isLive(worker.worker.agentId)) {
-    if (Date.now() > deadline) throw new Error('the echo worker was not admitted within 15 s');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  // The floor: a plain NATS responder, same server, same role as the coordinator, no AMF code.
-  responder = await connectAs(coordinator.natsUrl, coordinator.credentials.coordinator, 'bench-floor-responder');
-  responder.subscribe(FLOOR_SUBJECT, {
-    callback: (err, msg) => {
-      if (!err) msg.respond(msg.data);
+  return { url: w.url, agentId: w.worker.agentId, pid: process.pid, close: () => w.close(5000) };
+}
+
+async function startSeparateWorker(options) {
+  const child = fork(fileURLToPath(import.meta.url), ['worker'], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv: process.execArgv.filter((a) => !a.startsWith('--cpu-prof')),
+  });
+  const ready = await new Promise((resolve, reject) => {
+    child.once('exit', (code, signal) => reject(new Error(`worker process exited (${signal ?? code})`)));
+    child.on('message', (msg) => {
+      if (msg?.type === 'ready') resolve(msg);
+      else if (msg?.type === 'error') reject(new Error(msg.message));
+    });
+    child.send({ cmd: 'start', ...options });
+  });
+  return {
+    url: ready.url,
+    agentId: ready.agentId,
+    pid: child.pid,
+    close: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
     },
-  });
-  await responder.flush();
-  process.stdout.write(
-    JSON.stringify({
-      pid: process.pid,
-      coordinatorUrl: http.url,
-      workerUrl: worker.url,
-      natsUrl: coordinator.natsUrl,
-      // natsServer is private in the TypeScript API; its pid lets the parent make sure nothing is left.
-      natsPid: coordinator.natsServer?.pid ?? null,
-      dataDir,
-      floorSubject: FLOOR_SUBJECT,
-      workerConcurrency: concurrency,
-    }) + '\n',
-  );
-} catch (err) {
-  process.stderr.write(`meshServer: could not start the mesh: ${err?.stack ?? err}\n`);
-  await stop(1);
+  };
 }

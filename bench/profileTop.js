@@ -67,8 +67,10 @@ for (const [id, t] of self) {
 const pct = (t) => `${((t / total) * 100).toFixed(1).padStart(5)} %`;
 const print = (title, map) => {
   process.stdout.write(`\n${title}\n`);
-  for (const [k, t] of [...map].sort((a, b) => b[1] - a[1]).slice(0, TOP)) process.stdout.write(`${pct(t)}  ${k}\n`);
+  for (const [k, t] of [...map].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+    process.stdout.write(`${pct(t)}  ${k}\n`);
 };
+process.stdout.on('error', () => process.exit(0));
 process.stdout.write(`${file}: ${(total / 1e6).toFixed(2)} s sampled\n`);
 print('Self time by package / file', byWhere);
 print('Self time by function', byFn);

@@ -27,9 +27,10 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { createInterface } from 'node:readline';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { httpGet, httpPoster, natsRequester, runLoad } from './lib/load.js';
-import { alive, cpuMs, memoryOf } from './lib/procstat.js';
+import { alive, cpuMs, machineBusyMs, memoryOf, syscallsOf } from './lib/procstat.js';
 
 const ROOT = new URL('../', import.meta.url);
 const DIST = new URL('dist/', ROOT);
@@ -56,15 +57,18 @@ const CONCURRENCIES = (process.env.BENCH_CONCURRENCY ?? '1,64')
   .filter(Boolean)
   .map((s) => {
     const n = Number(s);
-    if (!Number.isInteger(n) || n < 1 || n > 4096) fail(`BENCH_CONCURRENCY: "${s}" is not an integer in 1..4096`);
+    if (!Number.isInteger(n) || n < 1 || n > 4096)
+      fail(`BENCH_CONCURRENCY: "${s}" is not an integer in 1..4096`);
     return n;
   });
 const SECONDS = envNumber('BENCH_SECONDS', 5, { min: 0.1 });
 const WARMUP_SECONDS = envNumber('BENCH_WARMUP_SECONDS', 1);
 const TASKS = Math.round(envNumber('BENCH_TASKS', 100_000));
 const MEMORY_CONCURRENCY = Math.round(envNumber('BENCH_MEMORY_CONCURRENCY', 64, { min: 1 }));
-const PATHS = (process.env.BENCH_PATHS ?? 'nats,direct,mesh').split(',').map((s) => s.trim());
-for (const p of PATHS) if (!['nats', 'direct', 'mesh'].includes(p)) fail(`BENCH_PATHS: unknown path "${p}"`);
+const ALL_PATHS = ['bare', 'nats', 'direct', 'mesh'];
+const PATHS = (process.env.BENCH_PATHS ?? ALL_PATHS.join(',')).split(',').map((s) => s.trim());
+for (const p of PATHS)
+  if (!ALL_PATHS.includes(p)) fail(`BENCH_PATHS: unknown path "${p}" (expected ${ALL_PATHS.join(', ')})`);
 const OUT = process.env.BENCH_OUT ?? fileURLToPath(new URL('docs/benchmarks.md', ROOT));
 const CHILD_FLAGS = (process.env.BENCH_CHILD_FLAGS ?? '').split(/\s+/).filter(Boolean);
 
@@ -92,7 +96,9 @@ function newestMtime(dir, ext) {
 }
 const srcDir = fileURLToPath(new URL('src', ROOT));
 if (existsSync(srcDir) && newestMtime(srcDir, '.ts') > newestMtime(fileURLToPath(DIST), '.js')) {
-  process.stderr.write('bench: warning: src/ has changes newer than dist/; run `npm run build` to measure them\n');
+  process.stderr.write(
+    'bench: warning: src/ has changes newer than dist/; run `npm run build` to measure them\n',
+  );
 }
 
 const { connectAs } = await import(new URL('fabric/connect.js', DIST).href);
@@ -108,9 +114,10 @@ let info;
 /** Last-resort cleanup: nothing this run started may outlive it. */
 function killEverything() {
   if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  if (info?.natsPid && alive(info.natsPid)) {
+  for (const pid of [info?.natsPid, info?.workerPid !== info?.pid ? info?.workerPid : undefined]) {
+    if (!pid || !alive(pid)) continue;
     try {
-      process.kill(info.natsPid, 'SIGKILL');
+      process.kill(pid, 'SIGKILL');
     } catch {
       // already gone
     }
@@ -151,7 +158,10 @@ let memoryRequestId = 0;
 function childMemory() {
   const id = ++memoryRequestId;
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the mesh process did not answer a memory request')), 30_000);
+    const timer = setTimeout(
+      () => reject(new Error('the mesh process did not answer a memory request')),
+      30_000,
+    );
     const onMessage = (msg) => {
       if (msg?.type !== 'memory' || msg.id !== id) return;
       clearTimeout(timer);
@@ -178,7 +188,8 @@ async function stopMesh() {
   await exited;
   clearTimeout(timer);
   const deadline = Date.now() + 5000;
-  while (info?.natsPid && alive(info.natsPid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while (info?.natsPid && alive(info.natsPid) && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 50));
   killEverything();
 }
 
@@ -189,7 +200,10 @@ async function scrapeMemoryMetrics() {
     if (status !== 200) return undefined;
     const values = {};
     for (const line of text.split('\n')) {
-      const m = /^(amf_process_\S*(?:resident_memory_bytes|heap_size_used_bytes|heap_size_total_bytes))(?:\{[^}]*\})?\s+(\S+)/.exec(line);
+      const m =
+        /^(amf_process_\S*(?:resident_memory_bytes|heap_size_used_bytes|heap_size_total_bytes))(?:\{[^}]*\})?\s+(\S+)/.exec(
+          line,
+        );
       if (m) values[m[1]] = Number(m[2]);
     }
     return values;
@@ -200,30 +214,54 @@ async function scrapeMemoryMetrics() {
 
 // --- measurements -------------------------------------------------------------------------------------
 
+const separateWorker = () => info.workerPid && info.workerPid !== info.pid;
+
 function cpuSnapshot() {
-  return { gen: process.cpuUsage(), mesh: cpuMs(child.pid), nats: cpuMs(info.natsPid) };
+  const u = process.cpuUsage();
+  return {
+    at: performance.now(),
+    gen: (u.user + u.system) / 1000,
+    mesh: cpuMs(info.pid),
+    worker: separateWorker() ? cpuMs(info.workerPid) : undefined,
+    nats: cpuMs(info.natsPid),
+    machine: machineBusyMs(),
+    meshSyscalls: syscallsOf(info.pid),
+  };
 }
 
-/** CPU time per completed request in µs for each process, from two snapshots. */
-function cpuPerRequest(before, after, ok) {
-  const per = (a, b) => (a === undefined || b === undefined || ok === 0 ? undefined : ((b - a) * 1000) / ok);
-  const genMs = (u) => (u.user + u.system) / 1000;
+/**
+ * Where the CPU went during a measurement: µs per completed request for each process, the mesh
+ * process's utilisation of one core, and what other processes on the machine used meanwhile (noise).
+ */
+function cpuAccount(before, after, ok) {
+  const delta = (k) => (before[k] === undefined || after[k] === undefined ? undefined : after[k] - before[k]);
+  const per = (k, scale = 1000) => (delta(k) === undefined || ok === 0 ? undefined : (delta(k) * scale) / ok);
+  const wallMs = after.at - before.at;
+  const ours = ['gen', 'mesh', 'worker', 'nats'].reduce((sum, k) => sum + (delta(k) ?? 0), 0);
   return {
-    gen: per(genMs(before.gen), genMs(after.gen)),
-    mesh: per(before.mesh, after.mesh),
-    nats: per(before.nats, after.nats),
+    gen: per('gen'),
+    mesh: per('mesh'),
+    worker: per('worker'),
+    nats: per('nats'),
+    meshSyscalls: per('meshSyscalls', 1),
+    meshUtilisation: delta('mesh') === undefined ? undefined : delta('mesh') / wallMs,
+    otherLoad:
+      delta('machine') === undefined
+        ? undefined
+        : Math.max(0, delta('machine') - ours) / (wallMs * os.cpus().length),
   };
 }
 
 async function measure(name, concurrency, target) {
-  if (WARMUP_SECONDS > 0) await runLoad({ concurrency, durationMs: WARMUP_SECONDS * 1000, issue: target.issue });
+  if (WARMUP_SECONDS > 0)
+    await runLoad({ concurrency, durationMs: WARMUP_SECONDS * 1000, issue: target.issue });
   const before = cpuSnapshot();
   const result = await runLoad({ concurrency, durationMs: SECONDS * 1000, issue: target.issue });
-  result.cpu = cpuPerRequest(before, cpuSnapshot(), result.ok);
+  result.cpu = cpuAccount(before, cpuSnapshot(), result.ok);
   result.path = name;
   log(
     `  ${name.padEnd(6)} c=${String(concurrency).padStart(3)}  p50 ${fmt(result.p50, 3)} ms  p99 ${fmt(result.p99, 3)} ms  ` +
-      `${fmt(result.throughput, 0)} req/s  errors ${result.errors}` +
+      `${fmt(result.throughput, 0)} req/s  errors ${result.errors}  other load ${pctOf(result.cpu.otherLoad)}` +
       (result.firstError ? `  (first: ${result.firstError.message})` : ''),
   );
   return result;
@@ -234,6 +272,7 @@ function fmt(n, digits) {
   return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
+const pctOf = (x) => (x === undefined ? 'n/a' : `${fmt(x * 100, 0)} %`);
 const mb = (bytes) => (bytes === undefined ? 'n/a' : fmt(bytes / (1024 * 1024), 1));
 
 function natsServerVersion() {
@@ -272,7 +311,9 @@ async function main() {
   const startedAt = new Date();
   log(`bench: starting the mesh (nats-server, coordinator, echo worker) in a child process`);
   info = await startMesh();
-  log(`bench: mesh pid ${info.pid}, coordinator ${info.coordinatorUrl}, worker ${info.workerUrl}, nats ${info.natsUrl}`);
+  log(
+    `bench: mesh pid ${info.pid}, coordinator ${info.coordinatorUrl}, worker ${info.workerUrl}, nats ${info.natsUrl}`,
+  );
   const credentials = await loadOrCreateCredentials(info.dataDir, {});
   const nc = await connectAs(info.natsUrl, credentials.coordinator, 'bench-floor-requester');
   const floorPayload = echoTaskPayload();
@@ -285,7 +326,8 @@ async function main() {
     const probe = httpPoster(`${info.workerUrl}/tasks/send`, directBody, { concurrency: 1 });
     const r = await probe.once();
     probe.close();
-    if (r.status !== 200 || JSON.parse(r.text).result?.text !== TEXT) throw new Error(`direct probe failed: ${r.status} ${r.text}`);
+    if (r.status !== 200 || JSON.parse(r.text).result?.text !== TEXT)
+      throw new Error(`direct probe failed: ${r.status} ${r.text}`);
     const meshProbe = httpPoster(`${info.coordinatorUrl}/v1/chat/completions`, chatBody, { concurrency: 1 });
     const m = await meshProbe.once();
     meshProbe.close();
@@ -298,7 +340,13 @@ async function main() {
   const results = [];
   for (const c of CONCURRENCIES) {
     log(`bench: concurrency ${c}, ${WARMUP_SECONDS} s warm-up + ${SECONDS} s per path`);
-    if (PATHS.includes('nats')) results.push(await measure('nats', c, natsRequester(nc, info.floorSubject, floorPayload)));
+    if (PATHS.includes('bare')) {
+      const t = httpPoster(info.bareUrl, directBody, { concurrency: c });
+      results.push(await measure('bare', c, t));
+      t.close();
+    }
+    if (PATHS.includes('nats'))
+      results.push(await measure('nats', c, natsRequester(nc, info.floorSubject, floorPayload)));
     if (PATHS.includes('direct')) {
       const t = httpPoster(`${info.workerUrl}/tasks/send`, directBody, { concurrency: c });
       results.push(await measure('direct', c, t));
@@ -313,8 +361,12 @@ async function main() {
 
   let memory;
   if (TASKS > 0) {
-    log(`bench: memory: ${TASKS.toLocaleString('en-US')} completions through the mesh at concurrency ${MEMORY_CONCURRENCY}`);
-    const t = httpPoster(`${info.coordinatorUrl}/v1/chat/completions`, chatBody, { concurrency: MEMORY_CONCURRENCY });
+    log(
+      `bench: memory: ${TASKS.toLocaleString('en-US')} completions through the mesh at concurrency ${MEMORY_CONCURRENCY}`,
+    );
+    const t = httpPoster(`${info.coordinatorUrl}/v1/chat/completions`, chatBody, {
+      concurrency: MEMORY_CONCURRENCY,
+    });
     const checkpoints = [];
     const before = await childMemory();
     const metricsBefore = await scrapeMemoryMetrics();
@@ -340,7 +392,15 @@ async function main() {
     }
     t.close();
     const metricsAfter = await scrapeMemoryMetrics();
-    memory = { start: memoryAtStart, checkpoints, errors, firstError, elapsedMs, metricsBefore, metricsAfter };
+    memory = {
+      start: memoryAtStart,
+      checkpoints,
+      errors,
+      firstError,
+      elapsedMs,
+      metricsBefore,
+      metricsAfter,
+    };
   }
 
   await nc.close();
@@ -366,22 +426,34 @@ function renderReport({ startedAt, results, memory }) {
   const find = (path, c) => results.find((r) => r.path === path && r.concurrency === c);
   const cpus = os.cpus();
   const cpuModel = cpus[0]?.model?.trim() ?? 'unknown CPU';
-  const label = { nats: '(a) NATS request/reply floor', direct: '(b) direct HTTP to the worker', mesh: '(c) mesh: /v1/chat/completions' };
+  const label = {
+    bare: '(0) calibration: bare node:http server',
+    nats: '(a) NATS request/reply floor',
+    direct: '(b) direct HTTP to the worker',
+    mesh: '(c) mesh: /v1/chat/completions',
+  };
+  const ordered = (f) =>
+    CONCURRENCIES.flatMap((c) => PATHS.map((path) => find(path, c)).filter(Boolean)).map(f);
 
-  const lines = [];
-  lines.push('| path | concurrency | p50 (ms) | p99 (ms) | throughput (req/s) | errors | CPU µs/req: load gen | mesh process | nats-server |');
-  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
-  for (const c of CONCURRENCIES) {
-    for (const path of PATHS) {
-      const r = find(path, c);
-      if (!r) continue;
-      lines.push(
-        `| ${label[path]} | ${c} | ${fmt(r.p50, 3)} | ${fmt(r.p99, 3)} | ${fmt(r.throughput, 0)} | ${r.errors} | ` +
-          `${fmt(r.cpu.gen, 0)} | ${fmt(r.cpu.mesh, 0)} | ${fmt(r.cpu.nats, 0)} |`,
-      );
-    }
-  }
-  const latencyTable = lines.join('\n');
+  const latencyTable = [
+    '| path | concurrency | p50 (ms) | p99 (ms) | throughput (req/s) | errors |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...ordered(
+      (r) =>
+        `| ${label[r.path]} | ${r.concurrency} | ${fmt(r.p50, 3)} | ${fmt(r.p99, 3)} | ${fmt(r.throughput, 0)} | ${r.errors} |`,
+    ),
+  ].join('\n');
+
+  const withWorker = results.some((r) => r.cpu.worker !== undefined);
+  const cpuTable = [
+    `| path | concurrency | load generator | mesh process${withWorker ? ' | worker process' : ''} | nats-server | mesh process syscalls/req | mesh process CPU (of one core) | other processes (% of machine) |`,
+    `|---|---:|---:|---:|${withWorker ? '---:|' : ''}---:|---:|---:|---:|`,
+    ...ordered(
+      (r) =>
+        `| ${label[r.path]} | ${r.concurrency} | ${fmt(r.cpu.gen, 0)} | ${fmt(r.cpu.mesh, 0)} | ${withWorker ? `${fmt(r.cpu.worker, 0)} | ` : ''}${fmt(r.cpu.nats, 0)} | ` +
+        `${fmt(r.cpu.meshSyscalls, 1)} | ${pctOf(r.cpu.meshUtilisation)} | ${pctOf(r.cpu.otherLoad)} |`,
+    ),
+  ].join('\n');
 
   // Ratios and targets.
   const verdict = (ok) => (ok === undefined ? 'not measured' : ok ? '**PASS**' : '**MISS**');
@@ -393,7 +465,7 @@ function renderReport({ startedAt, results, memory }) {
     ratioRows.push(
       `| ${title} | ${CONCURRENCIES.map((c) => {
         const mesh = find('mesh', c);
-        const v = mesh ? f(mesh, find('direct', c), find('nats', c)) : undefined;
+        const v = mesh ? f(mesh, find('direct', c), find('nats', c), find('bare', c)) : undefined;
         return fmt(v, digits);
       }).join(' | ')} |`,
     );
@@ -402,6 +474,11 @@ function renderReport({ startedAt, results, memory }) {
   row('mesh p99 / direct p99', (m, d) => (d ? m.p99 / d.p99 : undefined), 2);
   row('mesh / direct throughput', (m, d) => (d ? m.throughput / d.throughput : undefined), 2);
   row('mesh / NATS floor throughput', (m, _d, n) => (n ? m.throughput / n.throughput : undefined), 2);
+  row(
+    'mesh / bare node:http throughput (calibration)',
+    (m, _d, _n, b) => (b ? m.throughput / b.throughput : undefined),
+    2,
+  );
 
   const m1 = find('mesh', 1);
   const d1 = find('direct', 1);
@@ -432,7 +509,9 @@ function renderReport({ startedAt, results, memory }) {
       `| heap after GC flat from ${firstSlice ? firstSlice.done.toLocaleString('en-US') : '?'} to ${last.done.toLocaleString('en-US')} tasks (growth ≤ max(5 MB, 10 %)) | ${heapGrowth === undefined ? 'n/a' : `${heapGrowth >= 0 ? '+' : ''}${mb(heapGrowth)} MB`} | ${verdict(heapGrowth === undefined ? undefined : heapGrowth <= flatLimit)} |`,
     );
     const mem = [];
-    mem.push('| point | tasks done | RSS (MB) | heap used (MB) | heap total (MB) | external (MB) | tasks active | nats-server RSS (MB) |');
+    mem.push(
+      '| point | tasks done | RSS (MB) | heap used (MB) | heap total (MB) | external (MB) | tasks active | nats-server RSS (MB) |',
+    );
     mem.push('|---|---:|---:|---:|---:|---:|---:|---:|');
     const memRow = (title, cp, done) =>
       mem.push(
@@ -440,7 +519,15 @@ function renderReport({ startedAt, results, memory }) {
       );
     memRow('mesh started, before any load', memory.start, '–');
     memory.checkpoints.forEach((cp, i) =>
-      memRow(i === 0 ? 'after the latency runs (before)' : i === memory.checkpoints.length - 1 ? 'after (end)' : 'during', cp, cp.done.toLocaleString('en-US')),
+      memRow(
+        i === 0
+          ? 'after the latency runs (before)'
+          : i === memory.checkpoints.length - 1
+            ? 'after (end)'
+            : 'during',
+        cp,
+        cp.done.toLocaleString('en-US'),
+      ),
     );
     const rate = (TASKS / memory.elapsedMs) * 1000;
     const metricsLine = (label, values) =>
@@ -467,7 +554,13 @@ function renderReport({ startedAt, results, memory }) {
   }
 
   const machine = `${cpuModel} × ${cpus.length} (os.cpus()), ${mb(os.totalmem())} MB RAM, ${os.type()} ${os.release()} ${os.arch()}, Node ${process.version}, nats-server ${natsServerVersion()}`;
-  const settings = `concurrency ${CONCURRENCIES.join(', ')}; ${WARMUP_SECONDS} s warm-up then ${SECONDS} s per measurement; memory run ${TASKS.toLocaleString('en-US')} tasks at concurrency ${MEMORY_CONCURRENCY}`;
+  const placement = separateWorker()
+    ? 'echo worker in its own process (BENCH_SEPARATE_WORKER=1)'
+    : "echo worker in the coordinator's process (as `amf up --demo`)";
+  const settings = `concurrency ${CONCURRENCIES.join(', ')}; ${WARMUP_SECONDS} s warm-up then ${SECONDS} s per measurement; memory run ${TASKS > 0 ? `${TASKS.toLocaleString('en-US')} tasks at concurrency ${MEMORY_CONCURRENCY}` : 'skipped'}; ${placement}; load average at start ${os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`;
 
   const table = [
     `## AMF benchmark — ${startedAt.toISOString()}`,
@@ -478,6 +571,10 @@ function renderReport({ startedAt, results, memory }) {
     '### Latency and throughput',
     '',
     latencyTable,
+    '',
+    '### Where the CPU goes (µs of CPU time per completed request, by process)',
+    '',
+    cpuTable,
     '',
     '### Ratios',
     '',
@@ -501,18 +598,20 @@ function renderReport({ startedAt, results, memory }) {
     `- Command: \`npm run bench\` (= \`node --expose-gc bench/run.js\`, after \`npm run build\`)`,
     `- Machine: ${machine}`,
     `- Settings: ${settings} (BENCH_CONCURRENCY, BENCH_WARMUP_SECONDS, BENCH_SECONDS, BENCH_TASKS, BENCH_MEMORY_CONCURRENCY)`,
-    `- CPU columns: (user + system) CPU time of each process during the measurement divided by the requests completed, from /proc/<pid>/stat (10 ms ticks); they show where the machine's cycles go per request.`,
+    `- CPU table: (user + system) CPU time of each process during the measurement divided by the requests completed, from /proc/<pid>/stat (10 ms ticks); syscalls are the read()/write()-family calls of the mesh process (/proc/<pid>/io). "Other processes" is the machine's busy time not spent by the load generator, the mesh or nats-server: anything above a few per cent means the numbers were disturbed by something else running.`,
     '',
     '## What is measured',
     '',
-    'The load generator (this process) is a closed loop: each of *concurrency* clients sends its next request as soon as the previous one is answered. ' +
+    'The load generator (the `npm run bench` process) is a closed loop: each of *concurrency* clients sends its next request as soon as the previous one is answered. ' +
       'HTTP uses node:http with a keep-alive agent (`maxSockets` = concurrency); latencies are kept in full, percentiles are nearest-rank. ' +
-      'The mesh runs in a child process (`bench/meshServer.js`): coordinator, its HTTP edge and the built-in echo worker, with the nats-server the coordinator spawns (JetStream on, as in `amf up`).',
+      'The mesh runs in a child process (`bench/meshServer.js`): coordinator, its HTTP edge and the built-in echo worker, with the nats-server the coordinator spawns (JetStream on, as in `amf up`). ' +
+      'Workers, coordinator and nats-server are shut down at the end of the run.',
     '',
+    '- **(0) calibration**: a bare node:http server in the mesh process answering every POST with a fixed small JSON body, no AMF code. It is the ceiling any HTTP service can reach against this load generator on this machine (both share its cores).',
     `- **(a) NATS floor**: \`nc.request()\` from this process to a plain responder subscription in the mesh process (subject \`${info?.floorSubject ?? 'bench.floor'}\`, both connected with \`connectAs\` as the coordinator role) that answers with the bytes it got. Payload: an \`amf.task.announce\` event for the same task (the size of what the mesh carries per hop).`,
     '- **(b) direct HTTP**: `POST /tasks/send` `{"text": ...}` to the echo worker\'s own HTTP edge; the same handler, no coordinator, no NATS hop.',
-    '- **(c) mesh**: `POST /v1/chat/completions` with model `amf/echo` to the coordinator: announce on NATS, the worker claims through its queue group, runs the handler and publishes claim and final events, the coordinator answers in OpenAI\'s format.',
-    '- **(d) memory**: the coordinator process\'s RSS and V8 heap after a forced GC, before, during and after the memory run.',
+    "- **(c) mesh**: `POST /v1/chat/completions` with model `amf/echo` to the coordinator: announce on NATS, the worker claims through its queue group, runs the handler and publishes claim and final events, the coordinator answers in OpenAI's format.",
+    "- **(d) memory**: the coordinator process's RSS and V8 heap after a forced GC, before, during and after the memory run.",
     '',
     table,
     '',

@@ -117,7 +117,9 @@ export function httpPoster(url, body, { concurrency, headers = {} }) {
       if (status !== 200) {
         const chunks = [];
         res.on('data', (c) => chunks.push(c));
-        res.on('end', () => done(new Error(`HTTP ${status} from ${url}: ${Buffer.concat(chunks).toString().slice(0, 300)}`)));
+        res.on('end', () =>
+          done(new Error(`HTTP ${status} from ${url}: ${Buffer.concat(chunks).toString().slice(0, 300)}`)),
+        );
         return;
       }
       res.on('data', noop);
@@ -132,7 +134,9 @@ export function httpPoster(url, body, { concurrency, headers = {} }) {
       const req = http.request(options, (res) => {
         const chunks = [];
         res.on('data', (c) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString() }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString() }),
+        );
       });
       req.on('error', reject);
       req.end(payload);
@@ -160,7 +164,10 @@ export function natsRequester(nc, subject, payload, timeoutMs = 10_000) {
   const opts = { timeout: timeoutMs };
   const issue = (done) => {
     nc.request(subject, payload, opts).then(
-      (msg) => (msg.data.length === payload.length ? done() : done(new Error(`reply of ${msg.data.length} bytes, expected ${payload.length}`))),
+      (msg) =>
+        msg.data.length === payload.length
+          ? done()
+          : done(new Error(`reply of ${msg.data.length} bytes, expected ${payload.length}`)),
       (err) => done(err),
     );
   };

@@ -45,3 +45,26 @@ export function alive(pid) {
     return err.code === 'EPERM';
   }
 }
+
+/** CPU time (ms) all CPUs spent busy since boot (user, nice, system, irq, softirq, steal), or undefined. */
+export function machineBusyMs() {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0];
+    const [, user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).map(Number);
+    return (user + nice + system + irq + softirq + steal) * TICK_MS;
+  } catch {
+    return undefined;
+  }
+}
+
+/** read()- and write()-family system calls made so far by a process (/proc/<pid>/io), or undefined. */
+export function syscallsOf(pid) {
+  if (!pid) return undefined;
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const n = (name) => Number(new RegExp(`^${name}: (\\d+)`, 'm').exec(io)?.[1]);
+    return n('syscr') + n('syscw');
+  } catch {
+    return undefined;
+  }
+}

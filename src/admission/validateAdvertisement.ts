@@ -30,8 +30,8 @@ const AGENT_ID_PATTERN =
 const TRUST_DOMAIN_PATTERN = /^[a-z0-9.-]{1,253}$/;
 const SEMVER_PATTERN = /^\d{1,9}\.\d{1,9}\.\d{1,9}$/;
 // Control characters, bidi overrides and zero-width characters have no business in a TXT value.
-// eslint-disable-next-line no-control-regex
 const BAD_CHARS =
+  // eslint-disable-next-line no-control-regex
   /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufffd]/;
 const MAX_VALUE_LENGTH = 256;
 const MAX_TAGS = 32;

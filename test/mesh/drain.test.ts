@@ -12,7 +12,11 @@ const SLOW_HANDLER = fileURLToPath(new URL('../fixtures/slowHandler.mjs', import
 
 interface ChatReply {
   status: number;
-  body: { id?: string; choices?: Array<{ message: { content: string } }>; error?: { code: string; message: string } };
+  body: {
+    id?: string;
+    choices?: Array<{ message: { content: string } }>;
+    error?: { code: string; message: string };
+  };
 }
 
 async function chat(url: string, model: string, text: string): Promise<ChatReply> {
@@ -45,7 +49,8 @@ describe('graceful drain', () => {
   let mesh: TestMesh;
 
   beforeAll(async () => {
-    mesh = await startTestMesh();
+    // A request that nobody claims ends in 504 after 5 s instead of hanging the test.
+    mesh = await startTestMesh({ config: { openai: { requestTimeoutSeconds: 5 } } });
   });
   afterAll(() => mesh?.close());
 
@@ -80,19 +85,66 @@ describe('graceful drain', () => {
     expect(reply.status).toBe(200);
     expect(reply.body.choices?.[0]?.message.content).toBe('released:in flight');
     const draining = mesh.events.findIndex(heartbeatOf(agentId, 'draining'));
-    const final = mesh.events.findIndex((e) => e.subject === 'amf.result.final' && e.event.amftaskid === taskId);
+    const final = mesh.events.findIndex(
+      (e) => e.subject === 'amf.result.final' && e.event.amftaskid === taskId,
+    );
     const goodbye = mesh.events.findIndex(heartbeatOf(agentId, 'offline'));
     expect(draining).toBeGreaterThanOrEqual(0);
     expect(final).toBeGreaterThan(draining);
     expect(goodbye).toBeGreaterThan(final);
 
-    await mesh.waitFor(() => mesh.coordinator.registry.get(agentId)?.status === 'offline', 5000, 'agent offline');
+    await mesh.waitFor(
+      () => mesh.coordinator.registry.get(agentId)?.status === 'offline',
+      5000,
+      'agent offline',
+    );
     expect(reasons).toEqual(['goodbye']);
     expect(mesh.coordinator.lifecycle.get(taskId)?.state).toBe('completed');
 
     const after = await chat(mesh.url, 'amf/gated', 'nobody left');
     expect(after.status).toBe(404);
     expect(after.body.error?.code).toBe('model_not_found');
+  });
+
+  it('while the only worker of a tag drains, the tag is not offered and new requests get 404 at once', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const gated: WorkerHandler = {
+      name: 'gated',
+      description: 'answers when the test opens the gate',
+      handle: async (ctx) => {
+        await gate;
+        return `released:${ctx.text}`;
+      },
+    };
+    const running = await mesh.startWorker('gated-2', ['gated-two'], gated);
+    const agentId = running.worker.agentId;
+    const answer = chat(mesh.url, 'amf/gated-two', 'held');
+    await mesh.waitForEvent(claimBy(agentId), 10_000, 'the claim');
+    const closing = running.close();
+    try {
+      await mesh.waitForEvent(heartbeatOf(agentId, 'draining'), 10_000, 'the draining heartbeat');
+      // A draining worker has unsubscribed from its tags: nobody would claim a new task.
+      const models = await mesh.waitFor(
+        async () => {
+          const ids = (
+            (await (await fetch(`${mesh.url}/v1/models`)).json()) as { data: Array<{ id: string }> }
+          ).data.map((m) => m.id);
+          return ids.includes('amf/gated-two') ? undefined : ids;
+        },
+        3000,
+        'amf/gated-two to leave /v1/models while its only worker drains',
+      );
+      expect(models).not.toContain('amf/gated-two');
+      const during = await chat(mesh.url, 'amf/gated-two', 'too late');
+      expect(during.status, JSON.stringify(during.body)).toBe(404);
+      expect(during.body.error?.code).toBe('model_not_found');
+    } finally {
+      release();
+      await closing;
+    }
+    const reply = await answer;
+    expect(reply.body.choices?.[0]?.message.content).toBe('released:held');
   });
 
   it('a worker process drains on SIGTERM: the in-flight answer arrives and the process exits 0', async () => {
@@ -126,7 +178,11 @@ describe('graceful drain', () => {
     child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
-      await mesh.waitFor(() => mesh.coordinator.registry.isLive(agentId), 15_000, `drainer admitted (output: ${output})`);
+      await mesh.waitFor(
+        () => mesh.coordinator.registry.isLive(agentId),
+        15_000,
+        `drainer admitted (output: ${output})`,
+      );
       const answer = chat(mesh.url, 'amf/slowtag', 'slow work');
       const claim = await mesh.waitForEvent(claimBy(agentId), 10_000, 'the claim by the drainer');
       const taskId = claim.event.amftaskid!;
@@ -138,18 +194,27 @@ describe('graceful drain', () => {
       const code = await Promise.race([
         exited,
         new Promise<never>((_, reject) =>
-          setTimeout(() => reject(new Error(`worker did not exit after SIGTERM; output: ${output}`)), 15_000).unref(),
+          setTimeout(
+            () => reject(new Error(`worker did not exit after SIGTERM; output: ${output}`)),
+            15_000,
+          ).unref(),
         ),
       ]);
       expect(code, output).toBe(0);
       // The drain really happened while the task was in flight: draining, then the answer, then goodbye.
       const draining = mesh.events.findIndex(heartbeatOf(agentId, 'draining'));
-      const final = mesh.events.findIndex((e) => e.subject === 'amf.result.final' && e.event.amftaskid === taskId);
+      const final = mesh.events.findIndex(
+        (e) => e.subject === 'amf.result.final' && e.event.amftaskid === taskId,
+      );
       const goodbye = mesh.events.findIndex(heartbeatOf(agentId, 'offline'));
       expect(draining).toBeGreaterThanOrEqual(0);
       expect(final).toBeGreaterThan(draining);
       expect(goodbye).toBeGreaterThan(final);
-      await mesh.waitFor(() => mesh.coordinator.registry.get(agentId)?.status === 'offline', 5000, 'drainer offline');
+      await mesh.waitFor(
+        () => mesh.coordinator.registry.get(agentId)?.status === 'offline',
+        5000,
+        'drainer offline',
+      );
       expect(reasons).toEqual(['goodbye']);
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

@@ -38,7 +38,7 @@ async function openSse(url: string, headers: Record<string, string> = {}): Promi
   const pump = (async () => {
     let buffer = '';
     for (;;) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
+      let chunk: Awaited<ReturnType<typeof reader.read>>;
       try {
         chunk = await reader.read();
       } catch {

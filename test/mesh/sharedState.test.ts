@@ -61,7 +61,11 @@ describe('two coordinators on one NATS share the mesh', () => {
     // The first coordinator's registry write has landed before the second one starts, so the second
     // knows the agent from the shared store at start-up.
     const agents = await kvm.open(AGENTS_BUCKET);
-    await mesh.waitFor(async () => (await agents.get(kvKey(echo.worker.agentId)))?.length, 5000, 'agent in KV');
+    await mesh.waitFor(
+      async () => (await agents.get(kvKey(echo.worker.agentId)))?.length,
+      5000,
+      'agent in KV',
+    );
     // Same data dir: the second coordinator reads the credentials.json the first one generated.
     const config = await loadConfig({
       env: { HOME: tmpdir() },
@@ -117,10 +121,19 @@ describe('two coordinators on one NATS share the mesh', () => {
       5000,
       'a completed task snapshot in KV',
     );
-    expect(snap).toMatchObject({ task_id: taskId, tag: 'echo', state: 'completed', claimed_by: echo.worker.agentId });
+    expect(snap).toMatchObject({
+      task_id: taskId,
+      tag: 'echo',
+      state: 'completed',
+      claimed_by: echo.worker.agentId,
+    });
     expect(typeof snap.ended_at).toBe('string');
     // The second coordinator followed the same task on the fabric.
-    await mesh.waitFor(() => second!.lifecycle.get(taskId)?.state === 'completed', 5000, 'second coordinator saw completion');
+    await mesh.waitFor(
+      () => second!.lifecycle.get(taskId)?.state === 'completed',
+      5000,
+      'second coordinator saw completion',
+    );
     const viaSecond = await getJson<TaskSnapshot>(`${secondHttp!.url}/tasks/${taskId}`);
     expect(viaSecond.state).toBe('completed');
   });
@@ -128,7 +141,11 @@ describe('two coordinators on one NATS share the mesh', () => {
   it('marks a closed worker offline (goodbye) on both coordinators and drops its tag from /v1/models', async () => {
     const leaver = await mesh.startWorker('leaver-1', ['leaving'], echoHandler);
     const agentId = leaver.worker.agentId;
-    await mesh.waitFor(() => second!.registry.isLive(agentId), 10_000, 'second coordinator admits the leaver');
+    await mesh.waitFor(
+      () => second!.registry.isLive(agentId),
+      10_000,
+      'second coordinator admits the leaver',
+    );
     expect(await modelIds(mesh.url)).toContain('amf/leaving');
     expect(await modelIds(secondHttp!.url)).toContain('amf/leaving');
     const reasons: string[] = [];
