@@ -19,9 +19,11 @@
  *   BENCH_SECONDS       seconds per measurement (default 5), after BENCH_WARMUP_SECONDS (default 1)
  *   BENCH_TASKS         completions in the memory run (default 100000; 0 skips it)
  *   BENCH_MEMORY_CONCURRENCY  concurrency of the memory run (default 64)
- *   BENCH_PATHS         which of nats,direct,mesh to measure (default all three)
+ *   BENCH_PATHS         which of bare,nats,direct,mesh to measure (default all four; bare = calibration)
  *   BENCH_OUT           report file (default docs/benchmarks.md; "-" writes none)
  *   BENCH_CHILD_FLAGS   extra node flags for the mesh process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
+ *   BENCH_SEPARATE_WORKER=1  run the echo worker in a process of its own (see bench/meshServer.js)
+ *   BENCH_JSON          also write the raw results as JSON to this file
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
@@ -412,6 +414,10 @@ async function main() {
   if (OUT !== '-') {
     writeFileSync(OUT, report.document);
     log(`bench: wrote ${OUT}`);
+  }
+  if (process.env.BENCH_JSON) {
+    const raw = { startedAt, machine: { cpus: os.cpus().length, node: process.version }, results, memory };
+    writeFileSync(process.env.BENCH_JSON, JSON.stringify(raw, (_k, v) => (v instanceof Error ? v.message : v), 2));
   }
   const errors = results.reduce((n, r) => n + r.errors, 0) + (memory?.errors ?? 0);
   if (errors > 0) {

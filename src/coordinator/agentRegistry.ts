@@ -98,6 +98,7 @@ export class AgentRegistry {
     known.lastSeen = now;
     known.heartbeatSeconds = heartbeatSeconds;
     known.record = record;
+    if ((previous.status ?? 'active') !== (record.status ?? 'active')) this.tagCache = undefined;
     if (!sameAdvertisement(previous, record)) {
       known.status = 'live';
       const change: RegistryChange = { kind: 'changed', agent: known, previous };
@@ -175,7 +176,8 @@ export class AgentRegistry {
     if (!this.tagCache) {
       const tags = new Map<string, number>();
       for (const agent of this.agents.values()) {
-        if (agent.status !== 'live') continue;
+        // A draining agent finishes what it holds but claims nothing new: its tags are not offered.
+        if (agent.status !== 'live' || agent.record.status === 'draining') continue;
         for (const tag of agent.record.capability_tags ?? []) tags.set(tag, (tags.get(tag) ?? 0) + 1);
       }
       this.tagCache = tags;

@@ -167,6 +167,11 @@ export class TaskLifecycle {
     if (this.active.size >= (this.options.maxActiveTasks ?? 100_000))
       throw new AmfError('OVERLOADED', `too many tasks in flight (${this.active.size}); try again later`);
     const taskId = req.taskId ?? randomUUID();
+    if (!isTaskId(taskId))
+      throw new AmfError(
+        'INVALID_REQUEST',
+        `invalid task id ${JSON.stringify(req.taskId)}: expected [A-Za-z0-9-]{1,64}`,
+      );
     if (this.get(taskId)) throw new AmfError('INVALID_REQUEST', `task ${taskId} already exists`);
     const now = this.now();
     const ttlSeconds = req.ttlSeconds ?? this.options.ttlSeconds;

@@ -161,9 +161,14 @@ function buildRouter(
       // Announcements go through the lifecycle so they get TTLs, retries and one terminal event.
       const p = event.data.payload as unknown as AnnouncePayload;
       const problem = checkAnnouncePayload(p);
-      if (problem) throw new AmfError('INVALID_REQUEST', `invalid announcement: ${problem}`);
+      if (problem)
+        throw new AmfError('INVALID_REQUEST', `invalid announcement: ${problem}`, {
+          reasons: [`/data/payload: ${problem}`],
+        });
       if (p.reply_subject !== undefined && p.reply_subject !== SUBJECT_REPLY_PREFIX + p.task_id)
-        throw new AmfError('INVALID_REQUEST', `reply_subject must be ${SUBJECT_REPLY_PREFIX}${p.task_id}`);
+        throw new AmfError('INVALID_REQUEST', `reply_subject must be ${SUBJECT_REPLY_PREFIX}${p.task_id}`, {
+          reasons: [`/data/payload/reply_subject: must be ${SUBJECT_REPLY_PREFIX}${p.task_id}`],
+        });
       const task = coordinator.lifecycle.announce({
         tag: p.required_capability,
         task: p.task,

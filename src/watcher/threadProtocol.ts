@@ -1,0 +1,31 @@
+/**
+ * The contract between the DMZ watcher pool and its threads: what a thread receives in
+ * `workerData` and the one message it may post back. Kept apart from the thread entry so the pool
+ * can import the types without loading the thread body.
+ */
+import type { RawAdvertisement } from '../discovery/advertisement.js';
+import type { WatcherSummary } from './watcherSummary.js';
+
+/** What a watcher thread is started with: one advertisement and the LLM settings, nothing else. */
+export interface WatcherThreadInput {
+  ad: RawAdvertisement;
+  /**
+   * The only environment the thread sees for LLM scoring (the thread runs with an empty
+   * `process.env`); see `pickLlmEnv`.
+   */
+  llmEnv: Record<string, string>;
+}
+
+/** Marks the thread's one reply, so a stray message is not mistaken for a verdict. */
+export const THREAD_REPLY_KIND = 'amf.watcher.summary';
+
+/** The one message a watcher thread posts. */
+export interface WatcherThreadReply {
+  kind: typeof THREAD_REPLY_KIND;
+  /**
+   * How many advertisements this thread's module instance has judged, this one included. Always 1
+   * for a fresh thread; the pool refuses anything else, so a reused thread cannot go unnoticed.
+   */
+  judged: number;
+  summary: WatcherSummary;
+}

@@ -1,0 +1,300 @@
+/**
+ * The DMZ watcher: every advertisement is judged in a fresh worker thread that is started for it,
+ * limited in memory and wall-clock time, and terminated as soon as it has answered. No thread ever
+ * sees a second advertisement, so a thread subverted by one advertisement has nothing to leak and
+ * no later advertisement to influence.
+ *
+ * Thread entry: node:worker_threads cannot run TypeScript on Node 20, so the thread always runs the
+ * COMPILED entry. From dist/ that is the sibling `watcherThread.js`; when this module runs from
+ * src/ (vitest imports the sources) it is `dist/watcher/watcherThread.js`, which `npm run build`
+ * (and scripts/test.sh, before the tests) produces. If that file is missing the constructor throws
+ * WATCHER_THREAD_MISSING saying so, rather than every judgement failing later.
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker, type ResourceLimits } from 'node:worker_threads';
+import type { RawAdvertisement } from '../discovery/advertisement.js';
+import { THREAD_REPLY_KIND, type WatcherThreadInput } from './threadProtocol.js';
+import type { WatcherSummary } from './watcherSummary.js';
+
+/** Stable codes of watcher failures; every one of them means "deny" to the admission pipeline. */
+export type WatcherErrorCode =
+  'WATCHER_BUSY' | 'WATCHER_TIMEOUT' | 'WATCHER_CRASHED' | 'WATCHER_CLOSED' | 'WATCHER_THREAD_MISSING';
+
+/** A judgement that produced no summary. */
+export class WatcherError extends Error {
+  constructor(
+    readonly code: WatcherErrorCode,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'WatcherError';
+  }
+}
+
+/** Memory limits of one watcher thread: ample for scoring one 512-byte record, fatal for a runaway. */
+export const DEFAULT_THREAD_LIMITS: ResourceLimits = {
+  maxOldGenerationSizeMb: 32,
+  maxYoungGenerationSizeMb: 8,
+  codeRangeSizeMb: 16,
+  stackSizeMb: 4,
+};
+
+/** Options of {@link DmzWatcher}. */
+export interface DmzWatcherOptions {
+  /** Threads alive at once (default 4). */
+  maxConcurrent?: number;
+  /** Advertisements waiting for a thread; beyond this judge() rejects at once with WATCHER_BUSY (default 256). */
+  maxQueue?: number;
+  /** Wall-clock limit of one thread, start to answer, after which it is terminated (default 5000 ms). */
+  timeoutMs?: number;
+  /**
+   * The LLM settings handed to each thread (see `pickLlmEnv`). The thread's process.env is empty,
+   * so without this the rules decide alone.
+   */
+  llmEnv?: Record<string, string>;
+  /** Per-thread memory limits (default {@link DEFAULT_THREAD_LIMITS}). */
+  resourceLimits?: ResourceLimits;
+  /** The thread entry (tests inject fixtures); default {@link defaultThreadUrl}. */
+  threadUrl?: URL;
+}
+
+/**
+ * Where the compiled thread entry is: next to this module when it runs compiled, else in dist/
+ * (see the module comment).
+ */
+export function defaultThreadUrl(): URL {
+  if (import.meta.url.endsWith('.js')) return new URL('./watcherThread.js', import.meta.url);
+  return new URL('../../dist/watcher/watcherThread.js', import.meta.url);
+}
+
+interface Job {
+  ad: RawAdvertisement;
+  resolve(summary: WatcherSummary): void;
+  reject(err: WatcherError): void;
+}
+
+const SCORERS = new Set(['rules', 'llm']);
+
+function isStringArray(v: unknown): v is string[] {
+  return Array.isArray(v) && v.every((x) => typeof x === 'string');
+}
+
+/**
+ * Checks a thread's reply and rebuilds the summary from its known fields only. The thread handled
+ * hostile input, so its output is checked like any other input before it leaves the pool.
+ */
+export function checkThreadReply(reply: unknown, rawId: string): WatcherSummary | string {
+  if (typeof reply !== 'object' || reply === null) return 'reply is not an object';
+  const r = reply as { kind?: unknown; judged?: unknown; summary?: unknown };
+  if (r.kind !== THREAD_REPLY_KIND) return 'reply has the wrong kind';
+  if (r.judged !== 1)
+    return `thread judged ${String(r.judged)} advertisements; a watcher thread judges exactly one`;
+  const s = r.summary as Record<string, unknown> | null;
+  if (typeof s !== 'object' || s === null) return 'reply has no summary';
+  if (s.raw_id !== rawId) return 'summary is for another advertisement';
+  const score = s.risk_score;
+  if (typeof score !== 'number' || !Number.isFinite(score) || score < 0 || score > 1)
+    return 'risk_score is not a number in [0, 1]';
+  for (const key of [
+    'original_agent_id',
+    'summary',
+    'risk_reason',
+    'endpoint',
+    'trust_domain',
+    'watcher_id',
+    'processed_at',
+  ]) {
+    if (typeof s[key] !== 'string') return `${key} is not a string`;
+  }
+  if ((s.summary as string).length > 100) return 'summary is longer than 100 characters';
+  if (!isStringArray(s.extracted_capabilities) || !isStringArray(s.protocols_supported))
+    return 'capabilities/protocols are not string arrays';
+  if (s.card_url !== null && typeof s.card_url !== 'string') return 'card_url is not a string or null';
+  if (s.approved !== false) return 'a watcher may not approve';
+  if (typeof s.scorer !== 'string' || !SCORERS.has(s.scorer)) return 'scorer is not rules or llm';
+  return {
+    raw_id: rawId,
+    original_agent_id: s.original_agent_id as string,
+    summary: s.summary as string,
+    risk_score: score,
+    risk_reason: s.risk_reason as string,
+    extracted_capabilities: [...s.extracted_capabilities],
+    card_url: s.card_url,
+    endpoint: s.endpoint as string,
+    protocols_supported: [...s.protocols_supported],
+    trust_domain: s.trust_domain as string,
+    approved: false,
+    watcher_id: s.watcher_id as string,
+    processed_at: s.processed_at as string,
+    scorer: s.scorer as WatcherSummary['scorer'],
+  };
+}
+
+/**
+ * Judges advertisements, one fresh worker thread each, never reused. Concurrency and the waiting
+ * queue are bounded so a flood of advertisements costs bounded memory and CPU; what does not fit is
+ * refused at once (WATCHER_BUSY) rather than queued without end.
+ */
+export class DmzWatcher {
+  private readonly maxConcurrent: number;
+  private readonly maxQueue: number;
+  private readonly timeoutMs: number;
+  private readonly llmEnv: Record<string, string>;
+  private readonly limits: ResourceLimits;
+  private readonly threadUrl: URL;
+  private readonly waiting: Job[] = [];
+  private readonly live = new Set<Worker>();
+  private readonly exits = new Set<Promise<void>>();
+  private closed = false;
+
+  /** Throws WATCHER_THREAD_MISSING when the compiled thread entry does not exist. */
+  constructor(opts: DmzWatcherOptions = {}) {
+    this.maxConcurrent = Math.max(1, opts.maxConcurrent ?? 4);
+    this.maxQueue = Math.max(0, opts.maxQueue ?? 256);
+    this.timeoutMs = Math.max(1, opts.timeoutMs ?? 5000);
+    this.llmEnv = { ...(opts.llmEnv ?? {}) };
+    this.limits = { ...(opts.resourceLimits ?? DEFAULT_THREAD_LIMITS) };
+    this.threadUrl = opts.threadUrl ?? defaultThreadUrl();
+    const path = fileURLToPath(this.threadUrl);
+    if (!existsSync(path)) {
+      throw new WatcherError(
+        'WATCHER_THREAD_MISSING',
+        `DMZ watcher thread entry ${path} does not exist: worker threads run compiled JavaScript, ` +
+          `so build first (npm run build / npx tsc -p tsconfig.json)`,
+      );
+    }
+  }
+
+  /** Advertisements waiting for a thread. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  /** Threads currently alive. */
+  get running(): number {
+    return this.live.size;
+  }
+
+  /**
+   * Judges one advertisement in a new thread. Rejects with a WatcherError: WATCHER_BUSY (queue
+   * full, at once), WATCHER_TIMEOUT, WATCHER_CRASHED (thread error, memory limit, exit without or
+   * with an invalid answer) or WATCHER_CLOSED. Any rejection means the advertisement is denied.
+   */
+  judge(ad: RawAdvertisement): Promise<WatcherSummary> {
+    return new Promise<WatcherSummary>((resolve, reject) => {
+      if (this.closed) {
+        reject(new WatcherError('WATCHER_CLOSED', 'the DMZ watcher is closed'));
+        return;
+      }
+      const job: Job = { ad, resolve, reject };
+      if (this.live.size < this.maxConcurrent) {
+        this.start(job);
+      } else if (this.waiting.length < this.maxQueue) {
+        this.waiting.push(job);
+      } else {
+        reject(
+          new WatcherError(
+            'WATCHER_BUSY',
+            `DMZ watcher is busy: ${this.live.size} threads running and ${this.waiting.length} advertisements queued (limit ${this.maxQueue})`,
+          ),
+        );
+      }
+    });
+  }
+
+  /** Refuses new work, rejects queued work and terminates running threads (WATCHER_CLOSED). */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const job of this.waiting.splice(0)) {
+      job.reject(
+        new WatcherError('WATCHER_CLOSED', 'the DMZ watcher closed before this advertisement was judged'),
+      );
+    }
+    await Promise.allSettled([...this.live].map((w) => w.terminate()));
+    await Promise.allSettled([...this.exits]);
+  }
+
+  private start(job: Job): void {
+    const input: WatcherThreadInput = { ad: job.ad, llmEnv: this.llmEnv };
+    let worker: Worker;
+    try {
+      worker = new Worker(this.threadUrl, {
+        workerData: input,
+        // An empty environment: the thread gets secrets only through llmEnv, explicitly.
+        env: {},
+        // Not the parent's flags (vitest's loaders, inspector...): the thread is plain compiled JS.
+        execArgv: [],
+        resourceLimits: this.limits,
+        stdin: false,
+      });
+    } catch (err) {
+      job.reject(
+        new WatcherError('WATCHER_CRASHED', `could not start a watcher thread: ${String(err)}`, {
+          cause: err,
+        }),
+      );
+      this.pump();
+      return;
+    }
+    this.live.add(worker);
+    let settled = false;
+    const settle = (outcome: { summary: WatcherSummary } | { error: WatcherError }): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if ('summary' in outcome) job.resolve(outcome.summary);
+      else job.reject(outcome.error);
+      // One advertisement per thread: whatever it was doing, it is done now.
+      void worker.terminate();
+    };
+    const timer = setTimeout(() => {
+      settle({
+        error: new WatcherError(
+          'WATCHER_TIMEOUT',
+          `watcher thread gave no answer within ${this.timeoutMs} ms; terminated`,
+        ),
+      });
+    }, this.timeoutMs);
+
+    worker.on('message', (reply: unknown) => {
+      const checked = checkThreadReply(reply, job.ad.raw_id);
+      if (typeof checked === 'string') {
+        settle({
+          error: new WatcherError('WATCHER_CRASHED', `watcher thread gave an invalid answer: ${checked}`),
+        });
+      } else {
+        settle({ summary: checked });
+      }
+    });
+    worker.on('error', (err: Error & { code?: string }) => {
+      const why =
+        err.code === 'ERR_WORKER_OUT_OF_MEMORY'
+          ? 'watcher thread exceeded its memory limit and was terminated'
+          : `watcher thread failed: ${err.message}`;
+      settle({ error: new WatcherError('WATCHER_CRASHED', why, { cause: err }) });
+    });
+    const exited = new Promise<void>((resolveExit) => {
+      worker.once('exit', (code) => {
+        settle({
+          error: this.closed
+            ? new WatcherError('WATCHER_CLOSED', 'the DMZ watcher closed while this advertisement was judged')
+            : new WatcherError('WATCHER_CRASHED', `watcher thread exited (code ${code}) without an answer`),
+        });
+        this.live.delete(worker);
+        this.exits.delete(exited);
+        resolveExit();
+        // The slot is free only once the thread is really gone, so `maxConcurrent` bounds live threads.
+        this.pump();
+      });
+    });
+    this.exits.add(exited);
+  }
+
+  private pump(): void {
+    while (!this.closed && this.live.size < this.maxConcurrent && this.waiting.length > 0) {
+      this.start(this.waiting.shift()!);
+    }
+  }
+}
