@@ -19,6 +19,17 @@ if ! python3 -c 'import openai' >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check 'openai==3.54.0'
 fi
 
+# Real OPA for the policy tests (opa eval, opa run --server, --policy DIR) and npm run build:policy.
+export PATH="$PATH:${GOPATH:-$HOME/go}/bin"
+if ! command -v opa >/dev/null 2>&1; then
+  echo "==> installing opa v1.10.1 (go install; takes a few minutes on a cold cache)"
+  go install github.com/open-policy-agent/opa@v1.10.1
+fi
+export AMF_OPA_BIN="$(command -v opa)"
+opa version | head -1
+opa test policies/
+(cd policies && sha256sum -c --quiet ../policy-bundle/bundle.sources.sha256)
+
 echo "==> npm ci"
 npm ci --no-audit --no-fund --loglevel=error
 

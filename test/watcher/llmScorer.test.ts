@@ -121,7 +121,8 @@ describe.each([
     expect(roles).toEqual(path === '/v1/messages' ? ['user'] : ['system', 'user']);
     expect(user).toContain(MARKER);
     // Every distinctive value (short ones like "local" are ordinary English words in the prompt).
-    for (const value of Object.values(ad.txt).filter((v) => v.length >= 8)) expect(system).not.toContain(value);
+    for (const value of Object.values(ad.txt).filter((v) => v.length >= 8))
+      expect(system).not.toContain(value);
     expect(system).not.toContain(MARKER);
     expect(system).toMatch(/untrusted/i);
     expect(system).toContain('risk_score');
@@ -253,6 +254,7 @@ describe('verdict parsing', () => {
       text: JSON.stringify({ risk_score: 0.5, reason: 'bad\u0000 <script>\u202e' + 'x'.repeat(400) }),
     };
     const result = await scoreWithLlm(makeAd(), scoreByRules(makeAd()), { env: anthropicEnv() });
+    // eslint-disable-next-line no-control-regex -- asserting their absence
     expect(result?.reason).not.toMatch(/[<>\u0000\u202e]/);
     expect(result!.reason.length).toBeLessThanOrEqual(160);
   });

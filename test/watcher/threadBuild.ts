@@ -14,7 +14,9 @@ export function assertThreadBuildFresh(): void {
     const src = fileURLToPath(new URL(`../../src/watcher/${name}.ts`, import.meta.url));
     const dist = fileURLToPath(new URL(`../../dist/watcher/${name}.js`, import.meta.url));
     if (!existsSync(dist) || statSync(dist).mtimeMs < statSync(src).mtimeMs) {
-      throw new Error(`${dist} is missing or older than ${src}: run \`npx tsc -p tsconfig.json\` before these tests`);
+      throw new Error(
+        `${dist} is missing or older than ${src}: run \`npx tsc -p tsconfig.json\` before these tests`,
+      );
     }
   }
 }

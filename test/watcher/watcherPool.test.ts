@@ -90,7 +90,9 @@ describe('fresh thread per advertisement', () => {
   it('the thread runs with an empty environment', async () => {
     process.env.AMF_WATCHER_TEST_SECRET = 'must-not-leak';
     try {
-      const s = await fixtureWatcher({ llmEnv: { ANTHROPIC_API_KEY: 'k' } }).judge(makeAd({ fixture: 'env' }));
+      const s = await fixtureWatcher({ llmEnv: { ANTHROPIC_API_KEY: 'k' } }).judge(
+        makeAd({ fixture: 'env' }),
+      );
       expect(JSON.parse(s.risk_reason)).toEqual([]);
     } finally {
       delete process.env.AMF_WATCHER_TEST_SECRET;
@@ -172,7 +174,9 @@ describe('with an LLM scorer (local double)', () => {
 
   it('the thread asks the LLM, which raises the score', async () => {
     double.behaviour = { text: '{"risk_score": 0.65, "reason": "unusual"}' };
-    const s = await watcher({ llmEnv: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: double.url } }).judge(makeAd());
+    const s = await watcher({ llmEnv: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: double.url } }).judge(
+      makeAd(),
+    );
     expect(s.scorer).toBe('llm');
     expect(s.risk_score).toBe(0.65);
     expect(s.risk_reason).toContain('unusual');
