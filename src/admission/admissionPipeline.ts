@@ -72,8 +72,11 @@ const decoder = new TextDecoder();
 /** Hash of what an advertisement says (order of keys does not matter). */
 export function advertisementHash(txt: Record<string, string>): string {
   const h = createHash('sha256');
-  for (const key of Object.keys(txt).sort())
+  for (const key of Object.keys(txt).sort()) {
+    // `status` changes (active → draining) are liveness, not a new advertisement to judge.
+    if (key === 'status') continue;
     h.update(key).update('\u0000').update(txt[key]!).update('\u0001');
+  }
   return h.digest('base64url');
 }
 
@@ -148,9 +151,12 @@ export class AdmissionPipeline {
     if (known && this.admittedHash.get(id) === hash) {
       // Same content as admitted: a heartbeat, not a new advertisement.
       const heartbeat = raw.heartbeat_seconds ?? (raw.door === 'mdns' ? this.mdnsLiveness() : undefined);
-      this.options.registry.admit(
-        heartbeat !== undefined ? { ...known.record, heartbeat_seconds: heartbeat } : known.record,
-      );
+      const status = raw.txt.status as AgentRecord['status'] | undefined;
+      this.options.registry.admit({
+        ...known.record,
+        status: status ?? 'active',
+        ...(heartbeat !== undefined ? { heartbeat_seconds: heartbeat } : {}),
+      });
       this.stats.refreshed++;
       this.options.onDecision?.({ kind: 'refreshed', agentId: id });
       return;

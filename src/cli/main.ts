@@ -73,7 +73,7 @@ export function buildProgram(): Command {
     .option('--host <host>', 'HTTP bind address (default 127.0.0.1)')
     .option('--nats-url <url>', 'use an existing NATS server or cluster')
     .option('--nats-port <port>', 'port of the spawned nats-server (0 = any)', parsePort)
-    .option('--no-mdns', 'do not use mDNS (not yet implemented: accepted for compatibility)')
+    .option('--no-mdns', 'do not use mDNS (NATS heartbeats only)')
     .option('--mdns-interface <ip>', 'interface address for mDNS')
     .option('--opa-url <url>', 'external OPA server for policy decisions')
     .option('--policy <path>', 'policy directory or bundle')
@@ -115,15 +115,23 @@ export function buildProgram(): Command {
     .option('--trust <domain>', 'trust domain (default local)')
     .option('--handler <handler>', 'echo | calc | path to a handler module', 'echo')
     .option('--nats-url <url>', 'NATS URL (default: from the coordinator agent card)')
-    .option('--no-mdns', 'do not use mDNS (not yet implemented: accepted for compatibility)')
+    .option('--no-mdns', 'do not use mDNS (NATS heartbeats only)')
     .option('--mdns-interface <ip>', 'interface address for mDNS')
     .action(async (opts: CommonFlags & Record<string, unknown>) => {
       const worker: Record<string, unknown> = { name: opts.name, tags: opts.tags, handler: opts.handler };
       if (opts.port !== undefined) worker.port = opts.port;
       if (opts.host !== undefined) worker.host = opts.host;
       if (opts.trust !== undefined) worker.trust = opts.trust;
-      const config = await configFrom(opts, { worker } as ConfigOverrides);
-      await runWorkerCommand(config);
+      const mdns: Record<string, unknown> = {};
+      if (opts.mdns === false) mdns.enabled = false;
+      if (opts.mdnsInterface !== undefined) mdns.interface = opts.mdnsInterface;
+      const config = await configFrom(opts, {
+        worker,
+        ...(Object.keys(mdns).length ? { mdns } : {}),
+      } as ConfigOverrides);
+      await runWorkerCommand(config, {
+        explicitCoordinator: opts.coordinator !== undefined || Boolean(process.env.AMF_COORDINATOR_URL),
+      });
     });
 
   client(program.command('send'))

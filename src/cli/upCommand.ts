@@ -23,6 +23,7 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
     log: (level, message, fields) => log[level](fields ?? {}, message),
   });
   const http = await startCoordinatorHttp(coordinator);
+  await coordinator.startDiscovery(http.url);
   const workers: RunningWorker[] = [];
   if (options.demo) {
     for (const demo of DEMO_WORKERS) {
@@ -36,20 +37,21 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
           port: 0,
           trustDomain: config.identity.trustDomain,
           heartbeatSeconds: config.heartbeat.intervalSeconds,
+          ...(config.mdns.enabled
+            ? { mdns: config.mdns.interface ? { interfaceAddress: config.mdns.interface } : {} }
+            : {}),
         }),
       );
     }
   }
-  if (config.mdns.enabled)
-    log.warn('mDNS discovery is not implemented yet: agents join through NATS heartbeats');
-  if (config.policy.opaUrl || config.policy.path)
-    log.warn('OPA policy is not wired yet: --opa-url/--policy are ignored');
   const lines = [
     `AMF coordinator ${http.url}`,
     `  UI            ${http.url}/`,
     `  OpenAI API    ${http.url}/v1  (model amf/<tag>)`,
     `  events (SSE)  ${http.url}/events`,
     `  NATS          ${coordinator.natsUrl}`,
+    `  policy        ${coordinator.policy.kind} (${coordinator.policy.detail})`,
+    `  discovery     ${config.mdns.enabled ? 'mDNS _amf-agent._tcp + ' : ''}NATS heartbeats`,
     ...workers.map((w) => `  demo worker   ${w.worker.agentId} at ${w.url}`),
   ];
   process.stdout.write(lines.join('\n') + '\n');

@@ -9,6 +9,7 @@ import { AmfError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { startWorker } from '../worker/startWorker.js';
 import { loadHandler } from './handlerLoader.js';
+import { findCoordinatorByMdns } from '../discovery/findCoordinator.js';
 
 /** Reads `x-amf.nats_url` from the coordinator's agent card (5 s timeout). */
 export async function natsUrlFromCoordinator(coordinatorUrl: string): Promise<string> {
@@ -40,12 +41,33 @@ export async function specialistCredential(
   return (await readCredentials(config.dataDir)).specialist;
 }
 
-export async function runWorkerCommand(config: AmfConfig): Promise<void> {
+/**
+ * Where the coordinator is: the URL given (flag, environment or config file), else the one a
+ * coordinator advertises on mDNS, else the default URL.
+ */
+async function locateCoordinator(config: AmfConfig, explicit: boolean): Promise<string> {
+  if (explicit || !config.mdns.enabled) return config.coordinator.url;
+  try {
+    return await findCoordinatorByMdns({
+      timeoutMs: 5000,
+      ...(config.mdns.interface ? { interfaceAddress: config.mdns.interface } : {}),
+    });
+  } catch {
+    return config.coordinator.url;
+  }
+}
+
+export async function runWorkerCommand(
+  config: AmfConfig,
+  options: { explicitCoordinator: boolean },
+): Promise<void> {
   const log = createLogger(config.logLevel, 'amf-worker');
   const { worker: w } = config;
   if (!w.name) throw new AmfError('INVALID_REQUEST', '--name is required');
   const handler = await loadHandler(w.handler);
-  const natsUrl = config.nats.url ?? (await natsUrlFromCoordinator(config.coordinator.url));
+  const natsUrl =
+    config.nats.url ??
+    (await natsUrlFromCoordinator(await locateCoordinator(config, options.explicitCoordinator)));
   const credential = await specialistCredential(config);
   const running = await startWorker({
     name: w.name,
@@ -58,12 +80,13 @@ export async function runWorkerCommand(config: AmfConfig): Promise<void> {
     trustDomain: w.trust,
     heartbeatSeconds: config.heartbeat.intervalSeconds,
     concurrency: w.concurrency,
+    ...(config.mdns.enabled
+      ? { mdns: config.mdns.interface ? { interfaceAddress: config.mdns.interface } : {} }
+      : {}),
   });
   process.stdout.write(
     `AMF worker ${running.worker.agentId} serving ${w.tags.join(', ')} at ${running.url}\n`,
   );
-  if (config.mdns.enabled)
-    log.warn('mDNS advertisement is not implemented yet: joining through NATS heartbeats');
   await new Promise<void>((resolve) => {
     let stopping = false;
     const stop = (signal: string) => {

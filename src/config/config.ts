@@ -81,7 +81,6 @@ export interface AmfConfig {
     readonly maxRetries: number;
     readonly retryDelaySeconds: number;
     readonly watchdogGraceFactor: number;
-    readonly maxDelegationDepth: number;
     readonly retainedTerminalTasks: number;
     readonly maxTaskBytes: number;
   };
@@ -205,7 +204,6 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
     maxRetries: 0,
     retryDelaySeconds: 1,
     watchdogGraceFactor: 2,
-    maxDelegationDepth: 5,
     retainedTerminalTasks: 1000,
     maxTaskBytes: 262144,
   },

@@ -232,7 +232,6 @@ export const CONFIG_SCHEMA: SchemaNode = {
           maximum: 100,
           'x-expected': 'a number between 1 and 100',
         },
-        max_delegation_depth: intRange(1, 64),
         retained_terminal_tasks: intRange(0, 10_000_000),
         max_task_bytes: intRange(1, 67108864, 'a whole number of bytes'),
       },

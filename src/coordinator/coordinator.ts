@@ -1,19 +1,28 @@
 /**
  * The coordinator runtime (`amf up`): brings up the fabric (spawned nats-server or an external one),
- * the shared stores, the registry with heartbeat admission, the task lifecycle and the dispatcher.
- * It knows nothing of HTTP; `http/coordinatorHttp.ts` serves it.
+ * the shared stores, the policy engine (real OPA), the DMZ watcher, the admission pipeline with its
+ * two doors (NATS heartbeats now, mDNS once the HTTP edge is listening), the task lifecycle and the
+ * dispatcher. It knows nothing of HTTP; `http/coordinatorHttp.ts` serves it.
  */
 import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { AmfConfig } from '../config/config.js';
-import type { EventSender } from '../events/cloudEvent.js';
+import { createEvent, type EventSender } from '../events/cloudEvent.js';
 import { connectAs } from '../fabric/connect.js';
 import { loadOrCreateCredentials, type NatsCredentials } from '../fabric/credentials.js';
 import { EventBus } from '../fabric/eventBus.js';
 import { ensureFabricStores, type FabricStores } from '../fabric/jetstream.js';
 import { startNatsServer, type NatsServerHandle } from '../fabric/natsServer.js';
+import { AdmissionPipeline, type AdmissionOutcome } from '../admission/admissionPipeline.js';
+import { resolveIdentityMode, type IdentityMode } from '../identity/identityMode.js';
+import { createPolicyEngine } from '../policy/index.js';
+import type { PolicyEngine } from '../policy/policyEngine.js';
+import { DmzWatcher } from '../watcher/watcherPool.js';
+import { pickLlmEnv } from '../watcher/llmScorer.js';
+import { startWatcherService, type WatcherService } from '../watcher/watcherService.js';
+import { MdnsDoor } from './mdnsDoor.js';
 import { AgentRegistry } from './agentRegistry.js';
-import { HeartbeatAdmission } from './heartbeatAdmission.js';
+import { HeartbeatDoor } from './heartbeatAdmission.js';
 import { PolicyNotices } from './policyNotices.js';
 import { SharedState } from './sharedState.js';
 import { TaskDispatcher } from './taskDispatcher.js';
@@ -30,6 +39,18 @@ export interface CoordinatorOptions {
   /** Public URL of the coordinator's HTTP edge (used as the event source). */
   publicUrl?: string;
   log?: CoordinatorLog;
+  /** Environment for identity mode and optional LLM risk scoring (default process.env). */
+  env?: NodeJS.ProcessEnv;
+  /** Observes every admission outcome (benchmarks, tests). */
+  onAdmission?: (outcome: AdmissionOutcome) => void;
+}
+
+interface AdmissionParts {
+  policy: PolicyEngine;
+  identity: IdentityMode;
+  connector: NatsConnection;
+  watcherNc: NatsConnection;
+  watcher: DmzWatcher;
 }
 
 /** A running coordinator core. */
@@ -41,8 +62,13 @@ export class Coordinator {
   readonly lifecycle: TaskLifecycle;
   readonly dispatcher: TaskDispatcher;
   readonly notices: PolicyNotices;
-  private readonly admission: HeartbeatAdmission;
+  readonly admission: AdmissionPipeline;
+  readonly policy: PolicyEngine;
+  readonly identity: IdentityMode;
+  private readonly heartbeatDoor: HeartbeatDoor;
+  private mdnsDoor: MdnsDoor | undefined;
   private readonly shared: SharedState;
+  private watcherService: WatcherService | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
 
@@ -53,10 +79,14 @@ export class Coordinator {
     readonly credentials: NatsCredentials,
     readonly stores: FabricStores,
     private readonly natsServer: NatsServerHandle | undefined,
+    private readonly parts: AdmissionParts,
     readonly log: CoordinatorLog,
     publicUrl: string,
+    onAdmission: ((outcome: AdmissionOutcome) => void) | undefined,
   ) {
     const td = config.identity.trustDomain;
+    this.policy = parts.policy;
+    this.identity = parts.identity;
     this.sender = {
       identity: `spiffe://${td}/coordinator/${this.instanceId}`,
       source: publicUrl,
@@ -74,11 +104,25 @@ export class Coordinator {
       maxRetries: config.tasks.maxRetries,
       retryDelaySeconds: config.tasks.retryDelaySeconds,
       watchdogGraceFactor: config.tasks.watchdogGraceFactor,
-      maxDelegationDepth: config.tasks.maxDelegationDepth,
       retainedTerminalTasks: config.tasks.retainedTerminalTasks,
+      decideDelegation: (input) => parts.policy.delegation(input),
     });
     this.dispatcher = new TaskDispatcher(this.bus, this.lifecycle);
-    this.admission = new HeartbeatAdmission(this.bus, this.registry, this.notices, this.sender);
+    this.admission = new AdmissionPipeline({
+      registry: this.registry,
+      notices: this.notices,
+      policy: parts.policy,
+      connector: parts.connector,
+      coordinator: nc,
+      trustDomain: td,
+      identity: { mode: parts.identity.mode, svidVerified: parts.identity.svidVerified },
+      mcpRequireTls: config.mcp.requireTls,
+      integrityWarn: config.watcher.integrityWarn,
+      fetchCards: true,
+      log: (level, message, fields) => log(level, message, fields),
+      ...(onAdmission ? { onDecision: onAdmission } : {}),
+    });
+    this.heartbeatDoor = new HeartbeatDoor(this.bus, this.notices, (raw) => this.admission.submit(raw));
     this.shared = new SharedState(stores.agents, stores.tasks, (what, err) =>
       log('warn', `shared state: ${what} failed`, { err: err instanceof Error ? err.message : String(err) }),
     );
@@ -87,23 +131,40 @@ export class Coordinator {
   /** Starts the fabric and the core services. */
   static async start(options: CoordinatorOptions): Promise<Coordinator> {
     const { config } = options;
+    const env = options.env ?? process.env;
     const log: CoordinatorLog = options.log ?? (() => undefined);
+    const identity = resolveIdentityMode(config.identity.mode, env);
+    if (identity.warning) log('warn', identity.warning);
+    const policy = await createPolicyEngine({ opaUrl: config.policy.opaUrl, policyPath: config.policy.path });
     const credentials = await loadOrCreateCredentials(config.dataDir);
     let natsServer: NatsServerHandle | undefined;
     let natsUrl = config.nats.url;
-    if (!natsUrl) {
-      natsServer = await startNatsServer({
-        dataDir: config.dataDir,
-        credentials,
-        port: config.nats.port,
-        binary: config.nats.serverBinary,
-      });
-      natsUrl = natsServer.url;
-      log('info', 'nats-server started', { url: natsUrl, pid: natsServer.pid });
-    }
-    let nc: NatsConnection | undefined;
+    const opened: NatsConnection[] = [];
     try {
-      nc = await connectAs(natsUrl, credentials.coordinator, 'amf-coordinator', { maxReconnectAttempts: -1 });
+      if (!natsUrl) {
+        natsServer = await startNatsServer({
+          dataDir: config.dataDir,
+          credentials,
+          port: config.nats.port,
+          binary: config.nats.serverBinary,
+        });
+        natsUrl = natsServer.url;
+        log('info', 'nats-server started', { url: natsUrl, pid: natsServer.pid });
+      }
+      const nc = await connectAs(natsUrl, credentials.coordinator, 'amf-coordinator', {
+        maxReconnectAttempts: -1,
+      });
+      opened.push(nc);
+      // Each role of the admission path has its own connection, so NATS ACLs separate them.
+      const connector = await connectAs(natsUrl, credentials.connector, 'amf-connector', {
+        maxReconnectAttempts: -1,
+      });
+      opened.push(connector);
+      const watcherNc = await connectAs(natsUrl, credentials.watcher, 'amf-watcher', {
+        maxReconnectAttempts: -1,
+      });
+      opened.push(watcherNc);
+      const watcher = new DmzWatcher({ llmEnv: pickLlmEnv(env) });
       const stores = await ensureFabricStores(nc, undefined, Math.max(3600, config.tasks.ttlSeconds * 10));
       const coordinator = new Coordinator(
         config,
@@ -112,14 +173,17 @@ export class Coordinator {
         credentials,
         stores,
         natsServer,
+        { policy, identity, connector, watcherNc, watcher },
         log,
         options.publicUrl ?? config.coordinator.url,
+        options.onAdmission,
       );
       await coordinator.startServices();
       return coordinator;
     } catch (err) {
-      await nc?.close().catch(() => undefined);
+      await Promise.allSettled(opened.map((c) => c.close()));
       await natsServer?.close();
+      await policy.close();
       throw err;
     }
   }
@@ -127,21 +191,48 @@ export class Coordinator {
   private async startServices(): Promise<void> {
     await this.shared.attachRegistry(this.registry);
     this.shared.attachLifecycle(this.lifecycle);
+    this.watcherService = startWatcherService({ nc: this.parts.watcherNc, watcher: this.parts.watcher });
     this.admission.start();
+    this.heartbeatDoor.start();
     this.lifecycle.start();
     this.dispatcher.start();
     this.registry.onChange((change) => {
-      if (change.kind === 'offline')
+      if (change.kind === 'offline') {
         this.log('info', 'agent offline', { agent: change.agent.record.agent_id, reason: change.reason });
-      else
-        this.log('info', `agent ${change.kind}`, {
-          agent: change.agent.record.agent_id,
-          tags: change.agent.record.capability_tags,
-        });
+        return;
+      }
+      this.log('info', `agent ${change.kind}`, {
+        agent: change.agent.record.agent_id,
+        tags: change.agent.record.capability_tags,
+      });
+      this.bus.publish(
+        createEvent({
+          type: 'amf.discovery.capability.advertise',
+          sender: this.sender,
+          payload: { ...change.agent.record, admitted_at: change.agent.admittedAt, change: change.kind },
+        }),
+      );
     });
     this.sweepTimer = setInterval(() => this.registry.sweep(), 500);
     this.sweepTimer.unref();
-    await this.nc.flush();
+    await Promise.all([this.nc.flush(), this.parts.watcherNc.flush(), this.parts.connector.flush()]);
+  }
+
+  /**
+   * Opens the mDNS door once the HTTP edge knows its URL: browses `_amf-agent._tcp.local` into the
+   * admission pipeline and advertises this coordinator so workers without `--coordinator` find it.
+   */
+  async startDiscovery(publicUrl: string): Promise<void> {
+    if (!this.config.mdns.enabled || this.mdnsDoor) return;
+    this.mdnsDoor = await MdnsDoor.start({
+      publicUrl,
+      agentId: this.sender.identity,
+      trustDomain: this.config.identity.trustDomain,
+      ...(this.config.mdns.interface ? { interfaceAddress: this.config.mdns.interface } : {}),
+      submit: (raw) => this.admission.submit(raw),
+      onError: (err) =>
+        this.log('warn', 'mDNS error', { err: err instanceof Error ? err.message : String(err) }),
+    });
   }
 
   /** True while the NATS connection is usable. */
@@ -153,12 +244,17 @@ export class Coordinator {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweepTimer);
+      await this.mdnsDoor?.close().catch(() => undefined);
+      this.heartbeatDoor.close();
       this.admission.close();
       this.dispatcher.close();
       this.lifecycle.close();
+      await this.watcherService?.close().catch(() => undefined);
+      await this.parts.watcher.close().catch(() => undefined);
       await this.shared.close().catch(() => undefined);
-      await this.nc.drain().catch(() => undefined);
+      await Promise.allSettled([this.nc.drain(), this.parts.connector.drain(), this.parts.watcherNc.drain()]);
       await this.natsServer?.close();
+      await this.policy.close().catch(() => undefined);
     })();
     return this.closing;
   }

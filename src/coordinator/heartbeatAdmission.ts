@@ -1,53 +1,40 @@
 /**
- * The NATS door of discovery: AgentRecords arriving as `amf.discovery.agent.heartbeat`. Each one is
- * validated (schema, identity matches the sender, visibility allowed for a static identity) before
- * the registry admits or refreshes the agent; a goodbye (`status: offline`) marks it offline.
- * Admission emits `amf.discovery.capability.advertise`.
+ * The NATS door of discovery: AgentRecords arriving as `amf.discovery.agent.heartbeat` (the path for
+ * networks without multicast). Each is checked against the schema and the sender's identity, then
+ * mapped to the same TXT keys an mDNS record carries and handed to the admission pipeline, so an
+ * agent that heartbeats is judged exactly like one found by multicast.
  */
+import { randomUUID } from 'node:crypto';
 import type { Subscription } from '@nats-io/transport-node';
-import { createEvent, type AmfEvent, type EventSender } from '../events/cloudEvent.js';
+import type { AmfEvent } from '../events/cloudEvent.js';
 import { validateAgentRecord } from '../events/validateEvent.js';
 import type { EventBus } from '../fabric/eventBus.js';
-import type { AgentRegistry } from './agentRegistry.js';
+import type { RawAdvertisement } from '../discovery/advertisement.js';
+import { agentRecordToTxt } from '../discovery/txtRecord.js';
+import { BoundedCache } from '../util/boundedCache.js';
 import type { PolicyNotices } from './policyNotices.js';
 
-export interface HeartbeatAdmissionOptions {
-  /** Bounded memory for per-agent deny de-duplication. */
-  maxRemembered?: number;
+/** Wire size of TXT pairs as length-prefixed `key=value` strings (what mDNS would carry). */
+export function txtWireSize(txt: Record<string, string>): number {
+  let size = 0;
+  for (const [k, v] of Object.entries(txt)) size += 1 + Buffer.byteLength(`${k}=${v}`);
+  return size;
 }
 
-/** Judges heartbeats and keeps the registry current. */
-export class HeartbeatAdmission {
+export class HeartbeatDoor {
   private sub: Subscription | undefined;
-  /** Last deny reason per agent, so a misconfigured agent does not flood the fabric with denies. */
-  private readonly lastDeny = new Map<string, string>();
+  /** One deny notice per agent and message per window, so a broken agent cannot flood the fabric. */
+  private readonly recentDenies = new BoundedCache<true>(10_000, 10_000);
 
   constructor(
     private readonly bus: EventBus,
-    private readonly registry: AgentRegistry,
     private readonly notices: PolicyNotices,
-    private readonly sender: EventSender,
-    private readonly options: HeartbeatAdmissionOptions = {},
+    private readonly submit: (raw: RawAdvertisement) => void,
   ) {}
 
   start(): void {
     this.sub = this.bus.subscribe('amf.discovery.agent.heartbeat', (e) => this.onHeartbeat(e), {
-      onInvalid: (errors) =>
-        this.notices.deny({
-          reason: 'advertisement_invalid',
-          message: `heartbeat refused: ${errors.slice(0, 5).join('; ')}`,
-        }),
-    });
-    this.registry.onChange((change) => {
-      if (change.kind === 'admitted' || change.kind === 'changed' || change.kind === 'online') {
-        this.bus.publish(
-          createEvent({
-            type: 'amf.discovery.capability.advertise',
-            sender: this.sender,
-            payload: { ...change.agent.record, admitted_at: change.agent.admittedAt, change: change.kind },
-          }),
-        );
-      }
+      onInvalid: (errors) => this.deny('unknown', `heartbeat refused: ${errors.slice(0, 5).join('; ')}`),
     });
   }
 
@@ -55,53 +42,48 @@ export class HeartbeatAdmission {
     this.sub?.unsubscribe();
   }
 
-  private deny(
-    agentId: string,
-    reason: 'advertisement_invalid' | 'visibility_requires_svid',
-    message: string,
-  ): void {
-    if (this.lastDeny.get(agentId) === message) return;
-    if (this.lastDeny.size >= (this.options.maxRemembered ?? 10_000)) this.lastDeny.clear();
-    this.lastDeny.set(agentId, message);
-    this.notices.deny({ reason, message, agent_id: agentId });
+  private deny(agentKey: string, message: string): void {
+    const key = `${agentKey}|${message}`;
+    if (this.recentDenies.get(key)) return;
+    this.recentDenies.set(key, true);
+    this.notices.deny({ reason: 'advertisement_invalid', message, agent_id: agentKey });
   }
 
   private onHeartbeat(event: AmfEvent): void {
+    const payload = event.data.payload as { agent_id?: unknown };
+    const agentKey =
+      typeof payload.agent_id === 'string' ? payload.agent_id.slice(0, 256) : event.source.slice(0, 256);
     const result = validateAgentRecord(event.data.payload);
-    const claimedId = (event.data.payload as { agent_id?: unknown }).agent_id;
-    const agentKey = typeof claimedId === 'string' ? claimedId.slice(0, 512) : event.source;
     if (!result.ok) {
-      this.deny(
-        agentKey,
-        'advertisement_invalid',
-        `advertisement of ${agentKey} refused: ${result.errors.slice(0, 5).join('; ')}`,
-      );
+      this.deny(agentKey, `advertisement of ${agentKey} refused: ${result.errors.slice(0, 5).join('; ')}`);
       return;
     }
     const record = result.value;
+    // On NATS the sender is known: an agent may only advertise itself.
     if (event.data.auth_context.identity !== record.agent_id) {
       this.deny(
         agentKey,
-        'advertisement_invalid',
         `advertisement refused: sender identity ${event.data.auth_context.identity} does not match agent_id ${record.agent_id}`,
       );
       return;
     }
-    // Static identities are local-only (LOCKED #3a): mesh/public need a verified SVID.
-    const visibility = record.visibility ?? 'local';
-    if (visibility !== 'local' && event.data.auth_context.svid_verified !== true) {
-      this.deny(
-        agentKey,
-        'visibility_requires_svid',
-        `advertisement of ${record.agent_id} refused: visibility "${visibility}" requires a verified SVID; static identities are local only`,
-      );
+    let txt: Record<string, string>;
+    try {
+      txt = agentRecordToTxt(record);
+    } catch (err) {
+      this.deny(agentKey, `advertisement of ${agentKey} refused: ${(err as Error).message}`);
       return;
     }
-    if (record.status === 'offline') {
-      this.registry.markOffline(record.agent_id, 'goodbye');
-      return;
-    }
-    this.lastDeny.delete(record.agent_id);
-    this.registry.admit(record);
+    const raw: RawAdvertisement = {
+      raw_id: randomUUID(),
+      door: 'nats',
+      source: `nats:${event.data.auth_context.identity.slice(0, 256)}`,
+      received_at: new Date().toISOString(),
+      txt,
+      txt_bytes: txtWireSize(txt),
+    };
+    if (record.heartbeat_seconds !== undefined) raw.heartbeat_seconds = record.heartbeat_seconds;
+    if (record.status === 'offline') raw.goodbye = true;
+    this.submit(raw);
   }
 }

@@ -41,7 +41,11 @@ export interface LifecycleOptions {
   retryDelaySeconds: number;
   /** A claimed task is given up after ttl × factor seconds without any sign of its worker. */
   watchdogGraceFactor: number;
-  maxDelegationDepth: number;
+  /** The delegation policy (OPA): the depth limit (`data.policy.max_delegation_depth`) and the cycle rule live in Rego. */
+  decideDelegation: (input: {
+    chain: string[];
+    delegator: string;
+  }) => Promise<{ allow: boolean; reasons: string[]; max_depth: number }>;
   retainedTerminalTasks: number;
   maxActiveTasks?: number;
   now?: () => number;
@@ -416,13 +420,14 @@ export class TaskLifecycle {
   // --- delegation ----------------------------------------------------------------------------------
 
   private onDelegate(event: AmfEvent<DelegatePayload>): void {
+    void this.judgeDelegation(event);
+  }
+
+  private async judgeDelegation(event: AmfEvent<DelegatePayload>): Promise<void> {
     const p = event.data.payload;
     const problem = checkDelegatePayload(p);
     const childId = typeof p?.child_task_id === 'string' ? p.child_task_id : undefined;
-    const deny = (
-      reason: 'delegation_cycle' | 'delegation_depth_exceeded' | 'delegation_invalid' | 'no_agent_for_tag',
-      message: string,
-    ) =>
+    const deny = (reason: string, message: string) =>
       this.notices.deny(
         {
           reason,
@@ -456,32 +461,52 @@ export class TaskLifecycle {
         'delegation_invalid',
         `delegation refused: ${p.agent_id} has not claimed task ${p.parent_task_id}`,
       );
-    // Mandatory and not overridable (LOCKED #7): an agent may appear only once in a chain.
+    // LOCKED #7: a cycle is refused whatever a policy says; this guard is the invariant, the
+    // policy below is where the depth limit (and the same cycle rule) are configured.
     if (parent.chain.includes(p.agent_id))
       return deny(
         'delegation_cycle',
         `delegation refused: ${p.agent_id} already appears in the delegation chain`,
       );
-    if (parent.chain.length >= this.options.maxDelegationDepth)
+    let decision: { allow: boolean; reasons: string[]; max_depth: number };
+    try {
+      decision = await this.options.decideDelegation({ chain: parent.chain, delegator: p.agent_id });
+    } catch (err) {
       return deny(
-        'delegation_depth_exceeded',
-        `delegation refused: chain length ${parent.chain.length} reached the limit ${this.options.maxDelegationDepth}`,
+        'policy_unavailable',
+        `delegation refused: policy evaluation failed: ${(err as Error).message}`,
       );
+    }
+    if (!decision.allow) {
+      const reason = decision.reasons[0] ?? 'delegation_denied';
+      return deny(
+        reason,
+        reason === 'delegation_depth_exceeded'
+          ? `delegation refused: chain length ${parent.chain.length} reached the limit ${decision.max_depth}`
+          : `delegation refused by policy: ${decision.reasons.join(', ')}`,
+      );
+    }
+    if (isTerminal(parent.state))
+      return deny('delegation_invalid', `delegation refused: parent task ${parent.taskId} ended meanwhile`);
     if (!this.registry.servesTag(p.required_capability))
       return deny(
         'no_agent_for_tag',
         `delegation refused: no live agent serves capability "${p.required_capability}"`,
       );
-    this.announce({
-      tag: p.required_capability,
-      task: p.task,
-      taskId: p.child_task_id,
-      traceId: parent.traceId,
-      parentTaskId: parent.taskId,
-      chain: [...parent.chain, p.agent_id],
-      withReplySubject: false,
-      ...(p.input ? { input: p.input } : {}),
-    });
+    try {
+      this.announce({
+        tag: p.required_capability,
+        task: p.task,
+        taskId: p.child_task_id,
+        traceId: parent.traceId,
+        parentTaskId: parent.taskId,
+        chain: [...parent.chain, p.agent_id],
+        withReplySubject: false,
+        ...(p.input ? { input: p.input } : {}),
+      });
+    } catch (err) {
+      deny('delegation_invalid', `delegation refused: ${(err as Error).message}`);
+    }
   }
 
   // --- timers --------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
  */
 import { AmfError } from '../errors.js';
 import { MAX_TXT_BYTES, type RawAdvertisement } from './advertisement.js';
-import { startMdnsBrowser } from './mdnsBrowser.js';
+import { startMdnsBrowser, type MdnsBrowser } from './mdnsBrowser.js';
 import { COORDINATOR_ROLE, TXT_ROLE_KEY } from './txtRecord.js';
 
 /** Options of findCoordinatorByMdns. */
@@ -29,31 +29,37 @@ export async function findCoordinatorByMdns(options: FindCoordinatorOptions): Pr
   const found = new Promise<string>((resolve, reject) => {
     settle = { resolve, reject };
   });
-  const browser = await startMdnsBrowser({
-    ...(options.interfaceAddress === undefined ? {} : { interfaceAddress: options.interfaceAddress }),
-    onAdvertisement: (ad) => {
-      const url = coordinatorUrl(ad);
-      if (url !== null) settle?.resolve(url);
-    },
-  });
-  const timer = setTimeout(
-    () =>
-      settle?.reject(
-        new AmfError(
-          'TIMEOUT',
-          `no coordinator answered on mDNS (_amf-agent._tcp.local with ${TXT_ROLE_KEY}=${COORDINATOR_ROLE}) within ${options.timeoutMs} ms; give its URL with --coordinator`,
-        ),
-      ),
-    options.timeoutMs,
-  );
+  // Awaited only once the socket is open; a rejection before then must not count as unhandled.
+  found.catch(() => undefined);
+  // Listen before the socket opens: an abort while it opens must not be missed.
   const onAbort = () => settle?.reject(options.signal?.reason);
   options.signal?.addEventListener('abort', onAbort, { once: true });
+  let browser: MdnsBrowser | undefined;
+  let timer: NodeJS.Timeout | undefined;
   try {
+    browser = await startMdnsBrowser({
+      ...(options.interfaceAddress === undefined ? {} : { interfaceAddress: options.interfaceAddress }),
+      onAdvertisement: (ad) => {
+        const url = coordinatorUrl(ad);
+        if (url !== null) settle?.resolve(url);
+      },
+    });
+    timer = setTimeout(
+      () =>
+        settle?.reject(
+          new AmfError(
+            'TIMEOUT',
+            `no coordinator answered on mDNS (_amf-agent._tcp.local with ${TXT_ROLE_KEY}=${COORDINATOR_ROLE}) ` +
+              `within ${options.timeoutMs} ms; give its URL with --coordinator`,
+          ),
+        ),
+      options.timeoutMs,
+    );
     return await found;
   } finally {
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
-    await browser.close();
+    await browser?.close();
   }
 }
 

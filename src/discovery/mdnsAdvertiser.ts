@@ -344,7 +344,9 @@ class MdnsAdvertiserImpl implements MdnsAdvertiser {
       if (this.state !== 'announced') return;
       const at = Date.now();
       for (const key of answers.keys()) this.lastMulticast.set(key, at);
-      return this.socket.send(response([...answers.values()], [...extra.values()]));
+      // The TXT may have been updated during the delay: never answer with the superseded one.
+      const fresh = (r: MdnsRecord) => (r.type === 'TXT' ? this.txtRecord() : r);
+      return this.socket.send(response([...answers.values()].map(fresh), [...extra.values()].map(fresh)));
     };
     if (shared) this.later(20 + Math.random() * 100, send);
     else send()?.catch((err: unknown) => this.config.onError(err));

@@ -109,10 +109,10 @@ function buildRouter(
       amf_version: VERSION,
       instance_id: coordinator.instanceId,
       nats: { connected: coordinator.natsConnected, url: coordinator.natsUrl },
-      policy: {
-        engine: 'builtin',
-        detail: 'static identity; local visibility only (OPA admission not yet wired)',
-      },
+      policy: { engine: coordinator.policy.kind, detail: coordinator.policy.detail },
+      identity: { mode: coordinator.identity.mode, svid_verified: coordinator.identity.svidVerified },
+      discovery: { mdns: coordinator.config.mdns.enabled, nats_heartbeats: true },
+      admission: { ...coordinator.admission.stats, in_flight: coordinator.admission.inFlight },
       agents: {
         live: [...coordinator.registry.list()].filter((a) => a.status === 'live').length,
         known: coordinator.registry.list().length,

@@ -274,6 +274,31 @@ export function splitTxtList(value: string | undefined): string[] {
     .filter((v) => v.length > 0);
 }
 
+/** The TXT fields a WatcherSummary reports as read, for the coordinator to cross-check (#9). */
+export interface ReportedFields {
+  original_agent_id: string;
+  endpoint: string;
+  card_url: string | null;
+  protocols_supported: string[];
+  trust_domain: string;
+}
+
+/**
+ * Reads the reported fields exactly as the TXT has them — values verbatim, `proto` split like the
+ * coordinator splits it, an absent `td` read as the AMF default `local` — so a faithful watcher
+ * never trips the cross-check and an unfaithful one always does.
+ */
+export function reportedFields(ad: RawAdvertisement): ReportedFields {
+  const txt = ad.txt;
+  return {
+    original_agent_id: txt.id ?? '',
+    endpoint: txt.ep ?? '',
+    card_url: txt.card ?? null,
+    protocols_supported: splitTxtList(txt.proto),
+    trust_domain: txt.td ?? 'local',
+  };
+}
+
 /** The valid capability tags of an advertisement, deduplicated, first occurrence order. */
 export function validCapabilities(ad: RawAdvertisement): string[] {
   return [...new Set(splitTxtList(ad.txt.tags).filter((t) => isCapabilityTag(t)))];

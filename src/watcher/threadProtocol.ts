@@ -6,9 +6,19 @@
 import type { RawAdvertisement } from '../discovery/advertisement.js';
 import type { WatcherSummary } from './watcherSummary.js';
 
+/** Marks a watcher thread's workerData, so the entry never acts inside some other kind of thread. */
+export const THREAD_INPUT_KIND = 'amf.watcher.input';
+
 /** What a watcher thread is started with: one advertisement and the LLM settings, nothing else. */
 export interface WatcherThreadInput {
+  kind: typeof THREAD_INPUT_KIND;
   ad: RawAdvertisement;
+  /**
+   * Milliseconds the LLM call may take at most, whatever AMF_WATCHER_LLM_TIMEOUT_MS says: the pool
+   * terminates the thread at its own deadline, and a late LLM must fall back to the rules before
+   * that rather than turn a verdict into WATCHER_TIMEOUT.
+   */
+  llmBudgetMs: number;
   /**
    * The only environment the thread sees for LLM scoring (the thread runs with an empty
    * `process.env`); see `pickLlmEnv`.

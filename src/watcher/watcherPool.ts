@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 import type { RawAdvertisement } from '../discovery/advertisement.js';
-import { THREAD_REPLY_KIND, type WatcherThreadInput } from './threadProtocol.js';
+import { THREAD_INPUT_KIND, THREAD_REPLY_KIND, type WatcherThreadInput } from './threadProtocol.js';
 import type { WatcherSummary } from './watcherSummary.js';
 
 /** Stable codes of watcher failures; every one of them means "deny" to the admission pipeline. */
@@ -40,6 +40,12 @@ export const DEFAULT_THREAD_LIMITS: ResourceLimits = {
   codeRangeSizeMb: 16,
   stackSizeMb: 4,
 };
+
+/**
+ * Time kept free between the end of the LLM budget and the thread deadline, for thread start-up and
+ * the rules, so a slow LLM ends in a rules verdict rather than a timeout.
+ */
+const LLM_DEADLINE_MARGIN_MS = 1000;
 
 /** Options of {@link DmzWatcher}. */
 export interface DmzWatcherOptions {
@@ -217,7 +223,12 @@ export class DmzWatcher {
   }
 
   private start(job: Job): void {
-    const input: WatcherThreadInput = { ad: job.ad, llmEnv: this.llmEnv };
+    const input: WatcherThreadInput = {
+      kind: THREAD_INPUT_KIND,
+      ad: job.ad,
+      llmBudgetMs: Math.max(1, this.timeoutMs - LLM_DEADLINE_MARGIN_MS),
+      llmEnv: this.llmEnv,
+    };
     let worker: Worker;
     try {
       worker = new Worker(this.threadUrl, {

@@ -13,7 +13,7 @@ import type { Logger } from '../log.js';
 import type { NatsConnection } from '../fabric/connect.js';
 import type { AdvertisementDoor, RawAdvertisement } from '../discovery/advertisement.js';
 import { SUBJECT_INTERNAL_CLASSIFIED, SUBJECT_INTERNAL_RAW } from '../events/subjects.js';
-import { splitTxtList, summaryText, validCapabilities } from './riskRules.js';
+import { reportedFields, summaryText, validCapabilities } from './riskRules.js';
 import { WatcherError, type DmzWatcher } from './watcherPool.js';
 import type { WatcherSummary } from './watcherSummary.js';
 
@@ -36,7 +36,10 @@ export interface WatcherServiceOptions {
 
 /** A running watcher service. */
 export interface WatcherService {
-  /** Stops taking advertisements and waits for those in flight to be answered. */
+  /**
+   * Stops taking advertisements and waits for those in flight to be answered. The connection and
+   * the DmzWatcher belong to the caller and stay open.
+   */
   close(): Promise<void>;
 }
 
@@ -96,18 +99,14 @@ export function parseRawAdvertisement(value: unknown): RawAdvertisement | undefi
  * Built from plain field copies only — the main thread never interprets the advertisement.
  */
 export function failClosedSummary(ad: RawAdvertisement, code: string): WatcherSummary {
-  const txt = ad.txt;
+  const capabilities = validCapabilities(ad);
   return {
     raw_id: ad.raw_id,
-    original_agent_id: txt.id ?? '',
-    summary: summaryText(txt.id, validCapabilities(ad)),
+    ...reportedFields(ad),
+    summary: summaryText(ad.txt.id, capabilities),
     risk_score: 1,
     risk_reason: code.toLowerCase(),
-    extracted_capabilities: validCapabilities(ad),
-    card_url: txt.card ?? null,
-    endpoint: txt.ep ?? '',
-    protocols_supported: splitTxtList(txt.proto),
-    trust_domain: txt.td ?? '',
+    extracted_capabilities: capabilities,
     approved: false,
     watcher_id: randomUUID(),
     processed_at: new Date().toISOString(),

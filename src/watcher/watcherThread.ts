@@ -9,9 +9,14 @@
 import { randomUUID } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { scoreWithLlm } from './llmScorer.js';
-import { scoreByRules, sanitizeText, splitTxtList, summaryText, truncateText } from './riskRules.js';
+import { reportedFields, sanitizeText, scoreByRules, summaryText, truncateText } from './riskRules.js';
 import type { WatcherSummary } from './watcherSummary.js';
-import { THREAD_REPLY_KIND, type WatcherThreadInput, type WatcherThreadReply } from './threadProtocol.js';
+import {
+  THREAD_INPUT_KIND,
+  THREAD_REPLY_KIND,
+  type WatcherThreadInput,
+  type WatcherThreadReply,
+} from './threadProtocol.js';
 
 // Module-level on purpose: if a thread were ever reused, this would reach 2 and the pool, which
 // checks it, would refuse the verdict.
@@ -21,23 +26,21 @@ let judged = 0;
 export async function judgeAdvertisement(input: WatcherThreadInput): Promise<WatcherSummary> {
   const { ad } = input;
   const rules = scoreByRules(ad);
-  const llm = await scoreWithLlm(ad, rules, { env: input.llmEnv });
+  const llm = await scoreWithLlm(ad, rules, {
+    env: input.llmEnv,
+    signal: AbortSignal.timeout(Math.max(1, input.llmBudgetMs)),
+  });
   const ruleReason = rules.reasons.length > 0 ? rules.reasons.join(',') : 'no_findings';
-  const txt = ad.txt;
   return {
     raw_id: ad.raw_id,
-    original_agent_id: txt.id ?? '',
-    summary: summaryText(txt.id, rules.capabilities),
+    // Copied as read, untouched: the coordinator cross-checks these against its own parse (#9).
+    ...reportedFields(ad),
+    summary: summaryText(ad.txt.id, rules.capabilities),
     risk_score: llm ? llm.score : rules.score,
     risk_reason: llm
       ? truncateText(`${ruleReason}; llm ${llm.llm_score}: ${sanitizeText(llm.reason)}`, 300)
       : ruleReason,
     extracted_capabilities: rules.capabilities,
-    // Copied as read, untouched: the coordinator cross-checks these against its own parse (#9).
-    card_url: txt.card ?? null,
-    endpoint: txt.ep ?? '',
-    protocols_supported: splitTxtList(txt.proto),
-    trust_domain: txt.td ?? '',
     approved: false,
     watcher_id: randomUUID(),
     processed_at: new Date().toISOString(),
@@ -55,7 +58,8 @@ async function main(port: NonNullable<typeof parentPort>): Promise<void> {
   port.close();
 }
 
-if (parentPort) {
+// Only inside a thread the pool started (not when imported, nor inside a test runner's thread).
+if (parentPort && (workerData as Partial<WatcherThreadInput> | null)?.kind === THREAD_INPUT_KIND) {
   // An exception becomes the thread's 'error' event: the pool rejects with WATCHER_CRASHED.
   await main(parentPort);
 }

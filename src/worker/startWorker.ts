@@ -8,6 +8,8 @@ import type { RoleCredential } from '../fabric/credentials.js';
 import { isCapabilityTag } from '../events/subjects.js';
 import { AmfError } from '../errors.js';
 import { MeshWorker } from './meshWorker.js';
+import { agentRecordToTxt } from '../discovery/txtRecord.js';
+import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdvertiser.js';
 import type { WorkerHandler } from './handlerApi.js';
 import { closeServer, listen, serveRouter, workerRouter, type WorkerHttpOptions } from './workerHttp.js';
 
@@ -23,6 +25,8 @@ export interface StartWorkerOptions {
   heartbeatSeconds?: number;
   concurrency?: number;
   version?: string;
+  /** Advertise on mDNS (`_amf-agent._tcp`); absent = NATS heartbeats only. */
+  mdns?: { interfaceAddress?: string };
 }
 
 export interface RunningWorker {
@@ -85,6 +89,22 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
   });
   ref.worker = worker;
   await worker.start();
+  let advertiser: MdnsAdvertiser | undefined;
+  if (opts.mdns) {
+    try {
+      advertiser = await startMdnsAdvertiser({
+        instanceName: opts.name,
+        port: Number(new URL(endpoint).port),
+        txt: agentRecordToTxt(worker.agentRecord()),
+        ...(opts.mdns.interfaceAddress ? { interfaceAddress: opts.mdns.interfaceAddress } : {}),
+      });
+    } catch (err) {
+      await worker.drain(0);
+      await nc.close();
+      await closeServer(server);
+      throw err;
+    }
+  }
   let closing: Promise<void> | undefined;
   return {
     worker,
@@ -92,7 +112,10 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     nc,
     close(drainTimeoutMs = 30_000) {
       closing ??= (async () => {
+        // Say "draining" on mDNS too, then goodbye once in-flight work is done.
+        advertiser?.update(agentRecordToTxt(worker.agentRecord('draining')));
         await worker.drain(drainTimeoutMs);
+        await advertiser?.close();
         await nc.drain().catch(() => undefined);
         await closeServer(server);
       })();

@@ -72,6 +72,9 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
         offlineAfterMissed: 3,
         ...((overrides.heartbeat as object | undefined) ?? {}),
       },
+      // Test files share one network namespace: mDNS stays off unless a test turns it on, so meshes
+      // of parallel test files cannot discover each other's workers.
+      mdns: { enabled: false, ...((overrides.mdns as object | undefined) ?? {}) },
     } as ConfigOverrides,
   });
   const coordinator = await Coordinator.start({ config });

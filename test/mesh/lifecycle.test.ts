@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -328,12 +331,26 @@ describe('task lifecycle', () => {
   });
 });
 
-describe('delegation depth', () => {
+describe('delegation depth (configured in the OPA data document)', () => {
   let mesh: TestMesh;
+  let policyDir: string;
   beforeAll(async () => {
-    mesh = await startTestMesh({ config: { tasks: { maxDelegationDepth: 1 } } });
+    // A copy of policies/ whose data document allows a chain of one delegation: the coordinator
+    // compiles it with the opa binary at start (--policy DIR), the path a user takes to change it.
+    policyDir = await mkdtemp(join(tmpdir(), 'amf-policy-'));
+    const sources = fileURLToPath(new URL('../../policies/', import.meta.url));
+    await cp(sources, policyDir, { recursive: true });
+    const data = JSON.parse(await readFile(join(policyDir, 'data.json'), 'utf8')) as {
+      policy: { max_delegation_depth: number };
+    };
+    data.policy.max_delegation_depth = 1;
+    await writeFile(join(policyDir, 'data.json'), JSON.stringify(data));
+    mesh = await startTestMesh({ config: { policy: { path: policyDir } } });
   });
-  afterAll(() => mesh?.close());
+  afterAll(async () => {
+    await mesh?.close();
+    await rm(policyDir, { recursive: true, force: true });
+  });
 
   it('refuses a delegation beyond the depth limit', async () => {
     const delegateTo = (target: string): WorkerHandler => ({

@@ -1,0 +1,87 @@
+/**
+ * The mDNS door of discovery: browses `_amf-agent._tcp.local` and hands every new or changed TXT
+ * record to the admission pipeline (records of coordinators are skipped: they are not workers), turns
+ * goodbyes into offline agents, and advertises this coordinator (`role=coordinator`) so that
+ * `amf worker` without `--coordinator` can find it.
+ */
+import { randomUUID } from 'node:crypto';
+import type { RawAdvertisement } from '../discovery/advertisement.js';
+import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdvertiser.js';
+import { startMdnsBrowser, type MdnsBrowser } from '../discovery/mdnsBrowser.js';
+import { COORDINATOR_ROLE, coordinatorTxt, TXT_ROLE_KEY } from '../discovery/txtRecord.js';
+
+export interface MdnsDoorOptions {
+  publicUrl: string;
+  agentId: string;
+  trustDomain: string;
+  interfaceAddress?: string;
+  submit: (raw: RawAdvertisement) => void;
+  onError: (err: unknown) => void;
+}
+
+export class MdnsDoor {
+  private constructor(
+    private readonly browser: MdnsBrowser,
+    private readonly advertiser: MdnsAdvertiser,
+  ) {}
+
+  static async start(options: MdnsDoorOptions): Promise<MdnsDoor> {
+    // Which agent an instance advertised, so a goodbye (which names only the instance) can be mapped.
+    const instances = new Map<string, { id: string; source: string; txt: Record<string, string> }>();
+    const browser = await startMdnsBrowser({
+      ...(options.interfaceAddress ? { interfaceAddress: options.interfaceAddress } : {}),
+      onError: options.onError,
+      onAdvertisement: (ad) => {
+        if (ad.txt[TXT_ROLE_KEY] === COORDINATOR_ROLE) return;
+        if (ad.instance && ad.txt.id) {
+          instances.delete(ad.instance);
+          instances.set(ad.instance, { id: ad.txt.id, source: ad.source, txt: ad.txt });
+          if (instances.size > 4096) instances.delete(instances.keys().next().value!);
+        }
+        options.submit(ad);
+      },
+      onGoodbye: (instance) => {
+        const known = instances.get(instance);
+        if (!known) return;
+        instances.delete(instance);
+        options.submit({
+          raw_id: randomUUID(),
+          door: 'mdns',
+          source: known.source,
+          received_at: new Date().toISOString(),
+          txt: known.txt,
+          txt_bytes: 0,
+          instance,
+          goodbye: true,
+        });
+      },
+    });
+    const url = new URL(options.publicUrl);
+    let advertiser: MdnsAdvertiser;
+    try {
+      advertiser = await startMdnsAdvertiser({
+        instanceName: `amf-coordinator-${options.agentId.slice(-8)}`,
+        port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+        txt: coordinatorTxt({
+          agent_id: options.agentId,
+          endpoint: options.publicUrl,
+          protocols_supported: ['A2A/1.0'],
+          trust_domain: options.trustDomain,
+          visibility: 'local',
+          card_url: `${options.publicUrl}/.well-known/agent-card.json`,
+        }),
+        ...(options.interfaceAddress ? { interfaceAddress: options.interfaceAddress } : {}),
+        onError: options.onError,
+      });
+    } catch (err) {
+      await browser.close();
+      throw err;
+    }
+    return new MdnsDoor(browser, advertiser);
+  }
+
+  /** Says goodbye for the coordinator's record and stops browsing. */
+  async close(): Promise<void> {
+    await Promise.allSettled([this.advertiser.close(), this.browser.close()]);
+  }
+}
