@@ -20,9 +20,13 @@ const { connectAs } = await import(new URL('fabric/connect.js', DIST).href);
 const { loadOrCreateCredentials } = await import(new URL('fabric/credentials.js', DIST).href);
 
 const N = Number(process.env.BENCH_HOPS_REQUESTS ?? 2000);
-const child = spawn(process.execPath, ['--expose-gc', fileURLToPath(new URL('meshServer.js', import.meta.url))], {
-  stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-});
+const child = spawn(
+  process.execPath,
+  ['--expose-gc', fileURLToPath(new URL('meshServer.js', import.meta.url))],
+  {
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  },
+);
 process.on('exit', () => child.kill('SIGKILL'));
 const info = JSON.parse(await new Promise((r) => createInterface({ input: child.stdout }).once('line', r)));
 const credentials = await loadOrCreateCredentials(info.dataDir, {});
@@ -49,7 +53,8 @@ for (let i = 0; i < N + 200; i++) {
   const t1 = performance.now();
   // The observer may see the last events just after the answer: give it a moment.
   if (seen.final === undefined) await new Promise((r) => setImmediate(r));
-  if (i < 200 || seen.announce === undefined || seen.claim === undefined || seen.final === undefined) continue;
+  if (i < 200 || seen.announce === undefined || seen.claim === undefined || seen.final === undefined)
+    continue;
   gaps.announce.push(seen.announce - t0);
   gaps.claim.push(seen.claim - seen.announce);
   gaps.final.push(seen.final - seen.claim);

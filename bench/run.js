@@ -417,7 +417,10 @@ async function main() {
   }
   if (process.env.BENCH_JSON) {
     const raw = { startedAt, machine: { cpus: os.cpus().length, node: process.version }, results, memory };
-    writeFileSync(process.env.BENCH_JSON, JSON.stringify(raw, (_k, v) => (v instanceof Error ? v.message : v), 2));
+    writeFileSync(
+      process.env.BENCH_JSON,
+      JSON.stringify(raw, (_k, v) => (v instanceof Error ? v.message : v), 2),
+    );
   }
   const errors = results.reduce((n, r) => n + r.errors, 0) + (memory?.errors ?? 0);
   if (errors > 0) {

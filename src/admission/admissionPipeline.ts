@@ -67,6 +67,12 @@ interface Pending {
 }
 
 const encoder = new TextEncoder();
+const TRANSIENT_WATCHER_FAILURES = new Set([
+  'watcher_busy',
+  'watcher_timeout',
+  'watcher_crashed',
+  'watcher_closed',
+]);
 const decoder = new TextDecoder();
 
 /** Hash of what an advertisement says (order of keys does not matter). */
@@ -104,8 +110,8 @@ export class AdmissionPipeline {
   private readonly noticeWindow = new BoundedCache<number>(10_000, 10_000);
   /** Per source+agent: how fast advertisements may arrive at all. */
   private readonly perAdvertiser = new GcraLimiter({ ratePerSecond: 10, burst: 20, maxKeys: 20_000 });
-  /** Per source: how many advertisements per second may go to a watcher. */
-  private readonly perSourceJudging = new GcraLimiter({ ratePerSecond: 50, burst: 100, maxKeys: 10_000 });
+  /** Per source: how many advertisements per second may go to a watcher (a fresh thread costs ~100 ms CPU). */
+  private readonly perSourceJudging = new GcraLimiter({ ratePerSecond: 5, burst: 20, maxKeys: 10_000 });
   private sub: Subscription | undefined;
   readonly stats = { received: 0, admitted: 0, denied: 0, refreshed: 0, dropped: 0 };
 
@@ -169,7 +175,7 @@ export class AdmissionPipeline {
       this.deny(raw, id || undefined, [check.reason], check.message, 'validation');
       return;
     }
-    if (!this.perSourceJudging.allow(raw.source) || this.pending.size >= (this.options.maxInFlight ?? 512)) {
+    if (!this.perSourceJudging.allow(raw.source) || this.pending.size >= (this.options.maxInFlight ?? 256)) {
       this.deny(
         raw,
         id,
@@ -292,7 +298,9 @@ export class AdmissionPipeline {
       });
     }
     if (!decision.allow) {
-      this.denied.set(p.hash, decision.reasons.join(','));
+      // A watcher that was busy, slow or crashed says nothing about the agent: judge it again next time.
+      if (!TRANSIENT_WATCHER_FAILURES.has(summary.risk_reason))
+        this.denied.set(p.hash, decision.reasons.join(','));
       this.deny(
         raw,
         record.agent_id,

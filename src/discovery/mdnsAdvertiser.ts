@@ -67,6 +67,8 @@ const PROBE_COUNT = 3;
 const PROBE_INTERVAL_MS = 250;
 const ANNOUNCE_INTERVAL_MS = 1000;
 const TIEBREAK_DEFER_MS = 1000;
+/** Below the 250 ms probe spacing, so timer jitter never makes us skip a defending answer. */
+const PROBE_DEFENCE_GAP_MS = 200;
 const AUTHORITATIVE_ANSWER = 1 << 10;
 const MAX_QUESTIONS = 64;
 
@@ -331,15 +333,22 @@ class MdnsAdvertiserImpl implements MdnsAdvertiser {
       this.socket.send(reply, origin).catch((err: unknown) => this.config.onError(err));
       return;
     }
-    // RFC 6762 6: at most one multicast of a record per second (a quarter second to defend a probe).
+    // RFC 6762 6: at most one multicast of a record per second, but a probe for our name is answered
+    // at once and at every probe (python-zeroconf probes with a PTR question and only counts the
+    // PTR answers it has cached by its next probe, 250 ms later).
+    const probe = (packet.authorities ?? []).some(
+      (r) =>
+        (typeof r?.name === 'string' && canonicalName(r.name) === fqdn) ||
+        (r?.type === 'PTR' && typeof r.data === 'string' && canonicalName(r.data) === fqdn),
+    );
     const now = Date.now();
-    const minGap = (packet.authorities?.length ?? 0) > 0 ? PROBE_INTERVAL_MS : 1000;
+    const minGap = probe ? PROBE_DEFENCE_GAP_MS : 1000;
     for (const key of [...answers.keys()]) {
       if (now - (this.lastMulticast.get(key) ?? 0) < minGap) answers.delete(key);
     }
     if (answers.size === 0) return;
     // Shared records (PTR) may have many responders: a random 20–120 ms delay spreads them out.
-    const shared = [...answers.values()].some((r) => r.type === 'PTR');
+    const shared = !probe && [...answers.values()].some((r) => r.type === 'PTR');
     const send = () => {
       if (this.state !== 'announced') return;
       const at = Date.now();
