@@ -13,6 +13,13 @@ if ! command -v nats-server >/dev/null 2>&1; then
   as_root apt-get install -y -qq nats-server
 fi
 
+# Debian's python3-zeroconf is the independent mDNS implementation our records are checked against.
+if ! /usr/bin/python3 -c 'import zeroconf' >/dev/null 2>&1; then
+  echo "==> installing python3-zeroconf (Debian package)"
+  as_root apt-get update -qq
+  as_root apt-get install -y -qq python3-zeroconf
+fi
+
 # The Python OpenAI client is one of the interop peers of the OpenAI-compatible API.
 if ! python3 -c 'import openai' >/dev/null 2>&1; then
   echo "==> installing the Python openai client"

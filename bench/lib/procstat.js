@@ -20,7 +20,7 @@ export function cpuMs(pid) {
   }
 }
 
-/** VmRSS and VmHWM (peak RSS) of a process in bytes, or undefined. */
+/** VmRSS, VmHWM (peak RSS), RssAnon and RssFile (mapped files: the node binary) of a process in bytes, or undefined. */
 export function memoryOf(pid) {
   if (!pid) return undefined;
   try {
@@ -29,7 +29,7 @@ export function memoryOf(pid) {
       const m = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status);
       return m ? Number(m[1]) * 1024 : undefined;
     };
-    return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+    return { rss: kb('VmRSS'), peak: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile') };
   } catch {
     return undefined;
   }

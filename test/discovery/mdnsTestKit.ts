@@ -16,13 +16,23 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${process.pid}-${randomBytes(3).toString('hex')}`;
 }
 
-/** Polls `probe` until it returns a value (not undefined) or the deadline passes. */
-export async function waitFor<T>(probe: () => T | undefined, what: string, timeoutMs = 10_000): Promise<T> {
+/**
+ * Polls `probe` until it returns a value (not undefined) or the deadline passes. `what` may be a
+ * function so that a failure message shows the state at the deadline (e.g. a peer's output so far).
+ */
+export async function waitFor<T>(
+  probe: () => T | undefined,
+  what: string | (() => string),
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = probe();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${typeof what === 'string' ? what : what()}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }

@@ -93,7 +93,7 @@ describe.skipIf(!onlyLoopback())('interop with python3-zeroconf (private namespa
     const line = (event: string) => () =>
       browser.json().find((l) => l.instance === name && l.event === event) ?? undefined;
 
-    const added = await waitFor(line('add'), `python add line\n${browser.describe()}`, 15_000);
+    const added = await waitFor(line('add'), () => `python add line\n${browser.describe()}`, 15_000);
     expect(added.port).toBe(8771);
     expect(added.server).toBe('interop-host.local.');
     expect(added.addresses).toContain('127.0.0.1');
@@ -103,11 +103,11 @@ describe.skipIf(!onlyLoopback())('interop with python3-zeroconf (private namespa
     );
 
     advertiser.update({ ...txt, status: 'draining' });
-    const updated = await waitFor(line('update'), `python update line\n${browser.describe()}`, 15_000);
+    const updated = await waitFor(line('update'), () => `python update line\n${browser.describe()}`, 15_000);
     expect(updated.properties).toEqual({ ...txt, status: 'draining' });
 
     await advertiser.close();
-    await waitFor(line('remove'), `python remove line\n${browser.describe()}`, 15_000);
+    await waitFor(line('remove'), () => `python remove line\n${browser.describe()}`, 15_000);
   });
 
   it('our browser sees a python-registered service with its TXT, then its goodbye', async () => {
@@ -123,7 +123,7 @@ describe.skipIf(!onlyLoopback())('interop with python3-zeroconf (private namespa
     const registrar = python(REGISTER, [name, '8772', JSON.stringify(properties)]);
     await waitFor(
       () => (registrar.lines.includes('registered') ? true : undefined),
-      `registration\n${registrar.describe()}`,
+      () => `registration\n${registrar.describe()}`,
       15_000,
     );
 
@@ -141,7 +141,7 @@ describe.skipIf(!onlyLoopback())('interop with python3-zeroconf (private namespa
     const registrar = python(REGISTER, [name, '8773', '{"id":"python"}']);
     await waitFor(
       () => (registrar.lines.includes('registered') ? true : undefined),
-      `registration\n${registrar.describe()}`,
+      () => `registration\n${registrar.describe()}`,
       15_000,
     );
     const advertiser = await startMdnsAdvertiser({ instanceName: name, port: 8774, txt: { id: 'ours' } });
