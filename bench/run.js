@@ -580,11 +580,19 @@ function renderReport({ startedAt, results, memory }) {
     .map((x) => x.toFixed(2))
     .join(' ')}`;
 
+  const loads = results.map((r) => r.cpu.otherLoad).filter((x) => x !== undefined);
+  const maxOther = loads.length ? Math.max(...loads) : undefined;
+  const noise =
+    maxOther !== undefined && maxOther > 0.15
+      ? `**Warning: other processes used up to ${pctOf(maxOther)} of the machine during the measurements (see the last column of the CPU table): absolute numbers are depressed and noisy; rerun on a quiet machine before comparing runs.**`
+      : `Other processes used at most ${pctOf(maxOther)} of the machine during the measurements.`;
   const table = [
     `## AMF benchmark — ${startedAt.toISOString()}`,
     '',
     `Machine: ${machine}`,
     `Settings: ${settings}`,
+    '',
+    noise,
     '',
     '### Latency and throughput',
     '',

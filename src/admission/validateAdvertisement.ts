@@ -12,6 +12,7 @@ import { CAPABILITY_TAG_PATTERN } from '../events/subjects.js';
 export type ValidationReason =
   | 'txt_too_large'
   | 'invalid_utf8'
+  | 'duplicate_key'
   | 'invalid_charset'
   | 'missing_key'
   | 'invalid_agent_id'
@@ -65,6 +66,13 @@ export function validateAdvertisement(raw: RawAdvertisement): AdvertisementCheck
   if (raw.txt_bytes > MAX_TXT_BYTES)
     return fail('txt_too_large', `TXT record is ${raw.txt_bytes} bytes; the limit is ${MAX_TXT_BYTES}`);
   if (raw.invalid_utf8) return fail('invalid_utf8', 'TXT record is not valid UTF-8');
+  // RFC 6763 says the first occurrence wins; an advertiser sending two values for one key is
+  // trying to show different readers different things, so it is refused outright.
+  if (raw.duplicate_keys && raw.duplicate_keys.length > 0)
+    return fail(
+      'duplicate_key',
+      `TXT key(s) ${raw.duplicate_keys.slice(0, 5).join(', ')} appear more than once with different cases or values`,
+    );
   const txt = raw.txt;
   for (const [key, value] of Object.entries(txt)) {
     if (!/^[a-z0-9_-]{1,32}$/.test(key))

@@ -28,6 +28,8 @@ export interface RawAdvertisement {
   instance?: string;
   /** Set when the TXT bytes were not valid UTF-8. */
   invalid_utf8?: boolean;
+  /** Keys that appeared more than once (case-insensitively): two values that disagree, e.g. `id=a` and `ID=b`. */
+  duplicate_keys?: string[];
   /** Heartbeat period announced by a NATS heartbeat (seconds). */
   heartbeat_seconds?: number;
   /** The agent says goodbye (mDNS TTL 0 or status=offline). */

@@ -261,6 +261,7 @@ class MdnsBrowserImpl implements MdnsBrowser {
       txt_bytes: decoded.bytes,
       instance: entry.label,
       invalid_utf8: decoded.invalidUtf8,
+      ...(decoded.duplicateKeys.length > 0 ? { duplicate_keys: decoded.duplicateKeys } : {}),
     };
     try {
       this.options.onAdvertisement(ad);

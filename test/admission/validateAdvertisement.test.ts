@@ -58,6 +58,7 @@ describe('deterministic advertisement validation', () => {
     ['oversize TXT', raw({ ...good, tags: 'a'.repeat(200) + ',' + 'b'.repeat(200) }), 'txt_too_large'],
     ['declared oversize', raw(good, { txt_bytes: 513 }), 'txt_too_large'],
     ['invalid UTF-8', raw({ ...good, tags: 'echo\ufffd' }, { invalid_utf8: true }), 'invalid_utf8'],
+    ['duplicate keys', raw(good, { duplicate_keys: ['id'] }), 'duplicate_key'],
     ['missing id', raw({ ...good, id: '' }), 'missing_key'],
     ['missing ep', raw(Object.fromEntries(Object.entries(good).filter(([k]) => k !== 'ep'))), 'missing_key'],
     [
