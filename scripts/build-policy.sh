@@ -44,7 +44,7 @@ echo "==> opa $("$opa" version | sed -n 's/^Version: //p'): check and test polic
 
 echo "==> opa build -t wasm (revision ${revision:0:12})"
 # Built from inside the staging directory so the bundle's paths are /admission.rego, not /tmp/...
-(cd "$work/src" && "$opa" build -t wasm -e amf/admission/decision -e amf/delegation/decision \
+(cd "$work/src" && "$opa" build -t wasm -e amf/admission/decision -e amf/delegation/decision -e amf/mcp/decision \
   --revision "$revision" -o "$work/bundle.tar.gz" .)
 
 mkdir -p policy-bundle

@@ -22,6 +22,7 @@ import { GcraLimiter } from '../util/gcraLimiter.js';
 import { crossVerify } from './crossVerify.js';
 import { fetchAgentCard } from './fetchAgentCard.js';
 import { validateAdvertisement } from './validateAdvertisement.js';
+import { DenialReporter } from './denialReporter.js';
 
 export interface AdmissionPipelineOptions {
   registry: AgentRegistry;
@@ -106,8 +107,10 @@ export class AdmissionPipeline {
   private readonly admittedHash = new Map<string, string>();
   /** Content already denied: not judged again for a while (its deny was already reported). */
   private readonly denied = new BoundedCache<string>(20_000, 30_000);
-  /** One deny notice per (source, reason) per window; the rest are counted. */
+  /** One rate-limit warning per source per window. */
   private readonly noticeWindow = new BoundedCache<number>(10_000, 10_000);
+  /** Deny notices: deduplicated and globally budgeted, so a flood cannot become an event flood. */
+  readonly denials: DenialReporter;
   /** Per source+agent: how fast advertisements may arrive at all. */
   private readonly perAdvertiser = new GcraLimiter({ ratePerSecond: 10, burst: 20, maxKeys: 20_000 });
   /** Per source: how many advertisements per second may go to a watcher (a fresh thread costs ~100 ms CPU). */
@@ -115,7 +118,9 @@ export class AdmissionPipeline {
   private sub: Subscription | undefined;
   readonly stats = { received: 0, admitted: 0, denied: 0, refreshed: 0, dropped: 0 };
 
-  constructor(private readonly options: AdmissionPipelineOptions) {}
+  constructor(private readonly options: AdmissionPipelineOptions) {
+    this.denials = new DenialReporter(options.notices);
+  }
 
   start(): void {
     this.sub = this.options.coordinator.subscribe(SUBJECT_INTERNAL_CLASSIFIED, {
@@ -134,6 +139,7 @@ export class AdmissionPipeline {
 
   close(): void {
     this.sub?.unsubscribe();
+    this.denials.close();
     for (const p of this.pending.values()) clearTimeout(p.timer);
     this.pending.clear();
     this.inFlightHashes.clear();
@@ -351,14 +357,7 @@ export class AdmissionPipeline {
   ): void {
     this.stats.denied++;
     this.options.onDecision?.({ kind: 'denied', agentId, rawId: raw.raw_id, reasons, stage });
-    const windowKey = `${raw.source}|${reasons.join(',')}|${agentId ?? ''}`;
-    const suppressed = this.noticeWindow.get(windowKey);
-    if (suppressed !== undefined) {
-      this.noticeWindow.set(windowKey, suppressed + 1);
-      return;
-    }
-    this.noticeWindow.set(windowKey, 0);
-    this.options.notices.deny({
+    this.denials.deny(`${raw.source}|${reasons.join(',')}|${agentId ?? ''}`, {
       reason: reasons[0] ?? 'advertisement_denied',
       message,
       ...(agentId ? { agent_id: agentId } : {}),

@@ -122,7 +122,9 @@ export class Coordinator {
       log: (level, message, fields) => log(level, message, fields),
       ...(onAdmission ? { onDecision: onAdmission } : {}),
     });
-    this.heartbeatDoor = new HeartbeatDoor(this.bus, this.notices, (raw) => this.admission.submit(raw));
+    this.heartbeatDoor = new HeartbeatDoor(this.bus, this.admission.denials, (raw) =>
+      this.admission.submit(raw),
+    );
     this.shared = new SharedState(stores.agents, stores.tasks, (what, err) =>
       log('warn', `shared state: ${what} failed`, { err: err instanceof Error ? err.message : String(err) }),
     );

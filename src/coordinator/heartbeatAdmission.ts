@@ -11,8 +11,7 @@ import { validateAgentRecord } from '../events/validateEvent.js';
 import type { EventBus } from '../fabric/eventBus.js';
 import type { RawAdvertisement } from '../discovery/advertisement.js';
 import { agentRecordToTxt } from '../discovery/txtRecord.js';
-import { BoundedCache } from '../util/boundedCache.js';
-import type { PolicyNotices } from './policyNotices.js';
+import type { DenialReporter } from '../admission/denialReporter.js';
 
 /** Wire size of TXT pairs as length-prefixed `key=value` strings (what mDNS would carry). */
 export function txtWireSize(txt: Record<string, string>): number {
@@ -23,12 +22,9 @@ export function txtWireSize(txt: Record<string, string>): number {
 
 export class HeartbeatDoor {
   private sub: Subscription | undefined;
-  /** One deny notice per agent and message per window, so a broken agent cannot flood the fabric. */
-  private readonly recentDenies = new BoundedCache<true>(10_000, 10_000);
-
   constructor(
     private readonly bus: EventBus,
-    private readonly notices: PolicyNotices,
+    private readonly denials: DenialReporter,
     private readonly submit: (raw: RawAdvertisement) => void,
   ) {}
 
@@ -43,10 +39,12 @@ export class HeartbeatDoor {
   }
 
   private deny(agentKey: string, message: string): void {
-    const key = `${agentKey}|${message}`;
-    if (this.recentDenies.get(key)) return;
-    this.recentDenies.set(key, true);
-    this.notices.deny({ reason: 'advertisement_invalid', message, agent_id: agentKey });
+    this.denials.deny(`nats|${agentKey}|${message}`, {
+      reason: 'advertisement_invalid',
+      message,
+      agent_id: agentKey,
+      details: { door: 'nats' },
+    });
   }
 
   private onHeartbeat(event: AmfEvent): void {

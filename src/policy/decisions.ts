@@ -3,12 +3,14 @@
  * they do not decide anything — every rule lives in `policies/*.rego`.
  */
 import { AmfError } from '../errors.js';
-import type { AdmissionDecision, DelegationDecision, PolicyData } from './policyEngine.js';
+import type { AdmissionDecision, DelegationDecision, McpCallDecision, PolicyData } from './policyEngine.js';
 
 /** Entry point of the admission decision (wasm entrypoint name and REST path under /v1/data). */
 export const ADMISSION_ENTRYPOINT = 'amf/admission/decision';
 /** Entry point of the delegation decision (wasm entrypoint name and REST path under /v1/data). */
 export const DELEGATION_ENTRYPOINT = 'amf/delegation/decision';
+/** Entry point of the MCP call decision (wasm entrypoint name and REST path under /v1/data). */
+export const MCP_ENTRYPOINT = 'amf/mcp/decision';
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -51,6 +53,13 @@ export function parseDelegationDecision(value: unknown): DelegationDecision {
       value,
     );
   return { allow: value.allow, reasons: value.reasons, max_depth: value.max_depth };
+}
+
+/** Checks an MCP call decision returned by OPA (`{allow, reasons}`). */
+export function parseMcpDecision(value: unknown): McpCallDecision {
+  if (!isRecord(value) || typeof value.allow !== 'boolean' || !isStringArray(value.reasons))
+    throw malformed('MCP call decision (expected {allow: boolean, reasons: string[]})', value);
+  return { allow: value.allow, reasons: value.reasons };
 }
 
 /** Checks the policy data document (`data.policy`). */

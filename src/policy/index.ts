@@ -12,10 +12,12 @@ export type {
   AdmissionInput,
   DelegationDecision,
   DelegationInput,
+  McpCallDecision,
+  McpCallInput,
   PolicyData,
   PolicyEngine,
 } from './policyEngine.js';
-export { ADMISSION_ENTRYPOINT, DELEGATION_ENTRYPOINT } from './decisions.js';
+export { ADMISSION_ENTRYPOINT, DELEGATION_ENTRYPOINT, MCP_ENTRYPOINT } from './decisions.js';
 export { connectOpaServer, OPA_HTTP_TIMEOUT_MS } from './opaHttpEngine.js';
 export {
   DEFAULT_BUNDLE_PATH,

@@ -11,7 +11,7 @@ import { homedir, tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { AmfError } from '../errors.js';
-import { ADMISSION_ENTRYPOINT, DELEGATION_ENTRYPOINT } from './decisions.js';
+import { ADMISSION_ENTRYPOINT, DELEGATION_ENTRYPOINT, MCP_ENTRYPOINT } from './decisions.js';
 
 const run = promisify(execFile);
 
@@ -97,7 +97,7 @@ export function opaMissingMessage(what: string): string {
 
 /**
  * Compiles a directory of Rego sources (see listPolicySources) into a wasm bundle at `outFile`
- * with entrypoints amf/admission/decision and amf/delegation/decision. Only the source files are
+ * with entrypoints amf/admission/decision, amf/delegation/decision and amf/mcp/decision. Only the source files are
  * compiled (tests and stray files are left out); the bundle revision is the sources' checksum.
  * Returns that revision.
  */
@@ -114,7 +114,7 @@ export async function buildWasmBundle(dir: string, outFile: string, opaBinary?: 
       await copyFile(join(dir, file), join(stage, file));
     }
     const revision = manifestRevision(await policySourcesManifest(stage));
-    const args = ['build', '-t', 'wasm', '-e', ADMISSION_ENTRYPOINT, '-e', DELEGATION_ENTRYPOINT];
+    const args = ['build', '-t', 'wasm', '-e', ADMISSION_ENTRYPOINT, '-e', DELEGATION_ENTRYPOINT, '-e', MCP_ENTRYPOINT];
     // Run inside the staging directory so bundle paths read /admission.rego, not /tmp/...
     args.push('--revision', revision, '-o', resolve(outFile), '.');
     try {

@@ -7,11 +7,13 @@ import { AmfError } from '../errors.js';
 import {
   ADMISSION_ENTRYPOINT,
   DELEGATION_ENTRYPOINT,
+  MCP_ENTRYPOINT,
   parseAdmissionDecision,
   parseDelegationDecision,
+  parseMcpDecision,
   parsePolicyData,
 } from './decisions.js';
-import type { AdmissionInput, DelegationInput, PolicyEngine } from './policyEngine.js';
+import type { AdmissionInput, DelegationInput, McpCallInput, PolicyEngine } from './policyEngine.js';
 
 /** Per-request time limit for calls to the OPA server. */
 export const OPA_HTTP_TIMEOUT_MS = 2_000;
@@ -102,6 +104,7 @@ export async function connectOpaServer(url: string, options: OpaHttpOptions = {}
   parseDelegationDecision(
     await required(DELEGATION_ENTRYPOINT, { chain: [], delegator: 'amf-startup-probe' }),
   );
+  parseMcpDecision(await required(MCP_ENTRYPOINT, {}));
 
   return {
     kind: 'opa-http',
@@ -110,6 +113,7 @@ export async function connectOpaServer(url: string, options: OpaHttpOptions = {}
       parseAdmissionDecision(await required(ADMISSION_ENTRYPOINT, input)),
     delegation: async (input: DelegationInput) =>
       parseDelegationDecision(await required(DELEGATION_ENTRYPOINT, input)),
+    mcp: async (input: McpCallInput) => parseMcpDecision(await required(MCP_ENTRYPOINT, input)),
     data: async () => parsePolicyData(await query('policy')),
     close: () => Promise.resolve(),
   };

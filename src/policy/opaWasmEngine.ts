@@ -11,12 +11,20 @@ import { AmfError } from '../errors.js';
 import {
   ADMISSION_ENTRYPOINT,
   DELEGATION_ENTRYPOINT,
+  MCP_ENTRYPOINT,
   parseAdmissionDecision,
   parseDelegationDecision,
+  parseMcpDecision,
   parsePolicyData,
 } from './decisions.js';
 import { buildWasmBundle } from './opaBuild.js';
-import type { AdmissionInput, DelegationInput, PolicyData, PolicyEngine } from './policyEngine.js';
+import type {
+  AdmissionInput,
+  DelegationInput,
+  McpCallInput,
+  PolicyData,
+  PolicyEngine,
+} from './policyEngine.js';
 import { readTarGz } from './tarGz.js';
 
 /**
@@ -77,7 +85,7 @@ export async function loadWasmBundle(archive: Buffer, source: string): Promise<W
     throw bundleError(source, `has a wasm module opa-wasm cannot load (${(err as Error).message})`);
   }
   const entrypoints = (policy.entrypoints ?? {}) as Record<string, number>;
-  for (const entrypoint of [ADMISSION_ENTRYPOINT, DELEGATION_ENTRYPOINT])
+  for (const entrypoint of [ADMISSION_ENTRYPOINT, DELEGATION_ENTRYPOINT, MCP_ENTRYPOINT])
     if (!(entrypoint in entrypoints)) throw bundleError(source, `lacks the entrypoint ${entrypoint}`);
   policy.setData(data as object);
 
@@ -97,6 +105,8 @@ export async function loadWasmBundle(archive: Buffer, source: string): Promise<W
       Promise.resolve().then(() => parseAdmissionDecision(evaluate(ADMISSION_ENTRYPOINT, input))),
     delegation: (input: DelegationInput) =>
       Promise.resolve().then(() => parseDelegationDecision(evaluate(DELEGATION_ENTRYPOINT, input))),
+    mcp: (input: McpCallInput) =>
+      Promise.resolve().then(() => parseMcpDecision(evaluate(MCP_ENTRYPOINT, input))),
     data: (): Promise<PolicyData> => Promise.resolve(structuredClone(policyData)),
     close: () => Promise.resolve(),
   };

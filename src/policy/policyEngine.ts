@@ -52,6 +52,29 @@ export interface DelegationDecision {
   max_depth: number;
 }
 
+/** What the MCP call policy is asked about one `tools/call` on the federated endpoint. */
+export interface McpCallInput {
+  /** Who called: the remote address of the MCP client (API-key callers are not told apart yet). */
+  caller: string;
+  /** The agent whose tool is called. */
+  agent_id: string;
+  /** The tool's own name at the agent (not the federated wire name). */
+  tool: string;
+  /** The agent's trust domain. */
+  trust_domain: string;
+  /** Size of the JSON-encoded arguments. */
+  argument_bytes: number;
+  /** The agent is admitted and live in this coordinator's registry right now. */
+  agent_admitted: boolean;
+}
+
+/** The MCP call policy's answer (`data.amf.mcp.decision`). */
+export interface McpCallDecision {
+  allow: boolean;
+  /** Sorted deny reasons: `agent_not_admitted`, `arguments_too_large`, `tool_denied`, ... */
+  reasons: string[];
+}
+
 /** A policy decision point backed by real OPA (wasm in-process or an OPA server). */
 export interface PolicyEngine {
   /** `opa-wasm` (in-process bundle) or `opa-http` (external server). */
@@ -62,6 +85,8 @@ export interface PolicyEngine {
   admission(input: AdmissionInput): Promise<AdmissionDecision>;
   /** Evaluates `data.amf.delegation.decision`. */
   delegation(input: DelegationInput): Promise<DelegationDecision>;
+  /** Evaluates `data.amf.mcp.decision` (one federated MCP tool call). */
+  mcp(input: McpCallInput): Promise<McpCallDecision>;
   /** The policy data document (`data.policy`): thresholds and limits. */
   data(): Promise<PolicyData>;
   /** Releases what the engine holds (nothing to release for the HTTP engine). */

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { buildWasmBundle, manifestRevision, policySourcesManifest } from '../../src/policy/opaBuild.js';
 import { DEFAULT_BUNDLE_PATH, loadWasmPolicy } from '../../src/policy/opaWasmEngine.js';
 import { OPA_BINARY, POLICIES_DIR } from './opaFixture.js';
-import { ADMISSION_CASES, DELEGATION_CASES } from './policyCases.js';
+import { ADMISSION_CASES, DELEGATION_CASES, MCP_CASES } from './policyCases.js';
 
 const SHA_FILE = fileURLToPath(new URL('../../policy-bundle/bundle.sources.sha256', import.meta.url));
 const REBUILD = 'the bundle is stale: run `npm run build:policy` and commit policy-bundle/';
@@ -47,6 +47,11 @@ describe('committed bundle vs policy sources', () => {
         for (const c of DELEGATION_CASES) {
           const got = await fresh.delegation(c.input);
           expect(got, `${REBUILD} (delegation: ${c.name})`).toEqual(await committed.delegation(c.input));
+          expect(got, c.name).toEqual(c.expected);
+        }
+        for (const c of MCP_CASES) {
+          const got = await fresh.mcp(c.input);
+          expect(got, `${REBUILD} (${c.name})`).toEqual(await committed.mcp(c.input));
           expect(got, c.name).toEqual(c.expected);
         }
         expect(await fresh.data()).toEqual(await committed.data());

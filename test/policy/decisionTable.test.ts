@@ -20,7 +20,7 @@ import {
 } from '../../src/policy/opaWasmEngine.js';
 import type { PolicyEngine } from '../../src/policy/policyEngine.js';
 import { freePort, OPA_BINARY, opaEval, POLICIES_DIR, startOpaServer, type OpaServer } from './opaFixture.js';
-import { ADMISSION_CASES, DELEGATION_CASES, admissionInput } from './policyCases.js';
+import { ADMISSION_CASES, DELEGATION_CASES, MCP_CASES, admissionInput } from './policyCases.js';
 
 const NO_OPA = 'the opa binary is absent (install: go install github.com/open-policy-agent/opa@v1.10.1)';
 const EXPECTED_DATA = {
@@ -51,6 +51,7 @@ async function checkEngine(engine: PolicyEngine): Promise<void> {
     expect(await engine.admission(c.input), `admission: ${c.name}`).toEqual(c.expected);
   for (const c of DELEGATION_CASES)
     expect(await engine.delegation(c.input), `delegation: ${c.name}`).toEqual(c.expected);
+  for (const c of MCP_CASES) expect(await engine.mcp(c.input), c.name).toEqual(c.expected);
   expect(await engine.data()).toEqual(EXPECTED_DATA);
 }
 
@@ -95,6 +96,8 @@ describe.skipIf(!OPA_BINARY)(
         DELEGATION_CASES.map((c) => opaEval('data.amf.delegation.decision', c.input)),
       );
       DELEGATION_CASES.forEach((c, i) => expect(delegation[i], `delegation: ${c.name}`).toEqual(c.expected));
+      const mcp = await Promise.all(MCP_CASES.map((c) => opaEval('data.amf.mcp.decision', c.input)));
+      MCP_CASES.forEach((c, i) => expect(mcp[i], c.name).toEqual(c.expected));
     });
   },
 );

@@ -7,6 +7,8 @@ import type {
   AdmissionInput,
   DelegationDecision,
   DelegationInput,
+  McpCallDecision,
+  McpCallInput,
 } from '../../src/policy/policyEngine.js';
 
 /** One admission row: a name, the input, the expected decision. */
@@ -298,5 +300,62 @@ export const DELEGATION_CASES: DelegationCase[] = [
     name: 'malformed chain: denied (fail closed)',
     input: { chain: 'a,b', delegator: 'c' } as unknown as DelegationInput,
     expected: refuse('invalid_input'),
+  },
+];
+
+/** One MCP call row (`data.amf.mcp.decision`). */
+export interface McpCase {
+  name: string;
+  input: McpCallInput;
+  expected: McpCallDecision;
+}
+
+/** A well-formed call of the echo worker's tool; rows patch it. */
+export function mcpInput(patch: Partial<McpCallInput> = {}): McpCallInput {
+  return {
+    caller: '127.0.0.1',
+    agent_id: 'spiffe://local/worker/echo',
+    tool: 'echo',
+    trust_domain: 'local',
+    argument_bytes: 16,
+    agent_admitted: true,
+    ...patch,
+  };
+}
+
+const mcpAllow = (): McpCallDecision => ({ allow: true, reasons: [] });
+const mcpDeny = (...reasons: string[]): McpCallDecision => ({ allow: false, reasons });
+
+export const MCP_CASES: McpCase[] = [
+  { name: 'mcp: small call of an admitted agent', input: mcpInput(), expected: mcpAllow() },
+  {
+    name: 'mcp: arguments exactly at the 1 MiB limit',
+    input: mcpInput({ argument_bytes: 1048576 }),
+    expected: mcpAllow(),
+  },
+  {
+    name: 'mcp: arguments one byte above the limit',
+    input: mcpInput({ argument_bytes: 1048577 }),
+    expected: mcpDeny('arguments_too_large'),
+  },
+  {
+    name: 'mcp: agent not admitted',
+    input: mcpInput({ agent_admitted: false }),
+    expected: mcpDeny('agent_not_admitted'),
+  },
+  {
+    name: 'mcp: tool on the data deny list (*/tool)',
+    input: mcpInput({ tool: 'amf_denied_tool' }),
+    expected: mcpDeny('tool_denied'),
+  },
+  {
+    name: 'mcp: several reasons, sorted',
+    input: mcpInput({ tool: 'amf_denied_tool', agent_admitted: false, argument_bytes: 5e6 }),
+    expected: mcpDeny('agent_not_admitted', 'arguments_too_large', 'tool_denied'),
+  },
+  {
+    name: 'mcp: malformed input fails closed',
+    input: { caller: 'x' } as unknown as McpCallInput,
+    expected: mcpDeny('agent_not_admitted', 'arguments_too_large', 'input_invalid'),
   },
 ];

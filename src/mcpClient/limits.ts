@@ -1,0 +1,113 @@
+/**
+ * The limits and refusals every MCP client connection of AMF applies, kept in one place so the
+ * stdio and HTTP transports, the hub and `amf mcp` cannot drift apart.
+ */
+import { isIP } from 'node:net';
+import { AmfError } from '../errors.js';
+
+/** Per-request timeout when a server entry sets none (matches the config default of 30 s). */
+export const DEFAULT_MCP_TIMEOUT_MS = 30_000;
+
+/** Largest single MCP message accepted from a server (a stdio line or buffer, an HTTP body or SSE event). */
+export const MAX_MCP_MESSAGE_BYTES = 10 * 1024 * 1024;
+
+/** Tool results are cut to this many characters of text so one tool cannot flood a model's context. */
+export const MAX_TOOL_RESULT_CHARS = 50_000;
+
+// Exact cloud metadata endpoints (AWS/Azure/GCP IPv4, AWS IPv6, Alibaba) plus the link-local ranges
+// they live in: an MCP server URL is configuration a user may paste, never a way to read instance
+// credentials.
+const METADATA_NAMES = new Set(['metadata.google.internal', 'metadata', 'metadata.goog']);
+const METADATA_V4 = new Set(['169.254.169.254', '100.100.100.200']);
+
+/** True when `hostname` (as `URL.hostname` gives it) names a cloud metadata or link-local address. */
+export function isMetadataHost(hostname: string): boolean {
+  const host = hostname
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
+  if (METADATA_NAMES.has(host)) return true;
+  if (isIP(host) === 4) return METADATA_V4.has(host) || host.startsWith('169.254.');
+  if (isIP(host) === 6) {
+    if (host === 'fd00:ec2::254' || /^fe[89ab][0-9a-f]:/.test(host)) return true;
+    // IPv4-mapped IPv6 (::ffff:a9fe:a9fe is 169.254.169.254) must not smuggle an IPv4 target past us.
+    const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(host);
+    if (mapped) {
+      const hi = parseInt(mapped[1]!, 16);
+      const lo = parseInt(mapped[2]!, 16);
+      return isMetadataHost(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
+    }
+    const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(host);
+    if (dotted) return isMetadataHost(dotted[1]!);
+  }
+  return false;
+}
+
+/**
+ * Parses and checks an MCP server URL: http(s) only, no credentials in it, never a metadata host.
+ * Throws INVALID_REQUEST naming the server so the log line says which entry to fix.
+ */
+export function checkServerUrl(server: string, value: string | URL): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new AmfError('INVALID_REQUEST', `MCP server "${server}": URL "${String(value).slice(0, 100)}" does not parse`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new AmfError('INVALID_REQUEST', `MCP server "${server}": URL must be http(s), got ${url.protocol}`);
+  if (url.username || url.password)
+    throw new AmfError('INVALID_REQUEST', `MCP server "${server}": URL must not carry credentials`);
+  if (isMetadataHost(url.hostname))
+    throw new AmfError(
+      'INVALID_REQUEST',
+      `MCP server "${server}": host ${url.hostname} is a cloud metadata or link-local address; refused`,
+    );
+  return url;
+}
+
+/**
+ * Refuses a stdio command with a `..` path segment: a configured command must name a program on
+ * PATH or a path that does not climb out of where it is written, so a config cannot reach around
+ * a directory it was meant to stay in.
+ */
+export function checkStdioCommand(server: string, command: string): void {
+  if (command.trim() === '') throw new AmfError('INVALID_REQUEST', `MCP server "${server}": command is empty`);
+  if (command.split(/[/\\]/).includes('..'))
+    throw new AmfError(
+      'INVALID_REQUEST',
+      `MCP server "${server}": command "${command}" contains a ".." path segment; use an absolute path or a program on PATH`,
+    );
+}
+
+/** One content block of a tool result (text, image, audio, resource, ...), as MCP sends it. */
+export type ToolContent = { type: string; text?: string; [key: string]: unknown };
+
+/**
+ * Cuts the text of a tool result to `limit` characters in total (text blocks in order; later text
+ * blocks dropped once the budget is spent) and appends a text block saying so. Non-text blocks are
+ * kept: their size is already bounded by the message cap.
+ */
+export function truncateContent(
+  content: readonly ToolContent[],
+  limit = MAX_TOOL_RESULT_CHARS,
+): { content: ToolContent[]; truncated: boolean; totalChars: number } {
+  const totalChars = content.reduce((n, c) => n + (c.type === 'text' && typeof c.text === 'string' ? c.text.length : 0), 0);
+  if (totalChars <= limit) return { content: [...content], truncated: false, totalChars };
+  let budget = limit;
+  const out: ToolContent[] = [];
+  for (const block of content) {
+    if (block.type !== 'text' || typeof block.text !== 'string') {
+      out.push(block);
+      continue;
+    }
+    if (budget <= 0) continue;
+    out.push({ ...block, text: block.text.slice(0, budget) });
+    budget -= Math.min(budget, block.text.length);
+  }
+  out.push({
+    type: 'text',
+    text: `[truncated: the tool returned ${totalChars} characters of text; only the first ${limit} are shown]`,
+  });
+  return { content: out, truncated: true, totalChars };
+}

@@ -1,0 +1,157 @@
+/**
+ * One MCP Streamable HTTP endpoint (`/mcp`) on node:http, shared by workers and the coordinator.
+ * The official SDK transport does the protocol work (JSON-RPC framing, SSE, `MCP-Protocol-Version`
+ * checks, 404 for ended sessions); this module adds what the SDK leaves to the host: one SDK
+ * `Server` per session (the SDK binds a server to one transport), a session table, `Origin`
+ * validation, a bounded body, and broadcast of notifications to every open session.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { readBody } from '../../http/httpKit.js';
+
+/** MCP revision AMF agents announce in `protocols_supported` (the SDK's latest). */
+export const MCP_PROTOCOL = 'MCP/2025-11-25';
+
+/** Options of an MCP endpoint. */
+export interface McpEndpointOptions {
+  /** Builds the SDK server of one new session (tools, handlers). */
+  createServer: () => McpServer;
+  /** Largest accepted request body (default 4 MiB: above the policy's 1 MiB argument limit). */
+  maxBodyBytes?: number;
+  /** Most concurrent sessions kept; the oldest is closed beyond it (default 1000). */
+  maxSessions?: number;
+  /** Extra allowed `Origin` values besides localhost ones (exact match, e.g. `https://ide.example`). */
+  allowedOrigins?: string[];
+}
+
+interface Session {
+  server: McpServer;
+  transport: StreamableHTTPServerTransport;
+}
+
+/**
+ * `Origin` check (spec: servers MUST validate it, 403 when invalid; DNS-rebinding defence). Absent
+ * Origin means a non-browser client and is allowed; browser pages are allowed only from a loopback
+ * host (any port) or an explicitly configured origin.
+ */
+export function originAllowed(origin: string | undefined, extra: readonly string[] = []): boolean {
+  if (origin === undefined || origin === '') return true;
+  if (extra.includes(origin)) return true;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
+  return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+}
+
+function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
+  const body = JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function isInitialize(body: unknown): boolean {
+  const one = (m: unknown) =>
+    typeof m === 'object' && m !== null && (m as { method?: unknown }).method === 'initialize';
+  return Array.isArray(body) ? body.some(one) : one(body);
+}
+
+/** A session-based MCP endpoint: route POST, GET and DELETE of `/mcp` to `handle`. */
+export class McpEndpoint {
+  private readonly sessions = new Map<string, Session>();
+  private closed = false;
+
+  constructor(private readonly options: McpEndpointOptions) {}
+
+  /** Number of open sessions. */
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  /** Runs `fn` on the SDK server of every open session (e.g. `sendToolListChanged`). */
+  async broadcast(fn: (server: McpServer) => Promise<void>): Promise<void> {
+    await Promise.allSettled([...this.sessions.values()].map((s) => fn(s.server)));
+  }
+
+  /** Handles one HTTP request to the MCP endpoint. */
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const origin = typeof req.headers.origin === 'string' ? req.headers.origin : undefined;
+    if (!originAllowed(origin, this.options.allowedOrigins)) {
+      jsonRpcError(res, 403, -32000, `Forbidden: Origin ${origin} is not allowed`);
+      return;
+    }
+    if (this.closed) {
+      jsonRpcError(res, 503, -32000, 'MCP endpoint is shutting down');
+      return;
+    }
+    let parsed: unknown;
+    if (req.method === 'POST') {
+      const raw = await readBody(req, this.options.maxBodyBytes ?? 4 * 1024 * 1024);
+      try {
+        parsed = JSON.parse(raw.toString('utf8'));
+      } catch {
+        jsonRpcError(res, 400, -32700, 'Parse error: the body is not JSON');
+        return;
+      }
+    }
+    const sessionId = req.headers['mcp-session-id'];
+    if (typeof sessionId === 'string') {
+      const session = this.sessions.get(sessionId);
+      // Unknown or ended session: 404 tells the client to initialize again (spec, Session Management).
+      if (!session) {
+        jsonRpcError(res, 404, -32001, 'Session not found');
+        return;
+      }
+      await session.transport.handleRequest(req, res, parsed);
+      return;
+    }
+    if (req.method !== 'POST' || !isInitialize(parsed)) {
+      jsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+      return;
+    }
+    await this.startSession(req, res, parsed);
+  }
+
+  private async startSession(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+    const server = this.options.createServer();
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        this.sessions.set(id, { server, transport });
+        this.evictOldest();
+      },
+      onsessionclosed: (id) => {
+        this.sessions.delete(id);
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId) this.sessions.delete(transport.sessionId);
+    };
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+    // An initialize that failed validation leaves no session: release its server.
+    if (!transport.sessionId || !this.sessions.has(transport.sessionId)) await server.close();
+  }
+
+  private evictOldest(): void {
+    const max = this.options.maxSessions ?? 1000;
+    while (this.sessions.size > max) {
+      const [id, oldest] = this.sessions.entries().next().value as [string, Session];
+      this.sessions.delete(id);
+      void oldest.server.close().catch(() => undefined);
+    }
+  }
+
+  /** Closes every session (their SSE streams end). */
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.sessions.values()];
+    this.sessions.clear();
+    await Promise.allSettled(all.map((s) => s.server.close()));
+  }
+}
