@@ -17,12 +17,20 @@ const NANOS_PER_SECOND = 1_000_000_000;
 
 export const EVENTS_STREAM = 'AMF_EVENTS';
 export const INTERNAL_STREAM = 'AMF_INTERNAL';
+/** Audit trail of federated MCP calls (`amf.audit.>`), queried by `GET /audit` and `amf audit`. */
+export const AUDIT_STREAM = 'AMF_AUDIT';
+export const AUDIT_STREAM_SUBJECTS = ['amf.audit.>'];
 export const AGENTS_BUCKET = 'amf_agents';
 export const TASKS_BUCKET = 'amf_tasks';
 
-/** Public fabric subjects that are persisted (replies are not: they duplicate these). */
+/**
+ * Public fabric subjects that are persisted. Replies are not (they duplicate these), and neither are
+ * heartbeats: they are the highest-volume events, say nothing new once an agent is admitted (the
+ * admission itself is `amf.discovery.capability.advertise`), and a heartbeat flood must not turn into
+ * a disk-write flood.
+ */
 export const PUBLIC_STREAM_SUBJECTS = [
-  'amf.discovery.>',
+  'amf.discovery.capability.>',
   'amf.task.>',
   'amf.result.>',
   'amf.policy.>',
@@ -88,6 +96,12 @@ export async function ensureFabricStores(
   await ensureStream(jsm, INTERNAL_STREAM, INTERNAL_STREAM_SUBJECTS, {
     ...retention,
     maxMessages: Math.min(retention.maxMessages, 100_000),
+  });
+  // Audit records are kept longer than events (a week), bounded by count and bytes.
+  await ensureStream(jsm, AUDIT_STREAM, AUDIT_STREAM_SUBJECTS, {
+    maxAgeSeconds: Math.max(retention.maxAgeSeconds, 7 * 24 * 3600),
+    maxMessages: Math.min(retention.maxMessages, 1_000_000),
+    maxBytes: Math.min(retention.maxBytes, 256 * 1024 * 1024),
   });
   const kvm = new Kvm(nc);
   const agents = await kvm.create(AGENTS_BUCKET, { history: 1, max_bytes: 64 * 1024 * 1024 });
