@@ -65,8 +65,14 @@ export class TaskDispatcher {
   ) {}
 
   start(): void {
-    this.sub = this.bus.subscribe(`${SUBJECT_REPLY_PREFIX}>`, (event, subject) =>
-      this.onReply(event, subject),
+    // Reply copies are checked for shape only: the canonical copy of each event is fully validated
+    // by the lifecycle, and onReply reads every payload field defensively.
+    this.sub = this.bus.subscribe(
+      `${SUBJECT_REPLY_PREFIX}>`,
+      (event, subject) => this.onReply(event, subject),
+      {
+        validation: 'shape',
+      },
     );
   }
 

@@ -125,7 +125,15 @@ export class TaskLifecycle {
         reason: 'invalid_event',
         message: `invalid event on ${subject}: ${errors.join('; ')}`,
       });
-    this.subs.push(this.bus.subscribe('amf.task.>', (e) => this.onFabricEvent(e), { onInvalid }));
+    this.subs.push(
+      this.bus.subscribe('amf.task.>', (e) => this.onFabricEvent(e), {
+        onInvalid,
+        // Our own announcements come back on this subscription: known ids need no validation work.
+        skip: (parsed, subject) =>
+          subject.startsWith('amf.task.announce.') &&
+          this.active.has(String((parsed as { amftaskid?: unknown } | null)?.amftaskid)),
+      }),
+    );
     this.subs.push(this.bus.subscribe('amf.result.>', (e) => this.onFabricEvent(e), { onInvalid }));
     this.subs.push(this.bus.subscribe('amf.policy.deny', (e) => this.onForeignDeny(e)));
     this.subs.push(

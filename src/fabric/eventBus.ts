@@ -6,6 +6,7 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { AmfEvent } from '../events/cloudEvent.js';
 import { validateEvent } from '../events/validateEvent.js';
+import { isAmfEventType } from '../events/eventTypes.js';
 
 export type EventHandler = (event: AmfEvent, subject: string) => void;
 
@@ -14,6 +15,27 @@ export interface SubscribeOptions {
   queue?: string;
   /** Called with the reasons when a message is not a valid AMF event. */
   onInvalid?: (errors: string[], subject: string) => void;
+  /**
+   * `full` (default): JSON-schema validation of the envelope. `shape`: only the structure the
+   * handler reads (type, data.payload, data.auth_context) — for a second copy of an event that is
+   * fully validated on its canonical subject, where the handler checks the payload fields it uses.
+   */
+  validation?: 'full' | 'shape';
+  /** Drops a parsed message before validation (e.g. the coordinator's own announcements coming back). */
+  skip?: (parsed: unknown, subject: string) => boolean;
+}
+
+/** The structural minimum a handler may rely on under `validation: 'shape'`. */
+function shapeErrors(value: unknown): string[] | undefined {
+  if (typeof value !== 'object' || value === null) return ['event must be a JSON object'];
+  const e = value as { type?: unknown; data?: { payload?: unknown; auth_context?: { identity?: unknown } } };
+  if (!isAmfEventType(e.type)) return ['/type: not an AMF event type'];
+  if (typeof e.data !== 'object' || e.data === null) return ['/data: must be an object'];
+  if (typeof e.data.payload !== 'object' || e.data.payload === null)
+    return ['/data/payload: must be an object'];
+  if (typeof e.data.auth_context?.identity !== 'string')
+    return ['/data/auth_context/identity: must be a string'];
+  return undefined;
 }
 
 const encoder = new TextEncoder();
@@ -48,13 +70,25 @@ export class EventBus {
           options.onInvalid?.([`not JSON: ${(e as Error).message}`], msg.subject);
           return;
         }
-        const result = validateEvent(parsed);
-        if (!result.ok) {
-          options.onInvalid?.(result.errors, msg.subject);
-          return;
+        if (options.skip?.(parsed, msg.subject)) return;
+        let event: AmfEvent;
+        if (options.validation === 'shape') {
+          const errors = shapeErrors(parsed);
+          if (errors) {
+            options.onInvalid?.(errors, msg.subject);
+            return;
+          }
+          event = parsed as AmfEvent;
+        } else {
+          const result = validateEvent(parsed);
+          if (!result.ok) {
+            options.onInvalid?.(result.errors, msg.subject);
+            return;
+          }
+          event = result.value;
         }
         try {
-          handler(result.value, msg.subject);
+          handler(event, msg.subject);
         } catch (e) {
           options.onInvalid?.([`handler failed: ${(e as Error).message}`], msg.subject);
         }
