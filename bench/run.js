@@ -17,6 +17,8 @@
  * Environment:
  *   BENCH_CONCURRENCY   comma-separated concurrencies (default "1,64")
  *   BENCH_SECONDS       seconds per measurement (default 5), after BENCH_WARMUP_SECONDS (default 1)
+ *   BENCH_ROUNDS        measure every path this many times, interleaved, and report medians (default 1;
+ *                       use 3 or more on a machine that other work shares)
  *   BENCH_TASKS         completions in the memory run (default 100000; 0 skips it)
  *   BENCH_MEMORY_CONCURRENCY  concurrency of the memory run (default 64)
  *   BENCH_PATHS         which of bare,nats,direct,mesh to measure (default all four; bare = calibration)
@@ -26,8 +28,9 @@
  *   BENCH_JSON          also write the raw results as JSON to this file
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import nodePath from 'node:path';
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -65,6 +68,7 @@ const CONCURRENCIES = (process.env.BENCH_CONCURRENCY ?? '1,64')
   });
 const SECONDS = envNumber('BENCH_SECONDS', 5, { min: 0.1 });
 const WARMUP_SECONDS = envNumber('BENCH_WARMUP_SECONDS', 1);
+const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 1, { min: 1 }));
 const TASKS = Math.round(envNumber('BENCH_TASKS', 100_000));
 const MEMORY_CONCURRENCY = Math.round(envNumber('BENCH_MEMORY_CONCURRENCY', 64, { min: 1 }));
 const ALL_PATHS = ['bare', 'nats', 'direct', 'mesh'];
@@ -113,7 +117,7 @@ const log = (line) => process.stderr.write(`${line}\n`);
 let child;
 let info;
 
-/** Last-resort cleanup: nothing this run started may outlive it. */
+/** Last-resort cleanup (synchronous, also on exit): nothing this run started may outlive it. */
 function killEverything() {
   if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   for (const pid of [info?.natsPid, info?.workerPid !== info?.pid ? info?.workerPid : undefined]) {
@@ -124,15 +128,38 @@ function killEverything() {
       // already gone
     }
   }
+  // The mesh removes its temp dir when it stops gracefully; after a SIGKILL it cannot.
+  const dir = info?.dataDir;
+  if (
+    dir &&
+    nodePath.dirname(dir) === os.tmpdir() &&
+    nodePath.basename(dir).startsWith('amf-bench-') &&
+    existsSync(dir)
+  ) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // best effort
+    }
+  }
 }
 process.on('exit', killEverything);
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.once(signal, () => {
     log(`bench: ${signal}, stopping the mesh`);
-    killEverything();
-    process.exit(130);
+    // A second signal, or 10 s, ends it the hard way.
+    const hard = () => {
+      killEverything();
+      process.exit(130);
+    };
+    process.once(signal, hard);
+    setTimeout(hard, 10_000).unref();
+    stopMesh().finally(hard);
   });
 }
+// A closed pipe (`npm run bench | head`) must not crash the run and leave the mesh behind.
+process.stdout.on('error', () => undefined);
+process.stderr.on('error', () => undefined);
 
 async function startMesh() {
   const script = fileURLToPath(new URL('bench/meshServer.js', ROOT));
@@ -341,27 +368,34 @@ async function main() {
     if (reply.data.length !== floorPayload.length) throw new Error('NATS floor probe: wrong reply size');
   }
 
-  const results = [];
-  for (const c of CONCURRENCIES) {
-    log(`bench: concurrency ${c}, ${WARMUP_SECONDS} s warm-up + ${SECONDS} s per path`);
-    if (PATHS.includes('bare')) {
-      const t = httpPoster(info.bareUrl, directBody, { concurrency: c });
-      results.push(await measure('bare', c, t));
-      t.close();
+  const rounds = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    const results = [];
+    for (const c of CONCURRENCIES) {
+      log(
+        `bench: ${ROUNDS > 1 ? `round ${round}/${ROUNDS}, ` : ''}concurrency ${c}, ${WARMUP_SECONDS} s warm-up + ${SECONDS} s per path`,
+      );
+      if (PATHS.includes('bare')) {
+        const t = httpPoster(info.bareUrl, directBody, { concurrency: c });
+        results.push(await measure('bare', c, t));
+        t.close();
+      }
+      if (PATHS.includes('nats'))
+        results.push(await measure('nats', c, natsRequester(nc, info.floorSubject, floorPayload)));
+      if (PATHS.includes('direct')) {
+        const t = httpPoster(`${info.workerUrl}/tasks/send`, directBody, { concurrency: c });
+        results.push(await measure('direct', c, t));
+        t.close();
+      }
+      if (PATHS.includes('mesh')) {
+        const t = httpPoster(`${info.coordinatorUrl}/v1/chat/completions`, chatBody, { concurrency: c });
+        results.push(await measure('mesh', c, t));
+        t.close();
+      }
     }
-    if (PATHS.includes('nats'))
-      results.push(await measure('nats', c, natsRequester(nc, info.floorSubject, floorPayload)));
-    if (PATHS.includes('direct')) {
-      const t = httpPoster(`${info.workerUrl}/tasks/send`, directBody, { concurrency: c });
-      results.push(await measure('direct', c, t));
-      t.close();
-    }
-    if (PATHS.includes('mesh')) {
-      const t = httpPoster(`${info.coordinatorUrl}/v1/chat/completions`, chatBody, { concurrency: c });
-      results.push(await measure('mesh', c, t));
-      t.close();
-    }
+    rounds.push(results);
   }
+  const results = mergeRounds(rounds);
 
   let memory;
   if (TASKS > 0) {
@@ -429,6 +463,34 @@ async function main() {
     log(`bench: ${errors} requests failed; the numbers above are not trustworthy`);
     process.exitCode = 1;
   }
+}
+
+/**
+ * With BENCH_ROUNDS > 1 every figure is the median over the rounds (each round measures every path
+ * once, so a burst of outside load disturbs one round of each path rather than one path entirely).
+ */
+function mergeRounds(rounds) {
+  if (rounds.length === 1) return rounds[0];
+  const median = (values) => {
+    const v = values.filter((x) => x !== undefined && !Number.isNaN(x)).sort((a, b) => a - b);
+    return v.length ? v[Math.floor((v.length - 1) / 2)] : undefined;
+  };
+  return rounds[0].map((first, i) => {
+    const all = rounds.map((r) => r[i]);
+    const pick = (f) => median(all.map(f));
+    return {
+      ...first,
+      ok: all.reduce((n, r) => n + r.ok, 0),
+      errors: all.reduce((n, r) => n + r.errors, 0),
+      firstError: all.find((r) => r.firstError)?.firstError,
+      p50: pick((r) => r.p50),
+      p90: pick((r) => r.p90),
+      p99: pick((r) => r.p99),
+      max: Math.max(...all.map((r) => r.max)),
+      throughput: pick((r) => r.throughput),
+      cpu: Object.fromEntries(Object.keys(first.cpu).map((k) => [k, pick((r) => r.cpu[k])])),
+    };
+  });
 }
 
 // --- report -------------------------------------------------------------------------------------------
@@ -575,7 +637,7 @@ function renderReport({ startedAt, results, memory }) {
   const placement = separateWorker()
     ? 'echo worker in its own process (BENCH_SEPARATE_WORKER=1)'
     : "echo worker in the coordinator's process (as `amf up --demo`)";
-  const settings = `concurrency ${CONCURRENCIES.join(', ')}; ${WARMUP_SECONDS} s warm-up then ${SECONDS} s per measurement; memory run ${TASKS > 0 ? `${TASKS.toLocaleString('en-US')} tasks at concurrency ${MEMORY_CONCURRENCY}` : 'skipped'}; ${placement}; load average at start ${os
+  const settings = `concurrency ${CONCURRENCIES.join(', ')}; ${WARMUP_SECONDS} s warm-up then ${SECONDS} s per measurement${ROUNDS > 1 ? `, ${ROUNDS} interleaved rounds, medians reported` : ''}; memory run ${TASKS > 0 ? `${TASKS.toLocaleString('en-US')} tasks at concurrency ${MEMORY_CONCURRENCY}` : 'skipped'}; ${placement}; load average at start ${os
     .loadavg()
     .map((x) => x.toFixed(2))
     .join(' ')}`;
@@ -584,7 +646,7 @@ function renderReport({ startedAt, results, memory }) {
   const maxOther = loads.length ? Math.max(...loads) : undefined;
   const noise =
     maxOther !== undefined && maxOther > 0.15
-      ? `**Warning: other processes used up to ${pctOf(maxOther)} of the machine during the measurements (see the last column of the CPU table): absolute numbers are depressed and noisy; rerun on a quiet machine before comparing runs.**`
+      ? `**Warning: other processes used up to ${pctOf(maxOther)} of the machine during the measurements (see the last column of the CPU table): absolute numbers are depressed and noisy; rerun on a quiet machine (or with BENCH_ROUNDS=3) before comparing runs.**`
       : `Other processes used at most ${pctOf(maxOther)} of the machine during the measurements.`;
   const table = [
     `## AMF benchmark — ${startedAt.toISOString()}`,
@@ -623,7 +685,7 @@ function renderReport({ startedAt, results, memory }) {
     '',
     `- Command: \`npm run bench\` (= \`node --expose-gc bench/run.js\`, after \`npm run build\`)`,
     `- Machine: ${machine}`,
-    `- Settings: ${settings} (BENCH_CONCURRENCY, BENCH_WARMUP_SECONDS, BENCH_SECONDS, BENCH_TASKS, BENCH_MEMORY_CONCURRENCY)`,
+    `- Settings: ${settings} (BENCH_CONCURRENCY, BENCH_WARMUP_SECONDS, BENCH_SECONDS, BENCH_ROUNDS, BENCH_TASKS, BENCH_MEMORY_CONCURRENCY)`,
     `- CPU table: (user + system) CPU time of each process during the measurement divided by the requests completed, from /proc/<pid>/stat (10 ms ticks); syscalls are the read()/write()-family calls of the mesh process (/proc/<pid>/io). "Other processes" is the machine's busy time not spent by the load generator, the mesh or nats-server: anything above a few per cent means the numbers were disturbed by something else running.`,
     '',
     '## What is measured',

@@ -125,8 +125,15 @@ export class Coordinator {
     this.heartbeatDoor = new HeartbeatDoor(this.bus, this.admission.denials, (raw) =>
       this.admission.submit(raw),
     );
-    this.shared = new SharedState(stores.agents, stores.tasks, (what, err) =>
-      log('warn', `shared state: ${what} failed`, { err: err instanceof Error ? err.message : String(err) }),
+    this.shared = new SharedState(
+      stores.agents,
+      stores.tasks,
+      (what, err) =>
+        log('warn', `shared state: ${what} failed`, {
+          err: err instanceof Error ? err.message : String(err),
+        }),
+      100,
+      (subject, bytes) => nc.publish(subject, bytes),
     );
   }
 

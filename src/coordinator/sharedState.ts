@@ -4,7 +4,7 @@
  * of each task is written, which keeps the KV cost at about one write per task under load.
  */
 import type { KV } from '@nats-io/kv';
-import { kvKey } from '../fabric/jetstream.js';
+import { kvKey, TASKS_BUCKET } from '../fabric/jetstream.js';
 import type { AgentRegistry, RegisteredAgent } from './agentRegistry.js';
 import type { TaskLifecycle, TaskRecord } from './taskLifecycle.js';
 
@@ -49,6 +49,8 @@ export class SharedState {
     private readonly tasks: KV,
     private readonly onError: (what: string, err: unknown) => void,
     private readonly flushIntervalMs = 100,
+    /** Fire-and-forget publisher for task state (the coordinator's connection); kv.put when absent. */
+    private readonly publishTaskState?: (subject: string, bytes: Uint8Array) => void,
   ) {}
 
   /** Loads agents other coordinators admitted, then mirrors every registry change. */
@@ -96,6 +98,16 @@ export class SharedState {
   private async flush(): Promise<void> {
     const batch = [...this.dirtyTasks.values()];
     this.dirtyTasks.clear();
+    if (this.publishTaskState) {
+      // A plain publish on the bucket's subject: JetStream stores it like kv.put, without an ack
+      // round trip per task (the ack costs more than the write on the hot path).
+      for (const snap of batch)
+        this.publishTaskState(
+          `$KV.${TASKS_BUCKET}.${kvKey(snap.task_id)}`,
+          this.encoder.encode(JSON.stringify(snap)),
+        );
+      return;
+    }
     await Promise.all(
       batch.map((snap) =>
         this.tasks

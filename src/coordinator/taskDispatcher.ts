@@ -5,7 +5,7 @@
  */
 import type { Subscription } from '@nats-io/transport-node';
 import type { AmfEvent } from '../events/cloudEvent.js';
-import type { ChatMessage, FinalPayload, PartialPayload, PolicyPayload, Usage } from '../events/payloads.js';
+import type { ChatMessage, FinalPayload, PartialPayload, Usage } from '../events/payloads.js';
 import { SUBJECT_REPLY_PREFIX } from '../events/subjects.js';
 import type { EventBus } from '../fabric/eventBus.js';
 import { AmfError } from '../errors.js';
@@ -65,6 +65,21 @@ export class TaskDispatcher {
   ) {}
 
   start(): void {
+    // Expiry and failures (TTL, watchdog, policy, worker errors, other coordinators' denies) reach a
+    // waiting requester from the lifecycle, which judged them; completions come with their result on
+    // the reply subject.
+    this.lifecycle.onTerminal(({ task, state }) => {
+      if (state === 'completed') return;
+      const p = this.pending.get(task.taskId);
+      if (!p) return;
+      const code = state === 'expired' ? 'TASK_EXPIRED' : 'TASK_FAILED';
+      p.reject(
+        new AmfError(code, task.outcome?.message ?? `task ${state}`, {
+          task_id: task.taskId,
+          reason: task.outcome?.reason ?? state,
+        }),
+      );
+    });
     // Reply copies are checked for shape only: the canonical copy of each event is fully validated
     // by the lifecycle, and onReply reads every payload field defensively.
     this.sub = this.bus.subscribe(
@@ -163,6 +178,11 @@ export class TaskDispatcher {
     const p = this.pending.get(taskId);
     if (!p) return;
     const payload = event.data.payload as Record<string, unknown>;
+    // Specialists may publish on reply subjects, so worker output counts only from the agent the
+    // lifecycle accepted as claimant (its claim, on the canonical subject, was processed first).
+    // Failures and expiry are not taken from reply subjects at all: they come from the lifecycle.
+    const claimedBy = this.lifecycle.get(taskId)?.claimedBy;
+    if (claimedBy === undefined || payload.agent_id !== claimedBy) return;
     switch (event.type) {
       case 'amf.task.claim':
         p.onUpdate?.({
@@ -184,14 +204,6 @@ export class TaskDispatcher {
         return this.onPartial(p, payload as unknown as PartialPayload);
       case 'amf.result.final':
         return this.onFinal(p, taskId, event as AmfEvent<FinalPayload>);
-      case 'amf.policy.warning':
-      case 'amf.policy.deny': {
-        const notice = payload as unknown as PolicyPayload;
-        if (!notice.terminal) return;
-        const code = notice.state === 'expired' ? 'TASK_EXPIRED' : 'TASK_FAILED';
-        p.reject(new AmfError(code, notice.message, { task_id: taskId, reason: notice.reason }));
-        return;
-      }
       default:
         return;
     }

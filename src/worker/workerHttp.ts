@@ -9,6 +9,7 @@ import { AmfError } from '../errors.js';
 import { Router, readJsonObject, requestUrl, sendError, sendJson } from '../http/httpKit.js';
 import type { MeshWorker } from './meshWorker.js';
 import type { WorkerHandler } from './handlerApi.js';
+import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
 
 export interface WorkerHttpOptions {
   host: string;
@@ -19,6 +20,10 @@ export interface WorkerHttpOptions {
   handler: WorkerHandler;
   version: string;
   maxBodyBytes?: number;
+  /** The worker's MCP endpoint (served at `/mcp`, announced in the card). */
+  mcp?: McpEndpoint;
+  /** Short tool alias announced as `x-amf.tool_alias` (the coordinator decides if it is granted). */
+  toolAlias?: string;
 }
 
 /** The A2A agent card of a worker (no `nats_url`: only coordinators publish it, LOCKED #2). */
@@ -47,6 +52,8 @@ export function workerAgentCard(
       trust_domain: opts.trustDomain,
       protocols: worker.agentRecord().protocols_supported,
       capability_tags: opts.tags,
+      ...(worker.agentRecord().mcp_endpoint ? { mcp_endpoint: worker.agentRecord().mcp_endpoint } : {}),
+      ...(opts.toolAlias ? { tool_alias: opts.toolAlias } : {}),
     },
   };
 }
@@ -89,7 +96,13 @@ export function workerRouter(
   const maxBody = opts.maxBodyBytes ?? 1024 * 1024;
   const card = (_req: unknown, res: Parameters<typeof sendJson>[0]) =>
     sendJson(res, 200, workerAgentCard(getWorker(), opts, getEndpoint()));
-  return new Router()
+  const router = new Router();
+  // MCP (Streamable HTTP): POST messages, GET the server→client stream, DELETE to end a session.
+  const mcp = opts.mcp;
+  if (mcp)
+    for (const method of ['POST', 'GET', 'DELETE'])
+      router.on(method, '/mcp', (req, res) => mcp.handle(req, res));
+  return router
     .on('GET', '/.well-known/agent-card.json', card)
     .on('GET', '/.well-known/agent.json', card)
     .on('GET', '/health', (_req, res) =>
@@ -111,7 +124,10 @@ export function workerRouter(
       const taskId =
         typeof body.id === 'string' && /^[A-Za-z0-9-]{1,64}$/.test(body.id) ? body.id : randomUUID();
       const controller = new AbortController();
-      res.on('close', () => controller.abort());
+      // Abort only when the client went away before the answer (an abort builds a DOMException).
+      res.on('close', () => {
+        if (!res.writableFinished) controller.abort();
+      });
       const outcome = await getWorker().runHandler(
         {
           taskId,

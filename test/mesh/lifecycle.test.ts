@@ -215,6 +215,64 @@ describe('task lifecycle', () => {
     expect(mesh.coordinator.lifecycle.get(taskId)).toBeUndefined();
   });
 
+  it('ignores results on the reply subject from agents that did not claim the task', async () => {
+    const stall: WorkerHandler = {
+      name: 'stall',
+      description: 'never answers',
+      handle: (ctx) =>
+        new Promise((_r, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('aborted')))),
+    };
+    await mesh.startWorker('honest-staller', ['hijackable'], stall);
+    const rogue = new EventBus(await mesh.connect('specialist', 'rogue-answerer'));
+    const rogueSender: EventSender = {
+      identity: 'spiffe://local/worker/rogue',
+      source: 'urn:rogue',
+      role: 'specialist',
+      trustDomain: 'local',
+    };
+    const pending = mesh.coordinator.dispatcher
+      .submit({ tag: 'hijackable', task: 'secret', timeoutMs: 1500 })
+      .catch((e: unknown) => e);
+    const claim = await mesh.waitForEvent(
+      (e) =>
+        e.subject === 'amf.task.claim' &&
+        (e.event.data.payload as { agent_id?: string }).agent_id === 'spiffe://local/worker/honest-staller',
+    );
+    const taskId = claim.event.amftaskid!;
+    const reply = `amf.internal.reply.${taskId}`;
+    rogue.publish(
+      createEvent({
+        type: 'amf.result.final',
+        sender: rogueSender,
+        payload: {
+          task_id: taskId,
+          agent_id: rogueSender.identity,
+          status: 'completed',
+          result: { text: 'forged' },
+        },
+        taskId,
+      }),
+      reply,
+    );
+    rogue.publish(
+      createEvent({
+        type: 'amf.policy.deny',
+        sender: rogueSender,
+        payload: {
+          reason: 'forged',
+          message: 'forged failure',
+          task_id: taskId,
+          terminal: true,
+          state: 'failed',
+        },
+        taskId,
+      }),
+      reply,
+    );
+    const outcome = await pending;
+    expect(outcome).toMatchObject({ code: 'TIMEOUT' });
+  });
+
   it('refuses a delegation cycle and the tasks of the chain end failed', async () => {
     // Agent A delegates "a" work to "b"; agent B delegates it back to "a": A appears twice on the third hop.
     const bouncer = (target: string): WorkerHandler => ({
