@@ -20,6 +20,10 @@ import { Router, readBody, requestUrl, sendError, sendJson } from './httpKit.js'
 import { closeServer, listen } from '../worker/workerHttp.js';
 import { createServer } from 'node:http';
 import { VERSION } from '../version.js';
+import { McpAuditLog } from '../protocols/mcp/mcpAudit.js';
+import { McpFederation } from '../protocols/mcp/federation.js';
+import { createCoordinatorMcpEndpoint } from '../protocols/mcp/coordinatorMcp.js';
+import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
 
 const PUBLIC_PATHS = new Set([
   '/',
@@ -35,6 +39,8 @@ export interface CoordinatorHttp {
   server: Server;
   url: string;
   metrics: CoordinatorMetrics;
+  /** The federated MCP catalog behind `/mcp`. */
+  mcp: McpFederation;
   close(): Promise<void>;
 }
 
@@ -89,6 +95,7 @@ function buildRouter(
   hub: EventStreamHub,
   metrics: CoordinatorMetrics,
   getUrl: () => string,
+  mcp: { endpoint: McpEndpoint; audit: McpAuditLog },
 ): Router {
   const { config } = coordinator;
   const router = new Router();
@@ -200,6 +207,15 @@ function buildRouter(
       maxBodyBytes: config.openai.maxBodyBytes,
     }),
   );
+  // Federated MCP (Streamable HTTP): POST messages, GET the notification stream, DELETE a session.
+  for (const method of ['POST', 'GET', 'DELETE'])
+    router.on(method, '/mcp', (req, res) => mcp.endpoint.handle(req, res));
+  router.on('GET', '/audit', async (_req, res, url) => {
+    const limit = Number(url.searchParams.get('limit') ?? '50');
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new AmfError('INVALID_REQUEST', 'limit must be a positive integer');
+    sendJson(res, 200, { records: await mcp.audit.recent(limit) });
+  });
   router.on('GET', '/metrics', async (_req, res) => {
     const text = await metrics.registry.metrics();
     res.writeHead(200, { 'content-type': metrics.registry.contentType });
@@ -211,7 +227,8 @@ function buildRouter(
 /** Route label for metrics: known paths as they are, anything else collapsed. */
 function routeLabel(pathname: string): string {
   if (pathname.startsWith('/tasks/')) return '/tasks/:id';
-  return PUBLIC_PATHS.has(pathname) || /^\/(v1\/[a-z/]+|events|publish|agents|metrics)$/.test(pathname)
+  return PUBLIC_PATHS.has(pathname) ||
+    /^\/(v1\/[a-z/]+|events|publish|agents|metrics|mcp|audit)$/.test(pathname)
     ? pathname
     : 'other';
 }
@@ -222,7 +239,20 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
   const hub = new EventStreamHub(coordinator.nc);
   const metrics = new CoordinatorMetrics(coordinator);
   let url = '';
-  const router = buildRouter(coordinator, hub, metrics, () => url);
+  const audit = new McpAuditLog(coordinator.nc, coordinator.stores.jsm, (err) =>
+    coordinator.log('warn', 'MCP audit record not stored', { err: String(err) }),
+  );
+  const federation = new McpFederation({
+    registry: coordinator.registry,
+    policy: coordinator.policy,
+    notices: coordinator.notices,
+    audit,
+    version: VERSION,
+    log: (level, message, fields) => coordinator.log(level, message, fields),
+  });
+  federation.start();
+  const mcpEndpoint = createCoordinatorMcpEndpoint(federation, VERSION);
+  const router = buildRouter(coordinator, hub, metrics, () => url, { endpoint: mcpEndpoint, audit });
   const expectedKey = config.coordinator.apiKey ? keyDigest(config.coordinator.apiKey) : undefined;
   const server = createServer((req, res) => {
     const u = requestUrl(req);
@@ -244,12 +274,17 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
   });
   server.keepAliveTimeout = 65_000;
   url = await listen(server, config.coordinator.host, config.coordinator.port);
+  // Events name the coordinator by its real URL (with --port 0 the configured one ends in :0).
+  coordinator.sender.source = url;
   return {
     server,
     url,
     metrics,
+    mcp: federation,
     async close() {
       hub.close();
+      await mcpEndpoint.close();
+      await federation.close();
       await closeServer(server);
     },
   };
