@@ -126,6 +126,44 @@ export async function agentsCommand(config: AmfConfig, json: boolean): Promise<n
   return 0;
 }
 
+/** `amf audit [--limit N] [--json]`: the newest MCP call audit records, newest first. */
+export async function auditCommand(config: AmfConfig, limit: number, json: boolean): Promise<number> {
+  const url = endpoint(config, '/audit');
+  url.searchParams.set('limit', String(limit));
+  const res = await fetch(url, { headers: headers(config) });
+  if (!res.ok) {
+    process.stderr.write(`amf audit: ${await failure(res)}\n`);
+    return 1;
+  }
+  const body = (await res.json()) as {
+    records: Array<{
+      time: string;
+      caller: string;
+      wire_name: string;
+      tool: string | null;
+      decision: string;
+      reasons: string[];
+      outcome: string;
+      duration_ms: number;
+    }>;
+  };
+  if (json) {
+    process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+    return 0;
+  }
+  if (body.records.length === 0) {
+    process.stdout.write('no audit records\n');
+    return 0;
+  }
+  for (const r of body.records) {
+    const why = r.reasons.length > 0 ? ` (${r.reasons.join(',')})` : '';
+    process.stdout.write(
+      `${r.time}  ${r.decision.padEnd(5)}  ${r.outcome.padEnd(10)}  ${String(r.duration_ms).padStart(5)}ms  ${r.caller}  ${r.tool ?? r.wire_name}${why}\n`,
+    );
+  }
+  return 0;
+}
+
 /** `amf publish TYPE --data JSON`: a structured-mode CloudEvent to `POST /publish`. */
 export async function publishCommand(
   config: AmfConfig,

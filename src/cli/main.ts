@@ -7,8 +7,10 @@ import { loadConfig, type AmfConfig, type ConfigOverrides } from '../config/conf
 import { VERSION } from '../version.js';
 import { runUp } from './upCommand.js';
 import { runWorkerCommand } from './workerCommand.js';
-import { agentsCommand, eventsCommand, publishCommand, sendCommand } from './clientCommands.js';
+import { agentsCommand, auditCommand, eventsCommand, publishCommand, sendCommand } from './clientCommands.js';
 import { formatDoctorReport, runDoctor } from './doctor.js';
+import { mcpCommand } from './mcpCommand.js';
+import { createLogger } from '../log.js';
 
 interface CommonFlags {
   config?: string;
@@ -160,6 +162,21 @@ export function buildProgram(): Command {
       process.exitCode = await agentsCommand(config, opts.json === true);
     });
 
+  client(program.command('audit'))
+    .description('show the newest MCP call audit records (newest first)')
+    .option('--limit <n>', 'how many records (1..500)', '20')
+    .option('--json', 'print JSON')
+    .action(async (opts: CommonFlags & { limit: string; json?: boolean }) => {
+      const config = await configFrom(opts);
+      const limit = Number(opts.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 500) {
+        process.stderr.write('amf audit: --limit must be an integer from 1 to 500\n');
+        process.exitCode = 2;
+        return;
+      }
+      process.exitCode = await auditCommand(config, limit, opts.json === true);
+    });
+
   client(program.command('publish'))
     .description('publish a CloudEvent of TYPE through the coordinator')
     .argument('<type>', 'AMF event type, e.g. amf.task.announce')
@@ -179,10 +196,23 @@ export function buildProgram(): Command {
       process.exitCode = result.ok ? 0 : 1;
     });
 
+  client(program.command('mcp'))
+    .description(
+      "stdio MCP server proxying the coordinator's aggregate /mcp (for Claude Desktop, Cursor, VS Code)",
+    )
+    .action(async (opts: CommonFlags) => {
+      const config = await configFrom(opts);
+      // stdout is the MCP protocol: the logger writes to stderr only.
+      process.exitCode = await mcpCommand({
+        coordinatorUrl: config.coordinator.url,
+        apiKey: config.coordinator.apiKey,
+        logger: createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 'amf-mcp'),
+      });
+    });
+
   for (const [name, issue] of [
     ['run', 'AFM agents'],
     ['validate', 'AFM agents'],
-    ['mcp', 'MCP'],
   ] as const) {
     program
       .command(name)

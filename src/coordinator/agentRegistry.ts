@@ -51,6 +51,7 @@ function sameAdvertisement(a: AgentRecord, b: AgentRecord): boolean {
 export class AgentRegistry {
   private readonly agents = new Map<string, RegisteredAgent>();
   private readonly listeners = new Set<(change: RegistryChange) => void>();
+  private readonly cardListeners = new Set<(agentId: string) => void>();
   private readonly now: () => number;
   private tagCache: Map<string, number> | undefined;
 
@@ -159,7 +160,18 @@ export class AgentRegistry {
   /** Stores the agent card fetched for an admitted agent. */
   attachCard(agentId: string, card: Record<string, unknown>): void {
     const agent = this.agents.get(agentId);
-    if (agent) agent.card = card;
+    if (!agent) return;
+    agent.card = card;
+    for (const l of this.cardListeners) l(agentId);
+  }
+
+  /**
+   * Registers a listener for cards attached after admission (the MCP federation reads the tool
+   * alias from them). Separate from onChange: a card is not an advertisement change.
+   */
+  onCard(listener: (agentId: string) => void): () => void {
+    this.cardListeners.add(listener);
+    return () => this.cardListeners.delete(listener);
   }
 
   get(agentId: string): RegisteredAgent | undefined {

@@ -273,7 +273,13 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     });
   });
   server.keepAliveTimeout = 65_000;
-  url = await listen(server, config.coordinator.host, config.coordinator.port);
+  try {
+    url = await listen(server, config.coordinator.host, config.coordinator.port);
+  } catch (err) {
+    // The federation already follows the registry: stop it when the edge never came up.
+    await federation.close();
+    throw err;
+  }
   // Events name the coordinator by its real URL (with --port 0 the configured one ends in :0).
   coordinator.sender.source = url;
   return {

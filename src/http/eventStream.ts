@@ -73,7 +73,8 @@ export class EventStreamHub {
     if (this.sub) return;
     this.sub = this.nc.subscribe('amf.>', {
       callback: (err, msg) => {
-        if (err || msg.subject.startsWith('amf.internal.')) return;
+        // Internal subjects and audit records (not CloudEvents; query them at /audit) are not streamed.
+        if (err || msg.subject.startsWith('amf.internal.') || msg.subject.startsWith('amf.audit.')) return;
         let frame: string | undefined;
         for (const client of this.clients) {
           if (!subjectMatches(client.pattern, msg.subject)) continue;

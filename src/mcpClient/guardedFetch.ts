@@ -13,7 +13,13 @@ import { checkServerUrl, MAX_MCP_MESSAGE_BYTES } from './limits.js';
  * is per SSE event (reset at each blank line) because a long-lived stream may carry many messages;
  * for anything else it is the whole body, which is one JSON-RPC message.
  */
-function capBody(body: ReadableStream<Uint8Array>, maxBytes: number, perEvent: boolean, what: string): ReadableStream<Uint8Array> {
+function capBody(
+  body: ReadableStream<Uint8Array>,
+  maxBytes: number,
+  perEvent: boolean,
+  what: string,
+  onOversize: ((err: AmfError) => void) | undefined,
+): ReadableStream<Uint8Array> {
   let count = 0;
   let atLineStart = false;
   return body.pipeThrough(
@@ -34,7 +40,12 @@ function capBody(body: ReadableStream<Uint8Array>, maxBytes: number, perEvent: b
           }
         }
         if (count > maxBytes) {
-          controller.error(new AmfError('PAYLOAD_TOO_LARGE', `${what}: message larger than ${maxBytes} bytes refused`));
+          const err = new AmfError(
+            'PAYLOAD_TOO_LARGE',
+            `${what}: message larger than ${maxBytes} bytes refused`,
+          );
+          controller.error(err);
+          onOversize?.(err);
           return;
         }
         controller.enqueue(chunk);
@@ -48,6 +59,11 @@ export interface GuardedFetchOptions {
   /** Server name for error messages. */
   server: string;
   maxMessageBytes?: number;
+  /**
+   * Told when a body breaks the cap. The SDK treats a broken SSE stream as a reason to reconnect, so
+   * without this the request would just run into its timeout; the hub disconnects the server instead.
+   */
+  onOversize?: (err: AmfError) => void;
   /** The fetch to wrap (default: global fetch). */
   fetch?: FetchLike;
 }
@@ -66,12 +82,17 @@ export function createGuardedFetch(options: GuardedFetchOptions): FetchLike {
     const declared = Number(res.headers.get('content-length'));
     if (Number.isFinite(declared) && declared > maxBytes) {
       await res.body?.cancel().catch(() => undefined);
-      throw new AmfError('PAYLOAD_TOO_LARGE', `${what}: response of ${declared} bytes refused (limit ${maxBytes})`);
+      const err = new AmfError(
+        'PAYLOAD_TOO_LARGE',
+        `${what}: response of ${declared} bytes refused (limit ${maxBytes})`,
+      );
+      options.onOversize?.(err);
+      throw err;
     }
     // Null-body statuses cannot be re-wrapped (the Response constructor refuses a body for them).
     if (!res.body || [101, 204, 205, 304].includes(res.status)) return res;
     const perEvent = (res.headers.get('content-type') ?? '').toLowerCase().includes('text/event-stream');
-    return new Response(capBody(res.body, maxBytes, perEvent, what), {
+    return new Response(capBody(res.body, maxBytes, perEvent, what, options.onOversize), {
       status: res.status,
       statusText: res.statusText,
       headers: res.headers,

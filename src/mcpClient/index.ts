@@ -2,4 +2,9 @@
 export * from './mcpClientHub.js';
 export * from './limits.js';
 export { createGuardedFetch, type GuardedFetchOptions } from './guardedFetch.js';
-export { ClearedEnvStdioTransport, clearedEnvironment, resolveCommand, type StdioServerParams } from './stdioTransport.js';
+export {
+  ClearedEnvStdioTransport,
+  clearedEnvironment,
+  resolveCommand,
+  type StdioServerParams,
+} from './stdioTransport.js';

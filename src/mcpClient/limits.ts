@@ -52,7 +52,10 @@ export function checkServerUrl(server: string, value: string | URL): URL {
   try {
     url = new URL(value);
   } catch {
-    throw new AmfError('INVALID_REQUEST', `MCP server "${server}": URL "${String(value).slice(0, 100)}" does not parse`);
+    throw new AmfError(
+      'INVALID_REQUEST',
+      `MCP server "${server}": URL "${String(value).slice(0, 100)}" does not parse`,
+    );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new AmfError('INVALID_REQUEST', `MCP server "${server}": URL must be http(s), got ${url.protocol}`);
@@ -72,7 +75,8 @@ export function checkServerUrl(server: string, value: string | URL): URL {
  * a directory it was meant to stay in.
  */
 export function checkStdioCommand(server: string, command: string): void {
-  if (command.trim() === '') throw new AmfError('INVALID_REQUEST', `MCP server "${server}": command is empty`);
+  if (command.trim() === '')
+    throw new AmfError('INVALID_REQUEST', `MCP server "${server}": command is empty`);
   if (command.split(/[/\\]/).includes('..'))
     throw new AmfError(
       'INVALID_REQUEST',
@@ -92,7 +96,10 @@ export function truncateContent(
   content: readonly ToolContent[],
   limit = MAX_TOOL_RESULT_CHARS,
 ): { content: ToolContent[]; truncated: boolean; totalChars: number } {
-  const totalChars = content.reduce((n, c) => n + (c.type === 'text' && typeof c.text === 'string' ? c.text.length : 0), 0);
+  const totalChars = content.reduce(
+    (n, c) => n + (c.type === 'text' && typeof c.text === 'string' ? c.text.length : 0),
+    0,
+  );
   if (totalChars <= limit) return { content: [...content], truncated: false, totalChars };
   let budget = limit;
   const out: ToolContent[] = [];

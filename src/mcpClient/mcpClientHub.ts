@@ -14,7 +14,14 @@ import { AmfError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { VERSION } from '../version.js';
 import { createGuardedFetch } from './guardedFetch.js';
-import { checkServerUrl, DEFAULT_MCP_TIMEOUT_MS, MAX_MCP_MESSAGE_BYTES, MAX_TOOL_RESULT_CHARS, truncateContent, type ToolContent } from './limits.js';
+import {
+  checkServerUrl,
+  DEFAULT_MCP_TIMEOUT_MS,
+  MAX_MCP_MESSAGE_BYTES,
+  MAX_TOOL_RESULT_CHARS,
+  truncateContent,
+  type ToolContent,
+} from './limits.js';
 import { ClearedEnvStdioTransport } from './stdioTransport.js';
 
 /** Separator between server and tool name; double underscore because server names may hold one. */
@@ -75,7 +82,13 @@ interface Connection {
   readonly client: Client;
   readonly timeoutMs: number;
   tools: NamespacedTool[];
+  /** Why the connection was dropped (e.g. the message cap), reported to calls it cut short. */
+  closeReason?: AmfError;
 }
+
+// Connecting includes starting a stdio server (node, npx, python...), which can take far longer than
+// one tool call should; the configured timeout applies to calls, this floor to the handshake.
+const MIN_CONNECT_TIMEOUT_MS = 30_000;
 
 /** True when `name` passes a server's filter: allow (null = all) first, then deny. */
 export function toolAllowed(filter: McpToolFilter, name: string): boolean {
@@ -105,7 +118,10 @@ export class McpClientHub {
    * Connects to all `servers` in parallel. Never rejects because of a server: each failure is logged
    * and listed in `failures`, and the hub serves the tools of the servers that did connect.
    */
-  static async connect(servers: readonly McpServerConfig[], opts: McpClientHubOptions = {}): Promise<McpClientHub> {
+  static async connect(
+    servers: readonly McpServerConfig[],
+    opts: McpClientHubOptions = {},
+  ): Promise<McpClientHub> {
     const connections = new Map<string, Connection>();
     const failures: ServerFailure[] = [];
     // The hub is created first so list_changed handlers registered during connect can reach it.
@@ -118,7 +134,10 @@ export class McpClientHub {
         } catch (err) {
           const error = err instanceof Error ? err.message : String(err);
           failures.push({ server: config.name, error });
-          opts.logger?.warn({ server: config.name, err: error }, 'MCP server unavailable; continuing without it');
+          opts.logger?.warn(
+            { server: config.name, err: error },
+            'MCP server unavailable; continuing without it',
+          );
         }
       }),
     );
@@ -129,14 +148,28 @@ export class McpClientHub {
   private async connectOne(config: McpServerConfig): Promise<Connection> {
     const timeoutMs = config.timeoutSeconds > 0 ? config.timeoutSeconds * 1000 : DEFAULT_MCP_TIMEOUT_MS;
     const maxMessageBytes = this.opts.maxMessageBytes ?? MAX_MCP_MESSAGE_BYTES;
+    // Filled once the connection exists; transport errors before that simply fail the connect.
+    let conn: Connection | undefined;
+    const oversize = (err: AmfError): void => {
+      if (!conn || conn.closeReason) return;
+      conn.closeReason = err;
+      this.opts.logger?.warn(
+        { server: config.name, err: err.message },
+        'MCP server broke the message cap; disconnecting it',
+      );
+      void this.drop(conn);
+    };
     let transport: Transport;
     if (config.transport === 'http') {
       const url = checkServerUrl(config.name, config.url);
       if (this.opts.requireTls && url.protocol === 'http:' && !isLoopback(url.hostname))
-        throw new AmfError('INVALID_REQUEST', `MCP server "${config.name}": plain http to ${url.hostname} refused (mcp.require_tls)`);
+        throw new AmfError(
+          'INVALID_REQUEST',
+          `MCP server "${config.name}": plain http to ${url.hostname} refused (mcp.require_tls)`,
+        );
       const headers = this.opts.headers?.[config.name];
       transport = new StreamableHTTPClientTransport(url, {
-        fetch: createGuardedFetch({ server: config.name, maxMessageBytes }),
+        fetch: createGuardedFetch({ server: config.name, maxMessageBytes, onOversize: oversize }),
         ...(headers ? { requestInit: { headers } } : {}),
       });
     } else {
@@ -152,19 +185,30 @@ export class McpClientHub {
       });
     }
     const client = new Client({ name: 'amf', version: VERSION }, { capabilities: {} });
-    client.onerror = (err) => this.opts.logger?.warn({ server: config.name, err: err.message }, 'MCP transport error');
+    client.onerror = (err) => {
+      if (err instanceof AmfError && err.code === 'PAYLOAD_TOO_LARGE') oversize(err);
+      else this.opts.logger?.warn({ server: config.name, err: err.message }, 'MCP transport error');
+    };
+    // A server that goes away (stdio child exited, cap broken) takes its tools with it.
+    client.onclose = () => {
+      if (conn) void this.drop(conn);
+    };
     try {
-      await client.connect(transport, { timeout: timeoutMs });
-      const conn: Connection = { config, client, timeoutMs, tools: [] };
+      await client.connect(transport, { timeout: Math.max(timeoutMs, MIN_CONNECT_TIMEOUT_MS) });
+      conn = { config, client, timeoutMs, tools: [] };
+      const connection = conn;
       conn.tools = await this.fetchTools(conn);
       if (client.getServerCapabilities()?.tools?.listChanged) {
         client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
           try {
-            conn.tools = await this.fetchTools(conn);
+            connection.tools = await this.fetchTools(connection);
             this.reindex();
             this.opts.onToolsChanged?.(config.name);
           } catch (err) {
-            this.opts.logger?.warn({ server: config.name, err: (err as Error).message }, 'MCP tools re-list failed');
+            this.opts.logger?.warn(
+              { server: config.name, err: (err as Error).message },
+              'MCP tools re-list failed',
+            );
           }
         });
       }
@@ -198,6 +242,17 @@ export class McpClientHub {
     return out;
   }
 
+  /** Removes a connection that failed after connecting, and closes it (rejecting its pending calls). */
+  private async drop(conn: Connection): Promise<void> {
+    if (this.connections.get(conn.config.name) !== conn) return;
+    this.connections.delete(conn.config.name);
+    this.reindex();
+    const error = conn.closeReason?.message ?? 'connection closed';
+    (this.failures as ServerFailure[]).push({ server: conn.config.name, error });
+    this.opts.logger?.warn({ server: conn.config.name, err: error }, 'MCP server disconnected');
+    await conn.client.close().catch(() => undefined);
+  }
+
   private reindex(): void {
     this.byName.clear();
     for (const conn of this.connections.values())
@@ -218,9 +273,17 @@ export class McpClientHub {
    * Calls the tool `name` (`<server>__<tool>`). Unknown or filtered-out names are NOT_FOUND; a
    * timeout is TIMEOUT; a tool that reports failure resolves with `isError: true`.
    */
-  async callTool(name: string, args: Record<string, unknown> = {}, options: CallToolOptions = {}): Promise<ToolResult> {
+  async callTool(
+    name: string,
+    args: Record<string, unknown> = {},
+    options: CallToolOptions = {},
+  ): Promise<ToolResult> {
     const entry = this.byName.get(name);
-    if (!entry) throw new AmfError('NOT_FOUND', `no MCP tool "${name}" (known: ${[...this.byName.keys()].join(', ') || 'none'})`);
+    if (!entry)
+      throw new AmfError(
+        'NOT_FOUND',
+        `no MCP tool "${name}" (known: ${[...this.byName.keys()].join(', ') || 'none'})`,
+      );
     const { conn, tool } = entry;
     const timeout = options.timeoutMs ?? conn.timeoutMs;
     let res: Awaited<ReturnType<Client['callTool']>>;
@@ -231,7 +294,13 @@ export class McpClientHub {
       });
     } catch (err) {
       const e = err as Error & { code?: number };
-      if (e.code === -32001) throw new AmfError('TIMEOUT', `MCP tool "${name}" did not answer within ${timeout} ms`);
+      if (e.code === -32001)
+        throw new AmfError('TIMEOUT', `MCP tool "${name}" did not answer within ${timeout} ms`);
+      if (conn.closeReason)
+        throw new AmfError(
+          conn.closeReason.code,
+          `MCP tool "${name}" failed: ${conn.closeReason.message}; server disconnected`,
+        );
       if (err instanceof AmfError) throw err;
       throw new AmfError('UNAVAILABLE', `MCP tool "${name}" failed: ${e.message}`);
     }

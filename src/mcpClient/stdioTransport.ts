@@ -52,7 +52,10 @@ export function resolveCommand(command: string, parentEnv: NodeJS.ProcessEnv): s
 }
 
 /** Builds the child's environment: exactly the listed names that are set in `parentEnv`. */
-export function clearedEnvironment(names: readonly string[], parentEnv: NodeJS.ProcessEnv): Record<string, string> {
+export function clearedEnvironment(
+  names: readonly string[],
+  parentEnv: NodeJS.ProcessEnv,
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const name of names) {
     const value = parentEnv[name];
@@ -96,7 +99,10 @@ export class ClearedEnvStdioTransport implements Transport {
       });
       this.child = child;
       child.once('error', (err) => {
-        const error = new AmfError('UNAVAILABLE', `MCP server "${this.params.name}": cannot start ${command}: ${err.message}`);
+        const error = new AmfError(
+          'UNAVAILABLE',
+          `MCP server "${this.params.name}": cannot start ${command}: ${err.message}`,
+        );
         reject(error);
         this.onerror?.(error);
         this.finish();
@@ -142,7 +148,8 @@ export class ClearedEnvStdioTransport implements Transport {
   /** Writes one message as a JSON line, honouring back-pressure. */
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.child?.stdin;
-    if (!stdin || this.closed) return Promise.reject(new AmfError('UNAVAILABLE', `MCP server "${this.params.name}" is not running`));
+    if (!stdin || this.closed)
+      return Promise.reject(new AmfError('UNAVAILABLE', `MCP server "${this.params.name}" is not running`));
     return new Promise((resolve) => {
       if (stdin.write(serializeMessage(message))) resolve();
       else stdin.once('drain', resolve);

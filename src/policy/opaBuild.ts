@@ -114,7 +114,17 @@ export async function buildWasmBundle(dir: string, outFile: string, opaBinary?: 
       await copyFile(join(dir, file), join(stage, file));
     }
     const revision = manifestRevision(await policySourcesManifest(stage));
-    const args = ['build', '-t', 'wasm', '-e', ADMISSION_ENTRYPOINT, '-e', DELEGATION_ENTRYPOINT, '-e', MCP_ENTRYPOINT];
+    const args = [
+      'build',
+      '-t',
+      'wasm',
+      '-e',
+      ADMISSION_ENTRYPOINT,
+      '-e',
+      DELEGATION_ENTRYPOINT,
+      '-e',
+      MCP_ENTRYPOINT,
+    ];
     // Run inside the staging directory so bundle paths read /admission.rego, not /tmp/...
     args.push('--revision', revision, '-o', resolve(outFile), '.');
     try {

@@ -50,6 +50,12 @@ export interface WorkerHandler {
   name: string;
   description: string;
   handle: TaskHandler;
+  /**
+   * JSON Schema (type "object") of the handler's MCP tool arguments. Absent: `{text: string}`, and
+   * the task text is `text`; present: the text is `text` when it is a string, else the JSON of the
+   * arguments, and `ctx.input` holds the arguments either way.
+   */
+  inputSchema?: { type: 'object'; properties?: Record<string, unknown>; required?: string[] };
 }
 
 /** Error a handler throws to fail a task with a stable code. */

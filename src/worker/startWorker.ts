@@ -12,6 +12,8 @@ import { agentRecordToTxt } from '../discovery/txtRecord.js';
 import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdvertiser.js';
 import type { WorkerHandler } from './handlerApi.js';
 import { closeServer, listen, serveRouter, workerRouter, type WorkerHttpOptions } from './workerHttp.js';
+import { createWorkerMcpEndpoint } from '../protocols/mcp/workerMcp.js';
+import { MCP_PROTOCOL } from '../protocols/mcp/mcpEndpoint.js';
 
 export interface StartWorkerOptions {
   name: string;
@@ -27,6 +29,10 @@ export interface StartWorkerOptions {
   version?: string;
   /** Advertise on mDNS (`_amf-agent._tcp`); absent = NATS heartbeats only. */
   mdns?: { interfaceAddress?: string };
+  /** Serve the handler as an MCP tool at `/mcp` (default true). */
+  mcp?: boolean;
+  /** Short tool alias announced in the card (`x-amf.tool_alias`). */
+  toolAlias?: string;
 }
 
 export interface RunningWorker {
@@ -58,7 +64,15 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     trustDomain,
     handler: opts.handler,
     version: opts.version ?? '0.1.0',
+    ...(opts.toolAlias ? { toolAlias: opts.toolAlias } : {}),
   };
+  if (opts.mcp !== false)
+    httpOpts.mcp = createWorkerMcpEndpoint({
+      handler: opts.handler,
+      tag: opts.tags[0]!,
+      version: httpOpts.version,
+      getWorker: () => ref.worker!,
+    });
   // The router needs the worker, and the worker needs the bound endpoint: resolved late.
   const ref: { worker?: MeshWorker } = {};
   let endpoint = '';
@@ -86,6 +100,8 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     heartbeatSeconds: opts.heartbeatSeconds ?? 5,
     concurrency: opts.concurrency ?? 16,
     version: httpOpts.version,
+    // LOCKED #1: announcing MCP/ requires the mcp= URL, so both come together.
+    ...(httpOpts.mcp ? { protocols: [MCP_PROTOCOL], mcpEndpoint: `${endpoint}/mcp` } : {}),
   });
   ref.worker = worker;
   await worker.start();
@@ -117,6 +133,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
         await worker.drain(drainTimeoutMs);
         await advertiser?.close();
         await nc.drain().catch(() => undefined);
+        await httpOpts.mcp?.close();
         await closeServer(server);
       })();
       return closing;

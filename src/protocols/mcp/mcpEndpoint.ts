@@ -16,8 +16,8 @@ export const MCP_PROTOCOL = 'MCP/2025-11-25';
 
 /** Options of an MCP endpoint. */
 export interface McpEndpointOptions {
-  /** Builds the SDK server of one new session (tools, handlers). */
-  createServer: () => McpServer;
+  /** Builds the SDK server of one new session; `caller` is the client's remote address. */
+  createServer: (session: { caller: string }) => McpServer;
   /** Largest accepted request body (default 4 MiB: above the policy's 1 MiB argument limit). */
   maxBodyBytes?: number;
   /** Most concurrent sessions kept; the oldest is closed beyond it (default 1000). */
@@ -118,7 +118,7 @@ export class McpEndpoint {
   }
 
   private async startSession(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
-    const server = this.options.createServer();
+    const server = this.options.createServer({ caller: req.socket.remoteAddress ?? 'unknown' });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {

@@ -1,0 +1,75 @@
+/**
+ * The audit trail of federated MCP calls: one record per `tools/call` (allowed or denied) published
+ * to the JetStream stream AMF_AUDIT on `amf.audit.mcp`, so every coordinator on the same NATS shares
+ * it and it survives restarts. Records hold sizes, never argument values (they may be secrets).
+ */
+import { jetstream, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { AUDIT_STREAM } from '../../fabric/jetstream.js';
+
+/** Subject of MCP call audit records. */
+export const MCP_AUDIT_SUBJECT = 'amf.audit.mcp';
+/** Upper bound of `GET /audit?limit=N` (each record is one JetStream read). */
+export const MAX_AUDIT_QUERY = 500;
+
+/** One audited MCP call. */
+export interface McpAuditRecord {
+  kind: 'mcp.call';
+  /** ISO time the call arrived. */
+  time: string;
+  /** Who called (remote address of the MCP client's session). */
+  caller: string;
+  /** MCP session of the caller. */
+  session_id: string | null;
+  /** The federated wire name that was called. */
+  wire_name: string;
+  /** AMF name `<agent_id>/<tool>`, null when the wire name matched no tool. */
+  tool: string | null;
+  agent_id: string | null;
+  decision: 'allow' | 'deny';
+  /** Policy deny reasons (or `unknown_tool`, `tofu_fingerprint_mismatch`). */
+  reasons: string[];
+  /** `ok`, `tool_error` (the agent's tool returned isError), `denied`, `failed` (forwarding failed). */
+  outcome: 'ok' | 'tool_error' | 'denied' | 'failed';
+  duration_ms: number;
+  argument_bytes: number;
+  /** How the coordinator authenticated to the agent: `none` (http), `tofu` (https pinned). */
+  auth: 'none' | 'tofu' | 'tls';
+  error?: string;
+}
+
+/** Writes and reads the MCP audit trail. */
+export class McpAuditLog {
+  private readonly js: JetStreamClient;
+
+  constructor(
+    nc: NatsConnection,
+    private readonly jsm: JetStreamManager,
+    private readonly onError: (err: unknown) => void = () => undefined,
+  ) {
+    this.js = jetstream(nc);
+  }
+
+  /** Appends a record; resolves once JetStream stored it (a failure is reported, never thrown). */
+  async append(record: McpAuditRecord): Promise<void> {
+    try {
+      await this.js.publish(MCP_AUDIT_SUBJECT, JSON.stringify(record));
+    } catch (err) {
+      this.onError(err);
+    }
+  }
+
+  /** The newest `limit` records, newest first (limit clamped to 1..MAX_AUDIT_QUERY). */
+  async recent(limit: number): Promise<McpAuditRecord[]> {
+    const n = Math.max(1, Math.min(MAX_AUDIT_QUERY, Math.floor(limit) || 1));
+    const info = await this.jsm.streams.info(AUDIT_STREAM);
+    const { first_seq: first, last_seq: last } = info.state;
+    const out: McpAuditRecord[] = [];
+    // Walk back from the last sequence; deleted or expired sequences read as null and are skipped.
+    for (let seq = last; seq >= first && seq > 0 && out.length < n; seq--) {
+      const msg = await this.jsm.streams.getMessage(AUDIT_STREAM, { seq }).catch(() => null);
+      if (msg) out.push(msg.json<McpAuditRecord>());
+    }
+    return out;
+  }
+}

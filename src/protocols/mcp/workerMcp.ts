@@ -1,0 +1,94 @@
+/**
+ * A worker's MCP server: its capability handler served as one MCP tool named after the handler
+ * (`echo` for the built-in echo worker). A call runs the same handler as a mesh task, so MCP and
+ * mesh callers get the same behaviour.
+ */
+import { randomUUID } from 'node:crypto';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { WorkerHandler } from '../../worker/handlerApi.js';
+import type { MeshWorker } from '../../worker/meshWorker.js';
+import { McpEndpoint } from './mcpEndpoint.js';
+
+/** Input schema of a handler that declares none: one string argument `text` (the task text). */
+export const DEFAULT_TOOL_INPUT_SCHEMA: Tool['inputSchema'] = {
+  type: 'object',
+  properties: { text: { type: 'string', description: 'The task text' } },
+  required: ['text'],
+};
+
+/** The MCP tool a handler is served as. */
+export function handlerTool(handler: WorkerHandler): Tool {
+  return {
+    name: handler.name,
+    description: handler.description,
+    inputSchema: (handler.inputSchema as Tool['inputSchema'] | undefined) ?? DEFAULT_TOOL_INPUT_SCHEMA,
+  };
+}
+
+/** Options of a worker's MCP endpoint. */
+export interface WorkerMcpOptions {
+  handler: WorkerHandler;
+  /** The capability tag a tool call runs under (the worker's first tag). */
+  tag: string;
+  version: string;
+  getWorker: () => MeshWorker;
+}
+
+function errorResult(text: string): CallToolResult {
+  return { content: [{ type: 'text', text }], isError: true };
+}
+
+/** Builds the session-based `/mcp` endpoint of a worker. */
+export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint {
+  const tool = handlerTool(options.handler);
+  return new McpEndpoint({
+    createServer: () => {
+      const server = new Server(
+        { name: `amf-worker-${options.handler.name}`, version: options.version },
+        { capabilities: { tools: {} } },
+      );
+      server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [tool] }));
+      server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+        if (request.params.name !== tool.name)
+          // Unknown tool: a JSON-RPC invalid-params error, as the SDK's McpServer does.
+          throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
+        const args = request.params.arguments ?? {};
+        const text =
+          typeof args.text === 'string'
+            ? args.text
+            : options.handler.inputSchema
+              ? JSON.stringify(args)
+              : undefined;
+        if (text === undefined) return errorResult('argument "text" (string) is required');
+        const taskId = randomUUID();
+        const outcome = await options.getWorker().runHandler(
+          {
+            taskId,
+            traceId: taskId,
+            tag: options.tag,
+            text,
+            messages: [{ role: 'user', content: text }],
+            input: args,
+            stream: false,
+            attempt: 1,
+          },
+          extra.signal,
+        );
+        if (!outcome.ok) return errorResult(`${outcome.code}: ${outcome.message}`);
+        return {
+          content: [{ type: 'text', text: outcome.result.text }],
+          ...(outcome.result.data ? { structuredContent: outcome.result.data } : {}),
+        };
+      });
+      return server;
+    },
+  });
+}
