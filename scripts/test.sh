@@ -5,20 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 
-if ! command -v nats-server >/dev/null 2>&1; then
-  echo "==> installing nats-server (Debian package)"
-  as_root apt-get update -qq
-  as_root apt-get install -y -qq nats-server
-fi
+ensure_debian_package 'command -v nats-server' nats-server
 
 # Debian's python3-zeroconf is the independent mDNS implementation our records are checked against.
-if ! /usr/bin/python3 -c 'import zeroconf' >/dev/null 2>&1; then
-  echo "==> installing python3-zeroconf (Debian package)"
-  as_root apt-get update -qq
-  as_root apt-get install -y -qq python3-zeroconf
-fi
+ensure_debian_package "/usr/bin/python3 -c 'import zeroconf'" python3-zeroconf
 
 # The Python OpenAI client is one of the interop peers of the OpenAI-compatible API.
 if ! python3 -c 'import openai' >/dev/null 2>&1; then

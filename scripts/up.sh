@@ -4,13 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 
-if ! command -v nats-server >/dev/null 2>&1; then
-  echo "==> installing nats-server (Debian package)"
-  as_root apt-get update -qq
-  as_root apt-get install -y -qq nats-server
-fi
+ensure_debian_package 'command -v nats-server' nats-server
 if [ ! -d node_modules ]; then npm ci --no-audit --no-fund --loglevel=error; fi
 npm run --silent build
 exec node bin/amf.js up --demo "$@"
