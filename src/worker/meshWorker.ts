@@ -63,6 +63,7 @@ export class MeshWorker {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private running = 0;
   private draining = false;
+  private delegationSub: Subscription | undefined;
   private readonly delegations = new Map<
     string,
     { resolve: (t: string) => void; reject: (e: Error) => void }
@@ -114,11 +115,9 @@ export class MeshWorker {
         ),
       );
     }
-    // Cancellations and delegation outcomes arrive on the public fabric (specialists cannot read amf.internal.>).
+    // Cancellations arrive on the public fabric (specialists cannot read amf.internal.>); delegation
+    // results too, but that subscription exists only while delegations are pending (see delegate()).
     this.subs.push(this.bus.subscribe('amf.policy.deny', (e) => this.onDeny(e as AmfEvent<PolicyPayload>)));
-    this.subs.push(
-      this.bus.subscribe('amf.result.final', (e) => this.onFinalForDelegation(e as AmfEvent<FinalPayload>)),
-    );
     this.heartbeat();
     this.heartbeatTimer = setInterval(() => this.heartbeat(), this.options.heartbeatSeconds * 1000);
     this.heartbeatTimer.unref();
@@ -322,10 +321,11 @@ export class MeshWorker {
     const childId = randomUUID();
     return new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.delegations.delete(childId);
+        this.forgetDelegation(childId);
         reject(new Error(`delegated task ${childId} (${tag}) gave no result in time`));
       }, opts.timeoutMs ?? 60_000);
       timer.unref();
+      this.ensureDelegationSubscription();
       this.delegations.set(childId, {
         resolve: (t) => {
           clearTimeout(timer);
@@ -348,10 +348,29 @@ export class MeshWorker {
     });
   }
 
+  /**
+   * Final results are the busiest subject of the mesh: a worker listens to them only while it waits
+   * for a delegated task. The subscription is registered before the delegate event is published on
+   * the same connection, so no result can arrive unheard.
+   */
+  private ensureDelegationSubscription(): void {
+    this.delegationSub ??= this.bus.subscribe('amf.result.final', (e) =>
+      this.onFinalForDelegation(e as AmfEvent<FinalPayload>),
+    );
+  }
+
+  private forgetDelegation(childId: string): void {
+    this.delegations.delete(childId);
+    if (this.delegations.size === 0 && this.delegationSub) {
+      this.delegationSub.unsubscribe();
+      this.delegationSub = undefined;
+    }
+  }
+
   private onFinalForDelegation(event: AmfEvent<FinalPayload>): void {
     const waiter = this.delegations.get(event.data.payload.task_id);
     if (!waiter) return;
-    this.delegations.delete(event.data.payload.task_id);
+    this.forgetDelegation(event.data.payload.task_id);
     const p = event.data.payload;
     if (p.status === 'completed' && typeof p.result?.text === 'string') waiter.resolve(p.result.text);
     else
@@ -366,7 +385,7 @@ export class MeshWorker {
     this.inFlight.get(p.task_id)?.controller.abort();
     const waiter = this.delegations.get(p.task_id);
     if (waiter) {
-      this.delegations.delete(p.task_id);
+      this.forgetDelegation(p.task_id);
       waiter.reject(new HandlerError(p.reason, p.message));
     }
   }
