@@ -26,6 +26,9 @@ export const LLM_ENV_KEYS = [
 ] as const;
 
 /** The Anthropic model used when AMF_WATCHER_MODEL is not set. */
+/** Where Anthropic's Messages API lives unless ANTHROPIC_BASE_URL says otherwise. */
+export const DEFAULT_ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
+
 export const DEFAULT_ANTHROPIC_MODEL = 'claude-haiku-4-5';
 /** The model name sent to an OpenAI-compatible server when AMF_WATCHER_MODEL is not set. */
 export const DEFAULT_OPENAI_MODEL = 'gpt-4o-mini';
@@ -94,7 +97,7 @@ export function readLlmConfig(env: Readonly<Record<string, string | undefined>>)
   if (env.ANTHROPIC_API_KEY) {
     return {
       provider: 'anthropic',
-      baseUrl: trimSlash(env.ANTHROPIC_BASE_URL?.trim() || 'https://api.anthropic.com'),
+      baseUrl: trimSlash(env.ANTHROPIC_BASE_URL?.trim() || DEFAULT_ANTHROPIC_BASE_URL),
       apiKey: env.ANTHROPIC_API_KEY,
       model: model ?? DEFAULT_ANTHROPIC_MODEL,
       timeoutMs,

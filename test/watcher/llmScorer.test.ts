@@ -3,6 +3,7 @@
 // that timeouts, errors and garbage leave the decision to the rules.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
+  DEFAULT_ANTHROPIC_BASE_URL,
   DEFAULT_ANTHROPIC_MODEL,
   parseLlmVerdict,
   pickLlmEnv,
@@ -67,7 +68,7 @@ describe('configuration', () => {
     expect(readLlmConfig({})).toBeUndefined();
     expect(readLlmConfig({ ANTHROPIC_API_KEY: 'k' })).toMatchObject({
       provider: 'anthropic',
-      baseUrl: 'https://api.anthropic.com',
+      baseUrl: DEFAULT_ANTHROPIC_BASE_URL,
       model: DEFAULT_ANTHROPIC_MODEL,
       timeoutMs: 3000,
     });

@@ -167,7 +167,7 @@ describe('scoreByRules: invisible and control characters', () => {
 
 describe('scoreByRules: endpoints and URLs', () => {
   it('flags a card served by another host than the endpoint', () => {
-    const result = scoreByRules(makeAd({ card: 'http://cards.example.net/agent-card.json' }));
+    const result = scoreByRules(makeAd({ card: 'http://192.168.77.7/agent-card.json' }));
     expect(result.reasons).toEqual(['card_host_mismatch']);
     // Denied for mesh/public (0.3, 0.1), a reason on record for local.
     expect(result.score).toBeGreaterThan(0.3);
@@ -318,7 +318,7 @@ describe('scoreByRules: capabilities and record shape', () => {
     expect(a.score).toBeGreaterThan(0.99);
     expect([...a.reasons].sort()).toEqual(a.reasons);
     const one = scoreByRules(makeAd({ tags: 'shell' })).score;
-    const two = scoreByRules(makeAd({ tags: 'shell', card: 'http://cards.example.net/c' })).score;
+    const two = scoreByRules(makeAd({ tags: 'shell', card: 'http://192.168.77.7/c' })).score;
     expect(two).toBeGreaterThan(one);
   });
 });
