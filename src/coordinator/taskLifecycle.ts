@@ -9,10 +9,8 @@ import type { Subscription } from '@nats-io/transport-node';
 import { createEvent, type AmfEvent, type EventSender } from '../events/cloudEvent.js';
 import {
   checkAnnouncePayload,
-  checkDelegatePayload,
   checkFinalPayload,
   type AnnouncePayload,
-  type ChatMessage,
   type DelegatePayload,
   type FinalPayload,
   type PolicyPayload,
@@ -34,69 +32,10 @@ import type { EventBus } from '../fabric/eventBus.js';
 import type { AgentRegistry } from './agentRegistry.js';
 import { AmfError } from '../errors.js';
 import type { PolicyNotices } from './policyNotices.js';
+import { judgeDelegation } from './delegationGate.js';
+import type { AnnounceRequest, LifecycleOptions, TaskRecord, TerminalInfo } from './taskRecord.js';
 
-export interface LifecycleOptions {
-  ttlSeconds: number;
-  maxRetries: number;
-  retryDelaySeconds: number;
-  /** A claimed task is given up after ttl × factor seconds without any sign of its worker. */
-  watchdogGraceFactor: number;
-  /** The delegation policy (OPA): the depth limit (`data.policy.max_delegation_depth`) and the cycle rule live in Rego. */
-  decideDelegation: (input: {
-    chain: string[];
-    delegator: string;
-  }) => Promise<{ allow: boolean; reasons: string[]; max_depth: number }>;
-  retainedTerminalTasks: number;
-  maxActiveTasks?: number;
-  now?: () => number;
-}
-
-/** A task as the coordinator tracks it. */
-export interface TaskRecord {
-  taskId: string;
-  tag: string;
-  state: TaskState;
-  traceId: string;
-  announce: AmfEvent<AnnouncePayload>;
-  /** Agents that delegated on the way here, root first. */
-  chain: string[];
-  parentTaskId?: string;
-  claimedBy?: string;
-  attempt: number;
-  retriesLeft: number;
-  retryDelaySeconds: number;
-  ttlSeconds: number;
-  createdAt: number;
-  lastActivity: number;
-  endedAt?: number;
-  /** Only the coordinator that announced a task runs its timers. */
-  owned: boolean;
-  outcome?: { reason: string; message: string };
-  timer?: NodeJS.Timeout;
-}
-
-export interface AnnounceRequest {
-  tag: string;
-  task: string;
-  messages?: ChatMessage[];
-  stream?: boolean;
-  taskId?: string;
-  traceId?: string;
-  ttlSeconds?: number;
-  maxRetries?: number;
-  retryDelaySeconds?: number;
-  parentTaskId?: string;
-  chain?: string[];
-  input?: Record<string, unknown>;
-  /** Ask workers to publish to the reply subject (default true). */
-  withReplySubject?: boolean;
-}
-
-export interface TerminalInfo {
-  task: TaskRecord;
-  state: TaskState;
-  durationMs: number;
-}
+export type { AnnounceRequest, LifecycleOptions, TaskRecord, TerminalInfo } from './taskRecord.js';
 
 /** Follows and drives the lifecycle of every task on the fabric. */
 export class TaskLifecycle {
@@ -428,14 +367,20 @@ export class TaskLifecycle {
   // --- delegation ----------------------------------------------------------------------------------
 
   private onDelegate(event: AmfEvent<DelegatePayload>): void {
-    void this.judgeDelegation(event);
+    void this.delegate(event);
   }
 
-  private async judgeDelegation(event: AmfEvent<DelegatePayload>): Promise<void> {
+  /** Child task for an accepted delegation, else a terminal deny for the proposed child id. */
+  private async delegate(event: AmfEvent<DelegatePayload>): Promise<void> {
     const p = event.data.payload;
-    const problem = checkDelegatePayload(p);
-    const childId = typeof p?.child_task_id === 'string' ? p.child_task_id : undefined;
-    const deny = (reason: string, message: string) =>
+    const verdict = await judgeDelegation(p, {
+      isKnownTask: (id) => this.get(id) !== undefined,
+      activeTask: (id) => this.active.get(id),
+      servesTag: (tag) => this.registry.servesTag(tag),
+      decideDelegation: this.options.decideDelegation,
+    });
+    const deny = (reason: string, message: string) => {
+      const childId = typeof p?.child_task_id === 'string' ? p.child_task_id : undefined;
       this.notices.deny(
         {
           reason,
@@ -447,60 +392,9 @@ export class TaskLifecycle {
         },
         { ...(event.amftraceid ? { traceId: event.amftraceid } : {}) },
       );
-    if (problem) return deny('delegation_invalid', `delegation refused: ${problem}`);
-    if (!isTaskId(p.child_task_id) || this.get(p.child_task_id))
-      return deny(
-        'delegation_invalid',
-        `delegation refused: child_task_id must be a new id of [A-Za-z0-9-]{1,64}`,
-      );
-    if (!isCapabilityTag(p.required_capability))
-      return deny(
-        'delegation_invalid',
-        `delegation refused: invalid capability tag "${p.required_capability}"`,
-      );
-    const parent = this.active.get(p.parent_task_id);
-    if (!parent)
-      return deny(
-        'delegation_invalid',
-        `delegation refused: parent task ${p.parent_task_id} is not in flight`,
-      );
-    if (parent.claimedBy !== p.agent_id)
-      return deny(
-        'delegation_invalid',
-        `delegation refused: ${p.agent_id} has not claimed task ${p.parent_task_id}`,
-      );
-    // LOCKED #7: a cycle is refused whatever a policy says; this guard is the invariant, the
-    // policy below is where the depth limit (and the same cycle rule) are configured.
-    if (parent.chain.includes(p.agent_id))
-      return deny(
-        'delegation_cycle',
-        `delegation refused: ${p.agent_id} already appears in the delegation chain`,
-      );
-    let decision: { allow: boolean; reasons: string[]; max_depth: number };
-    try {
-      decision = await this.options.decideDelegation({ chain: parent.chain, delegator: p.agent_id });
-    } catch (err) {
-      return deny(
-        'policy_unavailable',
-        `delegation refused: policy evaluation failed: ${(err as Error).message}`,
-      );
-    }
-    if (!decision.allow) {
-      const reason = decision.reasons[0] ?? 'delegation_denied';
-      return deny(
-        reason,
-        reason === 'delegation_depth_exceeded'
-          ? `delegation refused: chain length ${parent.chain.length} reached the limit ${decision.max_depth}`
-          : `delegation refused by policy: ${decision.reasons.join(', ')}`,
-      );
-    }
-    if (isTerminal(parent.state))
-      return deny('delegation_invalid', `delegation refused: parent task ${parent.taskId} ended meanwhile`);
-    if (!this.registry.servesTag(p.required_capability))
-      return deny(
-        'no_agent_for_tag',
-        `delegation refused: no live agent serves capability "${p.required_capability}"`,
-      );
+    };
+    if (!verdict.ok) return deny(verdict.reason, verdict.message);
+    const parent = verdict.parent;
     try {
       this.announce({
         tag: p.required_capability,

@@ -1,0 +1,67 @@
+/**
+ * Whether a worker's `amf.task.delegate` may become a child task: payload checks, the claimant rule,
+ * the non-overridable cycle guard (LOCKED #7) and the OPA delegation decision (depth limit). Returns a
+ * verdict; the lifecycle publishes the deny or announces the child.
+ */
+import { checkDelegatePayload, type DelegatePayload } from '../events/payloads.js';
+import { isCapabilityTag, isTaskId } from '../events/subjects.js';
+import { isTerminal } from '../events/taskStateMachine.js';
+import type { LifecycleOptions, TaskRecord } from './taskRecord.js';
+
+export type DelegationVerdict =
+  { ok: true; parent: TaskRecord } | { ok: false; reason: string; message: string };
+
+export interface DelegationContext {
+  isKnownTask(id: string): boolean;
+  /** The parent, when it is in flight. */
+  activeTask(id: string): TaskRecord | undefined;
+  servesTag(tag: string): boolean;
+  decideDelegation: LifecycleOptions['decideDelegation'];
+}
+
+const refuse = (reason: string, message: string): DelegationVerdict => ({
+  ok: false,
+  reason,
+  message: `delegation refused: ${message}`,
+});
+
+/** Judges one delegation request; never throws. */
+export async function judgeDelegation(
+  p: DelegatePayload,
+  ctx: DelegationContext,
+): Promise<DelegationVerdict> {
+  const problem = checkDelegatePayload(p);
+  if (problem) return refuse('delegation_invalid', problem);
+  if (!isTaskId(p.child_task_id) || ctx.isKnownTask(p.child_task_id))
+    return refuse('delegation_invalid', 'child_task_id must be a new id of [A-Za-z0-9-]{1,64}');
+  if (!isCapabilityTag(p.required_capability))
+    return refuse('delegation_invalid', `invalid capability tag "${p.required_capability}"`);
+  const parent = ctx.activeTask(p.parent_task_id);
+  if (!parent) return refuse('delegation_invalid', `parent task ${p.parent_task_id} is not in flight`);
+  if (parent.claimedBy !== p.agent_id)
+    return refuse('delegation_invalid', `${p.agent_id} has not claimed task ${p.parent_task_id}`);
+  // LOCKED #7: a cycle is refused whatever a policy says; this guard is the invariant, the policy is
+  // where the depth limit (and the same cycle rule) are configured.
+  if (parent.chain.includes(p.agent_id))
+    return refuse('delegation_cycle', `${p.agent_id} already appears in the delegation chain`);
+  let decision: { allow: boolean; reasons: string[]; max_depth: number };
+  try {
+    decision = await ctx.decideDelegation({ chain: parent.chain, delegator: p.agent_id });
+  } catch (err) {
+    return refuse('policy_unavailable', `policy evaluation failed: ${(err as Error).message}`);
+  }
+  if (!decision.allow) {
+    const reason = decision.reasons[0] ?? 'delegation_denied';
+    return refuse(
+      reason,
+      reason === 'delegation_depth_exceeded'
+        ? `chain length ${parent.chain.length} reached the limit ${decision.max_depth}`
+        : `by policy: ${decision.reasons.join(', ')}`,
+    );
+  }
+  if (isTerminal(parent.state))
+    return refuse('delegation_invalid', `parent task ${parent.taskId} ended meanwhile`);
+  if (!ctx.servesTag(p.required_capability))
+    return refuse('no_agent_for_tag', `no live agent serves capability "${p.required_capability}"`);
+  return { ok: true, parent };
+}

@@ -1,0 +1,70 @@
+/**
+ * The shapes the task lifecycle works with: its options, a tracked task, an announcement request and
+ * what terminal listeners are told. Kept apart so adapters can type against them without the runtime.
+ */
+import type { AmfEvent } from '../events/cloudEvent.js';
+import type { AnnouncePayload, ChatMessage } from '../events/payloads.js';
+import type { TaskState } from '../events/taskStateMachine.js';
+
+export interface LifecycleOptions {
+  ttlSeconds: number;
+  maxRetries: number;
+  retryDelaySeconds: number;
+  /** A claimed task is given up after ttl × factor seconds without any sign of its worker. */
+  watchdogGraceFactor: number;
+  /** The delegation policy (OPA): the depth limit (`data.policy.max_delegation_depth`) and the cycle rule live in Rego. */
+  decideDelegation: (input: {
+    chain: string[];
+    delegator: string;
+  }) => Promise<{ allow: boolean; reasons: string[]; max_depth: number }>;
+  retainedTerminalTasks: number;
+  maxActiveTasks?: number;
+  now?: () => number;
+}
+
+/** A task as the coordinator tracks it. */
+export interface TaskRecord {
+  taskId: string;
+  tag: string;
+  state: TaskState;
+  traceId: string;
+  announce: AmfEvent<AnnouncePayload>;
+  /** Agents that delegated on the way here, root first. */
+  chain: string[];
+  parentTaskId?: string;
+  claimedBy?: string;
+  attempt: number;
+  retriesLeft: number;
+  retryDelaySeconds: number;
+  ttlSeconds: number;
+  createdAt: number;
+  lastActivity: number;
+  endedAt?: number;
+  /** Only the coordinator that announced a task runs its timers. */
+  owned: boolean;
+  outcome?: { reason: string; message: string };
+  timer?: NodeJS.Timeout;
+}
+
+export interface AnnounceRequest {
+  tag: string;
+  task: string;
+  messages?: ChatMessage[];
+  stream?: boolean;
+  taskId?: string;
+  traceId?: string;
+  ttlSeconds?: number;
+  maxRetries?: number;
+  retryDelaySeconds?: number;
+  parentTaskId?: string;
+  chain?: string[];
+  input?: Record<string, unknown>;
+  /** Ask workers to publish to the reply subject (default true). */
+  withReplySubject?: boolean;
+}
+
+export interface TerminalInfo {
+  task: TaskRecord;
+  state: TaskState;
+  durationMs: number;
+}
