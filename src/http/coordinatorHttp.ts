@@ -21,6 +21,9 @@ import { closeServer, listen } from '../worker/workerHttp.js';
 import { createServer } from 'node:http';
 import { VERSION } from '../version.js';
 import { McpAuditLog } from '../protocols/mcp/mcpAudit.js';
+import { coordinatorAgentCard } from '../protocols/a2a/agentCards.js';
+
+export { coordinatorAgentCard };
 import { McpFederation } from '../protocols/mcp/federation.js';
 import { createCoordinatorMcpEndpoint } from '../protocols/mcp/coordinatorMcp.js';
 import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
@@ -64,29 +67,6 @@ async function loadUi(): Promise<string> {
   } catch {
     return readFile(UI_FALLBACK_PATH, 'utf8');
   }
-}
-
-/** The coordinator's A2A agent card (with `x-amf.nats_url`: coordinators publish it, LOCKED #2). */
-export function coordinatorAgentCard(coordinator: Coordinator, url: string): Record<string, unknown> {
-  const tags = [...coordinator.registry.liveTags().keys()].sort();
-  return {
-    name: 'amf-coordinator',
-    description: 'AMF mesh coordinator: dispatches tasks to mesh workers by capability tag',
-    version: VERSION,
-    url,
-    protocolVersion: '1.0',
-    capabilities: { streaming: true, pushNotifications: false },
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: tags.map((tag) => ({ id: tag, name: tag, description: `Mesh capability ${tag}`, tags: [tag] })),
-    'x-amf': {
-      agent_id: coordinator.sender.identity,
-      trust_domain: coordinator.config.identity.trustDomain,
-      protocols: ['A2A/1.0'],
-      nats_url: coordinator.natsUrl,
-      role: 'coordinator',
-    },
-  };
 }
 
 /** Builds the router for a coordinator. */

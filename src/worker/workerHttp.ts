@@ -10,6 +10,9 @@ import { Router, readJsonObject, requestUrl, sendError, sendJson } from '../http
 import type { MeshWorker } from './meshWorker.js';
 import type { WorkerHandler } from './handlerApi.js';
 import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
+import { workerAgentCard } from '../protocols/a2a/agentCards.js';
+
+export { workerAgentCard };
 
 export interface WorkerHttpOptions {
   host: string;
@@ -24,38 +27,6 @@ export interface WorkerHttpOptions {
   mcp?: McpEndpoint;
   /** Short tool alias announced as `x-amf.tool_alias` (the coordinator decides if it is granted). */
   toolAlias?: string;
-}
-
-/** The A2A agent card of a worker (no `nats_url`: only coordinators publish it, LOCKED #2). */
-export function workerAgentCard(
-  worker: MeshWorker,
-  opts: WorkerHttpOptions,
-  endpoint: string,
-): Record<string, unknown> {
-  return {
-    name: opts.name,
-    description: opts.handler.description,
-    version: opts.version,
-    url: endpoint,
-    protocolVersion: '1.0',
-    capabilities: { streaming: true, pushNotifications: false },
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: opts.tags.map((tag) => ({
-      id: tag,
-      name: tag,
-      description: opts.handler.description,
-      tags: [tag],
-    })),
-    'x-amf': {
-      agent_id: worker.agentId,
-      trust_domain: opts.trustDomain,
-      protocols: worker.agentRecord().protocols_supported,
-      capability_tags: opts.tags,
-      ...(worker.agentRecord().mcp_endpoint ? { mcp_endpoint: worker.agentRecord().mcp_endpoint } : {}),
-      ...(opts.toolAlias ? { tool_alias: opts.toolAlias } : {}),
-    },
-  };
 }
 
 export interface WorkerHttpServer {

@@ -1,0 +1,173 @@
+/**
+ * A2A agent cards of the coordinator and of workers. One JSON document serves A2A 1.0 clients
+ * (`supportedInterfaces`, `capabilities.extensions`) and A2A 0.3 clients (`url`, `preferredTransport`,
+ * `protocolVersion`, `additionalInterfaces`), so both well-known paths can return the same card.
+ */
+import { AgentCard as SdkAgentCard } from '@a2a-js/sdk';
+import type { Coordinator } from '../../coordinator/coordinator.js';
+import type { MeshWorker } from '../../worker/meshWorker.js';
+import type { WorkerHandler } from '../../worker/handlerApi.js';
+import { VERSION } from '../../version.js';
+
+/** JSON-RPC binding path (both protocol versions; the `A2A-Version` header picks one). */
+export const A2A_JSONRPC_PATH = '/a2a';
+/** HTTP+JSON binding base (`/a2a/rest/message:send`; 0.3 clients use `/a2a/rest/v1/...`). */
+export const A2A_REST_PATH = '/a2a/rest';
+/**
+ * AMP (Agent Message Protocol, reference/amp-SPEC.md) as an A2A extension. The spec defines no URI
+ * of its own; this one names the spec document and its version (A2A: URIs SHOULD carry a version).
+ */
+export const AMP_EXTENSION_URI = 'https://github.com/laufferw/amp-protocol/blob/main/SPEC.md#amp-1.0';
+
+/** Why push notifications are off: NATS is where AMF pushes task events. */
+const PUSH_NOTE =
+  'A2A push notifications are not offered: AMF v1 pushes task events over NATS (amf.task.* subjects) and SSE (GET /events, SendStreamingMessage, SubscribeToTask).';
+
+export interface CardSkill {
+  id: string;
+  name: string;
+  description: string;
+  tags: string[];
+}
+
+interface CardCore {
+  name: string;
+  description: string;
+  baseUrl: string;
+  skills: CardSkill[];
+  xAmf: Record<string, unknown>;
+}
+
+function trimBase(url: string): string {
+  return url.replace(/\/+$/, '');
+}
+
+/** The interfaces an AMF A2A server offers at `baseUrl`; the first is preferred. */
+export function supportedInterfaces(baseUrl: string): Array<Record<string, string>> {
+  const base = trimBase(baseUrl);
+  return [
+    { url: base + A2A_JSONRPC_PATH, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    { url: base + A2A_REST_PATH, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+    { url: base + A2A_JSONRPC_PATH, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+    { url: base + A2A_REST_PATH, protocolBinding: 'HTTP+JSON', protocolVersion: '0.3' },
+  ];
+}
+
+function buildCard(core: CardCore): Record<string, unknown> {
+  const base = trimBase(core.baseUrl);
+  return {
+    name: core.name,
+    description: core.description,
+    version: VERSION,
+    supportedInterfaces: supportedInterfaces(base),
+    capabilities: {
+      streaming: true,
+      pushNotifications: false,
+      extendedAgentCard: false,
+      extensions: [
+        {
+          uri: AMP_EXTENSION_URI,
+          description:
+            'AMP 1.0: intent-first messages (message metadata or a data part), confidence and uncertainty on artifacts',
+          required: false,
+          params: { amp: '1.0' },
+        },
+      ],
+    },
+    defaultInputModes: ['text/plain', 'application/json'],
+    defaultOutputModes: ['text/plain', 'application/json'],
+    skills: core.skills.map((s) => ({ ...s, inputModes: ['text/plain'], outputModes: ['text/plain'] })),
+    // The same card read by A2A 0.3 clients: they look at these fields and ignore the ones above.
+    url: base + A2A_JSONRPC_PATH,
+    preferredTransport: 'JSONRPC',
+    protocolVersion: '0.3.0',
+    additionalInterfaces: [{ url: base + A2A_REST_PATH, transport: 'HTTP+JSON' }],
+    'x-amf': {
+      ...core.xAmf,
+      push: { a2a_push_notifications: false, canonical: 'nats', note: PUSH_NOTE },
+      a2a: { jsonrpc: base + A2A_JSONRPC_PATH, http_json: base + A2A_REST_PATH },
+    },
+  };
+}
+
+/** Skill descriptions from the admitted agents' own cards (a tag's first description wins). */
+function meshSkills(coordinator: Coordinator): CardSkill[] {
+  const descriptions = new Map<string, string>();
+  for (const agent of coordinator.registry.list()) {
+    if (agent.status !== 'live') continue;
+    const skills = (agent.card as { skills?: unknown } | undefined)?.skills;
+    if (!Array.isArray(skills)) continue;
+    for (const s of skills as Array<Record<string, unknown>>) {
+      if (typeof s.id === 'string' && typeof s.description === 'string' && !descriptions.has(s.id))
+        descriptions.set(s.id, s.description.slice(0, 500));
+    }
+  }
+  const tags = [...coordinator.registry.liveTags().keys()].sort();
+  return tags.map((tag) => ({
+    id: tag,
+    name: tag,
+    description: descriptions.get(tag) ?? `Mesh capability ${tag}`,
+    tags: [tag],
+  }));
+}
+
+/** The coordinator's A2A agent card (with `x-amf.nats_url`: coordinators publish it, LOCKED #2). */
+export function coordinatorAgentCard(coordinator: Coordinator, url: string): Record<string, unknown> {
+  return buildCard({
+    name: 'amf-coordinator',
+    description:
+      'AMF mesh coordinator: dispatches each A2A task to a mesh worker by capability tag (message metadata "tag", an AMP intent, or the matching skill). Push notifications go over NATS, not A2A webhooks.',
+    baseUrl: url,
+    skills: meshSkills(coordinator),
+    xAmf: {
+      agent_id: coordinator.sender.identity,
+      trust_domain: coordinator.config.identity.trustDomain,
+      protocols: ['A2A/1.0', 'A2A/0.3', 'AMP/1.0'],
+      nats_url: coordinator.natsUrl,
+      role: 'coordinator',
+    },
+  });
+}
+
+/** What a worker card needs from the worker's options (a subset of WorkerHttpOptions). */
+export interface WorkerCardOptions {
+  name: string;
+  tags: string[];
+  trustDomain: string;
+  handler: Pick<WorkerHandler, 'description'>;
+  toolAlias?: string;
+}
+
+/** The A2A agent card of a worker (no `nats_url`: only coordinators publish it, LOCKED #2). */
+export function workerAgentCard(
+  worker: MeshWorker,
+  opts: WorkerCardOptions,
+  endpoint: string,
+): Record<string, unknown> {
+  const record = worker.agentRecord();
+  return buildCard({
+    name: opts.name,
+    description: opts.handler.description,
+    baseUrl: endpoint,
+    skills: opts.tags.map((tag) => ({
+      id: tag,
+      name: tag,
+      description: opts.handler.description,
+      tags: [tag],
+    })),
+    xAmf: {
+      agent_id: worker.agentId,
+      trust_domain: opts.trustDomain,
+      protocols: record.protocols_supported,
+      capability_tags: opts.tags,
+      role: 'worker',
+      ...(record.mcp_endpoint ? { mcp_endpoint: record.mcp_endpoint } : {}),
+      ...(opts.toolAlias ? { tool_alias: opts.toolAlias } : {}),
+    },
+  });
+}
+
+/** The card as the SDK's typed AgentCard (for its request handler's version and capability checks). */
+export function toSdkAgentCard(card: Record<string, unknown>): SdkAgentCard {
+  return SdkAgentCard.fromJSON(card);
+}
