@@ -97,7 +97,11 @@ export interface AmfConfig {
     readonly concurrency: number;
   };
   readonly mcp: { readonly requireTls: boolean; readonly servers: readonly McpServerConfig[] };
-  readonly a2a: { readonly agents: readonly A2aAgentConfig[] };
+  readonly a2a: {
+    readonly agents: readonly A2aAgentConfig[];
+    /** A2A tasks kept by the coordinator's task store (oldest terminal ones are evicted first). */
+    readonly taskStoreSize: number;
+  };
   readonly watcher: { readonly integrityWarn: boolean };
 }
 
@@ -219,7 +223,7 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
     concurrency: 16,
   },
   mcp: { requireTls: false, servers: [] },
-  a2a: { agents: [] },
+  a2a: { agents: [], taskStoreSize: 1000 },
   watcher: { integrityWarn: true },
 });
 

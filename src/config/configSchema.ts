@@ -301,6 +301,7 @@ export const CONFIG_SCHEMA: SchemaNode = {
           maxItems: 256,
           'x-expected': 'a list of A2A agent entries',
         },
+        task_store_size: intRange(1, 1_000_000),
       },
       'A2A settings',
     ),
