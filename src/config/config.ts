@@ -86,6 +86,20 @@ export interface AmfConfig {
   };
   readonly heartbeat: { readonly intervalSeconds: number; readonly offlineAfterMissed: number };
   readonly openai: { readonly requestTimeoutSeconds: number; readonly maxBodyBytes: number };
+  /** Guards of the coordinator's HTTP edge and the AMP/Fabric endpoints (see src/http/guards.ts). */
+  readonly http: {
+    /** GCRA rate per client address; 0 turns rate limiting off. */
+    readonly rateLimitPerSecond: number;
+    readonly rateLimitBurst: number;
+    /** Largest request body on routes without a limit of their own (AMP, Fabric, A2A, MCP). */
+    readonly maxBodyBytes: number;
+    /** How long AMP and Fabric wait for a mesh result when the request sets no shorter bound. */
+    readonly requestTimeoutSeconds: number;
+    /** Deferred AMP jobs kept for polling (oldest finished ones are evicted first). */
+    readonly ampMaxJobs: number;
+    /** Let AMP `reply_to` reach loopback/private addresses even when the coordinator listens beyond loopback. */
+    readonly allowPrivateCallbacks: boolean;
+  };
   readonly worker: {
     readonly name: string | null;
     readonly tags: readonly string[];
@@ -213,6 +227,14 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
   },
   heartbeat: { intervalSeconds: 5, offlineAfterMissed: 3 },
   openai: { requestTimeoutSeconds: 60, maxBodyBytes: 1048576 },
+  http: {
+    rateLimitPerSecond: 1000,
+    rateLimitBurst: 2000,
+    maxBodyBytes: 1048576,
+    requestTimeoutSeconds: 60,
+    ampMaxJobs: 1000,
+    allowPrivateCallbacks: false,
+  },
   worker: {
     name: null,
     tags: [],

@@ -251,6 +251,22 @@ export const CONFIG_SCHEMA: SchemaNode = {
       },
       'OpenAI-compatible API settings',
     ),
+    http: section(
+      {
+        rate_limit_per_second: {
+          type: 'number',
+          minimum: 0,
+          maximum: 1_000_000,
+          'x-expected': 'requests per second per client between 0 (off) and 1000000',
+        },
+        rate_limit_burst: intRange(1, 1_000_000),
+        max_body_bytes: intRange(1, 1073741824, 'a whole number of bytes'),
+        request_timeout_seconds: positiveSeconds(3600),
+        amp_max_jobs: intRange(1, 1_000_000),
+        allow_private_callbacks: boolean(),
+      },
+      'HTTP edge guards and AMP/Fabric settings',
+    ),
     worker: section(
       {
         name: nullable({
