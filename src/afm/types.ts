@@ -8,8 +8,8 @@
  */
 import type { Visibility } from '../events/eventTypes.js';
 
-/** A JSON Schema (draft 2020-12 subset that ajv compiles), written in YAML in the file. */
-export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
+/** A JSON Schema (draft-07, as ajv's default `Ajv` compiles it) written in YAML: always a mapping. */
+export type JsonSchema = { readonly [keyword: string]: unknown };
 
 /** 1-based line and column of a value in the AFM file. */
 export interface AfmPosition {
