@@ -11,6 +11,7 @@ import {
   checkAnnouncePayload,
   checkFinalPayload,
   type AnnouncePayload,
+  type CancelPayload,
   type DelegatePayload,
   type FinalPayload,
   type PolicyPayload,
@@ -181,6 +182,17 @@ export class TaskLifecycle {
   ): boolean {
     const task = this.active.get(taskId);
     if (!task) return false;
+    // The claimant (or, before a claim, any worker that picks it up late) stops its handler; the
+    // terminal deny below stays the task's one ending, so the worker publishes no result after this.
+    const payload: CancelPayload = {
+      task_id: taskId,
+      reason,
+      message,
+      ...(task.claimedBy ? { agent_id: task.claimedBy } : {}),
+    };
+    this.bus.publish(
+      createEvent({ type: 'amf.task.cancel', sender: this.sender, payload, taskId, traceId: task.traceId }),
+    );
     this.failTask(task, reason, message);
     return true;
   }

@@ -70,6 +70,15 @@ export interface FinalPayload {
   usage?: Usage;
 }
 
+/** `amf.task.cancel`: the coordinator ended the task; the claimant stops and publishes no result. */
+export interface CancelPayload {
+  task_id: string;
+  reason: 'requester_timeout' | 'requester_cancelled' | 'task_cancelled';
+  message: string;
+  /** The claimant when the task was claimed. */
+  agent_id?: string;
+}
+
 export interface DelegatePayload {
   parent_task_id: string;
   /** Chosen by the delegating worker so it can wait for the child's result. */

@@ -10,6 +10,7 @@ import { createEvent, type AmfEvent, type EventSender } from '../events/cloudEve
 import type { AgentRecord } from '../events/agentRecord.js';
 import type {
   AnnouncePayload,
+  CancelPayload,
   ChatMessage,
   DelegatePayload,
   FinalPayload,
@@ -118,6 +119,7 @@ export class MeshWorker {
     // Cancellations arrive on the public fabric (specialists cannot read amf.internal.>); delegation
     // results too, but that subscription exists only while delegations are pending (see delegate()).
     this.subs.push(this.bus.subscribe('amf.policy.deny', (e) => this.onDeny(e as AmfEvent<PolicyPayload>)));
+    this.subs.push(this.bus.subscribe('amf.task.cancel', (e) => this.onCancel(e as AmfEvent<CancelPayload>)));
     this.heartbeat();
     this.heartbeatTimer = setInterval(() => this.heartbeat(), this.options.heartbeatSeconds * 1000);
     this.heartbeatTimer.unref();
@@ -170,8 +172,8 @@ export class MeshWorker {
     );
     const messages: ChatMessage[] = p.messages ?? [{ role: 'user', content: p.task }];
     const controller = new AbortController();
-    const done = this.runWithSlot(() =>
-      this.execute(
+    const done = this.runWithSlot(async () => {
+      await this.execute(
         {
           taskId: p.task_id,
           traceId,
@@ -184,8 +186,8 @@ export class MeshWorker {
         },
         controller,
         reply,
-      ),
-    ).finally(() => this.inFlight.delete(p.task_id));
+      );
+    }).finally(() => this.inFlight.delete(p.task_id));
     this.inFlight.set(p.task_id, { controller, done });
   }
 
@@ -210,13 +212,42 @@ export class MeshWorker {
     }
   }
 
+  /**
+   * Runs a task that reached this worker directly (A2A, `POST /tasks/send`) with the same claim,
+   * progress, partial and final events as a mesh task, so the mesh UI sees it. A cancelled direct
+   * task ends with a failed final (code `cancelled`): no coordinator ends it for us.
+   */
+  async runDirect(
+    task: Omit<TaskContext, 'signal' | 'progress' | 'delegate'>,
+    controller: AbortController,
+    onChunk?: (delta: string) => void,
+  ): Promise<LocalOutcome> {
+    if (this.inFlight.has(task.taskId))
+      return { ok: false, code: 'duplicate_task', message: `task ${task.taskId} is already running here` };
+    this.emit('amf.task.claim', task.taskId, task.traceId, {
+      task_id: task.taskId,
+      agent_id: this.agentId,
+      required_capability: task.tag,
+      attempt: task.attempt,
+    });
+    let outcome: LocalOutcome = { ok: false, code: 'cancelled', message: 'task cancelled' };
+    const done = this.runWithSlot(async () => {
+      outcome = await this.execute(task, controller, undefined, onChunk, true);
+    }).finally(() => this.inFlight.delete(task.taskId));
+    this.inFlight.set(task.taskId, { controller, done });
+    await done;
+    return outcome;
+  }
+
   private async execute(
     task: Omit<TaskContext, 'signal' | 'progress' | 'delegate'>,
     controller: AbortController,
     reply: string | undefined,
-  ): Promise<void> {
+    onChunk?: (delta: string) => void,
+    direct = false,
+  ): Promise<LocalOutcome> {
     let seq = 0;
-    const outcome = await this.runHandler(
+    let outcome: LocalOutcome = await this.runHandler(
       task,
       controller.signal,
       (delta) => {
@@ -227,10 +258,15 @@ export class MeshWorker {
           { task_id: task.taskId, agent_id: this.agentId, seq: seq++, delta },
           reply,
         );
+        onChunk?.(delta);
       },
       reply,
     );
-    if (controller.signal.aborted) return; // cancelled: the coordinator already ended the task
+    if (controller.signal.aborted) {
+      // Mesh task: the coordinator already ended it. Direct task: this final is its one ending.
+      if (!direct) return outcome;
+      outcome = { ok: false, code: 'cancelled', message: 'task cancelled' };
+    }
     const payload: FinalPayload = outcome.ok
       ? {
           task_id: task.taskId,
@@ -256,6 +292,7 @@ export class MeshWorker {
       reply,
       outcome.ok ? outcome.result.confidence : 0,
     );
+    return outcome;
   }
 
   /**
@@ -388,6 +425,13 @@ export class MeshWorker {
       this.forgetDelegation(p.task_id);
       waiter.reject(new HandlerError(p.reason, p.message));
     }
+  }
+
+  /** A cancel from a coordinator (only coordinators may publish it, NATS ACLs) aborts the handler. */
+  private onCancel(event: AmfEvent<CancelPayload>): void {
+    if (event.amfagentrole !== 'coordinator') return;
+    const taskId = event.data.payload.task_id;
+    if (typeof taskId === 'string') this.inFlight.get(taskId)?.controller.abort();
   }
 
   get inFlightCount(): number {

@@ -218,7 +218,7 @@ describe('validateEvent: bad envelopes', () => {
       (e) => (e['amfschemaversion'] = '1.01.0'),
       '/amfschemaversion: must be',
     ],
-    ['unknown event type', (e) => (e['type'] = 'amf.task.cancel'), '/type: must be one of "amf.discovery'],
+    ['unknown event type', (e) => (e['type'] = 'amf.task.abort'), '/type: must be one of "amf.discovery'],
     [
       'announce subject used as type',
       (e) => (e['type'] = 'amf.task.announce.code-exec'),
