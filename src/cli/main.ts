@@ -10,6 +10,7 @@ import { runWorkerCommand } from './workerCommand.js';
 import { agentsCommand, auditCommand, eventsCommand, publishCommand, sendCommand } from './clientCommands.js';
 import { formatDoctorReport, runDoctor } from './doctor.js';
 import { mcpCommand } from './mcpCommand.js';
+import { registerA2aCommand } from './a2aCommand.js';
 import { createLogger } from '../log.js';
 
 interface CommonFlags {
@@ -209,6 +210,8 @@ export function buildProgram(): Command {
         logger: createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 'amf-mcp'),
       });
     });
+
+  registerA2aCommand(program);
 
   for (const [name, issue] of [
     ['run', 'AFM agents'],

@@ -9,6 +9,7 @@ import { startCoordinatorHttp } from '../http/coordinatorHttp.js';
 import { createLogger } from '../log.js';
 import { startWorker, type RunningWorker } from '../worker/startWorker.js';
 import { BUILTIN_HANDLERS } from './handlerLoader.js';
+import { startA2aBridges } from '../a2aClient/a2aBridge.js';
 
 const DEMO_WORKERS = [
   { name: 'demo-echo', tags: ['echo'], handler: 'echo' },
@@ -24,6 +25,16 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
   });
   const http = await startCoordinatorHttp(coordinator);
   await coordinator.startDiscovery(http.url);
+  // External A2A agents are fetched in the background: an unreachable one is logged and retried.
+  const a2aBridges = startA2aBridges({
+    agents: config.a2a.agents,
+    natsUrl: coordinator.natsUrl,
+    credential: coordinator.credentials.specialist,
+    trustDomain: config.identity.trustDomain,
+    heartbeatSeconds: config.heartbeat.intervalSeconds,
+    selfOrigins: [http.url],
+    log: (level, message, fields) => log[level](fields ?? {}, message),
+  });
   const workers: RunningWorker[] = [];
   if (options.demo) {
     for (const demo of DEMO_WORKERS) {
@@ -53,6 +64,7 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
     `  policy        ${coordinator.policy.kind} (${coordinator.policy.detail})`,
     `  discovery     ${config.mdns.enabled ? 'mDNS _amf-agent._tcp + ' : ''}NATS heartbeats`,
     ...workers.map((w) => `  demo worker   ${w.worker.agentId} at ${w.url}`),
+    ...config.a2a.agents.map((a) => `  A2A agent     ${a.name} at ${a.url} (bridged when reachable)`),
   ];
   process.stdout.write(lines.join('\n') + '\n');
   await new Promise<void>((resolve) => {
@@ -63,6 +75,7 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
       log.info({ signal }, 'shutting down');
       void (async () => {
         await Promise.all(workers.map((w) => w.close(10_000)));
+        await a2aBridges.close();
         await http.close();
         await coordinator.close();
         resolve();
