@@ -1,0 +1,147 @@
+/**
+ * Assembles the HTTP interfaces of one AFM agent (webchat, webhook with its WebSub subscription, and
+ * `GET /` agent info) onto a Router, which is either the agent's own server (`amf run --no-mesh`) or
+ * the mesh worker's server. The console chat is separate: it needs a terminal, not a router.
+ */
+import type { Router } from '../../http/httpKit.js';
+import { sendJson } from '../../http/httpKit.js';
+import type { Logger } from '../../log.js';
+import type { AfmDefinition, AfmInterface, AfmWebChatInterface, AfmWebhookInterface } from '../types.js';
+import { compileWebhookTemplate } from '../webhookTemplate.js';
+import type { AgentResponder } from './responder.js';
+import { compileSignature, type CompiledSignature } from './signature.js';
+import { SessionStore } from './sessionStore.js';
+import { addWebchatRoutes } from './webchat.js';
+import { addWebhookRoutes } from './webhook.js';
+import { authenticationHeaders, WebSubSubscription, type WebSubOptions } from './websub.js';
+
+export interface AgentInterfacesOptions {
+  definition: AfmDefinition;
+  responder: AgentResponder;
+  /** The bound base URL (known after listen): WebSub callbacks default to it + the webhook path. */
+  baseUrl: () => string;
+  log?: Logger;
+  maxBodyBytes?: number;
+  /** WebSub tuning (tests shorten the retry delay). */
+  websub?: Pick<WebSubOptions, 'attempts' | 'retryDelayMs' | 'leaseSeconds' | 'requestTimeoutMs'>;
+  sessions?: { maxSessions?: number; idleMs?: number };
+  /** Extra fields for `GET /` (mesh identity). */
+  info?: () => Record<string, unknown>;
+}
+
+/** The HTTP side of an agent, ready to add to a router. */
+export interface AgentInterfaces {
+  readonly webchat?: AfmWebChatInterface;
+  readonly webhook?: AfmWebhookInterface;
+  readonly websub?: WebSubSubscription;
+  readonly sessions: SessionStore;
+  /** The signature a mesh task, MCP call or console turn is checked against. */
+  readonly chatSignature: CompiledSignature;
+  /** True when there is something to serve over HTTP. */
+  readonly hasHttp: boolean;
+  addRoutes(router: Router, options?: { agentInfo?: boolean }): void;
+  /** Starts background work (the WebSub subscription); call after the server listens. */
+  start(): void;
+  /** Unsubscribes from the hub; call before the server closes (the hub verifies the unsubscription). */
+  close(): Promise<void>;
+}
+
+function find<T extends AfmInterface['type']>(
+  def: AfmDefinition,
+  type: T,
+): Extract<AfmInterface, { type: T }> | undefined {
+  return def.interfaces.find((i): i is Extract<AfmInterface, { type: T }> => i.type === type);
+}
+
+/** Builds the interfaces of `definition` (templates and signatures are compiled here, once). */
+export function createAgentInterfaces(opts: AgentInterfacesOptions): AgentInterfaces {
+  const def = opts.definition;
+  const webchat = find(def, 'webchat');
+  const webhook = find(def, 'webhook');
+  const consolechat = find(def, 'consolechat');
+  const sessions = new SessionStore({
+    ...opts.sessions,
+    onEvict: (key) => opts.responder.endSession?.(key),
+  });
+  const chatSignature = compileSignature((webchat ?? consolechat)?.signature);
+  const sub = webhook?.subscription;
+  const websub =
+    webhook && sub && sub.protocol === 'websub'
+      ? new WebSubSubscription({
+          ...(sub.hub ? { hub: sub.hub } : {}),
+          ...(sub.topic ? { topic: sub.topic } : {}),
+          ...(sub.secret ? { secret: sub.secret } : {}),
+          callback: sub.callback ?? (() => `${opts.baseUrl()}${webhook.exposure.http.path}`),
+          headers: authenticationHeaders(sub.authentication),
+          ...(opts.log ? { log: opts.log } : {}),
+          ...opts.websub,
+        })
+      : undefined;
+  const agentInfo = () => ({
+    name: def.name,
+    description: def.description,
+    version: def.version,
+    ...(def.authors.length ? { authors: def.authors } : {}),
+    ...(def.provider ? { provider: def.provider } : {}),
+    ...(def.icon_url ? { icon_url: def.icon_url } : {}),
+    interfaces: {
+      ...(webchat
+        ? {
+            webchat: {
+              path: webchat.exposure.http.path,
+              ui: `${webchat.exposure.http.path}/ui`,
+              signature: { input: webchat.signature.input, output: webchat.signature.output },
+            },
+          }
+        : {}),
+      ...(webhook
+        ? {
+            webhook: {
+              path: webhook.exposure.http.path,
+              signed: webhook.subscription?.secret !== undefined,
+              ...(websub ? { websub: websub.state } : {}),
+            },
+          }
+        : {}),
+      ...(consolechat ? { consolechat: {} } : {}),
+    },
+    ...(opts.info?.() ?? {}),
+  });
+  return {
+    ...(webchat ? { webchat } : {}),
+    ...(webhook ? { webhook } : {}),
+    ...(websub ? { websub } : {}),
+    sessions,
+    chatSignature,
+    hasHttp: webchat !== undefined || webhook !== undefined,
+    addRoutes(router, options = {}) {
+      if (options.agentInfo !== false) router.on('GET', '/', (_req, res) => sendJson(res, 200, agentInfo()));
+      if (webchat)
+        addWebchatRoutes(router, {
+          path: webchat.exposure.http.path,
+          signature: compileSignature(webchat.signature),
+          responder: opts.responder,
+          sessions,
+          agent: { name: def.name, description: def.description, version: def.version },
+          ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
+        });
+      if (webhook)
+        addWebhookRoutes(router, {
+          path: webhook.exposure.http.path,
+          responder: opts.responder,
+          signature: compileSignature(webhook.signature),
+          ...(webhook.prompt !== undefined ? { renderPrompt: compileWebhookTemplate(webhook.prompt) } : {}),
+          ...(webhook.subscription?.secret !== undefined ? { secret: webhook.subscription.secret } : {}),
+          ...(websub ? { websub } : {}),
+          ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
+          ...(opts.log ? { log: opts.log } : {}),
+        });
+    },
+    start() {
+      websub?.start();
+    },
+    async close() {
+      await websub?.close();
+    },
+  };
+}

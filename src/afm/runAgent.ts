@@ -1,0 +1,177 @@
+/**
+ * Runs one AFM agent: its HTTP interfaces (webchat, webhook + WebSub, `GET /`, `GET /health`), its
+ * console chat when there is a terminal (or it is asked for), and, unless the mesh is off, a mesh
+ * worker that serves those same routes on its own HTTP server and answers mesh tasks, A2A and MCP
+ * through the agent. Loading the file and building the model runtime happen before (runCommand.ts);
+ * this module only assembles, so tests can run it with any responder.
+ */
+import type { Readable, Writable } from 'node:stream';
+import type { Server } from 'node:http';
+import { Router, sendJson } from '../http/httpKit.js';
+import { closeServer, listen, serveRouter } from '../worker/workerHttp.js';
+import { startWorker, type RunningWorker } from '../worker/startWorker.js';
+import type { RoleCredential } from '../fabric/credentials.js';
+import { isCapabilityTag } from '../events/subjects.js';
+import { AmfError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { VERSION } from '../version.js';
+import type { AfmDefinition } from './types.js';
+import type { AgentResponder } from './interfaces/responder.js';
+import {
+  createAgentInterfaces,
+  type AgentInterfaces,
+  type AgentInterfacesOptions,
+} from './interfaces/agentInterfaces.js';
+import { createMeshHandler } from './interfaces/meshHandler.js';
+import { runConsoleChat } from './interfaces/consoleChat.js';
+
+export interface RunAgentMeshOptions {
+  natsUrl: string;
+  credential: RoleCredential;
+  heartbeatSeconds?: number;
+  concurrency?: number;
+  mdns?: { interfaceAddress?: string };
+}
+
+export interface RunAgentOptions {
+  definition: AfmDefinition;
+  responder: AgentResponder;
+  host?: string;
+  /** HTTP port (0 = any free port); default 8766 like a worker. */
+  port?: number;
+  /** Capability tags; default the file's `x-amf.tags`, else one tag made from the agent name. */
+  tags?: string[];
+  /** Join the mesh as a worker; absent = interfaces only (`--no-mesh`). */
+  mesh?: RunAgentMeshOptions;
+  /**
+   * Console chat: `true` runs it (stdin need not be a terminal: piped lines are answered one by one),
+   * `false` never, `'auto'` (default) when the file has a consolechat interface and stdin is a TTY.
+   */
+  console?: boolean | 'auto';
+  consoleStreams?: { input: Readable; output: Writable; interactive?: boolean };
+  log?: Logger;
+  websub?: AgentInterfacesOptions['websub'];
+}
+
+export interface RunningAgent {
+  definition: AfmDefinition;
+  interfaces: AgentInterfaces;
+  /** Base URL of the HTTP server; undefined when nothing is served over HTTP. */
+  url: string | undefined;
+  tags: string[];
+  worker?: RunningWorker;
+  /** Resolves when the console chat ends (/exit, Ctrl-D, end of piped input); absent without one. */
+  consoleDone?: Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A worker name from the agent name: `[A-Za-z0-9._-]{1,64}`. */
+export function workerNameFor(name: string): string {
+  const cleaned = name
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 64);
+  return cleaned || 'afm-agent';
+}
+
+/** The capability tags: explicit, else `x-amf.tags`, else the agent name made into a tag. */
+export function meshTagsFor(def: AfmDefinition, explicit: string[] | undefined): string[] {
+  const tags = explicit && explicit.length > 0 ? explicit : [...def['x-amf'].tags];
+  if (tags.length === 0) {
+    const derived = def.name
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 64);
+    tags.push(derived || 'afm-agent');
+  }
+  for (const tag of tags)
+    if (!isCapabilityTag(tag))
+      throw new AmfError('INVALID_REQUEST', `invalid capability tag "${tag}": expected [a-z0-9-]+`);
+  return tags;
+}
+
+/** Starts the agent; `close()` stops it in order (WebSub unsubscribe, console, worker drain, server). */
+export async function runAgent(opts: RunAgentOptions): Promise<RunningAgent> {
+  const def = opts.definition;
+  const tags = meshTagsFor(def, opts.tags);
+  const ref: { url: string; worker?: RunningWorker } = { url: '' };
+  const interfaces = createAgentInterfaces({
+    definition: def,
+    responder: opts.responder,
+    baseUrl: () => ref.url,
+    ...(opts.log ? { log: opts.log } : {}),
+    ...(opts.websub ? { websub: opts.websub } : {}),
+    info: () => ({
+      tags,
+      mesh: ref.worker ? { agent_id: ref.worker.worker.agentId, visibility: def['x-amf'].visibility } : null,
+    }),
+  });
+  const host = opts.host ?? '127.0.0.1';
+  const port = opts.port ?? 8766;
+  let server: Server | undefined;
+  if (opts.mesh) {
+    ref.worker = await startWorker({
+      name: workerNameFor(def.name),
+      tags,
+      handler: createMeshHandler({
+        name: def.name,
+        description: def.description,
+        responder: opts.responder,
+        signature: interfaces.chatSignature,
+      }),
+      natsUrl: opts.mesh.natsUrl,
+      credential: opts.mesh.credential,
+      host,
+      port,
+      trustDomain: def['x-amf'].trust,
+      version: def.version,
+      ...(def['x-amf'].tool_alias ? { toolAlias: def['x-amf'].tool_alias } : {}),
+      ...(opts.mesh.heartbeatSeconds !== undefined ? { heartbeatSeconds: opts.mesh.heartbeatSeconds } : {}),
+      ...(opts.mesh.concurrency !== undefined ? { concurrency: opts.mesh.concurrency } : {}),
+      ...(opts.mesh.mdns ? { mdns: opts.mesh.mdns } : {}),
+      routes: (router) => interfaces.addRoutes(router),
+    });
+    ref.url = ref.worker.url;
+  } else if (interfaces.hasHttp) {
+    const router = new Router().on('GET', '/health', (_req, res) =>
+      sendJson(res, 200, { status: 'ok', version: VERSION, agent: def.name }),
+    );
+    interfaces.addRoutes(router);
+    server = serveRouter(router);
+    ref.url = await listen(server, host, port);
+  }
+  interfaces.start();
+
+  const hasConsole = def.interfaces.some((i) => i.type === 'consolechat');
+  const consoleWanted =
+    opts.console === true ||
+    ((opts.console ?? 'auto') === 'auto' && hasConsole && process.stdin.isTTY === true);
+  const consoleDone = consoleWanted
+    ? runConsoleChat({
+        responder: opts.responder,
+        signature: interfaces.chatSignature,
+        agentName: def.name,
+        ...(opts.consoleStreams ?? {}),
+      })
+    : undefined;
+
+  let closing: Promise<void> | undefined;
+  return {
+    definition: def,
+    interfaces,
+    url: ref.url || undefined,
+    tags,
+    ...(ref.worker ? { worker: ref.worker } : {}),
+    ...(consoleDone ? { consoleDone } : {}),
+    close() {
+      closing ??= (async () => {
+        // Unsubscribe while the server still answers the hub's verification request.
+        await interfaces.close();
+        await ref.worker?.close();
+        if (server) await closeServer(server);
+      })();
+      return closing;
+    },
+  };
+}
