@@ -120,6 +120,8 @@ export function buildProgram(): Command {
     .option('--nats-url <url>', 'NATS URL (default: from the coordinator agent card)')
     .option('--no-mdns', 'do not use mDNS (NATS heartbeats only)')
     .option('--mdns-interface <ip>', 'interface address for mDNS')
+    .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (needs --tls-key)')
+    .option('--tls-key <file>', 'PEM private key of --tls-cert')
     .action(async (opts: CommonFlags & Record<string, unknown>) => {
       const worker: Record<string, unknown> = { name: opts.name, tags: opts.tags, handler: opts.handler };
       if (opts.port !== undefined) worker.port = opts.port;
@@ -134,6 +136,8 @@ export function buildProgram(): Command {
       } as ConfigOverrides);
       await runWorkerCommand(config, {
         explicitCoordinator: opts.coordinator !== undefined || Boolean(process.env.AMF_COORDINATOR_URL),
+        tlsCert: opts.tlsCert as string | undefined,
+        tlsKey: opts.tlsKey as string | undefined,
       });
     });
 

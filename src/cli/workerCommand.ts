@@ -3,6 +3,7 @@
  * the specialist credential (AMF_SPECIALIST_PASS or the shared data dir), and runs the worker until
  * SIGTERM/SIGINT, which drains it: no new claims, in-flight work finishes, then goodbye.
  */
+import { readFile } from 'node:fs/promises';
 import type { AmfConfig } from '../config/config.js';
 import { readCredentials, ROLE_USERS, type RoleCredential } from '../fabric/credentials.js';
 import { AmfError } from '../errors.js';
@@ -57,13 +58,29 @@ async function locateCoordinator(config: AmfConfig, explicit: boolean): Promise<
   }
 }
 
+/** Reads `--tls-cert` and `--tls-key` (both or neither) for an HTTPS worker. */
+async function readTls(
+  certFile: string | undefined,
+  keyFile: string | undefined,
+): Promise<{ cert: Buffer; key: Buffer } | undefined> {
+  if (certFile === undefined && keyFile === undefined) return undefined;
+  if (!certFile || !keyFile)
+    throw new AmfError('INVALID_REQUEST', '--tls-cert and --tls-key go together: give both PEM files');
+  const read = (file: string, flag: string) =>
+    readFile(file).catch((err: NodeJS.ErrnoException) => {
+      throw new AmfError('INVALID_REQUEST', `${flag} ${file}: cannot read (${err.code ?? err.message})`);
+    });
+  return { cert: await read(certFile, '--tls-cert'), key: await read(keyFile, '--tls-key') };
+}
+
 export async function runWorkerCommand(
   config: AmfConfig,
-  options: { explicitCoordinator: boolean },
+  options: { explicitCoordinator: boolean; tlsCert?: string | undefined; tlsKey?: string | undefined },
 ): Promise<void> {
   const log = createLogger(config.logLevel, 'amf-worker');
   const { worker: w } = config;
   if (!w.name) throw new AmfError('INVALID_REQUEST', '--name is required');
+  const tls = await readTls(options.tlsCert, options.tlsKey);
   const handler = await loadHandler(w.handler);
   const natsUrl =
     config.nats.url ??
@@ -80,6 +97,7 @@ export async function runWorkerCommand(
     trustDomain: w.trust,
     heartbeatSeconds: config.heartbeat.intervalSeconds,
     concurrency: w.concurrency,
+    ...(tls ? { tls } : {}),
     ...(config.mdns.enabled
       ? { mdns: config.mdns.interface ? { interfaceAddress: config.mdns.interface } : {} }
       : {}),

@@ -22,6 +22,8 @@ export const AUDIT_STREAM = 'AMF_AUDIT';
 export const AUDIT_STREAM_SUBJECTS = ['amf.audit.>'];
 export const AGENTS_BUCKET = 'amf_agents';
 export const TASKS_BUCKET = 'amf_tasks';
+/** TOFU pins of agents' TLS certificates for `https://` MCP endpoints (protocols/mcp/tlsPins.ts). */
+export const MCP_PINS_BUCKET = 'amf_mcp_pins';
 
 /**
  * Public fabric subjects that are persisted. Replies are not (they duplicate these), and neither are
@@ -55,6 +57,7 @@ export interface FabricStores {
   jsm: JetStreamManager;
   agents: KV;
   tasks: KV;
+  mcpPins: KV;
 }
 
 async function ensureStream(
@@ -110,7 +113,8 @@ export async function ensureFabricStores(
     ttl: taskStateTtlSeconds * 1000,
     max_bytes: 256 * 1024 * 1024,
   });
-  return { jsm, agents, tasks };
+  const mcpPins = await kvm.create(MCP_PINS_BUCKET, { history: 1, max_bytes: 16 * 1024 * 1024 });
+  return { jsm, agents, tasks, mcpPins };
 }
 
 /** KV keys allow `[-/_=.a-zA-Z0-9]`; agent ids are URIs, so they are stored base64url-encoded. */

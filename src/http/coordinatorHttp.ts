@@ -26,6 +26,8 @@ import { coordinatorAgentCard } from '../protocols/a2a/agentCards.js';
 export { coordinatorAgentCard };
 import { McpFederation } from '../protocols/mcp/federation.js';
 import { createCoordinatorMcpEndpoint } from '../protocols/mcp/coordinatorMcp.js';
+import { loadCoordinatorFingerprint } from '../protocols/mcp/coordinatorFingerprint.js';
+import { TlsPinStore } from '../protocols/mcp/tlsPins.js';
 import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
 
 const PUBLIC_PATHS = new Set([
@@ -228,6 +230,8 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     notices: coordinator.notices,
     audit,
     version: VERSION,
+    pins: new TlsPinStore(coordinator.stores.mcpPins),
+    coordinatorFingerprint: await loadCoordinatorFingerprint(config.dataDir),
     log: (level, message, fields) => coordinator.log(level, message, fields),
   });
   federation.start();

@@ -33,6 +33,8 @@ export interface StartWorkerOptions {
   mcp?: boolean;
   /** Short tool alias announced in the card (`x-amf.tool_alias`). */
   toolAlias?: string;
+  /** Serve HTTPS with this PEM certificate and key: endpoint, card and MCP URL become https://. */
+  tls?: { cert: string | Buffer; key: string | Buffer };
 }
 
 export interface RunningWorker {
@@ -82,6 +84,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
       httpOpts,
       () => endpoint,
     ),
+    opts.tls,
   );
   endpoint = await listen(server, httpOpts.host, httpOpts.port);
   let nc: NatsConnection;

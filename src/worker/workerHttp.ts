@@ -3,6 +3,7 @@
  * as mesh tasks, with the same events published on NATS), and `/health`.
  */
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { AmfError } from '../errors.js';
@@ -46,7 +47,7 @@ export async function listen(server: Server, host: string, port: number): Promis
   });
   const addr = server.address() as AddressInfo;
   const h = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-  return `http://${h}:${addr.port}`;
+  return `${server instanceof HttpsServer ? 'https' : 'http'}://${h}:${addr.port}`;
 }
 
 /** Closes a server, ending idle keep-alive connections so close() does not hang. */
@@ -128,9 +129,10 @@ export function workerRouter(
     });
 }
 
-/** Creates the HTTP server for a router with uniform error handling. */
-export function serveRouter(router: Router): Server {
-  return createServer((req, res) => {
+/** Creates the HTTP server (HTTPS with `tls`: PEM certificate and key) for a router with uniform error handling. */
+export function serveRouter(router: Router, tls?: { cert: string | Buffer; key: string | Buffer }): Server {
+  const handle: Parameters<typeof createServer>[1] = (req, res) => {
     router.handle(req, res, requestUrl(req)).catch((err: unknown) => sendError(res, err));
-  });
+  };
+  return tls ? createHttpsServer(tls, handle) : createServer(handle);
 }

@@ -2,7 +2,8 @@
  * The federated MCP catalog behind the coordinator's `POST /mcp` (Model C): the tools of every live
  * admitted agent that announces an MCP endpoint, under federated wire names, with an OPA decision,
  * an authentication-tier check and an audit record on every call. Calls are forwarded (Model B)
- * through one SDK Client per agent, reused across calls and closed when the agent leaves.
+ * through one SDK Client per agent, reused across calls and closed when the agent leaves. Agents on
+ * `https://` are TOFU-pinned when they are admitted (tlsPins.ts); see callAuth.ts for the tiers.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -16,18 +17,25 @@ import {
 import type { AgentRegistry, RegisteredAgent } from '../../coordinator/agentRegistry.js';
 import type { PolicyNotices } from '../../coordinator/policyNotices.js';
 import type { PolicyEngine } from '../../policy/policyEngine.js';
+import {
+  createAgentFetch,
+  NO_CALL_CREDENTIALS,
+  type AgentFetch,
+  type McpCallCredentials,
+} from './callAuth.js';
 import type { McpAuditLog, McpAuditRecord } from './mcpAudit.js';
+import {
+  probeCertificate,
+  TLS_PIN_MISMATCH_REASON,
+  TlsPinMismatchError,
+  type TlsPinStore,
+} from './tlsPins.js';
 import { isWireName, ToolNamer, WIRE_SEPARATOR } from './toolNames.js';
 
-/**
- * Hook for the SPIFFE tier of MCP call authentication (not implemented yet): when SPIFFE is active
- * the coordinator will present a JWT-SVID as `Authorization: Bearer` on every forwarded call. An
- * implementation returns the headers to add for one agent; absent, no bearer is sent.
- */
-export interface McpCallCredentials {
-  /** Headers to send on calls to `agentId` (e.g. `{authorization: 'Bearer <JWT-SVID>'}`). */
-  headersFor(agentId: string, audience: string): Promise<Record<string, string>>;
-}
+export type { McpCallCredentials } from './callAuth.js';
+
+/** JSON-RPC error code of a call refused because the agent's certificate no longer matches its pin. */
+export const MCP_TLS_PIN_MISMATCH_CODE = -32010;
 
 /** One entry of the federated catalog. */
 export interface FederatedTool {
@@ -49,7 +57,12 @@ export interface McpFederationOptions {
   version: string;
   /** Time limit of one forwarded call (default 60 s). */
   callTimeoutMs?: number;
+  /** SPIFFE bearer tier (default `NO_CALL_CREDENTIALS`: not built yet). */
   credentials?: McpCallCredentials;
+  /** TOFU pins of `https://` agents; absent, https agents are verified against the system CAs. */
+  pins?: TlsPinStore;
+  /** Sent as `X-AMF-Coordinator-Fingerprint` on every forwarded request. */
+  coordinatorFingerprint?: string;
   log?: (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -58,6 +71,9 @@ interface AgentTools {
   client?: Client;
   connecting?: Promise<Client>;
   tools: Tool[];
+  /** Pinned certificate fingerprint (https endpoints under TOFU). */
+  pin?: string;
+  fetch?: AgentFetch;
   /** Bumped on every refresh so a slow stale listing cannot overwrite a newer one. */
   generation: number;
 }
@@ -74,6 +90,20 @@ function toolAlias(agent: RegisteredAgent): string | undefined {
   return agent.record.tool_alias;
 }
 
+function isHttps(endpoint: string): boolean {
+  return endpoint.toLowerCase().startsWith('https://');
+}
+
+/** The pin mismatch behind `err`, however deeply the SDK or fetch wrapped it. */
+function findPinMismatch(err: unknown): TlsPinMismatchError | undefined {
+  let e: unknown = err;
+  for (let depth = 0; depth < 5 && e; depth++) {
+    if (e instanceof TlsPinMismatchError) return e;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
 function denied(text: string, reasons: string[]): CallToolResult {
   return {
     content: [{ type: 'text', text }],
@@ -85,6 +115,12 @@ function denied(text: string, reasons: string[]): CallToolResult {
 /** The federated catalog and call router. */
 export class McpFederation {
   private readonly agents = new Map<string, AgentTools>();
+  /**
+   * Last tools each agent listed over a verified connection, kept after it leaves: an agent that
+   * comes back with a different certificate keeps its tools listed, so calling them gives a clear
+   * pin-mismatch refusal instead of "tool not found". Bounded; oldest forgotten first.
+   */
+  private readonly verifiedTools = new Map<string, Tool[]>();
   private readonly namer = new ToolNamer();
   private readonly listeners = new Set<() => void>();
   private catalogCache: Map<string, FederatedTool> | undefined;
@@ -205,7 +241,7 @@ export class McpFederation {
     const agent = this.options.registry.get(entry.agentId);
     const state = this.agents.get(entry.agentId);
     const endpoint = state?.endpoint ?? agent?.record.mcp_endpoint ?? '';
-    const auth: McpAuditRecord['auth'] = endpoint.toLowerCase().startsWith('https://') ? 'tls' : 'none';
+    const auth = this.authTier(endpoint);
     const record = (fields: Pick<McpAuditRecord, 'decision' | 'reasons' | 'outcome'> & { error?: string }) =>
       this.options.audit.append({
         ...base,
@@ -257,6 +293,22 @@ export class McpFederation {
       await record({ decision: 'allow', reasons: [], outcome: result.isError ? 'tool_error' : 'ok' });
       return result;
     } catch (err) {
+      const mismatch = findPinMismatch(err);
+      if (mismatch) {
+        // Refused, not failed: the peer is not the agent that was admitted. Warned by the agent fetch.
+        await record({
+          decision: 'deny',
+          reasons: [TLS_PIN_MISMATCH_REASON],
+          outcome: 'denied',
+          error: mismatch.message,
+        });
+        throw new McpError(MCP_TLS_PIN_MISMATCH_CODE, mismatch.message, {
+          reason: TLS_PIN_MISMATCH_REASON,
+          agent_id: mismatch.agentId,
+          pinned_sha256: mismatch.expected,
+          presented_sha256: mismatch.actual,
+        });
+      }
       const message = err instanceof Error ? err.message : String(err);
       await record({ decision: 'allow', reasons: [], outcome: 'failed', error: message.slice(0, 500) });
       return {
@@ -273,6 +325,42 @@ export class McpFederation {
     const all = [...this.agents.values()];
     this.agents.clear();
     await Promise.allSettled(all.map((s) => s.client?.close()));
+    for (const s of all) s.fetch?.close();
+  }
+
+  /** How calls to `endpoint` are authenticated, as the audit records it. */
+  private authTier(endpoint: string): McpAuditRecord['auth'] {
+    const credentials = this.options.credentials ?? NO_CALL_CREDENTIALS;
+    if (credentials.kind !== NO_CALL_CREDENTIALS.kind) return 'spiffe';
+    if (!isHttps(endpoint)) return 'none';
+    return this.options.pins ? 'tofu' : 'tls';
+  }
+
+  /** The pinned fingerprint of an https agent: from KV, else probed now and recorded (first use). */
+  private async ensurePin(agentId: string, endpoint: string, pins: TlsPinStore): Promise<string> {
+    const known = await pins.get(agentId);
+    if (known) return known.fingerprint256;
+    const fingerprint = await probeCertificate(new URL(endpoint));
+    const pin = await pins.pinIfAbsent({
+      agent_id: agentId,
+      fingerprint256: fingerprint,
+      endpoint,
+      pinned_at: new Date().toISOString(),
+    });
+    this.options.log?.('info', 'TLS certificate of an MCP agent pinned (TOFU)', {
+      agent: agentId,
+      sha256: pin.fingerprint256,
+    });
+    return pin.fingerprint256;
+  }
+
+  private warnPinMismatch(err: TlsPinMismatchError, endpoint: string): void {
+    this.options.notices.warn({
+      reason: TLS_PIN_MISMATCH_REASON,
+      message: err.message,
+      agent_id: err.agentId,
+      details: { mcp_endpoint: endpoint, pinned_sha256: err.expected, presented_sha256: err.actual },
+    });
   }
 
   private changed(): void {
@@ -295,13 +383,24 @@ export class McpFederation {
   }
 
   private async connect(agentId: string, state: AgentTools): Promise<Client> {
-    const headers = (await this.options.credentials?.headersFor(agentId, state.endpoint)) ?? {};
+    const pins = this.options.pins;
+    if (pins && isHttps(state.endpoint)) state.pin ??= await this.ensurePin(agentId, state.endpoint, pins);
+    state.fetch?.close();
+    const agentFetch = createAgentFetch({
+      agentId,
+      endpoint: state.endpoint,
+      credentials: this.options.credentials ?? NO_CALL_CREDENTIALS,
+      ...(this.options.coordinatorFingerprint
+        ? { coordinatorFingerprint: this.options.coordinatorFingerprint }
+        : {}),
+      ...(state.pin ? { pin: state.pin } : {}),
+      onPinMismatch: (err) => this.warnPinMismatch(err, state.endpoint),
+    });
+    state.fetch = agentFetch;
     const client = new Client({ name: 'amf-coordinator', version: this.options.version });
     // The agent may change its tools; re-list them when it says so.
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => void this.refresh(agentId));
-    const transport = new StreamableHTTPClientTransport(new URL(state.endpoint), {
-      requestInit: { headers },
-    });
+    const transport = new StreamableHTTPClientTransport(new URL(state.endpoint), { fetch: agentFetch.fetch });
     await client.connect(transport);
     if (this.agents.get(agentId) !== state || this.closed) {
       await client.close();
@@ -345,8 +444,17 @@ export class McpFederation {
       } while (cursor && tools.length < 1000);
       if (this.agents.get(agentId) !== state || state.generation !== generation) return;
       state.tools = tools;
+      this.verifiedTools.delete(agentId);
+      this.verifiedTools.set(agentId, tools);
+      if (this.verifiedTools.size > 10_000)
+        this.verifiedTools.delete(this.verifiedTools.keys().next().value!);
       this.changed();
     } catch (err) {
+      const known = this.verifiedTools.get(agentId);
+      if (findPinMismatch(err) && known && this.agents.get(agentId) === state) {
+        state.tools = known;
+        this.changed();
+      }
       this.options.log?.('warn', 'could not list the MCP tools of an agent', {
         agent: agentId,
         err: err instanceof Error ? err.message : String(err),
@@ -358,7 +466,11 @@ export class McpFederation {
     const state = this.agents.get(agentId);
     if (!state) return;
     this.agents.delete(agentId);
-    void state.client?.close().catch(() => undefined);
+    void state.client
+      ?.close()
+      .catch(() => undefined)
+      .finally(() => state.fetch?.close());
+    if (!state.client) state.fetch?.close();
     this.changed();
   }
 }

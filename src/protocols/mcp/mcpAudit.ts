@@ -27,14 +27,14 @@ export interface McpAuditRecord {
   tool: string | null;
   agent_id: string | null;
   decision: 'allow' | 'deny';
-  /** Policy deny reasons (or `unknown_tool`, `tofu_fingerprint_mismatch`). */
+  /** Policy deny reasons (or `unknown_tool`, `mcp_tls_pin_mismatch`). */
   reasons: string[];
   /** `ok`, `tool_error` (the agent's tool returned isError), `denied`, `failed` (forwarding failed). */
   outcome: 'ok' | 'tool_error' | 'denied' | 'failed';
   duration_ms: number;
   argument_bytes: number;
-  /** How the coordinator authenticated to the agent: `none` (http), `tofu` (https pinned). */
-  auth: 'none' | 'tofu' | 'tls';
+  /** How the coordinator authenticated to the agent: `none` (http), `tofu` (https pinned), `tls` (https, CA-verified), `spiffe` (bearer). */
+  auth: 'none' | 'tofu' | 'tls' | 'spiffe';
   error?: string;
 }
 

@@ -1,0 +1,221 @@
+/**
+ * TOFU (trust on first use) pinning of agents' TLS certificates for the `https://` tier of MCP call
+ * authentication. Agents serve self-signed certificates, so no CA can vouch for them: the coordinator
+ * records the SHA-256 fingerprint of an agent's certificate the first time it reaches the agent (at
+ * admission), stores it in the NATS KV bucket `amf_mcp_pins` (shared by every coordinator on the
+ * fabric, kept across restarts), and checks every later TLS connection to the agent against it,
+ * SSH-style. The check runs on the connection itself, before any HTTP byte is sent.
+ */
+import https from 'node:https';
+import { isIP } from 'node:net';
+import tls from 'node:tls';
+import type { Duplex } from 'node:stream';
+import { Readable } from 'node:stream';
+import type { KV } from '@nats-io/kv';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { kvKey } from '../../fabric/jetstream.js';
+
+/** Policy warning reason (and audit reason) of a certificate that no longer matches its pin. */
+export const TLS_PIN_MISMATCH_REASON = 'mcp_tls_pin_mismatch';
+
+/** The pin of one agent, as stored in KV. */
+export interface TlsPin {
+  agent_id: string;
+  /** SHA-256 of the certificate (DER), colon-separated upper-case hex as `openssl x509 -fingerprint -sha256` prints it. */
+  fingerprint256: string;
+  /** The endpoint the certificate was first seen on. */
+  endpoint: string;
+  /** ISO time of first use. */
+  pinned_at: string;
+}
+
+/** Thrown (by the pinned agent's connections) when the peer certificate differs from the pin. */
+export class TlsPinMismatchError extends Error {
+  readonly code = TLS_PIN_MISMATCH_REASON;
+
+  constructor(
+    readonly agentId: string,
+    readonly expected: string,
+    readonly actual: string,
+  ) {
+    super(
+      `TLS certificate of ${agentId} changed: pinned SHA-256 ${expected}, presented ${actual}; call refused (TOFU pin mismatch)`,
+    );
+    this.name = 'TlsPinMismatchError';
+  }
+}
+
+const FINGERPRINT = /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/;
+
+function parsePin(value: unknown): TlsPin | undefined {
+  const p = value as Partial<TlsPin> | null;
+  if (!p || typeof p.agent_id !== 'string' || typeof p.fingerprint256 !== 'string') return undefined;
+  if (!FINGERPRINT.test(p.fingerprint256)) return undefined;
+  return {
+    agent_id: p.agent_id,
+    fingerprint256: p.fingerprint256,
+    endpoint: String(p.endpoint ?? ''),
+    pinned_at: String(p.pinned_at ?? ''),
+  };
+}
+
+/** The pins in the KV bucket, keyed by agent id. */
+export class TlsPinStore {
+  constructor(private readonly kv: KV) {}
+
+  /** The pin of `agentId`, if one was recorded (an unreadable entry counts as none). */
+  async get(agentId: string): Promise<TlsPin | undefined> {
+    const entry = await this.kv.get(kvKey(agentId));
+    if (!entry || entry.operation !== 'PUT' || entry.length === 0) return undefined;
+    try {
+      return parsePin(entry.json());
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Records `pin` unless the agent already has one, and returns the pin in force. First writer wins
+   * (KV create is atomic), so two coordinators admitting the same agent agree on one certificate.
+   */
+  async pinIfAbsent(pin: TlsPin): Promise<TlsPin> {
+    const known = await this.get(pin.agent_id);
+    if (known) return known;
+    try {
+      await this.kv.create(kvKey(pin.agent_id), JSON.stringify(pin));
+      return pin;
+    } catch (err) {
+      const raced = await this.get(pin.agent_id);
+      if (raced) return raced;
+      throw err;
+    }
+  }
+
+  /** Forgets the pin of `agentId` (an operator accepting a new certificate). */
+  async remove(agentId: string): Promise<void> {
+    await this.kv.delete(kvKey(agentId));
+  }
+}
+
+function connectOptions(url: URL): tls.ConnectionOptions {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return {
+    host,
+    port: Number(url.port || 443),
+    // SNI takes host names only; trust comes from the pin, so the certificate chain is not verified.
+    ...(isIP(host) ? {} : { servername: host }),
+    rejectUnauthorized: false,
+  };
+}
+
+/** Connects once to `url` and returns the SHA-256 fingerprint of the certificate it presents. */
+export function probeCertificate(url: URL, timeoutMs = 5000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect(connectOptions(url));
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`TLS handshake with ${url.host} did not finish within ${timeoutMs} ms`));
+    }, timeoutMs);
+    socket.once('secureConnect', () => {
+      clearTimeout(timer);
+      const fingerprint = socket.getPeerCertificate().fingerprint256;
+      socket.end();
+      if (fingerprint) resolve(fingerprint);
+      else reject(new Error(`${url.host} presented no TLS certificate`));
+    });
+    socket.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+}
+
+/**
+ * A keep-alive https.Agent whose every new connection must present the pinned certificate: the
+ * socket is handed to the HTTP client only after the handshake and the pin check, so a request is
+ * never written to an unverified peer. Reused keep-alive sockets were checked when they were opened.
+ */
+export class PinnedHttpsAgent extends https.Agent {
+  constructor(
+    private readonly agentId: string,
+    private readonly pin: string,
+    private readonly onMismatch: (err: TlsPinMismatchError) => void,
+  ) {
+    super({ keepAlive: true, maxSockets: 64, rejectUnauthorized: false });
+  }
+
+  override createConnection(
+    options: https.RequestOptions,
+    callback?: (err: Error | null, stream: Duplex) => void,
+  ): Duplex | null | undefined {
+    const socket = tls.connect({ ...(options as tls.ConnectionOptions), rejectUnauthorized: false });
+    let done = false;
+    const finish = (err: Error | null) => {
+      if (done) return;
+      done = true;
+      callback?.(err, socket);
+    };
+    socket.once('secureConnect', () => {
+      const actual = socket.getPeerCertificate().fingerprint256 ?? '(none)';
+      if (actual === this.pin) return finish(null);
+      const err = new TlsPinMismatchError(this.agentId, this.pin, actual);
+      socket.destroy();
+      this.onMismatch(err);
+      finish(err);
+    });
+    socket.once('error', (err) => finish(err));
+    // Returning nothing makes the http.Agent wait for the callback (node: _http_agent createSocket).
+    return undefined;
+  }
+}
+
+function toHeaders(raw: NodeJS.Dict<string | string[]>): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(raw)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  return headers;
+}
+
+/**
+ * A fetch over node:https with `agent`, for the MCP SDK transport (global fetch cannot take an
+ * https.Agent). Handles what the SDK sends: string bodies, headers, an abort signal.
+ */
+export function httpsFetch(agent: https.Agent): FetchLike {
+  return (input, init = {}) =>
+    new Promise<Response>((resolve, reject) => {
+      const url = new URL(input);
+      if (url.protocol !== 'https:') {
+        reject(new Error(`pinned fetch is for https:// only, got ${url.protocol}`));
+        return;
+      }
+      const method = init.method ?? 'GET';
+      const req = https.request(url, {
+        method,
+        agent,
+        headers: Object.fromEntries(new Headers(init.headers).entries()),
+        ...(init.signal ? { signal: init.signal } : {}),
+      });
+      req.once('error', reject);
+      req.once('response', (res) => {
+        const status = res.statusCode ?? 502;
+        const nullBody = method === 'HEAD' || [204, 205, 304].includes(status);
+        if (nullBody) res.resume();
+        resolve(
+          new Response(nullBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), {
+            status,
+            statusText: res.statusMessage ?? '',
+            headers: toHeaders(res.headers),
+          }),
+        );
+      });
+      const body = init.body;
+      if (body === undefined || body === null) req.end();
+      else if (typeof body === 'string' || body instanceof Uint8Array) req.end(body);
+      else {
+        req.destroy();
+        reject(new Error('pinned fetch sends string or byte bodies only'));
+      }
+    });
+}
