@@ -1,0 +1,309 @@
+/**
+ * Answers AMP requests with the mesh: route the intent to a capability, enforce the sender's trust,
+ * dispatch through the coordinator's TaskDispatcher (the same path as the OpenAI API), and turn the
+ * worker's result — with its confidence (`amfconfidence`) and any uncertainty it reported — into an
+ * AMP response. Deferred requests (`reply_to`, or `sync: false`) are answered at once with a job id;
+ * the final response is stored for polling and POSTed to `reply_to`.
+ */
+import type { AgentRegistry } from '../../coordinator/agentRegistry.js';
+import type { TaskDispatcher, TaskResult } from '../../coordinator/taskDispatcher.js';
+import type { ChatMessage } from '../../events/payloads.js';
+import { toAmfError } from '../../errors.js';
+import {
+  makeAmpResponse,
+  type AmpErrorCode,
+  type AmpRequest,
+  type AmpResponse,
+  type AmpStatus,
+  type AmpUncertainty,
+} from './ampMessage.js';
+import { discoverAgents } from './ampDiscover.js';
+import { AmpJobStore, type AmpJob } from './ampJobs.js';
+import { deliverCallback, resolveCallback, type CallbackPolicy } from './callbackDelivery.js';
+import { routeAmpMessage } from './intentRouter.js';
+import { trustRefusal } from './trustLevels.js';
+
+/** Below this confidence a completed answer is reported as `partial` (spec: "completed with caveats"). */
+export const LOW_CONFIDENCE = 0.5;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** What the AMP service needs from the coordinator. */
+export interface AmpServiceDeps {
+  dispatcher: TaskDispatcher;
+  registry: AgentRegistry;
+  /** The coordinator's id for `from.id` of responses. */
+  selfId: () => string;
+  /** Absolute URL of `POST /api/amp/message` (discover answers point there). */
+  messageEndpoint: () => string;
+  requestTimeoutMs: number;
+  maxJobs: number;
+  callbackPolicy: () => CallbackPolicy;
+  /** First retry delay of reply_to deliveries (doubled per attempt). */
+  callbackRetryDelayMs?: number;
+  callbackAttempts?: number;
+  log?: (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
+}
+
+/** An AMP response and the HTTP status it travels with. */
+export interface AmpReply {
+  httpStatus: number;
+  response: AmpResponse;
+}
+
+/**
+ * AMP status, confidence and uncertainty of a completed mesh task. A worker reports uncertainty in
+ * its result data (`data.uncertainty: {note, recommend}`); an answer below LOW_CONFIDENCE without one
+ * gets a note saying so. Either makes the status `partial`.
+ */
+export function ampOutcome(result: Pick<TaskResult, 'confidence' | 'data'>): {
+  status: 'ok' | 'partial';
+  confidence?: number;
+  uncertainty?: AmpUncertainty;
+} {
+  const confidence = Number.isFinite(result.confidence) ? result.confidence : undefined;
+  const reported = result.data?.uncertainty;
+  let uncertainty: AmpUncertainty | undefined;
+  if (typeof reported === 'object' && reported !== null) {
+    const r = reported as { note?: unknown; recommend?: unknown; suggest?: unknown };
+    const recommend = typeof r.recommend === 'string' ? r.recommend : r.suggest;
+    if (typeof r.note === 'string')
+      uncertainty = {
+        note: r.note.slice(0, 2000),
+        ...(typeof recommend === 'string' ? { recommend: recommend.slice(0, 2000) } : {}),
+      };
+  }
+  if (!uncertainty && confidence !== undefined && confidence < LOW_CONFIDENCE)
+    uncertainty = {
+      note: `the answering agent reported a low confidence (${confidence})`,
+      recommend: 'verify the result or ask again with more context',
+    };
+  return {
+    status: uncertainty ? 'partial' : 'ok',
+    ...(confidence !== undefined ? { confidence } : {}),
+    ...(uncertainty ? { uncertainty } : {}),
+  };
+}
+
+/** AMP error code and HTTP status for an error from the mesh. */
+function meshErrorCode(err: unknown): {
+  code: AmpErrorCode;
+  status: AmpStatus;
+  http: number;
+  message: string;
+} {
+  const e = toAmfError(err);
+  switch (e.code) {
+    case 'NO_AGENT_FOR_TAG':
+      return { code: 'capability_mismatch', status: 'refused', http: 200, message: e.message };
+    case 'TIMEOUT':
+    case 'TASK_EXPIRED':
+      return { code: 'expired', status: 'error', http: 200, message: e.message };
+    case 'TASK_FAILED':
+      return { code: 'task_failed', status: 'error', http: 200, message: e.message };
+    case 'OVERLOADED':
+    case 'UNAVAILABLE':
+      return { code: 'overloaded', status: 'error', http: 503, message: e.message };
+    case 'INVALID_REQUEST':
+      return { code: 'invalid_message', status: 'error', http: 400, message: e.message };
+    default:
+      return { code: 'internal_error', status: 'error', http: 500, message: e.message };
+  }
+}
+
+/** Runs AMP requests against the mesh; owns the job store and the pending reply_to deliveries. */
+export class AmpService {
+  readonly jobs: AmpJobStore;
+  private readonly closing = new AbortController();
+  private readonly background = new Set<Promise<void>>();
+
+  constructor(private readonly deps: AmpServiceDeps) {
+    this.jobs = new AmpJobStore(deps.maxJobs);
+  }
+
+  private respond(
+    message: AmpRequest,
+    fields: Omit<Parameters<typeof makeAmpResponse>[0], 'inReplyTo' | 'fromId' | 'traceId'>,
+  ): AmpResponse {
+    return makeAmpResponse({
+      ...fields,
+      inReplyTo: message.id,
+      fromId: this.deps.selfId(),
+      ...(message.traceId ? { traceId: message.traceId } : {}),
+    });
+  }
+
+  /** Handles a request received over HTTP: synchronously, or deferred with a job. */
+  async handle(message: AmpRequest, signal?: AbortSignal): Promise<AmpReply> {
+    if (message.replyTo === undefined && message.sync !== false) {
+      const response = await this.answer(message, signal);
+      return { httpStatus: this.httpStatusOf(response), response };
+    }
+    if (message.replyTo !== undefined) {
+      try {
+        await resolveCallback(message.replyTo, this.deps.callbackPolicy());
+      } catch (err) {
+        const response = this.respond(message, {
+          status: 'error',
+          error: { code: 'invalid_message', message: toAmfError(err).message },
+        });
+        return { httpStatus: 400, response };
+      }
+    }
+    const job = this.jobs.create(message.id, message.replyTo);
+    if (!job) {
+      const response = this.respond(message, {
+        status: 'error',
+        error: { code: 'overloaded', message: 'too many deferred jobs are running; try again later' },
+      });
+      return { httpStatus: 503, response };
+    }
+    const run = this.runJob(job, message).finally(() => this.background.delete(run));
+    this.background.add(run);
+    const response = this.respond(message, {
+      status: 'deferred',
+      result: {
+        job_id: job.id,
+        poll: `/api/amp/jobs/${job.id}`,
+        ...(message.replyTo ? { reply_to: message.replyTo } : {}),
+      },
+    });
+    return { httpStatus: 202, response };
+  }
+
+  /** The AMP response for one request, run to its end (used for sync requests and by jobs). */
+  async answer(
+    message: AmpRequest,
+    signal?: AbortSignal,
+    onTask?: (taskId: string) => void,
+  ): Promise<AmpResponse> {
+    if (message.type === 'discover') {
+      const found = discoverAgents(
+        this.deps.registry,
+        { q: message.intent, capability: null, limit: 10 },
+        this.deps.messageEndpoint(),
+      );
+      const count = found.count as number;
+      return this.respond(message, {
+        status: count > 0 ? 'ok' : 'partial',
+        confidence: count > 0 ? 0.9 : 0.3,
+        result: found,
+        ...(count === 0
+          ? {
+              uncertainty: {
+                note: 'no live agent matched the intent',
+                recommend: 'try other words or GET /api/amp/discover',
+              },
+            }
+          : {}),
+      });
+    }
+    const routing = routeAmpMessage(message, this.deps.registry);
+    if (!routing.ok)
+      return this.respond(message, {
+        status: routing.code === 'intent_unclear' ? 'error' : 'refused',
+        error: { code: routing.code, message: routing.message },
+      });
+    const refusal = trustRefusal(message.trust, routing.tag, this.deps.registry);
+    if (refusal)
+      return this.respond(message, {
+        status: 'refused',
+        error: { code: 'trust_insufficient', message: refusal },
+      });
+    let timeoutMs = this.deps.requestTimeoutMs;
+    if (message.ttl !== undefined)
+      timeoutMs = Math.max(
+        1,
+        Math.min(timeoutMs, Date.parse(message.timestamp) + message.ttl * 1000 - Date.now()),
+      );
+    const background = message.context?.background;
+    const messages: ChatMessage[] | undefined =
+      typeof background === 'string' && background.trim() !== ''
+        ? [
+            { role: 'system', content: background.slice(0, 8000) },
+            { role: 'user', content: message.intent },
+          ]
+        : undefined;
+    try {
+      const result = await this.deps.dispatcher.submit({
+        tag: routing.tag,
+        task: message.intent,
+        timeoutMs,
+        ...(signal ? { signal } : {}),
+        ...(messages ? { messages } : {}),
+        ...(message.traceId && UUID.test(message.traceId) ? { traceId: message.traceId.toLowerCase() } : {}),
+        input: {
+          amp: {
+            id: message.id,
+            from: message.from,
+            type: message.type,
+            ...(message.context ? { context: message.context } : {}),
+            ...(message.trust ? { trust: message.trust } : {}),
+          },
+        },
+        onAnnounced: (taskId) => onTask?.(taskId),
+      });
+      const outcome = ampOutcome(result);
+      return this.respond(message, {
+        ...outcome,
+        result: {
+          text: result.text,
+          ...(result.data ? { data: result.data } : {}),
+          capability: routing.tag,
+          agent_id: result.agentId,
+          task_id: result.taskId,
+          amf_trace_id: result.traceId,
+          routing: { via: routing.via, ...(routing.route ? { matched: routing.route.matched } : {}) },
+        },
+      });
+    } catch (err) {
+      const mapped = meshErrorCode(err);
+      return this.respond(message, {
+        status: mapped.status,
+        error: { code: mapped.code, message: mapped.message },
+      });
+    }
+  }
+
+  /** HTTP status of a synchronous answer: 2xx for every answer the mesh gave, 4xx/5xx otherwise. */
+  private httpStatusOf(response: AmpResponse): number {
+    switch (response.error?.code) {
+      case 'overloaded':
+        return 503;
+      case 'internal_error':
+        return 500;
+      case 'invalid_message':
+        return 400;
+      default:
+        return 200;
+    }
+  }
+
+  private async runJob(job: AmpJob, message: AmpRequest): Promise<void> {
+    const response = await this.answer(message, this.closing.signal, (taskId) => (job.taskId = taskId));
+    this.jobs.finish(job.id, response);
+    if (!job.delivery) return;
+    const outcome = await deliverCallback(job.delivery.replyTo, response, {
+      policy: this.deps.callbackPolicy(),
+      signal: this.closing.signal,
+      ...(this.deps.callbackAttempts !== undefined ? { attempts: this.deps.callbackAttempts } : {}),
+      ...(this.deps.callbackRetryDelayMs !== undefined
+        ? { retryDelayMs: this.deps.callbackRetryDelayMs }
+        : {}),
+    });
+    job.delivery.attempts = outcome.attempts;
+    job.delivery.state = outcome.delivered ? 'delivered' : 'failed';
+    if (outcome.error) job.delivery.error = outcome.error;
+    if (!outcome.delivered)
+      this.deps.log?.('warn', 'AMP reply_to delivery failed; the response stays available for polling', {
+        job_id: job.id,
+        attempts: outcome.attempts,
+        error: outcome.error,
+      });
+  }
+
+  /** Stops pending deliveries and waits for background jobs to settle. */
+  async close(): Promise<void> {
+    this.closing.abort();
+    await Promise.allSettled([...this.background]);
+  }
+}

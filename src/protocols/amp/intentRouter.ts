@@ -1,0 +1,211 @@
+/**
+ * Intent → capability routing. AMP capabilities are free text meant for semantic matching (spec §7);
+ * the mesh dispatches by capability tag. This router scores the live tags of the registry against the
+ * words of an intent: the tag itself, then the skills (name, description, tags, examples) of the cards
+ * of the agents serving it. Deterministic and explainable (no model call): the route says which words
+ * matched, so a caller can see why a message went where it did.
+ */
+import type { AgentRegistry, RegisteredAgent } from '../../coordinator/agentRegistry.js';
+import { isCapabilityTag } from '../../events/subjects.js';
+import type { AmpRequest } from './ampMessage.js';
+
+/** Where an intent goes. */
+export interface IntentRoute {
+  tag: string;
+  score: number;
+  /** Intent words that matched the tag or its skills. */
+  matched: string[];
+  /** Other tags that scored, best first. */
+  alternatives: string[];
+}
+
+/** How a message was routed (or why not). */
+export type AmpRouting =
+  | { ok: true; tag: string; via: 'context' | 'to' | 'intent'; route?: IntentRoute }
+  | { ok: false; code: 'capability_mismatch' | 'intent_unclear'; message: string };
+
+// Words that say nothing about a capability.
+const STOPWORDS = new Set(
+  (
+    'a an and are as at be but by can could do does for from get give have help how i in into is it ' +
+    'its me my of on or our please should so some than that the their them then there these this to ' +
+    'us using want was we what when where which who why will with would you your about find agent ' +
+    'agents make need tell show'
+  ).split(' '),
+);
+const MIN_SCORE = 3;
+
+/** Lower-case word tokens of `text`, without stopwords. */
+export function intentWords(text: string): string[] {
+  return (text.toLowerCase().match(/[a-z0-9]+/g) ?? []).filter((w) => w.length >= 2 && !STOPWORDS.has(w));
+}
+
+/** A crude stem so "summaries"/"summary" and "calculates"/"calculate" meet. */
+function stem(word: string): string {
+  return word.replace(/(ies|es|s|ing|ed)$/, '').slice(0, 12);
+}
+
+function cardSkills(agent: RegisteredAgent, tag: string): string[] {
+  const skills = agent.card?.skills;
+  if (!Array.isArray(skills)) return [];
+  const texts: string[] = [];
+  for (const s of skills.slice(0, 64)) {
+    if (typeof s !== 'object' || s === null) continue;
+    const skill = s as Record<string, unknown>;
+    const tags = Array.isArray(skill.tags) ? skill.tags : [];
+    if (skill.id !== tag && !tags.includes(tag)) continue;
+    for (const v of [
+      skill.name,
+      skill.description,
+      ...tags,
+      ...(Array.isArray(skill.examples) ? skill.examples : []),
+    ])
+      if (typeof v === 'string') texts.push(v.slice(0, 2000));
+  }
+  return texts;
+}
+
+/** The live agents serving each live tag. */
+function agentsByTag(registry: AgentRegistry): Map<string, RegisteredAgent[]> {
+  const byTag = new Map<string, RegisteredAgent[]>();
+  for (const tag of registry.liveTags().keys()) byTag.set(tag, []);
+  for (const agent of registry.list()) {
+    if (agent.status !== 'live' || agent.record.status === 'draining') continue;
+    for (const tag of agent.record.capability_tags ?? []) byTag.get(tag)?.push(agent);
+  }
+  return byTag;
+}
+
+function scoreTag(
+  tag: string,
+  agents: RegisteredAgent[],
+  words: string[],
+  text: string,
+): { score: number; matched: Set<string> } {
+  const matched = new Set<string>();
+  let score = 0;
+  const tagWords = tag.split('-').filter((w) => w.length > 0);
+  if (new RegExp(`(^|[^a-z0-9])${tagWords.join('[\\s_-]+')}($|[^a-z0-9])`).test(text)) {
+    score += 10;
+    matched.add(tag);
+  }
+  for (const tw of tagWords) {
+    for (const w of words) {
+      if (w === tw) continue; // counted by the phrase match above when the tag is one word
+      if (tw.length >= 3 && w.length >= 4 && (w.startsWith(tw) || tw.startsWith(w))) {
+        score += 3;
+        matched.add(w);
+      } else if (stem(w) === stem(tw) && w.length >= 3) {
+        score += 4;
+        matched.add(w);
+      }
+    }
+  }
+  const described = new Set<string>();
+  for (const agent of agents) {
+    for (const t of cardSkills(agent, tag)) for (const w of intentWords(t)) described.add(stem(w));
+    if (agent.record.display_name)
+      for (const w of intentWords(agent.record.display_name)) described.add(stem(w));
+  }
+  let fromSkills = 0;
+  for (const w of new Set(words)) {
+    if (w.length < 4 || !described.has(stem(w))) continue;
+    fromSkills += 1;
+    matched.add(w);
+  }
+  score += Math.min(fromSkills, 5);
+  return { score, matched };
+}
+
+/**
+ * Picks the live capability tag that best fits `intent`, or undefined when none scores. Ties go to
+ * the tag more live agents serve, then to the alphabetically first, so routing is stable.
+ */
+export function routeIntent(
+  intent: string,
+  registry: AgentRegistry,
+  onlyTags?: ReadonlySet<string>,
+): IntentRoute | undefined {
+  const text = intent.toLowerCase();
+  const words = intentWords(text);
+  if (words.length === 0) return undefined;
+  const byTag = agentsByTag(registry);
+  const scored: Array<{ tag: string; score: number; matched: Set<string>; agents: number }> = [];
+  for (const [tag, agents] of byTag) {
+    if (onlyTags && !onlyTags.has(tag)) continue;
+    const { score, matched } = scoreTag(tag, agents, words, text);
+    if (score >= MIN_SCORE) scored.push({ tag, score, matched, agents: agents.length });
+  }
+  scored.sort((a, b) => b.score - a.score || b.agents - a.agents || a.tag.localeCompare(b.tag));
+  const best = scored[0];
+  if (!best) return undefined;
+  return {
+    tag: best.tag,
+    score: best.score,
+    matched: [...best.matched],
+    alternatives: scored.slice(1, 5).map((s) => s.tag),
+  };
+}
+
+/** True when `id` names `agent` (its id, display name or the last segment of its id). */
+export function namesAgent(agent: RegisteredAgent, id: string): boolean {
+  const lower = id.toLowerCase();
+  const agentId = agent.record.agent_id.toLowerCase();
+  return (
+    agentId === lower ||
+    agent.record.display_name?.toLowerCase() === lower ||
+    agentId.replace(/\/+$/, '').split('/').pop() === lower
+  );
+}
+
+/**
+ * Routes an AMP request: `context.capability` (an AMF addition) names the tag outright; a recipient
+ * in `to` may name a tag (`calc`, `amf/calc`) or a live agent (whose tags then bound the choice);
+ * otherwise the intent is matched against every live tag.
+ */
+export function routeAmpMessage(message: AmpRequest, registry: AgentRegistry): AmpRouting {
+  const explicit = message.context?.capability;
+  if (explicit !== undefined) {
+    if (typeof explicit !== 'string' || !isCapabilityTag(explicit))
+      return {
+        ok: false,
+        code: 'capability_mismatch',
+        message: 'context.capability must be a capability tag',
+      };
+    if (!registry.servesTag(explicit))
+      return {
+        ok: false,
+        code: 'capability_mismatch',
+        message: `no live agent serves capability "${explicit}"`,
+      };
+    return { ok: true, tag: explicit, via: 'context' };
+  }
+  let onlyTags: Set<string> | undefined;
+  for (const recipient of message.to) {
+    const tag = recipient.toLowerCase().replace(/^amf\//, '');
+    if (isCapabilityTag(tag) && registry.servesTag(tag)) return { ok: true, tag, via: 'to' };
+    const agent = registry.list().find((a) => a.status === 'live' && namesAgent(a, recipient));
+    if (agent) {
+      onlyTags ??= new Set();
+      for (const t of agent.record.capability_tags ?? []) if (registry.servesTag(t)) onlyTags.add(t);
+    }
+  }
+  if (onlyTags && onlyTags.size === 1) return { ok: true, tag: [...onlyTags][0]!, via: 'to' };
+  if (intentWords(message.intent).length === 0)
+    return {
+      ok: false,
+      code: 'intent_unclear',
+      message: 'the intent has no words to route by: say what you want done',
+    };
+  const route = routeIntent(message.intent, registry, onlyTags);
+  if (route) return { ok: true, tag: route.tag, via: 'intent', route };
+  const live = [...registry.liveTags().keys()].sort();
+  return {
+    ok: false,
+    code: 'capability_mismatch',
+    message:
+      live.length === 0
+        ? 'no live agent is in the mesh'
+        : `no live capability matches the intent; live capabilities: ${live.slice(0, 50).join(', ')} (name one in context.capability)`,
+  };
+}
