@@ -13,6 +13,9 @@ ensure_debian_package 'command -v nats-server' nats-server
 # Debian's python3-zeroconf is the independent mDNS implementation our records are checked against.
 ensure_debian_package "/usr/bin/python3 -c 'import zeroconf'" python3-zeroconf
 
+# The openssl CLI makes the self-signed certificates of the MCP TOFU pinning tests.
+ensure_debian_package 'command -v openssl' openssl
+
 # The Python OpenAI client is one of the interop peers of the OpenAI-compatible API.
 if ! python3 -c 'import openai' >/dev/null 2>&1; then
   echo "==> installing the Python openai client"
