@@ -12,6 +12,7 @@ import { agentRecordToTxt } from '../discovery/txtRecord.js';
 import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdvertiser.js';
 import type { WorkerHandler } from './handlerApi.js';
 import { closeServer, listen, serveRouter, workerRouter, type WorkerHttpOptions } from './workerHttp.js';
+import type { Router } from '../http/httpKit.js';
 import { createWorkerMcpEndpoint } from '../protocols/mcp/workerMcp.js';
 import { MCP_PROTOCOL } from '../protocols/mcp/mcpEndpoint.js';
 
@@ -33,6 +34,8 @@ export interface StartWorkerOptions {
   mcp?: boolean;
   /** Short tool alias announced in the card (`x-amf.tool_alias`). */
   toolAlias?: string;
+  /** Adds routes to the worker's HTTP server (an AFM agent's interfaces: `/chat`, `/webhook`, `/`). */
+  routes?: (router: Router) => void;
   /** Serve HTTPS with this PEM certificate and key: endpoint, card and MCP URL become https://. */
   tls?: { cert: string | Buffer; key: string | Buffer };
 }
@@ -78,14 +81,13 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
   // The router needs the worker, and the worker needs the bound endpoint: resolved late.
   const ref: { worker?: MeshWorker } = {};
   let endpoint = '';
-  const server = serveRouter(
-    workerRouter(
-      () => ref.worker!,
-      httpOpts,
-      () => endpoint,
-    ),
-    opts.tls,
+  const router = workerRouter(
+    () => ref.worker!,
+    httpOpts,
+    () => endpoint,
   );
+  opts.routes?.(router);
+  const server = serveRouter(router, opts.tls);
   endpoint = await listen(server, httpOpts.host, httpOpts.port);
   let nc: NatsConnection;
   try {
