@@ -10,6 +10,7 @@ import { runWorkerCommand } from './workerCommand.js';
 import { agentsCommand, auditCommand, eventsCommand, publishCommand, sendCommand } from './clientCommands.js';
 import { formatDoctorReport, runDoctor } from './doctor.js';
 import { mcpCommand } from './mcpCommand.js';
+import { validateCommand } from './validateCommand.js';
 import { registerA2aCommand } from './a2aCommand.js';
 import { createLogger } from '../log.js';
 
@@ -217,10 +218,15 @@ export function buildProgram(): Command {
 
   registerA2aCommand(program);
 
-  for (const [name, issue] of [
-    ['run', 'AFM agents'],
-    ['validate', 'AFM agents'],
-  ] as const) {
+  program
+    .command('validate')
+    .description('check AFM files (.afm.md, .afm): every problem as file:line:col, exit 1 on any error')
+    .argument('<files...>', 'AFM files to check')
+    .action(async (files: string[]) => {
+      process.exitCode = await validateCommand(files);
+    });
+
+  for (const [name, issue] of [['run', 'AFM agents']] as const) {
     program
       .command(name)
       .description(`(not yet implemented: part of the ${issue} work)`)
