@@ -2,7 +2,7 @@
  * The `amf` command line. Each command is a thin layer: it loads the one configuration (file < env <
  * flags), then calls the runtime or talks to a running coordinator over its HTTP API.
  */
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import { loadConfig, type AmfConfig, type ConfigOverrides } from '../config/config.js';
 import { VERSION } from '../version.js';
 import { runUp } from './upCommand.js';
@@ -12,6 +12,7 @@ import { formatDoctorReport, runDoctor } from './doctor.js';
 import { mcpCommand } from './mcpCommand.js';
 import { validateCommand } from './validateCommand.js';
 import { registerA2aCommand } from './a2aCommand.js';
+import { registerRunCommand } from './runCommand.js';
 import { createLogger } from '../log.js';
 
 interface CommonFlags {
@@ -226,20 +227,7 @@ export function buildProgram(): Command {
       process.exitCode = await validateCommand(files);
     });
 
-  for (const [name, issue] of [['run', 'AFM agents']] as const) {
-    program
-      .command(name)
-      .description(`(not yet implemented: part of the ${issue} work)`)
-      .addOption(new Option('--coordinator <url>').hideHelp())
-      .allowUnknownOption()
-      .argument('[args...]')
-      .action(() => {
-        process.stderr.write(
-          `amf ${name}: not yet implemented in this release (planned with the ${issue} work)\n`,
-        );
-        process.exitCode = 2;
-      });
-  }
+  registerRunCommand(program);
   return program;
 }
 

@@ -66,6 +66,7 @@ export async function runConsoleChat(opts: ConsoleChatOptions): Promise<void> {
       const result = await opts.responder.respond({
         sessionId: 'console',
         input: value,
+        signature: { input: opts.signature.input, output: opts.signature.output },
         signal: running.signal,
         onDelta: (delta) => {
           streamed = true;

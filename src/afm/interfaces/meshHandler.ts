@@ -89,6 +89,7 @@ export function createMeshHandler(opts: MeshHandlerOptions): WorkerHandler {
     return {
       sessionId: `mesh:${ctx.taskId}`,
       input: taskInput(ctx, signature),
+      signature: { input: signature.input, output: signature.output },
       signal: ctx.signal,
       ...(history.length > 0 ? { history } : {}),
     };

@@ -4,6 +4,8 @@
  * runtime implements this, and tests plug in a tiny in-process responder.
  */
 
+import type { JsonSchema } from '../types.js';
+
 /** One earlier turn of a conversation. */
 export interface ConversationTurn {
   role: 'user' | 'assistant';
@@ -16,6 +18,8 @@ export interface RespondRequest {
   sessionId: string;
   /** The input, already checked against the interface's `signature.input` (a string by default). */
   input: unknown;
+  /** The calling interface's contract (the runtime asks for and validates this output shape). */
+  signature?: { input?: JsonSchema; output?: JsonSchema };
   /** Aborted when the caller went away or the agent is shutting down. */
   signal?: AbortSignal;
   /**

@@ -63,6 +63,7 @@ export function addWebchatRoutes(router: Router, opts: WebchatOptions): void {
         opts.responder.respond({
           sessionId: `webchat:${session}`,
           input,
+          signature: { input: sig.input, output: sig.output },
           signal,
           ...(onDelta ? { onDelta } : {}),
         }),

@@ -57,6 +57,8 @@ export function addWebhookRoutes(router: Router, opts: WebhookOptions): void {
   const maxBody = opts.maxBodyBytes ?? 1024 * 1024;
   const maxBackground = opts.maxBackgroundRuns ?? 16;
   let background = 0;
+  // The agent gets the built prompt (text), and answers in the shape of the webhook's output.
+  const promptSignature = { input: { type: 'string' }, output: opts.signature.output };
   router.on('POST', opts.path, async (req, res) => {
     const body = await readBody(req, maxBody);
     if (opts.secret !== undefined) {
@@ -90,7 +92,7 @@ export function addWebhookRoutes(router: Router, opts: WebhookOptions): void {
         throw new AmfError('RATE_LIMITED', `${background} deliveries are still running; retry later`);
       background++;
       opts.responder
-        .respond({ sessionId, input: prompt })
+        .respond({ sessionId, input: prompt, signature: promptSignature })
         .then(
           (result) =>
             opts.log?.info(
@@ -111,7 +113,12 @@ export function addWebhookRoutes(router: Router, opts: WebhookOptions): void {
       if (!res.writableFinished) controller.abort(new AmfError('UNAVAILABLE', 'client disconnected'));
     });
     try {
-      const result = await opts.responder.respond({ sessionId, input: prompt, signal: controller.signal });
+      const result = await opts.responder.respond({
+        sessionId,
+        input: prompt,
+        signature: promptSignature,
+        signal: controller.signal,
+      });
       sendJson(
         res,
         200,

@@ -1,0 +1,173 @@
+/**
+ * `amf run FILE.afm.md`: loads and resolves the AFM file, builds the agent runtime (model and MCP
+ * tools), then serves its interfaces and, unless `--no-mesh`, joins the mesh as a worker (the
+ * coordinator found like `amf worker` finds it). SIGINT/SIGTERM, or leaving the console chat, stops
+ * it cleanly: WebSub unsubscription, worker drain, MCP servers closed.
+ */
+import type { Command } from 'commander';
+import type { AmfConfig, ConfigOverrides } from '../config/config.js';
+import { loadConfig } from '../config/config.js';
+import { AmfError } from '../errors.js';
+import { createLogger } from '../log.js';
+import { loadAfmFile } from '../afm/index.js';
+import { createAgentRuntime } from '../afm/runtime/index.js';
+import { runtimeResponder } from '../afm/interfaces/runtimeResponder.js';
+import { runAgent, type RunAgentMeshOptions } from '../afm/runAgent.js';
+import { findCoordinatorByMdns } from '../discovery/findCoordinator.js';
+import { natsUrlFromCoordinator, specialistCredential } from './workerCommand.js';
+
+export interface RunFlags {
+  config?: string;
+  dataDir?: string;
+  coordinator?: string;
+  natsUrl?: string;
+  tags?: string[];
+  port?: number;
+  host?: string;
+  mdns?: boolean;
+  mdnsInterface?: string;
+  mesh?: boolean;
+  console?: boolean;
+}
+
+/** The coordinator URL: given, else found on mDNS, else the configured default. */
+async function coordinatorUrl(config: AmfConfig, explicit: boolean): Promise<string> {
+  if (explicit || !config.mdns.enabled) return config.coordinator.url;
+  try {
+    return await findCoordinatorByMdns({
+      timeoutMs: 5000,
+      ...(config.mdns.interface ? { interfaceAddress: config.mdns.interface } : {}),
+    });
+  } catch {
+    return config.coordinator.url;
+  }
+}
+
+function describeRunning(agent: Awaited<ReturnType<typeof runAgent>>): string {
+  const lines = [`AFM agent "${agent.definition.name}" v${agent.definition.version}`];
+  const { webchat, webhook } = agent.interfaces;
+  if (agent.url) {
+    if (webchat)
+      lines.push(
+        `  webchat  POST ${agent.url}${webchat.exposure.http.path}  (page ${agent.url}${webchat.exposure.http.path}/ui)`,
+      );
+    if (webhook) lines.push(`  webhook  POST ${agent.url}${webhook.exposure.http.path}`);
+    lines.push(`  info     GET  ${agent.url}/`);
+  }
+  if (agent.worker)
+    lines.push(
+      `  mesh     worker ${agent.worker.worker.agentId} serving ${agent.tags.join(', ')} (model amf/${agent.tags[0]}; A2A and MCP at ${agent.worker.url})`,
+    );
+  return lines.join('\n') + '\n';
+}
+
+/** Runs `amf run`; resolves when the agent has stopped. */
+export async function runAgentCommand(file: string, flags: RunFlags): Promise<void> {
+  const overrides: Record<string, unknown> = {};
+  if (flags.dataDir) overrides.dataDir = flags.dataDir;
+  if (flags.coordinator) overrides.coordinator = { url: flags.coordinator };
+  if (flags.natsUrl) overrides.nats = { url: flags.natsUrl };
+  const mdns: Record<string, unknown> = {};
+  if (flags.mdns === false) mdns.enabled = false;
+  if (flags.mdnsInterface !== undefined) mdns.interface = flags.mdnsInterface;
+  if (Object.keys(mdns).length) overrides.mdns = mdns;
+  const config = await loadConfig({
+    ...(flags.config ? { configPath: flags.config } : {}),
+    flags: overrides as ConfigOverrides,
+  });
+  const log = createLogger(config.logLevel, 'amf-run');
+  const definition = await loadAfmFile(file, { dataDir: config.dataDir });
+  const runtime = await createAgentRuntime(definition, { logger: log });
+  let mesh: RunAgentMeshOptions | undefined;
+  try {
+    if (flags.mesh !== false) {
+      const explicit = flags.coordinator !== undefined || Boolean(process.env.AMF_COORDINATOR_URL);
+      mesh = {
+        natsUrl: config.nats.url ?? (await natsUrlFromCoordinator(await coordinatorUrl(config, explicit))),
+        credential: await specialistCredential(config),
+        heartbeatSeconds: config.heartbeat.intervalSeconds,
+        concurrency: config.worker.concurrency,
+        ...(config.mdns.enabled
+          ? { mdns: config.mdns.interface ? { interfaceAddress: config.mdns.interface } : {} }
+          : {}),
+      };
+    }
+    const hasConsole = definition.interfaces.some((i) => i.type === 'consolechat');
+    const useConsole = flags.console === true || (hasConsole && process.stdin.isTTY === true);
+    const agent = await runAgent({
+      definition,
+      responder: runtimeResponder(runtime),
+      host: flags.host ?? config.worker.host,
+      port: flags.port ?? config.worker.port,
+      ...(flags.tags && flags.tags.length > 0 ? { tags: flags.tags } : {}),
+      ...(mesh ? { mesh } : {}),
+      console: useConsole,
+      log,
+    });
+    if (!agent.url && !agent.worker && !agent.consoleDone) {
+      await agent.close();
+      throw new AmfError(
+        'INVALID_REQUEST',
+        `${file}: nothing to serve: its only interface is consolechat and stdin is not a terminal; ` +
+          'pass --console to read lines from stdin, add a webchat or webhook interface, or drop --no-mesh',
+      );
+    }
+    // With a console on stdout, the banner goes to stderr so piped answers stay clean.
+    (useConsole ? process.stderr : process.stdout).write(describeRunning(agent));
+    await new Promise<void>((resolve) => {
+      let stopping = false;
+      const stop = (why: string) => {
+        if (stopping) return;
+        stopping = true;
+        log.info({ why }, 'stopping');
+        void agent.close().then(resolve, resolve);
+      };
+      process.once('SIGINT', () => stop('SIGINT'));
+      process.once('SIGTERM', () => stop('SIGTERM'));
+      void agent.consoleDone?.then(() => stop('console closed'));
+    });
+  } finally {
+    await runtime.close();
+    log.flush();
+  }
+}
+
+function splitTags(value: string): string[] {
+  return value
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t.length > 0);
+}
+
+function parsePort(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new Error(`invalid port "${value}": expected an integer 0..65535`);
+  return n;
+}
+
+/** Registers `amf run` on the program. */
+export function registerRunCommand(program: Command): void {
+  program
+    .command('run')
+    .description('run an AFM agent: its interfaces (console, webchat, webhook) and a mesh worker')
+    .argument('<file>', 'the agent file (.afm.md or .afm)')
+    .option(
+      '--tags <tags>',
+      'capability tags, comma-separated (default: x-amf.tags, else from the name)',
+      splitTags,
+    )
+    .option('--port <port>', 'HTTP port of the interfaces and the worker (default 8766, 0 = any)', parsePort)
+    .option('--host <host>', 'HTTP bind address (default 127.0.0.1)')
+    .option('--coordinator <url>', 'coordinator URL (default: found on mDNS, else http://127.0.0.1:8765)')
+    .option('--nats-url <url>', 'NATS URL (default: from the coordinator agent card)')
+    .option('--config <path>', 'configuration file (default <data-dir>/amf.yaml)')
+    .option('--data-dir <dir>', 'data directory (default ~/.amf)')
+    .option('--mdns-interface <ip>', 'interface address for mDNS')
+    .option('--no-mdns', 'do not use mDNS (NATS heartbeats only)')
+    .option('--no-mesh', 'serve the interfaces only; do not join the mesh')
+    .option('--console', 'run the console chat even when stdin is not a terminal (one line per turn)')
+    .action(async (file: string, flags: RunFlags) => {
+      await runAgentCommand(file, flags);
+    });
+}
