@@ -22,11 +22,13 @@ const MAX_BRIDGED_DATA_BYTES = 64 * 1024;
 
 /** Strips control, zero-width and bidi characters from remote text shown in our own cards and logs. */
 export function plainLabel(value: string, max = 64): string {
-  return value
-    // eslint-disable-next-line no-control-regex -- removing control characters is the point
-    .replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g, '')
-    .trim()
-    .slice(0, max);
+  return (
+    value
+      // eslint-disable-next-line no-control-regex -- removing control characters is the point
+      .replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g, '')
+      .trim()
+      .slice(0, max)
+  );
 }
 
 function resultOf(agentName: string, reply: A2aReply): HandlerResult {

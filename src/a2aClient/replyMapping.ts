@@ -60,11 +60,14 @@ export function isFinalState(state: A2aReplyState): boolean {
   return ['completed', 'failed', 'canceled', 'rejected', 'input-required', 'auth-required'].includes(state);
 }
 
-/** The text parts of `parts`, joined by newlines. */
-export function partsText(parts: readonly Part[] | undefined): string {
+/**
+ * The text parts of `parts`. A message's parts are separate pieces (joined by newlines); an
+ * artifact's parts are usually the chunks it was streamed in (`append`), so they are concatenated.
+ */
+export function partsText(parts: readonly Part[] | undefined, separator = '\n'): string {
   const out: string[] = [];
   for (const p of parts ?? []) if (p?.content?.$case === 'text') out.push(p.content.value);
-  return out.join('\n');
+  return out.join(separator);
 }
 
 function collectParts(parts: readonly Part[] | undefined, reply: A2aReply): void {
@@ -97,7 +100,7 @@ export function replyFromMessage(message: Message): A2aReply {
 
 function artifactsText(artifacts: readonly Artifact[]): string {
   return artifacts
-    .map((a) => partsText(a.parts))
+    .map((a) => partsText(a.parts, ''))
     .filter((t) => t.length > 0)
     .join('\n');
 }
@@ -164,7 +167,7 @@ export class StreamCollector {
         if (task.contextId) this.contextId = task.contextId;
         let delta = '';
         for (const a of task.artifacts ?? []) {
-          if (!this.artifacts.has(a.artifactId)) delta += partsText(a.parts);
+          if (!this.artifacts.has(a.artifactId)) delta += partsText(a.parts, '');
           this.artifacts.set(a.artifactId, a);
         }
         return { ...this.status(task.status), ...(delta ? { delta } : {}) };
@@ -181,7 +184,7 @@ export class StreamCollector {
           artifact.artifactId,
           append && previous ? { ...previous, parts: [...previous.parts, ...artifact.parts] } : artifact,
         );
-        const delta = partsText(artifact.parts);
+        const delta = partsText(artifact.parts, '');
         return { state: this.state, ...(delta ? { delta } : {}) };
       }
       default:
