@@ -98,6 +98,8 @@ export async function runWorkerCommand(
     heartbeatSeconds: config.heartbeat.intervalSeconds,
     concurrency: w.concurrency,
     ...(tls ? { tls } : {}),
+    mcpServers: config.mcp.servers,
+    mcpClient: { logger: log, requireTls: config.mcp.requireTls },
     ...(config.mdns.enabled
       ? { mdns: config.mdns.interface ? { interfaceAddress: config.mdns.interface } : {} }
       : {}),

@@ -4,6 +4,18 @@
  * their concatenation unless the generator returns a result of its own).
  */
 import type { ChatMessage, Usage } from '../events/payloads.js';
+import type { NamespacedTool, ToolResult } from '../mcpClient/mcpClientHub.js';
+
+/**
+ * The MCP tools a handler may call: those of the worker's configured MCP servers (`mcp.servers` in
+ * amf.yaml), namespaced `<server>__<tool>` and filtered by each server's allow/deny lists. Calls are
+ * tied to the task: cancelling the task aborts them.
+ */
+export interface TaskTools {
+  list(): NamespacedTool[];
+  /** Calls `<server>__<tool>`; rejects with AmfError NOT_FOUND / TIMEOUT / UNAVAILABLE, resolves `isError` tool failures. */
+  call(name: string, args?: Record<string, unknown>, options?: { timeoutMs?: number }): Promise<ToolResult>;
+}
 
 export interface TaskContext {
   taskId: string;
@@ -28,6 +40,8 @@ export interface TaskContext {
     text: string,
     options?: { timeoutMs?: number; input?: Record<string, unknown> },
   ): Promise<string>;
+  /** MCP tools of the worker's configured servers; absent when the worker has none configured. */
+  tools?: TaskTools;
 }
 
 export interface HandlerResult {

@@ -26,6 +26,7 @@ import {
   toHandlerResult,
   type HandlerResult,
   type TaskContext,
+  type TaskTools,
   type WorkerHandler,
 } from './handlerApi.js';
 
@@ -42,6 +43,8 @@ export interface MeshWorkerOptions {
   /** Extra protocols announced in the AgentRecord (e.g. MCP). */
   protocols?: string[];
   mcpEndpoint?: string;
+  /** Gives each task its `ctx.tools` (the worker's MCP servers), bound to the task's signal. */
+  tools?: (signal: AbortSignal) => TaskTools;
   log?: (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -322,6 +325,7 @@ export class MeshWorker {
           reply,
         ),
       delegate: (tag, text, opts) => this.delegate(task.taskId, task.traceId, tag, text, opts),
+      ...(this.options.tools ? { tools: this.options.tools(signal) } : {}),
     };
     try {
       const ret = this.options.handler.handle(ctx);

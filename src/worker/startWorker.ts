@@ -15,6 +15,9 @@ import { closeServer, listen, serveRouter, workerRouter, type WorkerHttpOptions 
 import type { Router } from '../http/httpKit.js';
 import { createWorkerMcpEndpoint } from '../protocols/mcp/workerMcp.js';
 import { MCP_PROTOCOL } from '../protocols/mcp/mcpEndpoint.js';
+import type { McpServerConfig } from '../config/config.js';
+import { McpClientHub, type McpClientHubOptions } from '../mcpClient/mcpClientHub.js';
+import { bindTaskTools } from '../mcpClient/taskTools.js';
 
 export interface StartWorkerOptions {
   name: string;
@@ -38,12 +41,18 @@ export interface StartWorkerOptions {
   routes?: (router: Router) => void;
   /** Serve HTTPS with this PEM certificate and key: endpoint, card and MCP URL become https://. */
   tls?: { cert: string | Buffer; key: string | Buffer };
+  /** MCP servers whose tools handlers get as `ctx.tools` (`mcp.servers` in amf.yaml). */
+  mcpServers?: readonly McpServerConfig[];
+  /** Options of the MCP client hub (logger, require_tls, environment for stdio servers). */
+  mcpClient?: McpClientHubOptions;
 }
 
 export interface RunningWorker {
   worker: MeshWorker;
   url: string;
   nc: NatsConnection;
+  /** The worker's MCP client hub (its configured MCP servers), when it has any. */
+  mcpClients?: McpClientHub;
   /** Graceful stop: stop claiming, finish in-flight tasks, say goodbye, close. */
   close(drainTimeoutMs?: number): Promise<void>;
 }
@@ -78,6 +87,10 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
       version: httpOpts.version,
       getWorker: () => ref.worker!,
     });
+  // Never rejects: a server that cannot be reached is logged and listed in hub.failures.
+  const hub = opts.mcpServers?.length
+    ? await McpClientHub.connect(opts.mcpServers, opts.mcpClient)
+    : undefined;
   // The router needs the worker, and the worker needs the bound endpoint: resolved late.
   const ref: { worker?: MeshWorker } = {};
   let endpoint = '';
@@ -93,6 +106,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
   try {
     nc = await connectAs(opts.natsUrl, opts.credential, `amf-worker-${opts.name}`);
   } catch (err) {
+    await hub?.close();
     await closeServer(server);
     throw err;
   }
@@ -105,6 +119,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     heartbeatSeconds: opts.heartbeatSeconds ?? 5,
     concurrency: opts.concurrency ?? 16,
     version: httpOpts.version,
+    ...(hub ? { tools: (signal: AbortSignal) => bindTaskTools(hub, signal) } : {}),
     // LOCKED #1: announcing MCP/ requires the mcp= URL, so both come together.
     ...(httpOpts.mcp ? { protocols: [MCP_PROTOCOL], mcpEndpoint: `${endpoint}/mcp` } : {}),
   });
@@ -122,6 +137,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     } catch (err) {
       await worker.drain(0);
       await nc.close();
+      await hub?.close();
       await closeServer(server);
       throw err;
     }
@@ -131,6 +147,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     worker,
     url: endpoint,
     nc,
+    ...(hub ? { mcpClients: hub } : {}),
     close(drainTimeoutMs = 30_000) {
       closing ??= (async () => {
         // Say "draining" on mDNS too, then goodbye once in-flight work is done.
@@ -139,6 +156,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
         await advertiser?.close();
         await nc.drain().catch(() => undefined);
         await httpOpts.mcp?.close();
+        await hub?.close();
         await closeServer(server);
       })();
       return closing;
