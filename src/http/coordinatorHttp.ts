@@ -29,6 +29,9 @@ import { createCoordinatorMcpEndpoint } from '../protocols/mcp/coordinatorMcp.js
 import { loadCoordinatorFingerprint } from '../protocols/mcp/coordinatorFingerprint.js';
 import { TlsPinStore } from '../protocols/mcp/tlsPins.js';
 import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
+import { registerAmpRoutes } from '../protocols/amp/ampRoutes.js';
+import { registerFabricRoutes } from '../protocols/fabric/fabricRoutes.js';
+import { HttpGuard, sendFamilyError } from './guards.js';
 
 const PUBLIC_PATHS = new Set([
   '/',
@@ -209,6 +212,8 @@ function buildRouter(
 /** Route label for metrics: known paths as they are, anything else collapsed. */
 function routeLabel(pathname: string): string {
   if (pathname.startsWith('/tasks/')) return '/tasks/:id';
+  if (pathname.startsWith('/api/amp/jobs/')) return '/api/amp/jobs/:id';
+  if (/^\/(mcp\/call|api\/amp\/(message|discover))$/.test(pathname)) return pathname;
   return PUBLIC_PATHS.has(pathname) ||
     /^\/(v1\/[a-z/]+|events|publish|agents|metrics|mcp|audit)$/.test(pathname)
     ? pathname
@@ -237,16 +242,24 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
   federation.start();
   const mcpEndpoint = createCoordinatorMcpEndpoint(federation, VERSION);
   const router = buildRouter(coordinator, hub, metrics, () => url, { endpoint: mcpEndpoint, audit });
+  // AMP (also the merged A2A card / AMP manifest at /.well-known/agent.json) and Fabric /mcp/call.
+  const amp = registerAmpRoutes(router, {
+    coordinator,
+    getUrl: () => url,
+    card: () => coordinatorAgentCard(coordinator, url),
+  });
+  registerFabricRoutes(router, { coordinator, federation });
+  const guard = HttpGuard.fromConfig(config);
   const expectedKey = config.coordinator.apiKey ? keyDigest(config.coordinator.apiKey) : undefined;
   const server = createServer((req, res) => {
     const u = requestUrl(req);
     res.on('finish', () =>
       metrics.httpRequests.inc({ route: routeLabel(u.pathname), status: String(res.statusCode) }),
     );
+    if (!guard.admit(req, res, u)) return;
     if (expectedKey && !PUBLIC_PATHS.has(u.pathname) && !authorized(req, u, expectedKey)) {
       const err = new AmfError('UNAUTHORIZED', 'missing or wrong API key: send Authorization: Bearer <key>');
-      if (u.pathname.startsWith('/v1/')) sendOpenAiError(res, err);
-      else sendError(res, err);
+      sendFamilyError(res, u.pathname, err);
       return;
     }
     router.handle(req, res, u).catch((err: unknown) => {
@@ -273,6 +286,7 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     mcp: federation,
     async close() {
       hub.close();
+      await amp.close();
       await mcpEndpoint.close();
       await federation.close();
       await closeServer(server);
