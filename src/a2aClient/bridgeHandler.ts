@@ -10,6 +10,7 @@ import {
   type WorkerHandler,
 } from '../worker/handlerApi.js';
 import { AmfError } from '../errors.js';
+import { isCapabilityTag } from '../events/subjects.js';
 import type { A2aReply } from './replyMapping.js';
 import type { RemoteA2aAgent, SendOptions } from './remoteAgent.js';
 import type { TagMap } from './skillTags.js';
@@ -83,7 +84,8 @@ export function createBridgeHandler(
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       // `tag` lets an AMF coordinator on the other side route the task to the same capability.
       metadata: {
-        ...(skill ? { tag: skill, skill } : {}),
+        ...(skill ? { skill } : {}),
+        ...(skill && isCapabilityTag(skill) ? { tag: skill } : {}),
         amf: { task_id: ctx.taskId, trace_id: ctx.traceId, tag: ctx.tag },
       },
     };

@@ -32,6 +32,8 @@ export interface ReferenceAgentOptions {
   preferred?: 'JSONRPC' | 'HTTP+JSON';
   streaming?: boolean;
   skills?: Array<{ id: string; name?: string; tags: string[] }>;
+  /** Port to listen on (default: any free port). */
+  port?: number;
   /** Overrides the card's interface URLs (to test the client's same-host rule); gets the base URL. */
   interfaceUrl?: (base: string, binding: 'jsonrpc' | 'rest') => string;
 }
@@ -151,7 +153,7 @@ class ReferenceExecutor implements AgentExecutor {
 export async function startReferenceAgent(options: ReferenceAgentOptions = {}): Promise<ReferenceAgent> {
   const app = express();
   const server: Server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    const s = app.listen(options.port ?? 0, '127.0.0.1', () => resolve(s));
   });
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const version = options.protocolVersion ?? '1.0';
