@@ -74,7 +74,8 @@ export function readBodySections(body: string, firstLine: number): BodySections 
       }
     }
     if (current) found[current]?.lines.push(line);
-    else if (line.trim() !== '' && strayLine === undefined) strayLine = lineNo;
+    else if (line.trim() !== '' && strayLine === undefined && !found.role && !found.instructions)
+      strayLine = lineNo;
   });
 
   if (strayLine !== undefined) {
@@ -86,7 +87,6 @@ export function readBodySections(body: string, firstLine: number): BodySections 
         "text before the first '# Role' or '# Instructions' section is not part of the agent and is ignored",
     });
   }
-  const lastLine = firstLine + Math.max(lines.length - 1, 0);
   const result: { role?: BodySection; instructions?: BodySection } = {};
   for (const name of ['role', 'instructions'] as const) {
     const heading = name === 'role' ? 'Role' : 'Instructions';
@@ -94,7 +94,7 @@ export function readBodySections(body: string, firstLine: number): BodySections 
     if (!section) {
       problems.push({
         severity: 'error',
-        line: lastLine,
+        line: firstLine,
         column: 1,
         message: `missing required '# ${heading}' section in the markdown body (AFM 4.3)`,
       });

@@ -106,7 +106,8 @@ export function parseAfm(text: string, file: string, options: AfmParseOptions): 
     }
   }
 
-  const body = readBodySections(parts.body, parts.bodyLine);
+  // An unclosed front matter swallowed the body: its sections are not reported missing as well.
+  const body = parts.unclosedFrontMatter ? { problems: [] } : readBodySections(parts.body, parts.bodyLine);
   for (const p of body.problems) add(p.severity, p, p.message);
   // Body variables are reported on the raw body (exact lines), then substituted per section.
   const bodyLines = lineStarts(parts.body);

@@ -123,7 +123,12 @@ export function checkFrontMatterSchema(frontMatter: unknown): SchemaProblem[] {
   if (validateFrontMatter(frontMatter)) return [];
   const errors = validateFrontMatter.errors ?? [];
   // propertyNames reports the key once more as a pattern error on the name; keep the clearer one.
-  const named = errors.filter((e) => e.keyword !== 'propertyNames');
+  const named = errors.filter(
+    (e) =>
+      e.keyword !== 'propertyNames' &&
+      // A missing `type` is already reported by `required`.
+      !(e.keyword === 'discriminator' && (e.params as { tagValue?: unknown }).tagValue === undefined),
+  );
   const seen = new Set<string>();
   const out: SchemaProblem[] = [];
   for (const err of named.length ? named : errors) {
@@ -142,12 +147,31 @@ export function checkFrontMatterSchema(frontMatter: unknown): SchemaProblem[] {
   return out;
 }
 
-/** Compiles one side of a signature; returns the reason when it is not a valid JSON Schema. */
-export function signatureSchemaProblem(schema: JsonSchema): string | undefined {
+/** Why a signature schema is not usable: where inside it (JSON Pointer) and what. */
+export interface SignatureSchemaProblem {
+  readonly pointer: string;
+  readonly message: string;
+}
+
+/**
+ * Checks one side of a signature against the JSON Schema meta-schema, then compiles it (which also
+ * catches unresolvable `$ref`s); returns the first reason it is not usable.
+ */
+export function signatureSchemaProblem(schema: JsonSchema): SignatureSchemaProblem | undefined {
+  if (!signatureAjv.validateSchema(schema)) {
+    // The meta-schema reports `type: strin` three ways (enum, array, anyOf); the first is the clearest.
+    const first = (signatureAjv.errors ?? [])[0];
+    if (first) {
+      const where = first.instancePath ? displayPath(first.instancePath) : 'the schema';
+      const allowed = (first.params as { allowedValues?: unknown[] }).allowedValues;
+      const detail = allowed ? `: ${allowed.join(', ')}` : '';
+      return { pointer: first.instancePath, message: `${where} ${first.message ?? 'is invalid'}${detail}` };
+    }
+  }
   try {
     signatureAjv.compile(schema);
     return undefined;
   } catch (err) {
-    return (err as Error).message;
+    return { pointer: '', message: (err as Error).message };
   }
 }

@@ -96,7 +96,10 @@ function checkSignature(signature: unknown, at: string, report: Report): void {
     const schema = signature[side];
     if (!isObj(schema)) continue;
     const problem = signatureSchemaProblem(schema);
-    if (problem) report(`${at}/${side}`, 'error', `signature.${side} is not a valid JSON Schema: ${problem}`);
+    if (problem) {
+      const where = problem.pointer ? `${at}/${side}${problem.pointer}` : `${at}/${side}`;
+      report(where, 'error', `signature.${side} is not a valid JSON Schema: ${problem.message}`);
+    }
   }
 }
 
