@@ -23,7 +23,10 @@ export interface AgentInterfacesOptions {
   log?: Logger;
   maxBodyBytes?: number;
   /** WebSub tuning (tests shorten the retry delay). */
-  websub?: Pick<WebSubOptions, 'attempts' | 'retryDelayMs' | 'leaseSeconds' | 'requestTimeoutMs'>;
+  websub?: Pick<
+    WebSubOptions,
+    'attempts' | 'retryDelayMs' | 'leaseSeconds' | 'requestTimeoutMs' | 'unsubscribeWaitMs'
+  >;
   sessions?: { maxSessions?: number; idleMs?: number };
   /** Extra fields for `GET /` (mesh identity). */
   info?: () => Record<string, unknown>;

@@ -65,11 +65,13 @@ export function addWebhookRoutes(router: Router, opts: WebhookOptions): void {
       const check = verifyWebhookSignature(opts.secret, body, req.headers);
       if (!check.ok) throw new AmfError('UNAUTHORIZED', check.reason);
     }
+    // The body must be JSON whatever its label (senders often send text/plain); form encodings are
+    // refused with a hint, since GitHub-style senders can be switched to JSON.
     const type = mediaType(req);
-    if (type !== '' && type !== 'application/json' && !type.endsWith('+json'))
+    if (type === 'application/x-www-form-urlencoded' || type.startsWith('multipart/'))
       throw new AmfError(
         'INVALID_REQUEST',
-        `unsupported Content-Type "${type}": webhook payloads must be JSON`,
+        `unsupported Content-Type "${type}": webhook payloads must be JSON (configure the sender for application/json)`,
       );
     if (body.length === 0)
       throw new AmfError('INVALID_REQUEST', 'request body is empty: expected a JSON payload');

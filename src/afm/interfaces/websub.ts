@@ -22,6 +22,8 @@ export interface WebSubOptions {
   attempts?: number;
   retryDelayMs?: number;
   requestTimeoutMs?: number;
+  /** How long close() waits for the hub to verify the unsubscription (default 5 s). */
+  unsubscribeWaitMs?: number;
   log?: Logger;
 }
 
@@ -114,9 +116,26 @@ export class WebSubSubscription extends EventEmitter {
     clearTimeout(this.retryTimer);
     if (this.current !== 'verified') return;
     this.setState('unsubscribing');
-    await this.send('unsubscribe').catch((err: unknown) =>
-      this.opts.log?.warn({ err: (err as Error).message }, 'WebSub unsubscribe failed'),
-    );
+    try {
+      await this.send('unsubscribe');
+    } catch (err) {
+      this.opts.log?.warn({ err: (err as Error).message }, 'WebSub unsubscribe failed');
+      return;
+    }
+    // The hub verifies the unsubscription with a GET to our callback: stay up for it, a bounded while.
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.off('state', onState);
+        resolve();
+      };
+      const onState = (state: WebSubState) => {
+        if (state === 'unsubscribed') done();
+      };
+      const timer = setTimeout(done, this.opts.unsubscribeWaitMs ?? 5000);
+      timer.unref();
+      this.on('state', onState);
+    });
   }
 
   private topicMatches(topic: string | null): boolean {
