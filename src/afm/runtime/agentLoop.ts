@@ -55,7 +55,10 @@ export interface AgentTurnInput {
 export interface AgentTurnResult {
   /** The answer in the shape of the output schema (a string for text). */
   readonly output: unknown;
-  /** The answer as text (the output itself for strings, else its JSON). */
+  /**
+   * The answer as text: for a text output everything the model said during the turn, joined by
+   * blank lines (exactly what was streamed); for a structured output its JSON.
+   */
   readonly text: string;
   /** Tool-call rounds that ran. */
   readonly iterations: number;
@@ -98,7 +101,7 @@ async function runToolCall(
         : res.text;
     return { text, isError: res.isError };
   } catch (err) {
-    if (signal?.aborted) throw err;
+    if (signal?.aborted) throw new AmfError('TIMEOUT', `agent turn cancelled while tool "${call.name}" ran`);
     return { text: `tool call failed: ${(err as Error).message}`, isError: true };
   }
 }
@@ -143,8 +146,20 @@ export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResu
   const messages: ChatMessage[] = [...input.history, { role: 'user', content: input.userMessage }];
   const toolSpecs = input.tools.listTools();
   const onDelta = contract.structured ? undefined : input.onDelta;
-  const call = (extra: Partial<ModelRequest> = {}): Promise<ModelResponse> =>
-    input.model.complete(
+  // Text the model says across the rounds of a text turn ("Let me look that up.", then the answer),
+  // joined by blank lines: what was streamed is exactly the answer returned.
+  const said: string[] = [];
+  const call = (extra: Partial<ModelRequest> = {}, stream = true): Promise<ModelResponse> => {
+    let separate = said.length > 0;
+    const emit =
+      onDelta && stream
+        ? (delta: string): void => {
+            if (separate) onDelta('\n\n');
+            separate = false;
+            onDelta(delta);
+          }
+        : undefined;
+    return input.model.complete(
       {
         system,
         messages,
@@ -152,12 +167,17 @@ export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResu
         ...(contract.request ? { structuredOutput: contract.request } : {}),
         ...extra,
       },
-      { ...(input.signal ? { signal: input.signal } : {}), ...(onDelta ? { onDelta } : {}) },
+      { ...(input.signal ? { signal: input.signal } : {}), ...(emit ? { onDelta: emit } : {}) },
     );
+  };
+  const remember = (text: string): void => {
+    if (text.trim()) said.push(text.trim());
+  };
 
   let rounds = 0;
   let response = await call();
   while (response.toolCalls.length > 0) {
+    remember(response.text);
     if (rounds >= input.maxIterations) {
       input.onEvent?.({ type: 'stopped', reason: 'max_iterations', rounds });
       if (contract.structured)
@@ -166,8 +186,8 @@ export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResu
           `the agent reached max_iterations (${input.maxIterations} tool-call rounds) before producing its structured output`,
         );
       const notice = maxIterationsNotice(input.maxIterations);
-      const text = response.text.trim() ? `${response.text.trim()}\n\n${notice}` : notice;
-      onDelta?.(response.text.trim() ? `\n\n${notice}` : notice);
+      onDelta?.(said.length > 0 ? `\n\n${notice}` : notice);
+      const text = [...said, notice].join('\n\n');
       return { output: text, text, iterations: rounds, stopReason: 'max_iterations' };
     }
     rounds++;
@@ -175,8 +195,11 @@ export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResu
     messages.push(...(await runRound(response.toolCalls, rounds, input)));
     response = await call();
   }
+  remember(response.text);
+  // A structured answer is the last reply alone; a text answer is everything said in the turn.
+  const answer = contract.structured ? response.text : said.join('\n\n');
 
-  const first = contract.parse(response.text);
+  const first = contract.parse(answer);
   if (first.ok) return { output: first.value, text: outputText(first.value), iterations: rounds };
 
   // One repair: show the model what was wrong; tools off so it answers instead of exploring again.
@@ -186,7 +209,8 @@ export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResu
     role: 'user',
     content: `Your answer could not be accepted: ${first.reason}. Reply again with only the corrected answer${contract.structured ? ' as JSON' : ''}, following the output format exactly.`,
   });
-  const repaired = await call({ toolChoice: 'none' });
+  // Not streamed: the rejected answer already was, and the client is told the outcome by the result.
+  const repaired = await call({ toolChoice: 'none' }, false);
   const second = contract.parse(repaired.text);
   if (second.ok) return { output: second.value, text: outputText(second.value), iterations: rounds };
   throw new AmfError(
