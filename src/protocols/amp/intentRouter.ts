@@ -42,7 +42,10 @@ export function intentWords(text: string): string[] {
 
 /** A crude stem so "summaries"/"summary" and "calculates"/"calculate" meet. */
 function stem(word: string): string {
-  return word.replace(/(ies|es|s|ing|ed)$/, '').slice(0, 12);
+  return word
+    .replace(/(ies|es|s|ing|ed)$/, '')
+    .replace(/[ey]$/, '')
+    .slice(0, 12);
 }
 
 function cardSkills(agent: RegisteredAgent, tag: string): string[] {
@@ -63,6 +66,13 @@ function cardSkills(agent: RegisteredAgent, tag: string): string[] {
       if (typeof v === 'string') texts.push(v.slice(0, 2000));
   }
   return texts;
+}
+
+/** Words sharing a long common start ("summary"/"summarize"). */
+function sharedStem(a: string, b: string): boolean {
+  let n = 0;
+  while (n < a.length && n < b.length && a[n] === b[n]) n++;
+  return n >= 5 && n >= 0.7 * Math.min(a.length, b.length);
 }
 
 /** The live agents serving each live tag. */
@@ -92,7 +102,7 @@ function scoreTag(
   for (const tw of tagWords) {
     for (const w of words) {
       if (w === tw) continue; // counted by the phrase match above when the tag is one word
-      if (tw.length >= 3 && w.length >= 4 && (w.startsWith(tw) || tw.startsWith(w))) {
+      if (tw.length >= 3 && w.length >= 4 && (w.startsWith(tw) || tw.startsWith(w) || sharedStem(w, tw))) {
         score += 3;
         matched.add(w);
       } else if (stem(w) === stem(tw) && w.length >= 3) {
@@ -113,7 +123,8 @@ function scoreTag(
     fromSkills += 1;
     matched.add(w);
   }
-  score += Math.min(fromSkills, 5);
+  // Two skill words together are enough to route; one alone is not.
+  score += 2 * Math.min(fromSkills, 5);
   return { score, matched };
 }
 
