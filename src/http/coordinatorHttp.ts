@@ -22,6 +22,7 @@ import { createServer } from 'node:http';
 import { VERSION } from '../version.js';
 import { McpAuditLog } from '../protocols/mcp/mcpAudit.js';
 import { coordinatorAgentCard } from '../protocols/a2a/agentCards.js';
+import { createCoordinatorA2a } from '../protocols/a2a/index.js';
 
 export { coordinatorAgentCard };
 import { McpFederation } from '../protocols/mcp/federation.js';
@@ -242,6 +243,8 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
   federation.start();
   const mcpEndpoint = createCoordinatorMcpEndpoint(federation, VERSION);
   const router = buildRouter(coordinator, hub, metrics, () => url, { endpoint: mcpEndpoint, audit });
+  // A2A: JSON-RPC at POST /a2a, HTTP+JSON under /a2a/rest/, tasks dispatched into the mesh.
+  createCoordinatorA2a(coordinator, () => url).server.register(router);
   // AMP (also the merged A2A card / AMP manifest at /.well-known/agent.json) and Fabric /mcp/call.
   const amp = registerAmpRoutes(router, {
     coordinator,

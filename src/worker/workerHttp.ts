@@ -12,6 +12,8 @@ import type { MeshWorker } from './meshWorker.js';
 import type { WorkerHandler } from './handlerApi.js';
 import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
 import { workerAgentCard } from '../protocols/a2a/agentCards.js';
+import { createWorkerA2a } from '../protocols/a2a/index.js';
+import { UUID_PATTERN } from '../protocols/a2a/messageParts.js';
 
 export { workerAgentCard };
 
@@ -74,6 +76,8 @@ export function workerRouter(
   if (mcp)
     for (const method of ['POST', 'GET', 'DELETE'])
       router.on(method, '/mcp', (req, res) => mcp.handle(req, res));
+  // A2A 1.0 (and 0.3): JSON-RPC at /a2a, HTTP+JSON under /a2a/rest, answered by this worker's handler.
+  createWorkerA2a(getWorker, opts, getEndpoint, maxBody).server.register(router);
   return router
     .on('GET', '/.well-known/agent-card.json', card)
     .on('GET', '/.well-known/agent.json', card)
@@ -93,14 +97,17 @@ export function workerRouter(
       const tag = typeof body.tag === 'string' ? body.tag : opts.tags[0]!;
       if (!opts.tags.includes(tag))
         throw new AmfError('INVALID_REQUEST', `this worker serves ${opts.tags.join(', ')}, not "${tag}"`);
-      const taskId =
-        typeof body.id === 'string' && /^[A-Za-z0-9-]{1,64}$/.test(body.id) ? body.id : randomUUID();
+      // Task ids travel as amftaskid on NATS, which takes UUIDs only.
+      if (body.id !== undefined && !(typeof body.id === 'string' && UUID_PATTERN.test(body.id)))
+        throw new AmfError('INVALID_REQUEST', '"id" must be a UUID (it names the task on the mesh)');
+      const taskId = typeof body.id === 'string' ? body.id.toLowerCase() : randomUUID();
       const controller = new AbortController();
       // Abort only when the client went away before the answer (an abort builds a DOMException).
       res.on('close', () => {
         if (!res.writableFinished) controller.abort();
       });
-      const outcome = await getWorker().runHandler(
+      // Claim, progress and final go on NATS like a mesh task's, so the mesh UI sees direct work.
+      const outcome = await getWorker().runDirect(
         {
           taskId,
           traceId: taskId,
@@ -110,7 +117,7 @@ export function workerRouter(
           stream: false,
           attempt: 1,
         },
-        controller.signal,
+        controller,
       );
       if (!outcome.ok) {
         sendJson(res, 422, {

@@ -14,10 +14,10 @@ export const A2A_JSONRPC_PATH = '/a2a';
 /** HTTP+JSON binding base (`/a2a/rest/message:send`; 0.3 clients use `/a2a/rest/v1/...`). */
 export const A2A_REST_PATH = '/a2a/rest';
 /**
- * AMP (Agent Message Protocol, reference/amp-SPEC.md) as an A2A extension. The spec defines no URI
- * of its own; this one names the spec document and its version (A2A: URIs SHOULD carry a version).
+ * AMP (Agent Message Protocol, reference/amp-SPEC.md) as an A2A extension: the same URI as
+ * AMP_EXTENSION_URI in src/protocols/amp/ampMessage.ts (the spec names no URI; this one names it).
  */
-export const AMP_EXTENSION_URI = 'https://github.com/laufferw/amp-protocol/blob/main/SPEC.md#amp-1.0';
+export const AMP_EXTENSION_URI = 'https://github.com/laufferw/amp-protocol/blob/main/SPEC.md';
 
 /** Why push notifications are off: NATS is where AMF pushes task events. */
 const PUSH_NOTE =

@@ -1,0 +1,192 @@
+/**
+ * An A2A server inside our node:http edge. The SDK's Express handlers do the protocol work (A2A 1.0
+ * JSON-RPC at `/a2a`, HTTP+JSON under `/a2a/rest`, A2A 0.3 on both through its compatibility layer,
+ * picked by the `A2A-Version` header); this module mounts them on the httpKit Router, reads bodies
+ * itself so our size limit holds (the SDK's parser would cap at 100 KB with an HTML error), and keeps
+ * every error protocol-shaped: JSON-RPC errors on `/a2a`, google.rpc.Status bodies on `/a2a/rest`.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { SendMessageRequest, StreamResponse, Task, Message } from '@a2a-js/sdk';
+import { DefaultRequestHandler, type AgentExecutor, type ServerCallContext } from '@a2a-js/sdk/server';
+import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { A2AError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import { toAmfError } from '../../errors.js';
+import { readBody, sendJson, type Router } from '../../http/httpKit.js';
+import { A2A_JSONRPC_PATH, A2A_REST_PATH, supportedInterfaces, toSdkAgentCard } from './agentCards.js';
+import type { BoundedTaskStore } from './boundedTaskStore.js';
+import { isTerminalTaskState } from './messageParts.js';
+
+/** ServerCallContext.state key: true while serving SendStreamingMessage. */
+export const STREAMING_KEY = 'amf.a2a.streaming';
+
+export interface A2aServerOptions {
+  /** The agent card as served (JSON); read per request so skills and URLs stay current. */
+  card: () => Record<string, unknown>;
+  executor: AgentExecutor;
+  store: BoundedTaskStore;
+  maxBodyBytes: number;
+  /** Checks a new message before a task exists (routing); throws an A2A error to refuse it. */
+  admit?: (params: SendMessageRequest, context: ServerCallContext) => void;
+}
+
+/** The SDK's request handler with AMF's admission checks in front of new messages. */
+class AmfRequestHandler extends DefaultRequestHandler {
+  constructor(private readonly opts: A2aServerOptions) {
+    // The SDK reads only capabilities from this copy (streaming on, push off); requests read the
+    // live card through getAgentCard(), built when the agent's URL is known.
+    super(
+      toSdkAgentCard({
+        name: 'amf',
+        description: 'AMF agent',
+        version: '0',
+        supportedInterfaces: supportedInterfaces('http://127.0.0.1'),
+        capabilities: { streaming: true, pushNotifications: false, extensions: [] },
+      }),
+      opts.store,
+      opts.executor,
+    );
+  }
+
+  override async getAgentCard() {
+    return toSdkAgentCard(this.opts.card());
+  }
+
+  private async check(params: SendMessageRequest, context: ServerCallContext): Promise<void> {
+    const taskId = params.message?.taskId;
+    if (taskId) {
+      const existing = await this.opts.store.load(taskId);
+      // Unknown and finished tasks get the SDK's own errors; a running mesh task takes no new input.
+      if (existing && !isTerminalTaskState(existing.status?.state))
+        throw new UnsupportedOperationError(
+          `task ${taskId} is running on the mesh and takes no follow-up messages; send a new message (same contextId to continue the conversation)`,
+        );
+      return;
+    }
+    if (!this.opts.store.hasRoomForNewTask())
+      throw new A2AError(
+        `the task store holds ${this.opts.store.maxTasks} running tasks (a2a.task_store_size); try again later`,
+      );
+    if (params.message) this.opts.admit?.(params, context);
+  }
+
+  override async sendMessage(
+    params: SendMessageRequest,
+    context: ServerCallContext,
+  ): Promise<Message | Task> {
+    await this.check(params, context);
+    return super.sendMessage(params, context);
+  }
+
+  override async *sendMessageStream(
+    params: SendMessageRequest,
+    context: ServerCallContext,
+  ): AsyncGenerator<StreamResponse, void, undefined> {
+    await this.check(params, context);
+    context.state.set(STREAMING_KEY, true);
+    yield* super.sendMessageStream(params, context);
+  }
+}
+
+function isJsonRpcPath(pathname: string): boolean {
+  return pathname === A2A_JSONRPC_PATH;
+}
+
+/** A JSON-RPC 2.0 error response (the SDK's own errors share this shape). */
+function sendJsonRpcError(res: ServerResponse, httpStatus: number, code: number, message: string): void {
+  sendJson(res, httpStatus, { jsonrpc: '2.0', id: null, error: { code, message } });
+}
+
+/** A google.rpc.Status body, as the HTTP+JSON binding requires for errors. */
+function sendRestError(
+  res: ServerResponse,
+  httpStatus: number,
+  status: string,
+  message: string,
+  reason: string,
+): void {
+  sendJson(
+    res,
+    httpStatus,
+    {
+      error: {
+        code: httpStatus,
+        status,
+        message,
+        details: [
+          { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'a2a-protocol.org' },
+        ],
+      },
+    },
+    { 'content-type': 'application/a2a+json' },
+  );
+}
+
+/** The A2A endpoints of one agent (coordinator or worker). */
+export class A2aServer {
+  readonly requestHandler: DefaultRequestHandler;
+  private readonly app: express.Express;
+
+  constructor(private readonly opts: A2aServerOptions) {
+    this.requestHandler = new AmfRequestHandler(opts);
+    const common = {
+      requestHandler: this.requestHandler,
+      userBuilder: UserBuilder.noAuthentication,
+      legacyCompat: { enabled: true },
+    };
+    const app = express();
+    app.disable('x-powered-by');
+    app.use(A2A_JSONRPC_PATH, jsonRpcHandler(common));
+    app.use(A2A_REST_PATH, restHandler(common));
+    app.use((req: Request, res: Response) =>
+      sendRestError(res, 404, 'NOT_FOUND', `no A2A route for ${req.method} ${req.path}`, 'NOT_FOUND'),
+    );
+    // Anything the SDK's routers pass on (it maps its own errors itself) ends protocol-shaped here.
+    app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
+      const message = toAmfError(err).message;
+      if (isJsonRpcPath(req.path)) sendJsonRpcError(res, 200, -32603, message);
+      else sendRestError(res, 500, 'INTERNAL', message, 'INTERNAL');
+    });
+    this.app = app;
+  }
+
+  /** Registers `POST /a2a` and the `/a2a/rest/` tree on `router`. */
+  register(router: Router): void {
+    const handle = (req: IncomingMessage, res: ServerResponse, url: URL) => this.handle(req, res, url);
+    router.on('POST', A2A_JSONRPC_PATH, handle);
+    for (const method of ['GET', 'POST', 'DELETE']) router.onPrefix(method, `${A2A_REST_PATH}/`, handle);
+  }
+
+  /** Reads and parses the body within the limit, then hands the request to the SDK. */
+  async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const jsonRpc = isJsonRpcPath(url.pathname);
+    if (req.method === 'POST') {
+      let body: Buffer;
+      try {
+        body = await readBody(req, this.opts.maxBodyBytes);
+      } catch (err) {
+        const e = toAmfError(err);
+        const status = e.code === 'PAYLOAD_TOO_LARGE' ? 413 : 400;
+        if (jsonRpc) sendJsonRpcError(res, status, -32600, e.message);
+        else sendRestError(res, status, 'INVALID_ARGUMENT', e.message, e.code);
+        return;
+      }
+      if (body.length > 0) {
+        try {
+          (req as IncomingMessage & { body?: unknown }).body = JSON.parse(body.toString('utf8'));
+        } catch (err) {
+          const message = `request body is not valid JSON: ${(err as Error).message}`;
+          if (jsonRpc) sendJsonRpcError(res, 200, -32700, message);
+          else sendRestError(res, 400, 'INVALID_ARGUMENT', message, 'PARSE_ERROR');
+          return;
+        }
+      }
+    }
+    // The body is consumed, so the SDK's JSON parser skips it and uses req.body as set above.
+    this.app(req as Request, res as Response);
+  }
+}

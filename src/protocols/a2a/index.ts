@@ -1,0 +1,65 @@
+/**
+ * A2A servers of the coordinator and of workers, ready to register on their httpKit Routers.
+ */
+import type { Coordinator } from '../../coordinator/coordinator.js';
+import type { MeshWorker } from '../../worker/meshWorker.js';
+import { A2aServer } from './a2aServer.js';
+import { coordinatorAgentCard, workerAgentCard, type WorkerCardOptions } from './agentCards.js';
+import { BoundedTaskStore } from './boundedTaskStore.js';
+import { CoordinatorExecutor } from './coordinatorExecutor.js';
+import { WorkerExecutor } from './workerExecutor.js';
+
+export { A2aServer } from './a2aServer.js';
+export { BoundedTaskStore } from './boundedTaskStore.js';
+export { CoordinatorExecutor } from './coordinatorExecutor.js';
+export { WorkerExecutor } from './workerExecutor.js';
+export * from './agentCards.js';
+
+/** Default size of a worker's task store (workers keep fewer tasks than the coordinator). */
+const WORKER_TASK_STORE_SIZE = 1000;
+
+export interface CoordinatorA2a {
+  server: A2aServer;
+  executor: CoordinatorExecutor;
+  store: BoundedTaskStore;
+}
+
+/** The coordinator's A2A server: tasks dispatched into the mesh. `getUrl` is its bound base URL. */
+export function createCoordinatorA2a(coordinator: Coordinator, getUrl: () => string): CoordinatorA2a {
+  const { config } = coordinator;
+  const store = new BoundedTaskStore(config.a2a.taskStoreSize);
+  const executor = new CoordinatorExecutor({
+    dispatcher: coordinator.dispatcher,
+    lifecycle: coordinator.lifecycle,
+    registry: coordinator.registry,
+    requestTimeoutMs: config.openai.requestTimeoutSeconds * 1000,
+  });
+  const server = new A2aServer({
+    card: () => coordinatorAgentCard(coordinator, getUrl()),
+    executor,
+    store,
+    maxBodyBytes: config.openai.maxBodyBytes,
+    admit: (params, context) => executor.admit(params, context),
+  });
+  return { server, executor, store };
+}
+
+/** A worker's A2A server: tasks run by its own handler. */
+export function createWorkerA2a(
+  getWorker: () => MeshWorker,
+  opts: WorkerCardOptions,
+  getEndpoint: () => string,
+  maxBodyBytes: number,
+  taskStoreSize = WORKER_TASK_STORE_SIZE,
+): { server: A2aServer; executor: WorkerExecutor; store: BoundedTaskStore } {
+  const store = new BoundedTaskStore(taskStoreSize);
+  const executor = new WorkerExecutor({ worker: getWorker, tags: opts.tags });
+  const server = new A2aServer({
+    card: () => workerAgentCard(getWorker(), opts, getEndpoint()),
+    executor,
+    store,
+    maxBodyBytes,
+    admit: (params) => executor.admit(params),
+  });
+  return { server, executor, store };
+}

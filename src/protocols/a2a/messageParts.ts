@@ -1,0 +1,128 @@
+/**
+ * A2A messages in and out of the mesh: the text and JSON data a mesh task takes from an A2A message,
+ * and the SDK-shaped messages, status updates and artifacts the executors publish. Works on the SDK's
+ * internal types (parts are `{content: {$case, value}}`); the SDK translates them for 1.0 and 0.3.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { Role, TaskState, type Artifact, type Message, type Part } from '@a2a-js/sdk';
+import { ContentTypeNotSupportedError, RequestMalformedError } from '@a2a-js/sdk/errors';
+
+/** What a mesh task takes from an A2A message. */
+export interface MessageInput {
+  text: string;
+  /** The first JSON object data part, handed to handlers as `input`. */
+  data?: Record<string, unknown>;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Text parts joined by newlines; JSON data parts as input (and as text when there is no text part). */
+export function messageInput(message: Message): MessageInput {
+  const texts: string[] = [];
+  let data: Record<string, unknown> | undefined;
+  let dataText: string | undefined;
+  const parts = message.parts ?? [];
+  if (parts.length === 0) throw new RequestMalformedError('message.parts must hold at least one part');
+  if (parts.length > 64) throw new RequestMalformedError('message.parts holds more than 64 parts');
+  for (const [i, part] of parts.entries()) {
+    const content = part.content;
+    if (content?.$case === 'text') texts.push(content.value);
+    else if (content?.$case === 'data') {
+      if (data === undefined && isObject(content.value)) data = content.value;
+      dataText ??= JSON.stringify(content.value);
+    } else
+      throw new ContentTypeNotSupportedError(
+        `message.parts[${i}] is ${content ? `a ${content.$case} part` : 'empty'}: AMF mesh tasks take text and data parts`,
+      );
+  }
+  const text = texts.length > 0 ? texts.join('\n') : (dataText ?? '');
+  return data ? { text, data } : { text };
+}
+
+function textPart(text: string): Part {
+  return {
+    content: { $case: 'text', value: text },
+    metadata: undefined,
+    filename: '',
+    mediaType: 'text/plain',
+  };
+}
+
+function dataPart(data: Record<string, unknown>): Part {
+  return {
+    content: { $case: 'data', value: data },
+    metadata: undefined,
+    filename: '',
+    mediaType: 'application/json',
+  };
+}
+
+/** An agent message (status messages: progress, failure reasons). */
+export function agentMessage(taskId: string, contextId: string, text: string): Message {
+  return {
+    messageId: randomUUID(),
+    contextId,
+    taskId,
+    role: Role.ROLE_AGENT,
+    parts: [textPart(text)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+/** The result artifact: the answer's text, its data as a data part, AMF and AMP fields in metadata. */
+export function resultArtifact(
+  artifactId: string,
+  text: string,
+  data: Record<string, unknown> | undefined,
+  metadata: Record<string, unknown>,
+  extensions: string[] = [],
+): Artifact {
+  return {
+    artifactId,
+    name: 'result',
+    description: '',
+    parts: data ? [textPart(text), dataPart(data)] : [textPart(text)],
+    metadata,
+    extensions,
+  };
+}
+
+/** A chunk of a streamed answer (appended to the result artifact). */
+export function chunkArtifact(artifactId: string, delta: string): Artifact {
+  return {
+    artifactId,
+    name: 'result',
+    description: '',
+    parts: [textPart(delta)],
+    metadata: undefined,
+    extensions: [],
+  };
+}
+
+/** TaskState values the SDK treats as terminal. */
+export const TERMINAL_TASK_STATES: ReadonlySet<TaskState> = new Set([
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_CANCELED,
+  TaskState.TASK_STATE_REJECTED,
+]);
+
+export function isTerminalTaskState(state: TaskState | undefined): boolean {
+  return state !== undefined && TERMINAL_TASK_STATES.has(state);
+}
+
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The mesh trace id of an A2A context: the contextId itself when it is a UUID (the SDK makes UUIDs),
+ * else a UUID derived from it, so every message of one context lands in one trace.
+ */
+export function traceIdForContext(contextId: string): string {
+  if (UUID_PATTERN.test(contextId)) return contextId.toLowerCase();
+  const h = createHash('sha256').update(`a2a-context:${contextId}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
