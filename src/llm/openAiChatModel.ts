@@ -113,6 +113,15 @@ export class OpenAiChatModel implements ChatModel {
     });
   }
 
+  /**
+   * Local servers (llama.cpp, Ollama, vLLM) enforce `response_format` with a grammar over the whole
+   * reply, which leaves no room for a tool call: there the schema is only sent when tools are off,
+   * and the instruction in the system prompt carries it otherwise. OpenAI itself combines both.
+   */
+  private structuredWith(toolCount: number, toolChoice: ModelRequest['toolChoice']): boolean {
+    return this.provider === 'openai' || toolCount === 0 || toolChoice === 'none';
+  }
+
   private params(request: ModelRequest): ChatCompletionCreateParamsBase {
     const tools: ChatCompletionTool[] = request.tools.map((t) => ({
       type: 'function',
@@ -122,7 +131,7 @@ export class OpenAiChatModel implements ChatModel {
       model: this.model,
       messages: toWireMessages(request.system, request.messages),
       ...(tools.length > 0 ? { tools, tool_choice: request.toolChoice ?? 'auto' } : {}),
-      ...(request.structuredOutput
+      ...(request.structuredOutput && this.structuredWith(tools.length, request.toolChoice)
         ? {
             response_format: {
               type: 'json_schema',

@@ -217,6 +217,32 @@ describe.each(CASES)('$provider provider against its wire protocol', (c) => {
   });
 });
 
+describe('OpenAI-compatible structured output next to tools', () => {
+  const schema = { type: 'object', properties: { answer: { type: 'number' } } };
+  let llm: ScriptedServer;
+  beforeAll(async () => {
+    llm = await startScriptedOpenAiServer({
+      apiKey: KEY,
+      repeatLast: true,
+      script: [{ text: '{"answer":1}' }],
+    });
+  });
+  afterAll(() => llm.close());
+
+  it('sends response_format with tools to OpenAI, but to local servers only when tools are off', async () => {
+    const request = ask('q', { tools: TOOLS, structuredOutput: { name: 'agent_output', schema } });
+    await modelFor('openai', llm.url).complete(request);
+    expect(llm.modelCalls().at(-1)!.body.response_format?.type).toBe('json_schema');
+    const local = modelFor('vllm', llm.url);
+    await local.complete(request);
+    expect(llm.modelCalls().at(-1)!.body.response_format).toBeUndefined();
+    await local.complete({ ...request, toolChoice: 'none' });
+    expect(llm.modelCalls().at(-1)!.body.response_format?.type).toBe('json_schema');
+    await local.complete({ ...request, tools: [] });
+    expect(llm.modelCalls().at(-1)!.body.response_format?.type).toBe('json_schema');
+  });
+});
+
 describe.each(CASES)('$provider provider when the server misbehaves', (c) => {
   let silent: Server;
   let silentUrl: string;
