@@ -115,7 +115,8 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunningAgent> {
       name: workerNameFor(def.name),
       tags,
       handler: createMeshHandler({
-        name: def.name,
+        // Also the MCP tool name, which must match [A-Za-z0-9_.-]{1,64}.
+        name: workerNameFor(def.name),
         description: def.description,
         responder: opts.responder,
         signature: interfaces.chatSignature,
