@@ -15,7 +15,9 @@ import type { McpAuditRecord } from '../../src/protocols/mcp/mcpAudit.js';
 let mesh: TestMesh;
 
 beforeAll(async () => {
-  mesh = await startTestMesh();
+  // The edge body cap (http.max_body_bytes, 1 MiB by default) is raised above the policy's argument
+  // limit so that the policy's own arguments_too_large rule can be shown.
+  mesh = await startTestMesh({ config: { http: { maxBodyBytes: 4 * 1024 * 1024 } } });
 }, 30_000);
 afterAll(async () => {
   await mesh?.close();

@@ -262,7 +262,8 @@ describe('amf audit', () => {
       execFile(
         process.execPath,
         [join(ROOT, 'bin/amf.js'), 'audit', '--limit', '2', '--json', '--coordinator', mesh.url],
-        { timeout: 20_000 },
+        // Generous: a cold CLI start on a shared, busy CI machine can take many seconds.
+        { timeout: 60_000 },
         (err, stdout, stderr) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout, stderr }),
       ),
     );
@@ -275,5 +276,5 @@ describe('amf audit', () => {
     ]);
     const bad = await fetch(`${mesh.url}/audit?limit=0`);
     expect(bad.status).toBe(400);
-  }, 30_000);
+  }, 90_000);
 });

@@ -226,7 +226,7 @@ export class McpFederation {
       argument_bytes: argumentBytes,
     };
     if (!entry) {
-      await this.options.audit.append({
+      void this.options.audit.append({
         ...base,
         tool: null,
         agent_id: null,
@@ -242,8 +242,9 @@ export class McpFederation {
     const state = this.agents.get(entry.agentId);
     const endpoint = state?.endpoint ?? agent?.record.mcp_endpoint ?? '';
     const auth = this.authTier(endpoint);
+    // Not awaited: the audit log tracks the store acknowledgement (see McpAuditLog.append).
     const record = (fields: Pick<McpAuditRecord, 'decision' | 'reasons' | 'outcome'> & { error?: string }) =>
-      this.options.audit.append({
+      void this.options.audit.append({
         ...base,
         tool: `${entry.agentId}/${entry.tool}`,
         agent_id: entry.agentId,
@@ -263,7 +264,7 @@ export class McpFederation {
       });
     } catch (err) {
       // No decision, no call (fail closed).
-      await record({
+      record({
         decision: 'deny',
         reasons: ['policy_unavailable'],
         outcome: 'denied',
@@ -272,7 +273,7 @@ export class McpFederation {
       return denied('the AMF policy could not be evaluated: call refused', ['policy_unavailable']);
     }
     if (!decision.allow) {
-      await record({ decision: 'deny', reasons: decision.reasons, outcome: 'denied' });
+      record({ decision: 'deny', reasons: decision.reasons, outcome: 'denied' });
       return denied(`the AMF policy denied this call: ${decision.reasons.join(', ')}`, decision.reasons);
     }
     if (auth === 'none') {
@@ -290,13 +291,13 @@ export class McpFederation {
         timeout: this.options.callTimeoutMs ?? 60_000,
         ...(signal ? { signal } : {}),
       })) as CallToolResult;
-      await record({ decision: 'allow', reasons: [], outcome: result.isError ? 'tool_error' : 'ok' });
+      record({ decision: 'allow', reasons: [], outcome: result.isError ? 'tool_error' : 'ok' });
       return result;
     } catch (err) {
       const mismatch = findPinMismatch(err);
       if (mismatch) {
         // Refused, not failed: the peer is not the agent that was admitted. Warned by the agent fetch.
-        await record({
+        record({
           decision: 'deny',
           reasons: [TLS_PIN_MISMATCH_REASON],
           outcome: 'denied',
@@ -310,7 +311,7 @@ export class McpFederation {
         });
       }
       const message = err instanceof Error ? err.message : String(err);
-      await record({ decision: 'allow', reasons: [], outcome: 'failed', error: message.slice(0, 500) });
+      record({ decision: 'allow', reasons: [], outcome: 'failed', error: message.slice(0, 500) });
       return {
         content: [{ type: 'text', text: `forwarding to ${entry.agentId} failed: ${message}` }],
         isError: true,

@@ -41,6 +41,8 @@ export interface McpAuditRecord {
 /** Writes and reads the MCP audit trail. */
 export class McpAuditLog {
   private readonly js: JetStreamClient;
+  /** Appends not yet acknowledged by JetStream; `recent()` waits for them. */
+  private readonly pending = new Set<Promise<void>>();
 
   constructor(
     nc: NatsConnection,
@@ -50,18 +52,31 @@ export class McpAuditLog {
     this.js = jetstream(nc);
   }
 
-  /** Appends a record; resolves once JetStream stored it (a failure is reported, never thrown). */
-  async append(record: McpAuditRecord): Promise<void> {
-    try {
-      await this.js.publish(MCP_AUDIT_SUBJECT, JSON.stringify(record));
-    } catch (err) {
-      this.onError(err);
-    }
+  /**
+   * Appends a record; resolves once JetStream stored it (a failure is reported, never thrown). Callers
+   * on the call path need not wait: the store acknowledgement is a NATS round trip that the MCP client
+   * should not pay for, and `recent()` waits for appends still in flight, so a query made after a
+   * call on this coordinator always sees it.
+   */
+  append(record: McpAuditRecord): Promise<void> {
+    const done = this.js.publish(MCP_AUDIT_SUBJECT, JSON.stringify(record)).then(
+      () => undefined,
+      (err: unknown) => this.onError(err),
+    );
+    this.pending.add(done);
+    void done.finally(() => this.pending.delete(done));
+    return done;
+  }
+
+  /** Resolves once every append made so far is stored (or reported as failed). */
+  async flush(): Promise<void> {
+    await Promise.all([...this.pending]);
   }
 
   /** The newest `limit` records, newest first (limit clamped to 1..MAX_AUDIT_QUERY). */
   async recent(limit: number): Promise<McpAuditRecord[]> {
     const n = Math.max(1, Math.min(MAX_AUDIT_QUERY, Math.floor(limit) || 1));
+    await this.flush();
     const info = await this.jsm.streams.info(AUDIT_STREAM);
     const { first_seq: first, last_seq: last } = info.state;
     const out: McpAuditRecord[] = [];

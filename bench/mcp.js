@@ -1,0 +1,303 @@
+/**
+ * MCP benchmark (part of `npm run bench`): `tools/call` of the echo worker's `echo` tool through the
+ * coordinator's federated `/mcp` (MCP client → coordinator: session, OPA decision, audit record in
+ * JetStream, `mcp_call_unauthenticated` warning, forward over the per-agent SDK client → worker) side
+ * by side with the same call made directly to the worker's `/mcp`, in one run, interleaved, at each
+ * concurrency. The mesh runs in a child process (bench/meshServer.js); this process is only the load
+ * generator: raw Streamable HTTP POSTs (one MCP session per virtual client, initialized first), no SDK
+ * on the hot path, so the generator costs the same on both paths.
+ *
+ * Targets (issue 4): at most 1 ms added p50 at concurrency 1, and at least half the direct throughput.
+ *
+ * Environment: BENCH_MCP_CONCURRENCY (default "1,32"), BENCH_SECONDS (5), BENCH_WARMUP_SECONDS (1),
+ * BENCH_ROUNDS (1; medians over interleaved rounds), BENCH_MCP_OUT (default docs/benchmarks-mcp.md;
+ * "-" writes none), BENCH_CHILD_FLAGS (extra node flags for the mesh process, e.g. --cpu-prof).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { runLoad } from './lib/load.js';
+
+const ROOT = new URL('../', import.meta.url);
+if (!existsSync(new URL('dist/coordinator/coordinator.js', ROOT))) {
+  process.stderr.write('bench/mcp.js: dist/ is missing: run `npm run build` first\n');
+  process.exit(2);
+}
+
+function envNumber(name, fallback, min = 0) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min) {
+    process.stderr.write(`bench/mcp.js: ${name}=${raw} is not a number >= ${min}\n`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const CONCURRENCIES = (process.env.BENCH_MCP_CONCURRENCY ?? '1,32')
+  .split(',')
+  .map((s) => Number(s.trim()))
+  .filter((n) => Number.isInteger(n) && n >= 1 && n <= 1024);
+const SECONDS = envNumber('BENCH_SECONDS', 5, 0.1);
+const WARMUP_SECONDS = envNumber('BENCH_WARMUP_SECONDS', 1);
+const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 1, 1));
+const OUT = process.env.BENCH_MCP_OUT ?? fileURLToPath(new URL('docs/benchmarks-mcp.md', ROOT));
+const CHILD_FLAGS = (process.env.BENCH_CHILD_FLAGS ?? '').split(/\s+/).filter(Boolean);
+const TEXT = 'Hello from the AMF MCP benchmark: please echo this sentence back, word for word.';
+const PROTOCOL = '2025-11-25';
+const TARGETS = { addedP50Ms: 1.0, throughputRatio: 0.5 };
+const log = (line) => process.stderr.write(`${line}\n`);
+
+// --- the mesh process -------------------------------------------------------------------------------
+
+let child;
+function startMesh() {
+  const script = fileURLToPath(new URL('bench/meshServer.js', ROOT));
+  child = spawn(process.execPath, ['--expose-gc', ...CHILD_FLAGS, script], {
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  });
+  const lines = createInterface({ input: child.stdout });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the mesh did not start within 30 s')), 30_000);
+    lines.once('line', (line) => {
+      clearTimeout(timer);
+      resolve(JSON.parse(line));
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the mesh process exited during start-up (${signal ?? code})`));
+    });
+  });
+}
+
+async function stopMesh() {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.send({ cmd: 'shutdown' });
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+process.on('exit', () => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
+// --- a minimal Streamable HTTP client (hot path) ----------------------------------------------------
+
+/** POSTs one JSON-RPC message; resolves with status, session id and the body text. */
+function post(agent, url, message, sessionId) {
+  const body = Buffer.from(JSON.stringify(message));
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        agent,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'content-length': body.length,
+          ...(sessionId ? { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL } : {}),
+        },
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode,
+            sessionId: res.headers['mcp-session-id'],
+            text: Buffer.concat(chunks).toString(),
+          }),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Opens one MCP session at `url` (initialize + initialized) and returns its id. */
+async function openSession(agent, url) {
+  const init = await post(agent, url, {
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'amf-bench', version: '1' } },
+  });
+  if (init.status !== 200 || !init.sessionId)
+    throw new Error(`initialize at ${url}: HTTP ${init.status} ${init.text.slice(0, 200)}`);
+  const done = await post(
+    agent,
+    url,
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    init.sessionId,
+  );
+  if (done.status !== 202) throw new Error(`initialized at ${url}: HTTP ${done.status}`);
+  return init.sessionId;
+}
+
+/**
+ * A tools/call client for `tool` at `url` with one session per virtual client: `issue(done)` picks
+ * the next free session, sends a call with a fresh id and checks the answer is a result, not an error.
+ */
+async function toolCaller(url, tool, concurrency) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency * 2 });
+  const sessions = [];
+  for (let i = 0; i < concurrency; i++) sessions.push(await openSession(agent, url));
+  const free = [...sessions];
+  let nextId = 1;
+  const call = (sessionId) =>
+    post(
+      agent,
+      url,
+      {
+        jsonrpc: '2.0',
+        id: nextId++,
+        method: 'tools/call',
+        params: { name: tool, arguments: { text: TEXT } },
+      },
+      sessionId,
+    );
+  const first = await call(sessions[0]);
+  if (first.status !== 200 || !first.text.includes(TEXT) || first.text.includes('"isError":true'))
+    throw new Error(`tools/call ${tool} at ${url}: HTTP ${first.status} ${first.text.slice(0, 300)}`);
+  const issue = (done) => {
+    const sessionId = free.pop();
+    call(sessionId).then(
+      (res) => {
+        free.push(sessionId);
+        if (res.status !== 200 || res.text.includes('"error"') || res.text.includes('"isError":true'))
+          done(new Error(`HTTP ${res.status}: ${res.text.slice(0, 200)}`));
+        else done();
+      },
+      (err) => {
+        free.push(sessionId);
+        done(err);
+      },
+    );
+  };
+  return { issue, close: () => agent.destroy() };
+}
+
+// --- measurement ------------------------------------------------------------------------------------
+
+async function measure(caller, concurrency) {
+  if (WARMUP_SECONDS > 0)
+    await runLoad({ concurrency, durationMs: WARMUP_SECONDS * 1000, issue: caller.issue });
+  const r = await runLoad({ concurrency, durationMs: SECONDS * 1000, issue: caller.issue });
+  if (r.errors > 0) throw new Error(`${r.errors} failed calls; first: ${r.firstError?.message}`);
+  return r;
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ms = (x) => `${x.toFixed(2)} ms`;
+const rate = (x) => `${Math.round(x).toLocaleString('en-US')}/s`;
+
+async function main() {
+  const info = await startMesh();
+  log(`bench/mcp.js: mesh up (coordinator ${info.coordinatorUrl}, worker ${info.workerUrl})`);
+  const results = [];
+  try {
+    // The federated wire name of the echo worker's tool (`<slug>__echo`), as tools/list shows it.
+    const wireName = 'bench-echo__echo';
+    for (const concurrency of CONCURRENCIES) {
+      const direct = await toolCaller(`${info.workerUrl}/mcp`, 'echo', concurrency);
+      const federated = await toolCaller(`${info.coordinatorUrl}/mcp`, wireName, concurrency);
+      const rounds = { direct: [], coordinator: [] };
+      for (let round = 0; round < ROUNDS; round++) {
+        rounds.direct.push(await measure(direct, concurrency));
+        rounds.coordinator.push(await measure(federated, concurrency));
+      }
+      direct.close();
+      federated.close();
+      for (const path of ['direct', 'coordinator']) {
+        const rs = rounds[path];
+        const row = {
+          path,
+          concurrency,
+          p50: median(rs.map((r) => r.p50)),
+          p99: median(rs.map((r) => r.p99)),
+          throughput: median(rs.map((r) => r.throughput)),
+          calls: rs.reduce((n, r) => n + r.ok, 0),
+        };
+        results.push(row);
+        log(
+          `  c=${concurrency} ${path.padEnd(11)} p50 ${ms(row.p50)}  p99 ${ms(row.p99)}  ${rate(row.throughput)}`,
+        );
+      }
+    }
+  } finally {
+    await stopMesh();
+  }
+  return { info, results };
+}
+
+function report(results) {
+  const find = (path, c) => results.find((r) => r.path === path && r.concurrency === c);
+  const lines = [];
+  const verdicts = [];
+  lines.push('| path | concurrency | p50 | p99 | throughput | calls measured |');
+  lines.push('|---|---|---|---|---|---|');
+  for (const r of results)
+    lines.push(
+      `| ${r.path === 'direct' ? 'direct to the worker `/mcp`' : 'through the coordinator `/mcp`'} | ${r.concurrency} | ${ms(r.p50)} | ${ms(r.p99)} | ${rate(r.throughput)} | ${r.calls.toLocaleString('en-US')} |`,
+    );
+  lines.push('');
+  lines.push('| concurrency | added p50 (coordinator − direct) | throughput ratio (coordinator / direct) |');
+  lines.push('|---|---|---|');
+  for (const c of CONCURRENCIES) {
+    const d = find('direct', c);
+    const f = find('coordinator', c);
+    if (!d || !f) continue;
+    const added = f.p50 - d.p50;
+    const ratio = f.throughput / d.throughput;
+    lines.push(`| ${c} | ${ms(added)} | ${ratio.toFixed(2)} |`);
+    if (c === 1)
+      verdicts.push(
+        `added p50 at concurrency 1: ${ms(added)} (target ≤ ${TARGETS.addedP50Ms} ms: ${added <= TARGETS.addedP50Ms ? 'PASS' : 'FAIL'})`,
+      );
+    verdicts.push(
+      `throughput ratio at concurrency ${c}: ${ratio.toFixed(2)} (target ≥ ${TARGETS.throughputRatio}: ${ratio >= TARGETS.throughputRatio ? 'PASS' : 'FAIL'})`,
+    );
+  }
+  return { table: lines.join('\n'), verdicts };
+}
+
+const { results } = await main();
+const { table, verdicts } = report(results);
+process.stdout.write(`\n${table}\n\n${verdicts.map((v) => `- ${v}`).join('\n')}\n`);
+if (OUT !== '-') {
+  const cpus = os.cpus();
+  writeFileSync(
+    OUT,
+    `# MCP benchmark
+
+<!-- Generated by \`npm run bench\` (bench/mcp.js); every run overwrites this file. -->
+
+Generated on ${new Date().toISOString()} by \`node bench/mcp.js\` (part of \`npm run bench\`, after \`npm run build\`);
+${SECONDS} s per measurement after ${WARMUP_SECONDS} s of warm-up, ${ROUNDS} round(s) (medians).
+Machine: ${cpus[0]?.model.trim() ?? 'unknown'} × ${cpus.length}, Node ${process.version}; load average at end ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}.
+
+The same MCP \`tools/call\` (the echo worker's \`echo\` tool, ${TEXT.length} characters of text) made
+directly to the worker's \`/mcp\` and through the coordinator's federated \`/mcp\`, in one run. The
+coordinator path adds: its own MCP session and SDK server, the catalog lookup, an OPA (wasm)
+decision, the \`mcp_call_unauthenticated\` warning event (the worker serves plain http), the audit
+record stored in JetStream, and the forward over the coordinator's pooled SDK client to the worker.
+Each virtual client keeps one MCP session (2025-11-25) and sends its next call when the previous
+one is answered.
+
+${table}
+
+${verdicts.map((v) => `- ${v}`).join('\n')}
+`,
+  );
+  log(`bench/mcp.js: wrote ${OUT}`);
+}
