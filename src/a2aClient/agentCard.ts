@@ -110,10 +110,11 @@ export async function fetchAgentCard(agentUrl: string, options: CardFetchOptions
       if (timeout.aborted)
         throw new AmfError('TIMEOUT', `agent card fetch from ${url.origin} took longer than ${timeoutMs} ms`);
       if (signal.aborted) throw new AmfError('UNAVAILABLE', 'agent card fetch was cancelled');
-      const cause = (err as { cause?: { code?: string } }).cause?.code;
+      // fetch says only "fetch failed"; the cause says why (ECONNREFUSED, bad port, DNS).
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       throw new AmfError(
         'UNAVAILABLE',
-        `cannot reach A2A agent at ${url.origin}: ${cause ?? (err as Error).message}`,
+        `cannot reach A2A agent at ${url.origin}: ${cause?.code ?? cause?.message ?? (err as Error).message}`,
       );
     }
     if (res.status === 404 || res.status === 405) {

@@ -190,13 +190,14 @@ export class RemoteA2aAgent {
     if (err instanceof AmfError) return err;
     if (d.timedOut())
       return new AmfError('TIMEOUT', `A2A agent "${this.name}" gave no answer within ${d.ms} ms`);
-    const e = err as Error & { cause?: { code?: string } };
+    const e = err as Error & { cause?: { code?: string; message?: string } };
     if (e.name === 'AbortError')
       return new AmfError('UNAVAILABLE', `request to A2A agent "${this.name}" was cancelled`);
     // An A2A error (JSON-RPC code or REST status) is an answer, not an outage.
     if (err instanceof A2AError)
       return new AmfError('TASK_FAILED', `A2A agent "${this.name}" answered ${err.reason}: ${err.message}`);
-    const detail = e.cause?.code ? `${e.message} (${e.cause.code})` : e.message;
+    const cause = e.cause?.code ?? e.cause?.message;
+    const detail = cause ? `${e.message} (${cause})` : e.message;
     return new AmfError('UNAVAILABLE', `A2A agent "${this.name}": ${detail}`);
   }
 }
