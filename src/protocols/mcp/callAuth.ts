@@ -30,6 +30,11 @@ export const NO_CALL_CREDENTIALS: McpCallCredentials = Object.freeze({
   headersFor: () => Promise.resolve({}),
 });
 
+/** True when `endpoint` is an `https://` URL (the TOFU tier). */
+export function isHttps(endpoint: string): boolean {
+  return endpoint.toLowerCase().startsWith('https://');
+}
+
 /** What one agent's fetch needs. */
 export interface AgentFetchOptions {
   agentId: string;

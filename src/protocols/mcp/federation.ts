@@ -19,15 +19,16 @@ import type { PolicyNotices } from '../../coordinator/policyNotices.js';
 import type { PolicyEngine } from '../../policy/policyEngine.js';
 import {
   createAgentFetch,
+  isHttps,
   NO_CALL_CREDENTIALS,
   type AgentFetch,
   type McpCallCredentials,
 } from './callAuth.js';
 import type { McpAuditLog, McpAuditRecord } from './mcpAudit.js';
 import {
-  probeCertificate,
+  findPinMismatch,
   TLS_PIN_MISMATCH_REASON,
-  TlsPinMismatchError,
+  type TlsPinMismatchError,
   type TlsPinStore,
 } from './tlsPins.js';
 import { isWireName, ToolNamer, WIRE_SEPARATOR } from './toolNames.js';
@@ -88,20 +89,6 @@ function toolAlias(agent: RegisteredAgent): string | undefined {
   const fromCard = (agent.card?.['x-amf'] as { tool_alias?: unknown } | undefined)?.tool_alias;
   if (typeof fromCard === 'string') return fromCard;
   return agent.record.tool_alias;
-}
-
-function isHttps(endpoint: string): boolean {
-  return endpoint.toLowerCase().startsWith('https://');
-}
-
-/** The pin mismatch behind `err`, however deeply the SDK or fetch wrapped it. */
-function findPinMismatch(err: unknown): TlsPinMismatchError | undefined {
-  let e: unknown = err;
-  for (let depth = 0; depth < 5 && e; depth++) {
-    if (e instanceof TlsPinMismatchError) return e;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
 }
 
 function denied(text: string, reasons: string[]): CallToolResult {
@@ -337,24 +324,6 @@ export class McpFederation {
     return this.options.pins ? 'tofu' : 'tls';
   }
 
-  /** The pinned fingerprint of an https agent: from KV, else probed now and recorded (first use). */
-  private async ensurePin(agentId: string, endpoint: string, pins: TlsPinStore): Promise<string> {
-    const known = await pins.get(agentId);
-    if (known) return known.fingerprint256;
-    const fingerprint = await probeCertificate(new URL(endpoint));
-    const pin = await pins.pinIfAbsent({
-      agent_id: agentId,
-      fingerprint256: fingerprint,
-      endpoint,
-      pinned_at: new Date().toISOString(),
-    });
-    this.options.log?.('info', 'TLS certificate of an MCP agent pinned (TOFU)', {
-      agent: agentId,
-      sha256: pin.fingerprint256,
-    });
-    return pin.fingerprint256;
-  }
-
   private warnPinMismatch(err: TlsPinMismatchError, endpoint: string): void {
     this.options.notices.warn({
       reason: TLS_PIN_MISMATCH_REASON,
@@ -385,7 +354,13 @@ export class McpFederation {
 
   private async connect(agentId: string, state: AgentTools): Promise<Client> {
     const pins = this.options.pins;
-    if (pins && isHttps(state.endpoint)) state.pin ??= await this.ensurePin(agentId, state.endpoint, pins);
+    if (pins && isHttps(state.endpoint))
+      state.pin ??= await pins.pinOnFirstUse(agentId, state.endpoint, (sha256) =>
+        this.options.log?.('info', 'TLS certificate of an MCP agent pinned (TOFU)', {
+          agent: agentId,
+          sha256,
+        }),
+      );
     state.fetch?.close();
     const agentFetch = createAgentFetch({
       agentId,

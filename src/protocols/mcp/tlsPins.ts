@@ -45,6 +45,16 @@ export class TlsPinMismatchError extends Error {
   }
 }
 
+/** The pin mismatch behind `err`, however deeply the SDK or fetch wrapped it. */
+export function findPinMismatch(err: unknown): TlsPinMismatchError | undefined {
+  let e: unknown = err;
+  for (let depth = 0; depth < 5 && e; depth++) {
+    if (e instanceof TlsPinMismatchError) return e;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
 const FINGERPRINT = /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/;
 
 function parsePin(value: unknown): TlsPin | undefined {
@@ -89,6 +99,28 @@ export class TlsPinStore {
       if (raced) return raced;
       throw err;
     }
+  }
+
+  /**
+   * The fingerprint `agentId` is pinned to: the recorded one, else the certificate `endpoint` presents
+   * now, recorded as the pin (trust on first use). `onPinned` hears of a new pin.
+   */
+  async pinOnFirstUse(
+    agentId: string,
+    endpoint: string,
+    onPinned?: (fingerprint256: string) => void,
+  ): Promise<string> {
+    const known = await this.get(agentId);
+    if (known) return known.fingerprint256;
+    const fingerprint256 = await probeCertificate(new URL(endpoint));
+    const pin = await this.pinIfAbsent({
+      agent_id: agentId,
+      fingerprint256,
+      endpoint,
+      pinned_at: new Date().toISOString(),
+    });
+    if (pin.fingerprint256 === fingerprint256) onPinned?.(fingerprint256);
+    return pin.fingerprint256;
   }
 
   /** Forgets the pin of `agentId` (an operator accepting a new certificate). */
