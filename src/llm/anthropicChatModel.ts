@@ -71,6 +71,10 @@ export function toAnthropicMessages(messages: readonly ChatMessage[]): MessagePa
       push('assistant', blocks.length > 0 ? blocks : [{ type: 'text', text: '(no answer)' }]);
     }
   }
+  // The API wants the conversation to open with a user turn; a history handed over from elsewhere
+  // (an OpenAI-style chat through the mesh) may open with the assistant.
+  if (out[0]?.role === 'assistant')
+    out.unshift({ role: 'user', content: [{ type: 'text', text: '(conversation so far)' }] });
   return out;
 }
 

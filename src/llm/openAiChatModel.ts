@@ -10,6 +10,7 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
+import { AmfError } from '../errors.js';
 import { createBoundedFetch } from './boundedFetch.js';
 import type { ModelSettings } from './modelSettings.js';
 import type {
@@ -162,7 +163,8 @@ export class OpenAiChatModel implements ChatModel {
       { signal },
     );
     const choice = res.choices?.[0];
-    const message = choice?.message;
+    if (!choice) throw new AmfError('TASK_FAILED', 'the answer has no choices');
+    const message = choice.message;
     const toolCalls: ToolCall[] = (message?.tool_calls ?? [])
       .filter((c) => c.type === 'function')
       .map((c, i) => ({
