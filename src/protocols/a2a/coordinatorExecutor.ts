@@ -38,6 +38,8 @@ interface Running {
   controller: AbortController;
   contextId: string;
   meshTaskId?: string;
+  /** The task's `amf` metadata so far (a cancel's status update must carry it too). */
+  amf: Record<string, unknown>;
   cancelled: boolean;
 }
 
@@ -67,7 +69,10 @@ export class CoordinatorExecutor implements AgentExecutor {
       routeA2aMessage(rc.request, this.opts.registry);
     const traceId = traceIdForContext(contextId);
     const streaming = rc.context.state.get(STREAMING_KEY) === true;
-    const status = (state: TaskState, text?: string, metadata?: Record<string, unknown>): void => {
+    const amf: Record<string, unknown> = { tag: route.tag, routed_via: route.via, trace_id: traceId };
+    // A status update's metadata replaces the task's: each one carries everything known so far.
+    const status = (state: TaskState, text?: string, more?: Record<string, unknown>): void => {
+      Object.assign(amf, more);
       const update: TaskStatusUpdateEvent = {
         taskId,
         contextId,
@@ -76,22 +81,21 @@ export class CoordinatorExecutor implements AgentExecutor {
           message: text ? agentMessage(taskId, contextId, text) : undefined,
           timestamp: now(),
         },
-        metadata,
+        metadata: { amf: { ...amf } },
       };
       bus.publish(AgentEvent.statusUpdate(update));
     };
-    const amf: Record<string, unknown> = { tag: route.tag, routed_via: route.via, trace_id: traceId };
     const task: Task = {
       id: taskId,
       contextId,
       status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now() },
       artifacts: [],
       history: [rc.userMessage],
-      metadata: { amf },
+      metadata: { amf: { ...amf } },
     };
     bus.publish(AgentEvent.task(task));
 
-    const entry: Running = { controller: new AbortController(), contextId, cancelled: false };
+    const entry: Running = { controller: new AbortController(), contextId, amf, cancelled: false };
     this.running.set(taskId, entry);
     const artifactId = randomUUID();
     let streamedChunks = 0;
@@ -99,10 +103,10 @@ export class CoordinatorExecutor implements AgentExecutor {
       if (entry.cancelled) return;
       switch (u.kind) {
         case 'claimed':
-          status(TaskState.TASK_STATE_WORKING, undefined, { amf: { agent_id: u.agentId } });
+          status(TaskState.TASK_STATE_WORKING, undefined, { agent_id: u.agentId });
           return;
         case 'progress':
-          status(TaskState.TASK_STATE_WORKING, u.message, { amf: { agent_id: u.agentId } });
+          status(TaskState.TASK_STATE_WORKING, u.message, { agent_id: u.agentId });
           return;
         case 'blocked':
           status(TaskState.TASK_STATE_INPUT_REQUIRED, u.reason || 'the worker is blocked');
@@ -135,7 +139,8 @@ export class CoordinatorExecutor implements AgentExecutor {
         ...(route.data ? { input: route.data } : {}),
         onAnnounced: (meshTaskId) => {
           entry.meshTaskId = meshTaskId;
-          amf.task_id = meshTaskId;
+          // announced → submitted, now naming the mesh task.
+          status(TaskState.TASK_STATE_SUBMITTED, undefined, { task_id: meshTaskId });
         },
         onUpdate,
       });
@@ -144,7 +149,8 @@ export class CoordinatorExecutor implements AgentExecutor {
       if (entry.cancelled) return; // cancelTask published the canceled status
       const e = toAmfError(err);
       status(TaskState.TASK_STATE_FAILED, e.message, {
-        amf: { code: e.code, ...(e.details?.reason ? { reason: e.details.reason } : {}) },
+        code: e.code,
+        ...(e.details?.reason ? { reason: e.details.reason } : {}),
       });
       return;
     }
@@ -161,9 +167,7 @@ export class CoordinatorExecutor implements AgentExecutor {
         metadata: undefined,
       }),
     );
-    status(TaskState.TASK_STATE_COMPLETED, undefined, {
-      amf: { agent_id: result.agentId, task_id: result.taskId, trace_id: result.traceId },
-    });
+    status(TaskState.TASK_STATE_COMPLETED, undefined, { agent_id: result.agentId, task_id: result.taskId });
   };
 
   private finalArtifact(artifactId: string, result: TaskResult, route: A2aRoute) {
@@ -196,7 +200,7 @@ export class CoordinatorExecutor implements AgentExecutor {
         taskId,
         contextId: entry?.contextId ?? '',
         status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: now() },
-        metadata: { amf: { cancelled_by: 'a2a_client' } },
+        metadata: { amf: { ...entry?.amf, cancelled_by: 'a2a_client' } },
       }),
     );
   };

@@ -31,6 +31,8 @@ export interface WorkerExecutorOptions {
 interface Running {
   controller: AbortController;
   contextId: string;
+  /** The task's `amf` metadata (a cancel's status update must carry it too). */
+  amf: Record<string, unknown>;
   cancelled: boolean;
 }
 
@@ -66,7 +68,10 @@ export class WorkerExecutor implements AgentExecutor {
     const input = messageInput(rc.userMessage);
     const streaming = rc.context.state.get(STREAMING_KEY) === true;
     const traceId = traceIdForContext(contextId);
-    const status = (state: TaskState, text?: string, metadata?: Record<string, unknown>) =>
+    const worker = this.opts.worker();
+    const amf: Record<string, unknown> = { tag, trace_id: traceId, agent_id: worker.agentId };
+    // A status update's metadata replaces the task's: each one carries everything known so far.
+    const status = (state: TaskState, text?: string, more?: Record<string, unknown>) =>
       bus.publish(
         AgentEvent.statusUpdate({
           taskId,
@@ -76,22 +81,21 @@ export class WorkerExecutor implements AgentExecutor {
             message: text ? agentMessage(taskId, contextId, text) : undefined,
             timestamp: now(),
           },
-          metadata,
+          metadata: { amf: { ...Object.assign(amf, more) } },
         }),
       );
-    const worker = this.opts.worker();
     const task: Task = {
       id: taskId,
       contextId,
       status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now() },
       artifacts: [],
       history: [rc.userMessage],
-      metadata: { amf: { tag, trace_id: traceId, agent_id: worker.agentId } },
+      metadata: { amf: { ...amf } },
     };
     bus.publish(AgentEvent.task(task));
-    const entry: Running = { controller: new AbortController(), contextId, cancelled: false };
+    const entry: Running = { controller: new AbortController(), contextId, amf, cancelled: false };
     this.running.set(taskId, entry);
-    status(TaskState.TASK_STATE_WORKING, undefined, { amf: { agent_id: worker.agentId } });
+    status(TaskState.TASK_STATE_WORKING);
     const artifactId = randomUUID();
     let chunks = 0;
     const outcome = await worker
@@ -125,7 +129,7 @@ export class WorkerExecutor implements AgentExecutor {
       .finally(() => this.running.delete(taskId));
     if (entry.cancelled) return; // cancelTask published the canceled status
     if (!outcome.ok) {
-      status(TaskState.TASK_STATE_FAILED, outcome.message, { amf: { code: outcome.code } });
+      status(TaskState.TASK_STATE_FAILED, outcome.message, { code: outcome.code });
       return;
     }
     const { result } = outcome;
@@ -157,7 +161,7 @@ export class WorkerExecutor implements AgentExecutor {
         taskId,
         contextId: entry?.contextId ?? '',
         status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: now() },
-        metadata: { amf: { cancelled_by: 'a2a_client' } },
+        metadata: { amf: { ...entry?.amf, cancelled_by: 'a2a_client' } },
       }),
     );
   };
