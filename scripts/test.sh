@@ -22,6 +22,13 @@ if ! python3 -c 'import openai' >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check 'openai==3.54.0'
 fi
 
+# The official Python A2A client (no extras: the client needs only httpx) is an interop peer of our
+# A2A servers, in protocol 1.0 and 0.3.
+if ! python3 -c 'import a2a.client' >/dev/null 2>&1; then
+  echo "==> installing the Python a2a-sdk client"
+  python3 -m pip install --quiet --disable-pip-version-check 'a2a-sdk==1.3.0'
+fi
+
 # Real OPA for the policy tests (opa eval, opa run --server, --policy DIR) and npm run build:policy.
 export PATH="$PATH:${GOPATH:-$HOME/go}/bin"
 if ! command -v opa >/dev/null 2>&1; then
