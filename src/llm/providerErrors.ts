@@ -90,5 +90,9 @@ export function toProviderError(
     return make('UNAVAILABLE', `${where} is unreachable: ${detail}`);
   }
   const message = err instanceof Error ? err.message : String(err);
-  return make('UNAVAILABLE', `${where}: ${message.slice(0, MAX_DETAIL_CHARS)}`);
+  // What is left: the connection broke mid-answer ("terminated"), a body that did not parse, ...
+  return make(
+    'UNAVAILABLE',
+    `${where}: the call failed before a complete answer (${message.slice(0, MAX_DETAIL_CHARS)})`,
+  );
 }

@@ -110,8 +110,10 @@ function reply(req: RecordedRequest, res: ServerResponse, r: ScriptedReply): voi
   if (text) {
     send('content_block_start', { index, content_block: { type: 'text', text: '' } });
     send('ping', {});
-    for (const piece of fragments(text, r.chunkSize))
+    for (const piece of fragments(text, r.chunkSize)) {
       send('content_block_delta', { index, delta: { type: 'text_delta', text: piece } });
+      if (r.cutStream) return void res.write('', () => res.socket?.destroy());
+    }
     send('content_block_stop', { index });
     index++;
   }

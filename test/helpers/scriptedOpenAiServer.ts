@@ -118,7 +118,10 @@ function reply(req: RecordedRequest, res: ServerResponse, r: ScriptedReply): voi
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
     });
   chunk({ role: 'assistant', content: '' });
-  for (const piece of fragments(text, r.chunkSize)) chunk({ content: piece });
+  for (const piece of fragments(text, r.chunkSize)) {
+    chunk({ content: piece });
+    if (r.cutStream) return void res.write('', () => res.socket?.destroy());
+  }
   calls.forEach((c, index) => {
     chunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] });
     for (const piece of fragments(c.args, r.chunkSize))

@@ -31,6 +31,8 @@ export interface ScriptedReply {
   /** Characters per streamed text or argument fragment (default 5), to exercise reassembly. */
   readonly chunkSize?: number;
   readonly usage?: { readonly input: number; readonly output: number };
+  /** Streaming only: send the first text fragment, then drop the connection (a server that dies). */
+  readonly cutStream?: boolean;
 }
 
 /** A request as the server received it. */

@@ -203,6 +203,19 @@ describe.each(CASES)('$provider provider against its wire protocol', (c) => {
     expect(err.message).toContain('model is loading');
   });
 
+  it('fails a stream the server drops half-way instead of returning half an answer', async () => {
+    llm.push({ text: 'this answer never finishes', cutStream: true });
+    const deltas: string[] = [];
+    const err = (await model
+      .complete(ask('hi'), { onDelta: (d) => deltas.push(d) })
+      .catch((e: unknown) => e)) as ModelProviderError;
+    expect(err).toBeInstanceOf(ModelProviderError);
+    expect(err.code).toBe('UNAVAILABLE');
+    expect(err.message).toContain(llm.url);
+    expect(err.message).toContain('failed before a complete answer');
+    expect(deltas.join('')).toBe('this ');
+  });
+
   it('sends no Authorization at all when no key is configured', async () => {
     const open = await c.start({ script: [{ text: 'no key needed' }] });
     try {
