@@ -24,8 +24,8 @@ const signature = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    input: { type: 'object', hint: 'must be a JSON Schema mapping, e.g. {type: string}' },
-    output: { type: 'object', hint: 'must be a JSON Schema mapping, e.g. {type: string}' },
+    input: { type: 'object' },
+    output: { type: 'object' },
   },
 } as const;
 

@@ -112,7 +112,9 @@ function messageFor(err: ErrorObject): SchemaProblem {
         message: `key '${String(p.propertyName)}' in ${where} is not valid`,
       };
     default: {
-      const detail = hint ?? err.message ?? 'is invalid';
+      // Hints describe patterns and minimum sizes; other keywords keep ajv's precise wording.
+      const hinted = err.keyword === 'pattern' || err.keyword === 'minItems';
+      const detail = (hinted ? hint : undefined) ?? err.message ?? 'is invalid';
       return { pointer: err.instancePath, atKey: false, message: `${where} ${detail}` };
     }
   }

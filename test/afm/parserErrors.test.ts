@@ -450,3 +450,21 @@ describe('body sections (AFM 4.3: both required, with content)', () => {
     ]);
   });
 });
+
+describe('bounds', () => {
+  it('keeps ajv wording for sizes a hint does not describe', () => {
+    const many = Array.from(
+      { length: 17 },
+      (_, i) => `  - type: webchat\n    exposure: {http: {path: /p${i}}}`,
+    ).join('\n');
+    const result = parseAfm(`---\ninterfaces:\n${many}\n---\n${BODY}`, '/t/a.afm.md', {
+      resolve: false,
+      env: {},
+    });
+    expect(result.problems[0]).toMatchObject({
+      line: 3,
+      column: 3,
+      message: 'interfaces must NOT have more than 16 items',
+    });
+  });
+});
