@@ -10,7 +10,12 @@ import { parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { AMP_EXTENSION_URI } from '../../src/protocols/a2a/agentCards.js';
 import { AMP_EXTENSION_URI as AMP_URI_OF_AMP } from '../../src/protocols/amp/ampMessage.js';
-import { startTestMesh, terminalEventsFor, type TestMesh } from '../helpers/meshFixture.js';
+import {
+  settledTerminalEvents,
+  startTestMesh,
+  terminalEventsFor,
+  type TestMesh,
+} from '../helpers/meshFixture.js';
 import { artifactText, holdingHandler, textMessage } from './a2aTestKit.js';
 
 let mesh: TestMesh;
@@ -254,10 +259,7 @@ describe('GetTask, ListTasks, CancelTask, SubscribeToTask', () => {
       (e) => e.event.type === 'amf.task.cancel' && e.event.amftaskid === meshTaskId,
     );
     expect(cancelEvent.event.data.payload).toMatchObject({ task_id: meshTaskId, reason: 'task_cancelled' });
-    const terminal = await mesh.waitFor(() => {
-      const t = terminalEventsFor(mesh, meshTaskId);
-      return t.length > 0 ? t : undefined;
-    });
+    const terminal = await settledTerminalEvents(mesh, meshTaskId);
     expect(terminal.map((e) => e.event.type)).toEqual(['amf.policy.deny']);
     expect(terminal[0]!.event.data.payload).toMatchObject({ reason: 'task_cancelled', terminal: true });
     expect((await client.getTask({ tenant: '', id: submitted.id })).status?.state).toBe(
