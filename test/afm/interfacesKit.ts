@@ -10,7 +10,7 @@ import { runAgent, type RunAgentOptions, type RunningAgent } from '../../src/afm
 /** Parses AFM text (front matter YAML without the `---` lines, then the body) into a definition. */
 export function afm(
   frontMatter: string,
-  env: Record<string, string> = {},
+  env: Record<string, string | undefined> = {},
   name = 'test-agent',
 ): AfmDefinition {
   const text = `---\n${frontMatter}\n---\n# Role\nA test agent.\n\n# Instructions\nAnswer briefly.\n`;
