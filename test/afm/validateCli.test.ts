@@ -32,7 +32,8 @@ function amf(args: string[], env: Record<string, string> = {}): Promise<Run> {
   });
 }
 
-describe('amf validate (built CLI)', () => {
+// The CLI loads its whole module graph at start; on a busy machine that takes seconds.
+describe('amf validate (built CLI)', { timeout: 90_000 }, () => {
   it('exits 0 for valid files and prints notes for unset environment variables', async () => {
     const files = ['full.afm.md', 'minimal.afm', 'webhook-triage.afm.md', 'math-tutor.afm.md'].map(
       (f) => `${FIXTURES}/${f}`,
