@@ -122,7 +122,8 @@ function reply(req: RecordedRequest, res: ServerResponse, r: ScriptedReply): voi
     chunk({ content: piece });
     if (r.cutStream) return void res.write('', () => res.socket?.destroy());
   }
-  calls.forEach((c, index) => {
+  calls.forEach((c, i) => {
+    const index = r.sameToolIndex ? 0 : i;
     chunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] });
     for (const piece of fragments(c.args, r.chunkSize))
       chunk({ tool_calls: [{ index, function: { arguments: piece } }] });

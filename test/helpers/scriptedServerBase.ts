@@ -31,6 +31,8 @@ export interface ScriptedReply {
   /** Characters per streamed text or argument fragment (default 5), to exercise reassembly. */
   readonly chunkSize?: number;
   readonly usage?: { readonly input: number; readonly output: number };
+  /** OpenAI streaming only: number every tool call `index: 0`, as some servers do (ids still differ). */
+  readonly sameToolIndex?: boolean;
   /** Streaming only: send the first text fragment, then drop the connection (a server that dies). */
   readonly cutStream?: boolean;
 }

@@ -242,6 +242,27 @@ describe('OpenAI-compatible structured output next to tools', () => {
   });
   afterAll(() => llm.close());
 
+  it('keeps streamed tool calls apart when a server numbers them all index 0', async () => {
+    const server = await startScriptedOpenAiServer({
+      script: [
+        {
+          toolCalls: [
+            { id: 'x1', name: 'math__add', arguments: { a: 1, b: 1 } },
+            { id: 'x2', name: 'math__add', arguments: { a: 2, b: 2 } },
+          ],
+          sameToolIndex: true,
+        },
+      ],
+    });
+    const res = await modelFor('ollama', server.url)
+      .complete(ask('q', { tools: TOOLS }), { onDelta: () => undefined })
+      .finally(() => server.close());
+    expect(res.toolCalls).toEqual([
+      { id: 'x1', name: 'math__add', arguments: '{"a":1,"b":1}' },
+      { id: 'x2', name: 'math__add', arguments: '{"a":2,"b":2}' },
+    ]);
+  });
+
   it('sends response_format with tools to OpenAI, but to local servers only when tools are off', async () => {
     const request = ask('q', { tools: TOOLS, structuredOutput: { name: 'agent_output', schema } });
     await modelFor('openai', llm.url).complete(request);
