@@ -148,6 +148,8 @@ export class StreamCollector {
   private taskId: string | undefined;
   private contextId: string | undefined;
   private readonly artifacts = new Map<string, Artifact>();
+  /** Per artifact, the text already passed on as deltas. */
+  private readonly sentText = new Map<string, string>();
   private finalStatusText = '';
   private messageReply: A2aReply | undefined;
 
@@ -166,10 +168,7 @@ export class StreamCollector {
         this.taskId = task.id;
         if (task.contextId) this.contextId = task.contextId;
         let delta = '';
-        for (const a of task.artifacts ?? []) {
-          if (!this.artifacts.has(a.artifactId)) delta += partsText(a.parts, '');
-          this.artifacts.set(a.artifactId, a);
-        }
+        for (const a of task.artifacts ?? []) delta += this.storeArtifact(a);
         return { ...this.status(task.status), ...(delta ? { delta } : {}) };
       }
       case 'statusUpdate':
@@ -180,16 +179,37 @@ export class StreamCollector {
         const { artifact, append } = payload.value;
         if (!artifact) return { state: this.state };
         const previous = this.artifacts.get(artifact.artifactId);
-        this.artifacts.set(
-          artifact.artifactId,
+        const delta = this.storeArtifact(
           append && previous ? { ...previous, parts: [...previous.parts, ...artifact.parts] } : artifact,
         );
-        const delta = partsText(artifact.parts, '');
         return { state: this.state, ...(delta ? { delta } : {}) };
       }
       default:
         return { state: this.state };
     }
+  }
+
+  /**
+   * Records an artifact's current content and returns the text not passed on yet. Agents that
+   * stream chunks often end with a replacement (`append: false`) repeating the whole text: only its
+   * new tail is passed on. A replacement that does not start with what was sent is taken as one
+   * more chunk (some 0.3 peers lose the `append` flag), so no answer text is ever dropped.
+   */
+  private storeArtifact(artifact: Artifact): string {
+    const full = partsText(artifact.parts, '');
+    const sent = this.sentText.get(artifact.artifactId) ?? '';
+    const previous = this.artifacts.get(artifact.artifactId);
+    if (full.startsWith(sent)) {
+      this.artifacts.set(artifact.artifactId, artifact);
+      this.sentText.set(artifact.artifactId, full);
+      return full.slice(sent.length);
+    }
+    this.artifacts.set(
+      artifact.artifactId,
+      previous ? { ...previous, parts: [...previous.parts, ...artifact.parts] } : artifact,
+    );
+    this.sentText.set(artifact.artifactId, sent + full);
+    return full;
   }
 
   private status(status: TaskStatus | undefined): StreamStep {

@@ -159,7 +159,7 @@ describe('A2A client: other bindings and protocol versions of the reference serv
       expect(await agent.send('old wire')).toMatchObject({ state: 'completed', text: 'ref: OLD WIRE' });
       const steps = await collect(agent.stream('old stream'));
       expect(steps.filter((s) => s.delta).map((s) => s.delta)).toEqual(['ref:', ' OLD STREAM']);
-      expect(steps.at(-1)!.reply).toMatchObject({ state: 'completed' });
+      expect(steps.at(-1)!.reply).toMatchObject({ state: 'completed', text: 'ref: OLD STREAM' });
     },
   );
 
