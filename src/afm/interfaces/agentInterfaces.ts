@@ -4,13 +4,14 @@
  * the mesh worker's server. The console chat is separate: it needs a terminal, not a router.
  */
 import type { Router } from '../../http/httpKit.js';
+import { AmfError } from '../../errors.js';
 import { sendJson } from '../../http/httpKit.js';
 import type { Logger } from '../../log.js';
 import type { AfmDefinition, AfmInterface, AfmWebChatInterface, AfmWebhookInterface } from '../types.js';
 import { compileWebhookTemplate } from '../webhookTemplate.js';
 import type { AgentResponder } from './responder.js';
 import { compileSignature, type CompiledSignature } from './signature.js';
-import { SessionStore } from './sessionStore.js';
+import { SessionStore, type SessionStoreOptions } from './sessionStore.js';
 import { addWebchatRoutes } from './webchat.js';
 import { addWebhookRoutes } from './webhook.js';
 import { authenticationHeaders, WebSubSubscription, type WebSubOptions } from './websub.js';
@@ -27,7 +28,7 @@ export interface AgentInterfacesOptions {
     WebSubOptions,
     'attempts' | 'retryDelayMs' | 'leaseSeconds' | 'requestTimeoutMs' | 'unsubscribeWaitMs'
   >;
-  sessions?: { maxSessions?: number; idleMs?: number };
+  sessions?: Pick<SessionStoreOptions, 'maxSessions' | 'idleMs' | 'maxQueuedTurns' | 'maxActiveTurns'>;
   /** Extra fields for `GET /` (mesh identity). */
   info?: () => Record<string, unknown>;
 }
@@ -49,6 +50,34 @@ export interface AgentInterfaces {
   close(): Promise<void>;
 }
 
+/** Paths the worker's server (and the agent's own) already serves: an interface cannot take them. */
+const RESERVED_PATHS = ['/', '/health', '/mcp', '/a2a', '/tasks/send'];
+const RESERVED_PREFIXES = ['/.well-known/', '/a2a/', '/mcp/', '/api/amp/'];
+
+/** Refuses interface paths that would shadow a built-in route or each other. */
+function checkPaths(def: AfmDefinition, webchat?: AfmWebChatInterface, webhook?: AfmWebhookInterface): void {
+  const taken = new Map<string, string>();
+  const claim = (path: string, owner: string) => {
+    if (RESERVED_PATHS.includes(path) || RESERVED_PREFIXES.some((p) => path.startsWith(p)))
+      throw new AmfError(
+        'INVALID_REQUEST',
+        `${def.source.path}: ${owner} path "${path}" is reserved (${[...RESERVED_PATHS, ...RESERVED_PREFIXES.map((p) => `${p}…`)].join(', ')})`,
+      );
+    const other = taken.get(path);
+    if (other)
+      throw new AmfError(
+        'INVALID_REQUEST',
+        `${def.source.path}: ${owner} path "${path}" is also the ${other} path`,
+      );
+    taken.set(path, owner);
+  };
+  if (webchat) {
+    claim(webchat.exposure.http.path, 'webchat');
+    claim(`${webchat.exposure.http.path}/ui`, 'webchat page');
+  }
+  if (webhook) claim(webhook.exposure.http.path, 'webhook');
+}
+
 function find<T extends AfmInterface['type']>(
   def: AfmDefinition,
   type: T,
@@ -62,6 +91,7 @@ export function createAgentInterfaces(opts: AgentInterfacesOptions): AgentInterf
   const webchat = find(def, 'webchat');
   const webhook = find(def, 'webhook');
   const consolechat = find(def, 'consolechat');
+  checkPaths(def, webchat, webhook);
   const sessions = new SessionStore({
     ...opts.sessions,
     onEvict: (key) => opts.responder.endSession?.(key),

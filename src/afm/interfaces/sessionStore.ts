@@ -24,6 +24,8 @@ export interface SessionStoreOptions {
   idleMs?: number;
   /** Turns that may wait behind a running one in the same session before 429. */
   maxQueuedTurns?: number;
+  /** Turns running or queued over all sessions before 503 (each may hold a model call). */
+  maxActiveTurns?: number;
   /** Called with the session key when a session is evicted or expires (the agent forgets it). */
   onEvict?: (key: string) => void;
   now?: () => number;
@@ -42,12 +44,15 @@ export class SessionStore {
   private readonly maxSessions: number;
   private readonly idleMs: number;
   private readonly maxQueued: number;
+  private readonly maxActive: number;
+  private active = 0;
   private readonly now: () => number;
 
   constructor(private readonly opts: SessionStoreOptions = {}) {
     this.maxSessions = opts.maxSessions ?? 1000;
     this.idleMs = opts.idleMs ?? 30 * 60_000;
     this.maxQueued = opts.maxQueuedTurns ?? 4;
+    this.maxActive = opts.maxActiveTurns ?? 64;
     this.now = opts.now ?? Date.now;
   }
 
@@ -55,9 +60,16 @@ export class SessionStore {
     return this.sessions.size;
   }
 
+  /** Turns running or waiting, over all sessions. */
+  get activeTurns(): number {
+    return this.active;
+  }
+
   /** Runs `turn` in session `key` after the session's earlier turns have finished. */
   async run<T>(key: string, turn: () => Promise<T>): Promise<T> {
     this.expireIdle();
+    if (this.active >= this.maxActive)
+      throw new AmfError('OVERLOADED', `the agent is answering ${this.active} turns already; retry shortly`);
     let session = this.sessions.get(key);
     if (session)
       this.sessions.delete(key); // re-insert: Map order is the LRU order
@@ -71,6 +83,7 @@ export class SessionStore {
     }
     session.lastUsed = this.now();
     session.queued++;
+    this.active++;
     this.sessions.set(key, session);
     this.evictOverflow();
     const current = session;
@@ -80,6 +93,7 @@ export class SessionStore {
       return await result;
     } finally {
       current.queued--;
+      this.active--;
       current.lastUsed = this.now();
     }
   }
