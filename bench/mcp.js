@@ -9,6 +9,8 @@
  *
  * Targets (issue 4): at most 1 ms added p50 at concurrency 1, and at least half the direct throughput.
  *
+ * The echo worker runs in a process of its own (BENCH_SEPARATE_WORKER=1 unless set to 0).
+ *
  * Environment: BENCH_MCP_CONCURRENCY (default "1,32"), BENCH_SECONDS (5), BENCH_WARMUP_SECONDS (1),
  * BENCH_ROUNDS (1; medians over interleaved rounds), BENCH_MCP_OUT (default docs/benchmarks-mcp.md;
  * "-" writes none), BENCH_CHILD_FLAGS (extra node flags for the mesh process, e.g. --cpu-prof).
@@ -59,6 +61,9 @@ function startMesh() {
   const script = fileURLToPath(new URL('bench/meshServer.js', ROOT));
   child = spawn(process.execPath, ['--expose-gc', ...CHILD_FLAGS, script], {
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    // The agent in a process of its own, as in a real mesh: otherwise the coordinator path would be
+    // charged for the worker's CPU twice over (once per hop it shares a process with).
+    env: { ...process.env, BENCH_SEPARATE_WORKER: process.env.BENCH_SEPARATE_WORKER ?? '1' },
   });
   const lines = createInterface({ input: child.stdout });
   return new Promise((resolve, reject) => {
@@ -288,6 +293,8 @@ Machine: ${cpus[0]?.model.trim() ?? 'unknown'} × ${cpus.length}, Node ${process
 
 The same MCP \`tools/call\` (the echo worker's \`echo\` tool, ${TEXT.length} characters of text) made
 directly to the worker's \`/mcp\` and through the coordinator's federated \`/mcp\`, in one run. The
+worker runs in a process of its own (\`BENCH_SEPARATE_WORKER=${process.env.BENCH_SEPARATE_WORKER ?? '1'}\`), the
+coordinator (with nats-server as its child) in another; the load generator in a third. The
 coordinator path adds: its own MCP session and SDK server, the catalog lookup, an OPA (wasm)
 decision, the \`mcp_call_unauthenticated\` warning event (the worker serves plain http), the audit
 record stored in JetStream, and the forward over the coordinator's pooled SDK client to the worker.

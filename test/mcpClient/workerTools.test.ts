@@ -159,7 +159,8 @@ describe('amf worker with mcp.servers in amf.yaml', () => {
     try {
       await mesh.waitFor(
         () => mesh.coordinator.registry.isLive('spiffe://local/worker/tools-cli'),
-        20_000,
+        // A cold CLI start plus a stdio server start can take long on a busy CI machine.
+        60_000,
         `CLI worker admitted (stderr: ${stderr})`,
       );
       expect(await ask('tools-cli', { list: true })).toEqual(['files__echo', 'files__env']);
@@ -171,5 +172,5 @@ describe('amf worker with mcp.servers in amf.yaml', () => {
       child.kill('SIGTERM');
       await exited;
     }
-  }, 60_000);
+  }, 120_000);
 });

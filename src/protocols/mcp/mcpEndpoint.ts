@@ -24,6 +24,11 @@ export interface McpEndpointOptions {
   maxSessions?: number;
   /** Extra allowed `Origin` values besides localhost ones (exact match, e.g. `https://ide.example`). */
   allowedOrigins?: string[];
+  /**
+   * Answer requests with one `application/json` body instead of an SSE stream (both are valid
+   * Streamable HTTP). For servers that send nothing before the response: cheaper for both sides.
+   */
+  jsonResponse?: boolean;
 }
 
 interface Session {
@@ -121,6 +126,7 @@ export class McpEndpoint {
     const server = this.options.createServer({ caller: req.socket.remoteAddress ?? 'unknown' });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      enableJsonResponse: this.options.jsonResponse === true,
       onsessioninitialized: (id) => {
         this.sessions.set(id, { server, transport });
         this.evictOldest();

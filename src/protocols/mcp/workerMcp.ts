@@ -50,6 +50,8 @@ function errorResult(text: string): CallToolResult {
 export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint {
   const tool = handlerTool(options.handler);
   return new McpEndpoint({
+    // A tool call sends nothing before its result, so a plain JSON answer carries it best.
+    jsonResponse: true,
     createServer: () => {
       const server = new Server(
         { name: `amf-worker-${options.handler.name}`, version: options.version },
