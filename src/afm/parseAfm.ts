@@ -92,12 +92,7 @@ export function parseAfm(text: string, file: string, options: AfmParseOptions): 
       positions = pos;
       const report = makeReport(doc, fmText, pos, add);
       substituteScalars(doc, sources, options.resolve, report);
-      try {
-        front = (doc.toJS({ maxAliasCount: 100 }) ?? {}) as Record<string, unknown>;
-      } catch (err) {
-        add('error', pos.ofNode(undefined), `YAML: ${(err as Error).message}`);
-        front = undefined;
-      }
+      front = toPlainObject(doc, pos, add);
       if (front) {
         for (const p of checkFrontMatterSchema(front))
           report(p.pointer, 'error', p.message, { atKey: p.atKey });
@@ -173,6 +168,39 @@ function makeReport(
     }
     add(severity, at, message, pointer);
   };
+}
+
+/** The front matter as plain data; undefined (with the errors added) when it cannot be one. */
+function toPlainObject(
+  doc: Document,
+  pos: FrontMatterPositions,
+  add: (severity: AfmSeverity, pos: AfmPosition, message: string) => void,
+): Record<string, unknown> | undefined {
+  const complexKeys = findComplexKeys(doc.contents);
+  for (const key of complexKeys)
+    add('error', pos.ofNode(key), 'keys must be plain strings, not lists or mappings');
+  if (complexKeys.length > 0) return undefined;
+  try {
+    return (doc.toJS({ maxAliasCount: 100 }) ?? {}) as Record<string, unknown>;
+  } catch (err) {
+    add('error', pos.ofNode(undefined), `YAML: ${(err as Error).message}`);
+    return undefined;
+  }
+}
+
+/** Keys that are lists or mappings (`? [a]`): JSON has no such keys, so they are refused. */
+function findComplexKeys(node: unknown): Node[] {
+  const found: Node[] = [];
+  const visit = (n: unknown): void => {
+    if (isMap(n)) {
+      for (const pair of n.items) {
+        if (isPair(pair) && pair.key !== null && !isScalar(pair.key)) found.push(pair.key as Node);
+        if (isPair(pair)) visit(pair.value);
+      }
+    } else if (isSeq(n)) n.items.forEach(visit);
+  };
+  visit(node);
+  return found;
 }
 
 /** Checks (and with `resolve` substitutes) static variables in every string value of the front matter. */

@@ -468,3 +468,26 @@ describe('bounds', () => {
     });
   });
 });
+
+describe('hostile input never crashes the parser', () => {
+  it.each([
+    ['deep nesting', `x: ${'['.repeat(20000)}${']'.repeat(20000)}`, /YAML: Maximum call stack size exceeded/],
+    ['a list key', '? [a]\n: b', /^keys must be plain strings, not lists or mappings$/],
+    ['a mapping key', '{a: 1}: x', /^keys must be plain strings, not lists or mappings$/],
+    ['control characters', '\u0000\u0001', /front matter must be a mapping/],
+    ['a scalar document', '!!binary abc', /front matter must be a mapping/],
+  ])('%s', (_name, frontMatter, message) => {
+    const result = parseAfm(`---\n${frontMatter}\n---\n${BODY}`, '/t/a.afm.md', { resolve: false, env: {} });
+    expect(result.definition).toBeUndefined();
+    expect(result.problems.some((p) => p.severity === 'error' && message.test(p.message))).toBe(true);
+  });
+
+  it('reads an unknown tag as its plain value, with a note', () => {
+    const result = parseAfm(`---\nlicense: !!js/function "MIT"\n---\n${BODY}`, '/t/a.afm.md', {
+      resolve: false,
+      env: {},
+    });
+    expect(result.definition?.license).toBe('MIT');
+    expect(result.problems.map((p) => `${p.line}:${p.column} ${p.severity}`)).toEqual(['2:10 note']);
+  });
+});
