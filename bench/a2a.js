@@ -1,0 +1,260 @@
+/**
+ * A2A benchmark (part of `npm run bench`): the same A2A 1.0 JSON-RPC `SendMessage` (blocking, text
+ * part) sent through the coordinator's `/a2a` (A2A server → task announced on NATS → echo worker
+ * claims it → result back → completed Task) and directly to the echo worker's `/a2a` (the worker's
+ * own A2A server runs its handler), in one run, interleaved, at each concurrency. The mesh runs in a
+ * child process (bench/meshServer.js, the worker in a process of its own); this process is only the
+ * load generator: raw HTTP POSTs with the `A2A-Version: 1.0` header, no SDK on the hot path, so the
+ * generator costs the same on both paths. Every answer is checked to be a completed task carrying
+ * the text.
+ *
+ * Environment: BENCH_A2A_CONCURRENCY (default "1,32"), BENCH_SECONDS (5), BENCH_WARMUP_SECONDS (1),
+ * BENCH_ROUNDS (1; medians over interleaved rounds), BENCH_A2A_OUT (default docs/benchmarks-a2a.md;
+ * "-" writes none), BENCH_SEPARATE_WORKER (default 1).
+ */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { runLoad } from './lib/load.js';
+
+const ROOT = new URL('../', import.meta.url);
+if (!existsSync(new URL('dist/coordinator/coordinator.js', ROOT))) {
+  process.stderr.write('bench/a2a.js: dist/ is missing: run `npm run build` first\n');
+  process.exit(2);
+}
+
+function envNumber(name, fallback, min = 0) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min) {
+    process.stderr.write(`bench/a2a.js: ${name}=${raw} is not a number >= ${min}\n`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const CONCURRENCIES = (process.env.BENCH_A2A_CONCURRENCY ?? '1,32')
+  .split(',')
+  .map((s) => Number(s.trim()))
+  .filter((n) => Number.isInteger(n) && n >= 1 && n <= 1024);
+const SECONDS = envNumber('BENCH_SECONDS', 5, 0.1);
+const WARMUP_SECONDS = envNumber('BENCH_WARMUP_SECONDS', 1);
+const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 1, 1));
+const OUT = process.env.BENCH_A2A_OUT ?? fileURLToPath(new URL('docs/benchmarks-a2a.md', ROOT));
+const SEPARATE_WORKER = process.env.BENCH_SEPARATE_WORKER ?? '1';
+const TEXT = 'Hello from the AMF A2A benchmark: please echo this sentence back, word for word.';
+const log = (line) => process.stderr.write(`${line}\n`);
+
+// --- the mesh process -------------------------------------------------------------------------------
+
+let child;
+function startMesh() {
+  const script = fileURLToPath(new URL('bench/meshServer.js', ROOT));
+  child = spawn(process.execPath, ['--expose-gc', script], {
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    env: { ...process.env, BENCH_SEPARATE_WORKER: SEPARATE_WORKER },
+  });
+  const lines = createInterface({ input: child.stdout });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the mesh did not start within 60 s')), 60_000);
+    lines.once('line', (line) => {
+      clearTimeout(timer);
+      resolve(JSON.parse(line));
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the mesh process exited during start-up (${signal ?? code})`));
+    });
+  });
+}
+
+async function stopMesh() {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.send({ cmd: 'shutdown' });
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+process.on('exit', () => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
+// --- a minimal A2A JSON-RPC client (hot path) -------------------------------------------------------
+
+/** POSTs one JSON-RPC request; resolves with the status and the body text. */
+function post(agent, url, message) {
+  const body = Buffer.from(JSON.stringify(message));
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        agent,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'content-length': body.length },
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString() }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** True when a SendMessage answer is a completed task whose artifact carries the text. */
+function completed(res) {
+  return (
+    res.status === 200 &&
+    res.text.includes('TASK_STATE_COMPLETED') &&
+    res.text.includes(TEXT) &&
+    !res.text.includes('"error"')
+  );
+}
+
+/** A SendMessage caller for `url`: `issue(done)` sends one message with a fresh id and checks it. */
+async function sender(url, concurrency) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency * 2 });
+  let nextId = 1;
+  const send = () =>
+    post(agent, url, {
+      jsonrpc: '2.0',
+      id: nextId++,
+      method: 'SendMessage',
+      params: {
+        message: {
+          messageId: randomUUID(),
+          role: 'ROLE_USER',
+          parts: [{ text: TEXT }],
+          // The coordinator routes by this tag; the worker serves `echo` anyway.
+          metadata: { tag: 'echo' },
+        },
+      },
+    });
+  const first = await send();
+  if (!completed(first))
+    throw new Error(`SendMessage at ${url}: HTTP ${first.status} ${first.text.slice(0, 300)}`);
+  const issue = (done) => {
+    send().then(
+      (res) => (completed(res) ? done() : done(new Error(`HTTP ${res.status}: ${res.text.slice(0, 200)}`))),
+      (err) => done(err),
+    );
+  };
+  return { issue, close: () => agent.destroy() };
+}
+
+// --- measurement ------------------------------------------------------------------------------------
+
+async function measure(caller, concurrency) {
+  if (WARMUP_SECONDS > 0)
+    await runLoad({ concurrency, durationMs: WARMUP_SECONDS * 1000, issue: caller.issue });
+  const r = await runLoad({ concurrency, durationMs: SECONDS * 1000, issue: caller.issue });
+  if (r.errors > 0) throw new Error(`${r.errors} failed messages; first: ${r.firstError?.message}`);
+  return r;
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ms = (x) => `${x.toFixed(2)} ms`;
+const rate = (x) => `${Math.round(x).toLocaleString('en-US')}/s`;
+
+async function main() {
+  const info = await startMesh();
+  log(`bench/a2a.js: mesh up (coordinator ${info.coordinatorUrl}, worker ${info.workerUrl})`);
+  const results = [];
+  try {
+    for (const concurrency of CONCURRENCIES) {
+      const direct = await sender(`${info.workerUrl}/a2a`, concurrency);
+      const coordinator = await sender(`${info.coordinatorUrl}/a2a`, concurrency);
+      const rounds = { direct: [], coordinator: [] };
+      for (let round = 0; round < ROUNDS; round++) {
+        rounds.direct.push(await measure(direct, concurrency));
+        rounds.coordinator.push(await measure(coordinator, concurrency));
+      }
+      direct.close();
+      coordinator.close();
+      for (const path of ['direct', 'coordinator']) {
+        const rs = rounds[path];
+        const row = {
+          path,
+          concurrency,
+          p50: median(rs.map((r) => r.p50)),
+          p99: median(rs.map((r) => r.p99)),
+          throughput: median(rs.map((r) => r.throughput)),
+          messages: rs.reduce((n, r) => n + r.ok, 0),
+        };
+        results.push(row);
+        log(
+          `  c=${concurrency} ${path.padEnd(11)} p50 ${ms(row.p50)}  p99 ${ms(row.p99)}  ${rate(row.throughput)}`,
+        );
+      }
+    }
+  } finally {
+    await stopMesh();
+  }
+  return results;
+}
+
+function report(results) {
+  const find = (path, c) => results.find((r) => r.path === path && r.concurrency === c);
+  const lines = [];
+  lines.push('| path | concurrency | p50 | p99 | throughput | messages measured |');
+  lines.push('|---|---|---|---|---|---|');
+  for (const r of results)
+    lines.push(
+      `| ${r.path === 'direct' ? 'direct to the worker `/a2a`' : 'through the coordinator `/a2a` (mesh)'} | ${r.concurrency} | ${ms(r.p50)} | ${ms(r.p99)} | ${rate(r.throughput)} | ${r.messages.toLocaleString('en-US')} |`,
+    );
+  lines.push('');
+  lines.push(
+    '| concurrency | added p50 (coordinator − direct) | p50 ratio | p99 ratio | throughput ratio (coordinator / direct) |',
+  );
+  lines.push('|---|---|---|---|---|');
+  for (const c of CONCURRENCIES) {
+    const d = find('direct', c);
+    const f = find('coordinator', c);
+    if (!d || !f) continue;
+    lines.push(
+      `| ${c} | ${ms(f.p50 - d.p50)} | ${(f.p50 / d.p50).toFixed(2)} | ${(f.p99 / d.p99).toFixed(2)} | ${(f.throughput / d.throughput).toFixed(2)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+const results = await main();
+const table = report(results);
+process.stdout.write(`\n${table}\n`);
+if (OUT !== '-') {
+  const cpus = os.cpus();
+  writeFileSync(
+    OUT,
+    `# A2A benchmark
+
+<!-- Generated by \`npm run bench\` (bench/a2a.js); every run overwrites this file. -->
+
+Generated on ${new Date().toISOString()} by \`node bench/a2a.js\` (part of \`npm run bench\`, after
+\`npm run build\`); ${SECONDS} s per measurement after ${WARMUP_SECONDS} s of warm-up, ${ROUNDS} round(s) (medians).
+Machine: ${cpus[0]?.model.trim() ?? 'unknown'} × ${cpus.length}, Node ${process.version}; load average at end ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}.
+
+The same A2A 1.0 JSON-RPC \`SendMessage\` (blocking; one text part of ${TEXT.length} characters;
+\`metadata.tag: "echo"\`) sent directly to the echo worker's \`/a2a\` and through the coordinator's
+\`/a2a\`, in one run. The worker runs in a process of its own (\`BENCH_SEPARATE_WORKER=${SEPARATE_WORKER}\`), the
+coordinator (with nats-server as its child) in another, the load generator in a third. Both paths
+run the \`@a2a-js/sdk\` request handler and task store; the coordinator path adds the mesh: the task
+announced on NATS, claimed by the worker through its queue group, its result published and routed
+back through the lifecycle, then mapped to a completed A2A task. Each virtual client sends its next
+message when the previous answer (a completed Task) has arrived.
+
+${table}
+`,
+  );
+  log(`bench/a2a.js: wrote ${OUT}`);
+}
