@@ -79,6 +79,7 @@ describe('agent loop with an OpenAI-compatible model and a stdio MCP server', ()
       content: '# Role\nYou help with tests.\n\n# Instructions\nUse the tools when asked.\nBe brief.',
     });
     expect(body.messages[1]).toEqual({ role: 'user', content: 'hello' });
+    expect(runtime.toolFailures).toEqual([]);
     const names = body.tools.map((t: { function: { name: string } }) => t.function.name).sort();
     // allow lists echo, fail, env, slow; deny removes fail; big/flood were never allowed.
     expect(names).toEqual(['fixture__echo', 'fixture__env', 'fixture__slow']);

@@ -57,7 +57,7 @@ export interface AgentTurnResult {
   readonly output: unknown;
   /**
    * The answer as text: for a text output everything the model said during the turn, joined by
-   * blank lines (exactly what was streamed); for a structured output its JSON.
+   * blank lines (what was streamed, each piece trimmed); for a structured output its JSON.
    */
   readonly text: string;
   /** Tool-call rounds that ran. */

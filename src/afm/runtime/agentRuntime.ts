@@ -34,7 +34,7 @@ import { BoundedCache } from '../../util/boundedCache.js';
 import { DEFAULT_MAX_ITERATIONS, type AfmMcpServer } from '../types.js';
 import { runAgentTurn, type AgentEvent, type AgentTurnResult } from './agentLoop.js';
 import { inputToMessage } from './outputContract.js';
-import { connectAfmTools, NO_TOOLS, type ToolProvider } from './toolProvider.js';
+import { connectAfmTools, McpToolProvider, NO_TOOLS, type ToolProvider } from './toolProvider.js';
 
 /** The parts of an AFM definition the runtime reads (`AfmDefinition` satisfies it). */
 export interface AgentDefinitionInput {
@@ -70,6 +70,8 @@ export interface AgentRuntimeOptions {
   sessionIdleMs?: number;
   /** Messages of history kept per session (default 40, i.e. 20 exchanges). */
   maxHistoryMessages?: number;
+  /** Refuse plain http:// MCP servers that are not on loopback (`mcp.require_tls`). */
+  requireTls?: boolean;
 }
 
 /** One request to the agent. */
@@ -95,6 +97,8 @@ export interface AgentRuntime {
   readonly model: ChatModel;
   readonly tools: ToolProvider;
   readonly maxIterations: number;
+  /** MCP servers of the definition that could not be used, with the reason (empty when all connected). */
+  readonly toolFailures: readonly { readonly server: string; readonly error: string }[];
   respond(request: AgentRequest): Promise<AgentReply>;
   /** Forgets a session's history. */
   endSession(sessionId: string): void;
@@ -143,7 +147,11 @@ export async function createAgentRuntime(
   const tools =
     options.tools ??
     (ownTools
-      ? await connectAfmTools(def.tools!.mcp, { env, ...(options.logger ? { logger: options.logger } : {}) })
+      ? await connectAfmTools(def.tools!.mcp, {
+          env,
+          ...(options.logger ? { logger: options.logger } : {}),
+          ...(options.requireTls ? { requireTls: true } : {}),
+        })
       : NO_TOOLS);
   return new AgentRuntimeImpl(def, model, tools, ownTools, options);
 }
@@ -152,6 +160,7 @@ class AgentRuntimeImpl implements AgentRuntime {
   readonly name: string;
   readonly systemPrompt: string;
   readonly maxIterations: number;
+  readonly toolFailures: readonly { readonly server: string; readonly error: string }[];
   private readonly sessions: BoundedCache<ChatMessage[]>;
   /** The tail of each busy session's turn queue. */
   private readonly running = new Map<string, Promise<unknown>>();
@@ -170,6 +179,7 @@ class AgentRuntimeImpl implements AgentRuntime {
     this.systemPrompt = buildSystemPrompt(def.role, def.instructions);
     this.maxIterations = def.max_iterations ?? DEFAULT_MAX_ITERATIONS;
     this.defaultSignature = def.interfaces?.[0]?.signature;
+    this.toolFailures = tools instanceof McpToolProvider ? tools.failures : [];
     this.sessions = new BoundedCache(options.maxSessions ?? 1000, options.sessionIdleMs ?? 3_600_000);
     this.maxHistory = Math.max(0, options.maxHistoryMessages ?? 40);
   }
