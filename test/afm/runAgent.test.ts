@@ -1,6 +1,7 @@
 // runAgent with the real runtime and a scripted OpenAI-compatible model: a looping model stopped by
 // max_iterations (surfaced through webchat), the console chat on piped streams, and the agent as a
-// mesh worker answering /v1/chat/completions (openai client), MCP (SDK client) and its own /chat.
+// mesh worker answering /v1/chat/completions (openai client), MCP (SDK client), A2A (SDK client)
+// and its own /chat.
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
@@ -16,6 +17,9 @@ import {
   type ScriptStep,
 } from '../helpers/scriptedOpenAiServer.js';
 import { startTestMesh } from '../helpers/meshFixture.js';
+import { Task, TaskState } from '@a2a-js/sdk';
+import { ClientFactory } from '@a2a-js/sdk/client';
+import { artifactText, textMessage } from '../a2a/a2aTestKit.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -85,7 +89,7 @@ describe('console chat', () => {
 });
 
 describe('as a mesh worker', () => {
-  it('answers amf/<tag> chat completions, exposes its signature as an MCP tool, and serves /chat', async () => {
+  it('answers amf/<tag> chat completions, MCP with its signature as the tool, A2A, and serves /chat', async () => {
     const mesh = await startTestMesh();
     cleanups.push(() => mesh.close());
     const { definition, responder } = await scriptedRuntime(
@@ -98,7 +102,11 @@ describe('as a mesh worker', () => {
         '      output: { type: object, properties: { result: { type: string } }, required: [result] }',
         'x-amf: { tags: [convert], tool_alias: conv }',
       ].join('\n'),
-      [{ text: '{"result": "1 km = 1000 m"}' }, { text: '{"result": "2 km = 2000 m"}' }],
+      [
+        { text: '{"result": "1 km = 1000 m"}' },
+        { text: '{"result": "2 km = 2000 m"}' },
+        { text: '{"result": "3 km = 3000 m"}' },
+      ],
     );
     const agent = await runAgent({
       definition,
@@ -131,6 +139,12 @@ describe('as a mesh worker', () => {
     expect(tools[0]!.inputSchema).toMatchObject({ type: 'object', required: ['value', 'unit'] });
     const called = await mcp.callTool({ name: 'Unit-Converter', arguments: { value: 2, unit: 'km' } });
     expect(JSON.stringify(called.content)).toContain('2 km = 2000 m');
+
+    // A2A comes with the worker: the official SDK client talks to the AFM agent directly.
+    const a2a = await new ClientFactory().createFromUrl(agent.url!);
+    const task = (await a2a.sendMessage(textMessage(JSON.stringify({ value: 3, unit: 'km' })))) as Task;
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(JSON.parse(artifactText(task))).toEqual({ result: '3 km = 3000 m' });
 
     // The AFM interfaces live on the worker's own server, next to its agent card.
     const info = (await (await fetch(`${agent.url}/`)).json()) as {
