@@ -136,9 +136,9 @@ export class AnthropicChatModel implements ChatModel {
       max_tokens: this.settings.maxTokens,
       ...(request.system ? { system: request.system } : {}),
       messages: toAnthropicMessages(request.messages),
-      ...(tools.length > 0
-        ? { tools, tool_choice: request.toolChoice === 'none' ? { type: 'none' } : { type: 'auto' } }
-        : {}),
+      // `auto` is the API's default; only `none` is sent, so older compatible servers are not tripped.
+      ...(tools.length > 0 ? { tools } : {}),
+      ...(tools.length > 0 && request.toolChoice === 'none' ? { tool_choice: { type: 'none' } } : {}),
     };
   }
 

@@ -131,7 +131,10 @@ export class OpenAiChatModel implements ChatModel {
     return {
       model: this.model,
       messages: toWireMessages(request.system, request.messages),
-      ...(tools.length > 0 ? { tools, tool_choice: request.toolChoice ?? 'auto' } : {}),
+      // `auto` is the default with tools; sending it explicitly makes vLLM demand
+      // --enable-auto-tool-choice, so only `none` is sent.
+      ...(tools.length > 0 ? { tools } : {}),
+      ...(tools.length > 0 && request.toolChoice === 'none' ? { tool_choice: 'none' as const } : {}),
       ...(request.structuredOutput && this.structuredWith(tools.length, request.toolChoice)
         ? {
             response_format: {

@@ -125,6 +125,8 @@ describe.each(CASES)('$provider provider against its wire protocol', (c) => {
         { id: 'c2', name: 'math__add', arguments: { a: 10, b: 20.5 } },
       ]);
       expect(c.toolNames(llm.modelCalls().at(-1)!)).toEqual(['math__add']);
+      // The default (auto) is left implicit.
+      expect(llm.modelCalls().at(-1)!.body.tool_choice).toBeUndefined();
     });
   }
 
