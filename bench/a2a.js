@@ -88,7 +88,7 @@ process.on('exit', () => {
 // --- a minimal A2A JSON-RPC client (hot path) -------------------------------------------------------
 
 /** POSTs one JSON-RPC request; resolves with the status and the body text. */
-function post(agent, url, message) {
+function post(agent, url, message, headers = { 'a2a-version': '1.0' }) {
   const body = Buffer.from(JSON.stringify(message));
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -96,7 +96,7 @@ function post(agent, url, message) {
       {
         agent,
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'content-length': body.length },
+        headers: { 'content-type': 'application/json', ...headers, 'content-length': body.length },
       },
       (res) => {
         const chunks = [];
@@ -150,6 +150,26 @@ async function sender(url, concurrency) {
   return { issue, close: () => agent.destroy() };
 }
 
+/**
+ * The same text as a non-streaming `/v1/chat/completions` for model `amf/echo` on the same mesh: the
+ * mesh path without A2A, so the table shows what the A2A server itself adds on top of the mesh.
+ */
+async function chatSender(url, concurrency) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency * 2 });
+  const body = { model: 'amf/echo', messages: [{ role: 'user', content: TEXT }] };
+  const ok = (res) => res.status === 200 && res.text.includes(TEXT);
+  const first = await post(agent, url, body, {});
+  if (!ok(first))
+    throw new Error(`chat completion at ${url}: HTTP ${first.status} ${first.text.slice(0, 300)}`);
+  const issue = (done) => {
+    post(agent, url, body, {}).then(
+      (res) => (ok(res) ? done() : done(new Error(`HTTP ${res.status}: ${res.text.slice(0, 200)}`))),
+      (err) => done(err),
+    );
+  };
+  return { issue, close: () => agent.destroy() };
+}
+
 // --- measurement ------------------------------------------------------------------------------------
 
 async function measure(caller, concurrency) {
@@ -172,14 +192,17 @@ async function main() {
     for (const concurrency of CONCURRENCIES) {
       const direct = await sender(`${info.workerUrl}/a2a`, concurrency);
       const coordinator = await sender(`${info.coordinatorUrl}/a2a`, concurrency);
-      const rounds = { direct: [], coordinator: [] };
+      const chat = await chatSender(`${info.coordinatorUrl}/v1/chat/completions`, concurrency);
+      const rounds = { direct: [], coordinator: [], openai: [] };
       for (let round = 0; round < ROUNDS; round++) {
         rounds.direct.push(await measure(direct, concurrency));
         rounds.coordinator.push(await measure(coordinator, concurrency));
+        rounds.openai.push(await measure(chat, concurrency));
       }
       direct.close();
       coordinator.close();
-      for (const path of ['direct', 'coordinator']) {
+      chat.close();
+      for (const path of ['direct', 'coordinator', 'openai']) {
         const rs = rounds[path];
         const row = {
           path,
@@ -201,6 +224,12 @@ async function main() {
   return results;
 }
 
+const PATH_LABELS = {
+  direct: 'A2A direct to the worker `/a2a`',
+  coordinator: 'A2A through the coordinator `/a2a` (mesh)',
+  openai: 'context: `/v1/chat/completions` through the mesh (no A2A)',
+};
+
 function report(results) {
   const find = (path, c) => results.find((r) => r.path === path && r.concurrency === c);
   const lines = [];
@@ -208,19 +237,20 @@ function report(results) {
   lines.push('|---|---|---|---|---|---|');
   for (const r of results)
     lines.push(
-      `| ${r.path === 'direct' ? 'direct to the worker `/a2a`' : 'through the coordinator `/a2a` (mesh)'} | ${r.concurrency} | ${ms(r.p50)} | ${ms(r.p99)} | ${rate(r.throughput)} | ${r.messages.toLocaleString('en-US')} |`,
+      `| ${PATH_LABELS[r.path]} | ${r.concurrency} | ${ms(r.p50)} | ${ms(r.p99)} | ${rate(r.throughput)} | ${r.messages.toLocaleString('en-US')} |`,
     );
   lines.push('');
   lines.push(
-    '| concurrency | added p50 (coordinator − direct) | p50 ratio | p99 ratio | throughput ratio (coordinator / direct) |',
+    '| concurrency | added p50 (coordinator − direct) | p50 ratio | p99 ratio | throughput ratio (coordinator / direct) | throughput ratio (A2A coordinator / OpenAI mesh) |',
   );
-  lines.push('|---|---|---|---|---|');
+  lines.push('|---|---|---|---|---|---|');
   for (const c of CONCURRENCIES) {
     const d = find('direct', c);
     const f = find('coordinator', c);
+    const o = find('openai', c);
     if (!d || !f) continue;
     lines.push(
-      `| ${c} | ${ms(f.p50 - d.p50)} | ${(f.p50 / d.p50).toFixed(2)} | ${(f.p99 / d.p99).toFixed(2)} | ${(f.throughput / d.throughput).toFixed(2)} |`,
+      `| ${c} | ${ms(f.p50 - d.p50)} | ${(f.p50 / d.p50).toFixed(2)} | ${(f.p99 / d.p99).toFixed(2)} | ${(f.throughput / d.throughput).toFixed(2)} | ${o ? (f.throughput / o.throughput).toFixed(2) : '–'} |`,
     );
   }
   return lines.join('\n');
@@ -251,7 +281,12 @@ coordinator (with nats-server as its child) in another, the load generator in a 
 run the \`@a2a-js/sdk\` request handler and task store; the coordinator path adds the mesh: the task
 announced on NATS, claimed by the worker through its queue group, its result published and routed
 back through the lifecycle, then mapped to a completed A2A task. Each virtual client sends its next
-message when the previous answer (a completed Task) has arrived.
+message when the previous answer (a completed Task) has arrived. For context, the same text also
+goes through the same mesh as a non-streaming \`/v1/chat/completions\` (model \`amf/echo\`): the
+mesh path without A2A, measured in the same run.
+
+Numbers from a loaded machine are noisy (the load average is printed above): compare the ratios of
+one run, not absolute numbers across runs.
 
 ${table}
 `,
