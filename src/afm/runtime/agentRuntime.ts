@@ -167,6 +167,7 @@ class AgentRuntimeImpl implements AgentRuntime {
   private readonly maxHistory: number;
   private readonly defaultSignature: SignatureInput | undefined;
   private closed = false;
+  private readonly logger: Logger | undefined;
 
   constructor(
     def: AgentDefinitionInput,
@@ -182,6 +183,7 @@ class AgentRuntimeImpl implements AgentRuntime {
     this.toolFailures = tools instanceof McpToolProvider ? tools.failures : [];
     this.sessions = new BoundedCache(options.maxSessions ?? 1000, options.sessionIdleMs ?? 3_600_000);
     this.maxHistory = Math.max(0, options.maxHistoryMessages ?? 40);
+    this.logger = options.logger;
   }
 
   respond(request: AgentRequest): Promise<AgentReply> {
@@ -217,7 +219,22 @@ class AgentRuntimeImpl implements AgentRuntime {
       outputSchema: signature?.output,
       signal: request.signal,
       onDelta: request.onDelta,
-      onEvent: request.onEvent,
+      onEvent: (event) => {
+        // Names and outcomes only: tool arguments are model output that may carry user data.
+        if (event.type === 'tool_call')
+          this.logger?.debug(
+            { agent: this.name, session: sessionId, tool: event.name, round: event.round },
+            'tool call',
+          );
+        else if (event.type === 'repair')
+          this.logger?.info({ agent: this.name, session: sessionId, reason: event.reason }, 'output repair');
+        else if (event.type === 'stopped')
+          this.logger?.info(
+            { agent: this.name, session: sessionId, rounds: event.rounds },
+            'max_iterations reached',
+          );
+        request.onEvent?.(event);
+      },
     });
     const next: ChatMessage[] = [
       ...history,
