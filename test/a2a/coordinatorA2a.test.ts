@@ -8,6 +8,8 @@ import { AgentCard, TaskState, type StreamResponse, type Task } from '@a2a-js/sd
 import { ClientFactory, ClientFactoryOptions, type Client } from '@a2a-js/sdk/client';
 import { parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
+import { createEvent } from '../../src/events/cloudEvent.js';
+import { EventBus } from '../../src/fabric/eventBus.js';
 import { AMP_EXTENSION_URI } from '../../src/protocols/a2a/agentCards.js';
 import { AMP_EXTENSION_URI as AMP_URI_OF_AMP } from '../../src/protocols/amp/ampMessage.js';
 import {
@@ -333,5 +335,82 @@ describe('protocol-shaped errors at the HTTP edge', () => {
     };
     expect(body.error).toMatchObject({ code: 404, status: 'NOT_FOUND' });
     expect(body.error.details[0]?.reason).toBe('TASK_NOT_FOUND');
+  });
+});
+
+describe('A2A state follows the AMF lifecycle', () => {
+  it('claimed/progress → working, blocked → input-required, re-claim → working, final → completed', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let started!: (ids: { taskId: string; traceId: string }) => void;
+    const startedP = new Promise<{ taskId: string; traceId: string }>((r) => (started = r));
+    const worker = await mesh.startWorker('phases-1', ['phases'], {
+      name: 'phases',
+      description: 'Reports progress, then waits',
+      handle: async (ctx) => {
+        ctx.progress('halfway', 50);
+        started({ taskId: ctx.taskId, traceId: ctx.traceId });
+        await released;
+        return 'phases done';
+      },
+    });
+    const seen: Array<{ state: TaskState | undefined; text: string }> = [];
+    const record = (value: StreamResponse | void): void => {
+      if (value?.payload?.$case !== 'statusUpdate') return;
+      const s = value.payload.value.status;
+      const part = s?.message?.parts[0]?.content;
+      seen.push({ state: s?.state, text: part?.$case === 'text' ? part.value : '' });
+    };
+    const stream = client.sendMessageStream(textMessage('go', { metadata: { tag: 'phases' } }));
+    const first = (await stream.next()).value; // the generator sends the request on the first next()
+    const a2aTaskId = first?.payload?.$case === 'task' ? first.payload.value.id : '';
+    const { taskId, traceId } = await startedP;
+    // Read until the progress message arrived (working, "halfway").
+    while (!seen.some((s) => s.text === 'halfway')) record((await stream.next()).value);
+    // The worker says it is blocked (on the canonical and the reply subject, as MeshWorker publishes).
+    const bus = new EventBus(await mesh.connect('specialist', 'phases-test'));
+    const sender = {
+      identity: worker.worker.agentId,
+      source: worker.url,
+      role: 'specialist' as const,
+      trustDomain: 'local',
+    };
+    const publish = (type: 'amf.task.blocked' | 'amf.task.claim', payload: object) =>
+      bus.publish(
+        createEvent({ type, sender, payload, taskId, traceId }),
+        type,
+        `amf.internal.reply.${taskId}`,
+      );
+    publish('amf.task.blocked', { task_id: taskId, agent_id: worker.worker.agentId, reason: 'need a file' });
+    // input-required is an interrupted state: the stream ends there (A2A 1.0), the task goes on.
+    for (;;) {
+      const { value, done } = await stream.next();
+      if (done) break;
+      record(value);
+    }
+    expect(seen.at(-1)).toEqual({ state: TaskState.TASK_STATE_INPUT_REQUIRED, text: 'need a file' });
+    // A subscriber follows the rest: the worker claims the task again, then answers.
+    const follow = client.resubscribeTask({ tenant: '', id: a2aTaskId });
+    const snapshot = (await follow.next()).value;
+    expect(snapshot?.payload?.$case === 'task' && snapshot.payload.value.status?.state).toBe(
+      TaskState.TASK_STATE_INPUT_REQUIRED,
+    );
+    publish('amf.task.claim', {
+      task_id: taskId,
+      agent_id: worker.worker.agentId,
+      required_capability: 'phases',
+    });
+    while (seen.at(-1)?.state !== TaskState.TASK_STATE_WORKING) record((await follow.next()).value);
+    release();
+    for await (const value of follow) record(value);
+    expect(seen.map((s) => s.state)).toEqual([
+      TaskState.TASK_STATE_SUBMITTED,
+      TaskState.TASK_STATE_WORKING,
+      TaskState.TASK_STATE_WORKING,
+      TaskState.TASK_STATE_INPUT_REQUIRED,
+      TaskState.TASK_STATE_WORKING,
+      TaskState.TASK_STATE_COMPLETED,
+    ]);
+    expect(artifactText(await client.getTask({ tenant: '', id: a2aTaskId }))).toBe('phases done');
   });
 });

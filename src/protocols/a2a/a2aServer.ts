@@ -8,7 +8,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { SendMessageRequest, StreamResponse, Task, Message } from '@a2a-js/sdk';
-import { DefaultRequestHandler, type AgentExecutor, type ServerCallContext } from '@a2a-js/sdk/server';
+import {
+  DefaultRequestHandler,
+  ResultManager,
+  type AgentExecutionEvent,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type ServerCallContext,
+  type TaskStore,
+} from '@a2a-js/sdk/server';
 import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { A2AError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { toAmfError } from '../../errors.js';
@@ -16,6 +24,27 @@ import { readBody, sendJson, type Router } from '../../http/httpKit.js';
 import { A2A_JSONRPC_PATH, A2A_REST_PATH, supportedInterfaces, toSdkAgentCard } from './agentCards.js';
 import type { BoundedTaskStore } from './boundedTaskStore.js';
 import { isTerminalTaskState } from './messageParts.js';
+
+/**
+ * Keeps the store current for a task's whole life. The SDK persists events only while the request
+ * that started the task listens; a stream ends at input-required (A2A 1.0) and a client may leave,
+ * yet the mesh task goes on and GetTask must show its end. Events are applied in order.
+ */
+export function persistTaskEvents(
+  bus: ExecutionEventBus,
+  store: TaskStore,
+  context: ServerCallContext,
+  userMessage: Message,
+): void {
+  const manager = new ResultManager(store, context);
+  manager.setContext(userMessage);
+  let chain = Promise.resolve();
+  const onEvent = (event: AgentExecutionEvent): void => {
+    chain = chain.then(() => manager.processEvent(event)).catch(() => undefined);
+  };
+  bus.on('event', onEvent);
+  bus.once('finished', () => bus.off('event', onEvent));
+}
 
 /** ServerCallContext.state key: true while serving SendStreamingMessage. */
 export const STREAMING_KEY = 'amf.a2a.streaming';

@@ -12,6 +12,7 @@ import {
   type AgentExecutor,
   type ExecutionEventBus,
   type RequestContext,
+  type TaskStore,
   type ServerCallContext,
 } from '@a2a-js/sdk/server';
 import type { SendMessageRequest } from '@a2a-js/sdk';
@@ -21,13 +22,15 @@ import type { TaskLifecycle } from '../../coordinator/taskLifecycle.js';
 import { toAmfError } from '../../errors.js';
 import { ampOutcome } from '../amp/ampService.js';
 import { AMP_EXTENSION_URI } from './agentCards.js';
-import { STREAMING_KEY } from './a2aServer.js';
+import { persistTaskEvents, STREAMING_KEY } from './a2aServer.js';
 import { agentMessage, chunkArtifact, resultArtifact, traceIdForContext } from './messageParts.js';
 import { routeA2aMessage, type A2aRoute } from './taskRouting.js';
 
 /** ServerCallContext.state key of the route chosen at admission. */
 const ROUTE_KEY = 'amf.a2a.route';
 export interface CoordinatorExecutorOptions {
+  /** The A2A task store, kept current by the executor for the task's whole life. */
+  store: TaskStore;
   dispatcher: TaskDispatcher;
   lifecycle: TaskLifecycle;
   registry: AgentRegistry;
@@ -93,6 +96,7 @@ export class CoordinatorExecutor implements AgentExecutor {
       history: [rc.userMessage],
       metadata: { amf: { ...amf } },
     };
+    persistTaskEvents(bus, this.opts.store, rc.context, rc.userMessage);
     bus.publish(AgentEvent.task(task));
 
     const entry: Running = { controller: new AbortController(), contextId, amf, cancelled: false };

@@ -29,6 +29,7 @@ export function createCoordinatorA2a(coordinator: Coordinator, getUrl: () => str
   const { config } = coordinator;
   const store = new BoundedTaskStore(config.a2a.taskStoreSize);
   const executor = new CoordinatorExecutor({
+    store,
     dispatcher: coordinator.dispatcher,
     lifecycle: coordinator.lifecycle,
     registry: coordinator.registry,
@@ -53,7 +54,7 @@ export function createWorkerA2a(
   taskStoreSize = WORKER_TASK_STORE_SIZE,
 ): { server: A2aServer; executor: WorkerExecutor; store: BoundedTaskStore } {
   const store = new BoundedTaskStore(taskStoreSize);
-  const executor = new WorkerExecutor({ worker: getWorker, tags: opts.tags });
+  const executor = new WorkerExecutor({ store, worker: getWorker, tags: opts.tags });
   const server = new A2aServer({
     card: () => workerAgentCard(getWorker(), opts, getEndpoint()),
     executor,

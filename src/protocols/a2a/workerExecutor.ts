@@ -11,10 +11,11 @@ import {
   type AgentExecutor,
   type ExecutionEventBus,
   type RequestContext,
+  type TaskStore,
 } from '@a2a-js/sdk/server';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import type { MeshWorker } from '../../worker/meshWorker.js';
-import { STREAMING_KEY } from './a2aServer.js';
+import { persistTaskEvents, STREAMING_KEY } from './a2aServer.js';
 import {
   agentMessage,
   chunkArtifact,
@@ -24,6 +25,8 @@ import {
 } from './messageParts.js';
 
 export interface WorkerExecutorOptions {
+  /** The A2A task store, kept current by the executor for the task's whole life. */
+  store: TaskStore;
   worker: () => MeshWorker;
   tags: readonly string[];
 }
@@ -92,6 +95,7 @@ export class WorkerExecutor implements AgentExecutor {
       history: [rc.userMessage],
       metadata: { amf: { ...amf } },
     };
+    persistTaskEvents(bus, this.opts.store, rc.context, rc.userMessage);
     bus.publish(AgentEvent.task(task));
     const entry: Running = { controller: new AbortController(), contextId, amf, cancelled: false };
     this.running.set(taskId, entry);
