@@ -1,7 +1,8 @@
 /**
  * Guards of the coordinator's HTTP edge, run before routing: GCRA rate limiting per client address
  * and a request size check on the declared body length. Each route family refuses in its own
- * protocol's shape, so a client library sees an error it understands: JSON-RPC for `/a2a` and `/mcp`,
+ * protocol's shape, so a client library sees an error it understands: JSON-RPC for `/a2a` and `/mcp`
+ * (details as `google.rpc.ErrorInfo`, A2A §9.5), `google.rpc.Status` for A2A's REST binding,
  * OpenAI's error for `/v1`, the Fabric envelope for `/mcp/call`, an AMP response for `/api/amp`, and
  * AMF's `{error: {code, message}}` elsewhere. Body readers still cap what they read (a chunked body
  * declares no length), so the declared-length check is the early, cheap refusal.
@@ -16,11 +17,12 @@ import { fabricCodeFor, fabricErrorBody } from '../protocols/fabric/fabricErrors
 import { sendError, sendJson } from './httpKit.js';
 
 /** The protocol a path belongs to, which decides the shape of its errors. */
-export type RouteFamily = 'jsonrpc' | 'openai' | 'fabric' | 'amp' | 'amf';
+export type RouteFamily = 'jsonrpc' | 'a2a-rest' | 'openai' | 'fabric' | 'amp' | 'amf';
 
 /** The route family of `pathname`. */
 export function routeFamily(pathname: string): RouteFamily {
   if (pathname === '/mcp/call') return 'fabric';
+  if (pathname === '/a2a/rest' || pathname.startsWith('/a2a/rest/')) return 'a2a-rest';
   if (pathname === '/mcp' || pathname === '/a2a' || pathname.startsWith('/a2a/')) return 'jsonrpc';
   if (pathname.startsWith('/v1/')) return 'openai';
   if (pathname.startsWith('/api/amp/') || pathname === '/api/amp') return 'amp';
@@ -44,6 +46,22 @@ const AMP_CODE: Partial<Record<AmfError['code'], AmpErrorCode>> = {
   NOT_FOUND: 'not_found',
 };
 
+const GOOGLE_STATUS: Partial<Record<AmfError['code'], string>> = {
+  INVALID_REQUEST: 'INVALID_ARGUMENT',
+  PAYLOAD_TOO_LARGE: 'INVALID_ARGUMENT',
+  UNAUTHORIZED: 'UNAUTHENTICATED',
+  RATE_LIMITED: 'RESOURCE_EXHAUSTED',
+};
+
+/** A2A error details (spec §9.5, §11.6): a `google.rpc.ErrorInfo` naming the refusal. */
+function errorInfo(e: AmfError): Array<Record<string, unknown>> {
+  const metadata: Record<string, string> = {};
+  for (const [k, v] of Object.entries(e.details ?? {})) metadata[k] = String(v);
+  return [
+    { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: e.code, domain: 'amf.local', metadata },
+  ];
+}
+
 /**
  * Sends `err` in the error shape of the route family of `pathname`, with the HTTP status of its AMF
  * code. Headers set on `res` before (e.g. Retry-After) go out with it.
@@ -66,7 +84,17 @@ export function sendFamilyError(res: ServerResponse, pathname: string, err: unkn
         error: {
           code: JSONRPC_CODE[e.code] ?? -32000,
           message: e.message,
-          data: { code: e.code, ...e.details },
+          data: errorInfo(e),
+        },
+      });
+      return;
+    case 'a2a-rest':
+      sendJson(res, status, {
+        error: {
+          code: status,
+          status: GOOGLE_STATUS[e.code] ?? 'INTERNAL',
+          message: e.message,
+          details: errorInfo(e),
         },
       });
       return;

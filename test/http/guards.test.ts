@@ -51,7 +51,18 @@ function expectFamilyShape(
     expect(reply.body).toMatchObject({
       jsonrpc: '2.0',
       id: null,
-      error: { code: expect.any(Number), message: expect.any(String) },
+      error: {
+        code: expect.any(Number),
+        message: expect.any(String),
+        data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: expect.any(String) }],
+      },
+    });
+  } else if (path.startsWith('/a2a/rest/')) {
+    expect(reply.body).toMatchObject({
+      error: { code: reply.status, status: expect.stringMatching(/^[A-Z_]+$/), message: expect.any(String) },
+    });
+    expect((reply.body.error as { details: unknown[] }).details[0]).toMatchObject({
+      reason: expect.any(String),
     });
   } else if (path.startsWith('/v1/')) {
     expect(reply.body).toMatchObject({
@@ -62,7 +73,15 @@ function expectFamilyShape(
   }
 }
 
-const FAMILY_POSTS = ['/api/amp/message', '/mcp/call', '/mcp', '/a2a', '/v1/chat/completions', '/publish'];
+const FAMILY_POSTS = [
+  '/api/amp/message',
+  '/mcp/call',
+  '/mcp',
+  '/a2a',
+  '/a2a/rest/message:send',
+  '/v1/chat/completions',
+  '/publish',
+];
 
 describe('auth and size limits', () => {
   let mesh: TestMesh;
