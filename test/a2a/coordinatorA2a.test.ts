@@ -168,6 +168,54 @@ describe('SendMessage into the mesh', () => {
     expect(artifactText(bySkill)).toBe('please echo this text');
   });
 
+  it('routes an AMP request (data part) by its intent; the artifact carries AMP confidence', async () => {
+    const amp = {
+      amp: '1.0',
+      id: 'msg_a2atest0001',
+      from: { id: 'tester' },
+      to: ['amf-coordinator'],
+      intent: 'echo this text back',
+      timestamp: new Date().toISOString(),
+    };
+    const request = textMessage('ignored');
+    request.message!.parts = [
+      {
+        content: { $case: 'data', value: amp },
+        metadata: undefined,
+        filename: '',
+        mediaType: 'application/json',
+      },
+    ];
+    const task = (await client.sendMessage(request)) as Task;
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect((task.metadata as { amf: { tag: string; routed_via: string } }).amf).toMatchObject({
+      tag: 'echo',
+      routed_via: 'amp',
+    });
+    expect(artifactText(task)).toBe('echo this text back');
+    const artifact = task.artifacts[0]!;
+    expect(artifact.extensions).toContain(AMP_EXTENSION_URI);
+    const ampMeta = (
+      artifact.metadata as Record<string, { in_reply_to: string; status: string; confidence: number }>
+    )[AMP_EXTENSION_URI]!;
+    expect(ampMeta.in_reply_to).toBe('msg_a2atest0001');
+    expect(['ok', 'partial']).toContain(ampMeta.status);
+    expect(ampMeta.confidence).toBe((artifact.metadata as { amfconfidence: number }).amfconfidence);
+  });
+
+  it('refuses an invalid AMP request with its AMP error', async () => {
+    const request = textMessage('ignored');
+    request.message!.parts = [
+      {
+        content: { $case: 'data', value: { amp: '2.0', id: 'x' } },
+        metadata: undefined,
+        filename: '',
+        mediaType: '',
+      },
+    ];
+    await expect(client.sendMessage(request)).rejects.toThrow(/invalid AMP message/);
+  });
+
   it('refuses a tag nobody serves with an A2A error naming it', async () => {
     await expect(client.sendMessage(textMessage('x', { metadata: { tag: 'nobody-here' } }))).rejects.toThrow(
       /no live agent serves capability "nobody-here"/,
