@@ -189,6 +189,24 @@ async function toolCaller(url, tool, concurrency) {
   return { issue, close: () => agent.destroy() };
 }
 
+/** Waits until the coordinator lists `name` (the worker is admitted first, its tools listed after). */
+async function waitForTool(url, name, timeoutMs = 30_000) {
+  const agent = new http.Agent({ keepAlive: true });
+  const sessionId = await openSession(agent, url);
+  const deadline = Date.now() + timeoutMs;
+  try {
+    for (let id = 1; ; id++) {
+      const res = await post(agent, url, { jsonrpc: '2.0', id, method: 'tools/list' }, sessionId);
+      if (res.text.includes(`"${name}"`)) return;
+      if (Date.now() > deadline)
+        throw new Error(`the coordinator did not list ${name} within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    agent.destroy();
+  }
+}
+
 // --- measurement ------------------------------------------------------------------------------------
 
 async function measure(caller, concurrency) {
@@ -210,6 +228,7 @@ async function main() {
   try {
     // The federated wire name of the echo worker's tool (`<slug>__echo`), as tools/list shows it.
     const wireName = 'bench-echo__echo';
+    await waitForTool(`${info.coordinatorUrl}/mcp`, wireName);
     for (const concurrency of CONCURRENCIES) {
       const direct = await toolCaller(`${info.workerUrl}/mcp`, 'echo', concurrency);
       const federated = await toolCaller(`${info.coordinatorUrl}/mcp`, wireName, concurrency);

@@ -6,12 +6,13 @@
  * (`mcp_tls_pin_mismatch`) and audited. Also: X-AMF-Coordinator-Fingerprint and the SPIFFE hook on
  * every forwarded request, and the coordinator key's file mode.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -194,6 +195,82 @@ describe('TOFU pinning of https:// agents', () => {
       await w.close(1000);
     }
   }, 60_000);
+});
+
+describe('amf worker --tls-cert/--tls-key', () => {
+  it('serves HTTPS with the given certificate and is admitted with an https:// MCP endpoint', async () => {
+    const pair = await selfSigned('tofu-cli');
+    const child = spawn(
+      process.execPath,
+      [
+        fileURLToPath(new URL('../../bin/amf.js', import.meta.url)),
+        'worker',
+        '--name',
+        'tofu-cli',
+        '--tags',
+        'echo',
+        '--tls-cert',
+        join(certDir, 'tofu-cli.crt'),
+        '--tls-key',
+        join(certDir, 'tofu-cli.key'),
+        '--nats-url',
+        mesh.coordinator.natsUrl,
+        '--data-dir',
+        mesh.config.dataDir,
+        '--port',
+        '0',
+        '--no-mdns',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, AMF_LOG_LEVEL: 'silent' } },
+    );
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const agentId = 'spiffe://local/worker/tofu-cli';
+    try {
+      // A cold CLI start can take long on a busy CI machine.
+      await mesh.waitFor(() => mesh.coordinator.registry.isLive(agentId), 60_000, `admitted (${stderr})`);
+      const endpoint = mesh.coordinator.registry.get(agentId)!.record.mcp_endpoint!;
+      expect(endpoint).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/mcp$/);
+      expect(await probeCertificate(new URL(endpoint))).toBe(pair.fingerprint);
+      await mesh.waitFor(
+        async () =>
+          (await mesh.coordinator.stores.mcpPins.get(kvKey(agentId)))?.json<{ fingerprint256: string }>()
+            .fingerprint256 === pair.fingerprint,
+        10_000,
+        'CLI worker pinned',
+      );
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+  }, 120_000);
+
+  it('refuses a certificate without its key, naming the flags', async () => {
+    await selfSigned('tofu-half');
+    const run = await new Promise<{ code: number; stderr: string }>((resolve) =>
+      execFile(
+        process.execPath,
+        [
+          fileURLToPath(new URL('../../bin/amf.js', import.meta.url)),
+          'worker',
+          '--name',
+          'tofu-half',
+          '--tags',
+          'echo',
+          '--tls-cert',
+          join(certDir, 'tofu-half.crt'),
+          '--nats-url',
+          mesh.coordinator.natsUrl,
+          '--no-mdns',
+        ],
+        { timeout: 60_000 },
+        (err, _stdout, stderr) => resolve({ code: err ? Number(err.code ?? 1) : 0, stderr }),
+      ),
+    );
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(/--tls-cert and --tls-key go together/);
+  }, 90_000);
 });
 
 describe('what the coordinator sends on forwarded requests', () => {

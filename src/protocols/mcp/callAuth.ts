@@ -12,7 +12,9 @@
  */
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { COORDINATOR_FINGERPRINT_HEADER } from './coordinatorFingerprint.js';
-import { httpsFetch, PinnedHttpsAgent, type TlsPinMismatchError } from './tlsPins.js';
+import http from 'node:http';
+import { nodeFetch } from './nodeFetch.js';
+import { PinnedHttpsAgent, type TlsPinMismatchError } from './tlsPins.js';
 
 /**
  * Hook for the SPIFFE tier: the headers to add to one request to `agentId` (e.g.
@@ -55,10 +57,14 @@ export interface AgentFetch {
 
 /** Builds the fetch the federation's SDK client uses for one agent. */
 export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
-  const pinned = options.pin
+  // Pinned https: every connection checked against the pin. Plain http: a keep-alive pool of our
+  // own. https without a pin (no pin store configured): global fetch, verified against the CAs.
+  const agent = options.pin
     ? new PinnedHttpsAgent(options.agentId, options.pin, options.onPinMismatch ?? (() => undefined))
-    : undefined;
-  const base: FetchLike = pinned ? httpsFetch(pinned) : (input, init) => fetch(input, init);
+    : isHttps(options.endpoint)
+      ? undefined
+      : new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const base: FetchLike = agent ? nodeFetch(agent) : (input, init) => fetch(input, init);
   return {
     async fetch(input, init) {
       const headers = new Headers(init?.headers);
@@ -69,7 +75,7 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
       return base(input, { ...init, headers });
     },
     close() {
-      pinned?.destroy();
+      agent?.destroy();
     },
   };
 }

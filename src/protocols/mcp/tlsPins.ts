@@ -10,9 +10,7 @@ import https from 'node:https';
 import { isIP } from 'node:net';
 import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
-import { Readable } from 'node:stream';
 import type { KV } from '@nats-io/kv';
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { kvKey } from '../../fabric/jetstream.js';
 
 /** Policy warning reason (and audit reason) of a certificate that no longer matches its pin. */
@@ -199,55 +197,4 @@ export class PinnedHttpsAgent extends https.Agent {
     // Returning nothing makes the http.Agent wait for the callback (node: _http_agent createSocket).
     return undefined;
   }
-}
-
-function toHeaders(raw: NodeJS.Dict<string | string[]>): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(raw)) {
-    if (value === undefined) continue;
-    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
-  }
-  return headers;
-}
-
-/**
- * A fetch over node:https with `agent`, for the MCP SDK transport (global fetch cannot take an
- * https.Agent). Handles what the SDK sends: string bodies, headers, an abort signal.
- */
-export function httpsFetch(agent: https.Agent): FetchLike {
-  return (input, init = {}) =>
-    new Promise<Response>((resolve, reject) => {
-      const url = new URL(input);
-      if (url.protocol !== 'https:') {
-        reject(new Error(`pinned fetch is for https:// only, got ${url.protocol}`));
-        return;
-      }
-      const method = init.method ?? 'GET';
-      const req = https.request(url, {
-        method,
-        agent,
-        headers: Object.fromEntries(new Headers(init.headers).entries()),
-        ...(init.signal ? { signal: init.signal } : {}),
-      });
-      req.once('error', reject);
-      req.once('response', (res) => {
-        const status = res.statusCode ?? 502;
-        const nullBody = method === 'HEAD' || [204, 205, 304].includes(status);
-        if (nullBody) res.resume();
-        resolve(
-          new Response(nullBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), {
-            status,
-            statusText: res.statusMessage ?? '',
-            headers: toHeaders(res.headers),
-          }),
-        );
-      });
-      const body = init.body;
-      if (body === undefined || body === null) req.end();
-      else if (typeof body === 'string' || body instanceof Uint8Array) req.end(body);
-      else {
-        req.destroy();
-        reject(new Error('pinned fetch sends string or byte bodies only'));
-      }
-    });
 }
