@@ -111,12 +111,21 @@ export function createBridgeHandler(
     if (!sent && result.text) yield result.text;
     return result;
   }
+  // Even a non-streaming mesh task is sent as a streaming message (the SDK falls back to a blocking
+  // send for agents without streaming): the remote task id arrives first, so a cancelled mesh task
+  // can cancel the remote task, and status messages still reach the watchdog as progress.
   async function blocking(ctx: TaskContext): Promise<HandlerResult> {
+    let reply: A2aReply | undefined;
     try {
-      return resultOf(agentName, await agent.send(ctx.text, options(ctx)));
+      for await (const step of agent.stream(ctx.text, options(ctx))) {
+        if (step.progress) ctx.progress(plainLabel(step.progress, 500));
+        if (step.reply) reply = step.reply;
+      }
     } catch (err) {
       throw toHandlerError(agentName, err);
     }
+    if (!reply) throw new HandlerError('a2a_error', `A2A agent "${agentName}" gave no answer`);
+    return resultOf(agentName, reply);
   }
   return {
     name: `a2a-${agentName}`,

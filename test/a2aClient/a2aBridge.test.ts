@@ -172,6 +172,33 @@ describe('external A2A agents bridged into the mesh', () => {
     });
   });
 
+  it.each([false, true])('a cancelled mesh task cancels the remote task (stream: %s)', async (stream) => {
+    const before = ref.cancelled.length;
+    const received = ref.received.length;
+    const controller = new AbortController();
+    const request = fetch(`${mesh.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'amf/forecaster',
+        stream,
+        messages: [{ role: 'user', content: 'wait' }],
+      }),
+      signal: controller.signal,
+    }).then(
+      async (res) => {
+        // A streaming response has started: read until the abort ends it.
+        await res.body?.getReader().read();
+      },
+      () => undefined,
+    );
+    await mesh.waitFor(() => ref.received.length > received, 10_000, 'the remote agent got the task');
+    controller.abort();
+    await request.catch(() => undefined);
+    await mesh.waitFor(() => ref.cancelled.length > before, 10_000, 'the remote task cancelled');
+    expect(ref.cancelled).toHaveLength(before + 1);
+  });
+
   it('an agent that was down at boot is bridged once it comes up (retry)', async () => {
     late = await startReferenceAgent({
       name: 'Late',
