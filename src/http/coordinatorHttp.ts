@@ -214,6 +214,8 @@ function buildRouter(
 function routeLabel(pathname: string): string {
   if (pathname.startsWith('/tasks/')) return '/tasks/:id';
   if (pathname.startsWith('/api/amp/jobs/')) return '/api/amp/jobs/:id';
+  if (pathname === '/a2a') return '/a2a';
+  if (pathname.startsWith('/a2a/rest/')) return '/a2a/rest';
   if (/^\/(mcp\/call|api\/amp\/(message|discover))$/.test(pathname)) return pathname;
   return PUBLIC_PATHS.has(pathname) ||
     /^\/(v1\/[a-z/]+|events|publish|agents|metrics|mcp|audit)$/.test(pathname)
