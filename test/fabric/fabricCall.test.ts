@@ -184,6 +184,20 @@ describe('Fabric errors', () => {
       /trace_id must be a UUID/,
     ],
     ['{"name": ', 400, 'BAD_INPUT', /not valid JSON/],
+    [
+      {
+        name: 'fabric.call',
+        arguments: {
+          agent_id: 'echo-1',
+          capability: 'echo',
+          task: 'x',
+          context: { blob: 'x'.repeat(70_000) },
+        },
+      },
+      400,
+      'BAD_INPUT',
+      /context is larger than 65536 bytes/,
+    ],
   ])('%j → %i %s', async (request, status, code, message) => {
     const res = await call(request);
     expect(res.status).toBe(status);

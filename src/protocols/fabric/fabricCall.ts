@@ -16,6 +16,7 @@ import type { FabricTrace } from './fabricTrace.js';
 
 const TOOL_PREFIX = 'fabric.tool.';
 const WIRE_SEPARATOR = '__';
+const MAX_CONTEXT_BYTES = 64 * 1024;
 
 /** What the Fabric operations need from the coordinator. */
 export interface FabricDeps {
@@ -65,8 +66,13 @@ async function callAgent(
   const task = requiredString(args, 'task', deps.maxTaskChars);
   if (!isCapabilityTag(capability))
     throw new FabricError('BAD_INPUT', 'arguments.capability must be a capability tag ([a-z0-9-]+)');
+  if (Buffer.byteLength(task) > deps.maxTaskChars)
+    throw new FabricError('BAD_INPUT', `arguments.task is larger than ${deps.maxTaskChars} bytes`);
   if (args.context !== undefined && args.context !== null && !isObject(args.context))
     throw new FabricError('BAD_INPUT', 'arguments.context must be an object');
+  // The context travels in the announcement on NATS, whose messages are bounded.
+  if (isObject(args.context) && Buffer.byteLength(JSON.stringify(args.context)) > MAX_CONTEXT_BYTES)
+    throw new FabricError('BAD_INPUT', `arguments.context is larger than ${MAX_CONTEXT_BYTES} bytes`);
   let timeoutMs = deps.requestTimeoutMs;
   if (args.timeout_ms !== undefined) {
     const t = args.timeout_ms;
