@@ -51,6 +51,8 @@ export interface RunAgentOptions {
   consoleStreams?: { input: Readable; output: Writable; interactive?: boolean };
   log?: Logger;
   websub?: AgentInterfacesOptions['websub'];
+  /** Called once everything but the console runs (to print where the agent serves). */
+  onReady?: (agent: RunningAgent) => void;
 }
 
 export interface RunningAgent {
@@ -144,29 +146,17 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunningAgent> {
   }
   interfaces.start();
 
-  const hasConsole = def.interfaces.some((i) => i.type === 'consolechat');
-  const consoleWanted =
-    opts.console === true ||
-    ((opts.console ?? 'auto') === 'auto' && hasConsole && process.stdin.isTTY === true);
-  const consoleDone = consoleWanted
-    ? runConsoleChat({
-        responder: opts.responder,
-        signature: interfaces.chatSignature,
-        agentName: def.name,
-        ...(opts.consoleStreams ?? {}),
-      })
-    : undefined;
-
   let closing: Promise<void> | undefined;
-  return {
+  const consoleStop = new AbortController();
+  const running: RunningAgent = {
     definition: def,
     interfaces,
     url: ref.url || undefined,
     tags,
     ...(ref.worker ? { worker: ref.worker } : {}),
-    ...(consoleDone ? { consoleDone } : {}),
     close() {
       closing ??= (async () => {
+        consoleStop.abort();
         // Unsubscribe while the server still answers the hub's verification request.
         await interfaces.close();
         await ref.worker?.close();
@@ -175,4 +165,19 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunningAgent> {
       return closing;
     },
   };
+  // Tell the caller where things are before the console takes the terminal.
+  opts.onReady?.(running);
+  const hasConsole = def.interfaces.some((i) => i.type === 'consolechat');
+  const consoleWanted =
+    opts.console === true ||
+    ((opts.console ?? 'auto') === 'auto' && hasConsole && process.stdin.isTTY === true);
+  if (consoleWanted)
+    running.consoleDone = runConsoleChat({
+      responder: opts.responder,
+      signature: interfaces.chatSignature,
+      agentName: def.name,
+      signal: consoleStop.signal,
+      ...(opts.consoleStreams ?? {}),
+    });
+  return running;
 }

@@ -75,8 +75,11 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
     ...(flags.config ? { configPath: flags.config } : {}),
     flags: overrides as ConfigOverrides,
   });
-  const log = createLogger(config.logLevel, 'amf-run');
   const definition = await loadAfmFile(file, { dataDir: config.dataDir });
+  const hasConsole = definition.interfaces.some((i) => i.type === 'consolechat');
+  const useConsole = flags.console === true || (hasConsole && process.stdin.isTTY === true);
+  // Info lines would interleave with a terminal chat: the console keeps warnings and errors only.
+  const log = createLogger(useConsole && config.logLevel === 'info' ? 'warn' : config.logLevel, 'amf-run');
   const runtime = await createAgentRuntime(definition, { logger: log });
   let mesh: RunAgentMeshOptions | undefined;
   try {
@@ -92,8 +95,6 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
           : {}),
       };
     }
-    const hasConsole = definition.interfaces.some((i) => i.type === 'consolechat');
-    const useConsole = flags.console === true || (hasConsole && process.stdin.isTTY === true);
     const agent = await runAgent({
       definition,
       responder: runtimeResponder(runtime),
@@ -103,6 +104,11 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
       ...(mesh ? { mesh } : {}),
       console: useConsole,
       log,
+      // With a console on stdout, the banner goes to stderr so piped answers stay clean.
+      onReady: (ready) => {
+        if (ready.url || ready.worker || useConsole)
+          (useConsole ? process.stderr : process.stdout).write(describeRunning(ready));
+      },
     });
     if (!agent.url && !agent.worker && !agent.consoleDone) {
       await agent.close();
@@ -112,8 +118,6 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
           'pass --console to read lines from stdin, add a webchat or webhook interface, or drop --no-mesh',
       );
     }
-    // With a console on stdout, the banner goes to stderr so piped answers stay clean.
-    (useConsole ? process.stderr : process.stdout).write(describeRunning(agent));
     await new Promise<void>((resolve) => {
       let stopping = false;
       const stop = (why: string) => {

@@ -18,6 +18,8 @@ export interface ConsoleChatOptions {
   /** Show prompts and the banner (a terminal); piped input gets answers only. */
   interactive?: boolean;
   historySize?: number;
+  /** Ends the chat (the agent is shutting down). */
+  signal?: AbortSignal;
 }
 
 /** Runs the chat until /exit or end of input; resolves when it has ended. */
@@ -33,6 +35,10 @@ export async function runConsoleChat(opts: ConsoleChatOptions): Promise<void> {
     prompt: 'you> ',
   });
   let running: AbortController | undefined;
+  opts.signal?.addEventListener('abort', () => {
+    running?.abort();
+    rl.close();
+  });
   rl.on('SIGINT', () => {
     if (running) {
       running.abort();
