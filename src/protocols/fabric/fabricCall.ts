@@ -25,7 +25,7 @@ export interface FabricDeps {
   federation: McpFederation;
   /** Default (and upper bound) of `fabric.call`'s wait when `timeout_ms` is not given. */
   requestTimeoutMs: number;
-  maxTaskChars: number;
+  maxTaskBytes: number;
 }
 
 /** One call's context. */
@@ -63,11 +63,11 @@ async function callAgent(
 ): Promise<unknown> {
   const agentId = requiredString(args, 'agent_id', 256);
   const capability = requiredString(args, 'capability', 64);
-  const task = requiredString(args, 'task', deps.maxTaskChars);
+  const task = requiredString(args, 'task', deps.maxTaskBytes);
   if (!isCapabilityTag(capability))
     throw new FabricError('BAD_INPUT', 'arguments.capability must be a capability tag ([a-z0-9-]+)');
-  if (Buffer.byteLength(task) > deps.maxTaskChars)
-    throw new FabricError('BAD_INPUT', `arguments.task is larger than ${deps.maxTaskChars} bytes`);
+  if (Buffer.byteLength(task) > deps.maxTaskBytes)
+    throw new FabricError('BAD_INPUT', `arguments.task is larger than ${deps.maxTaskBytes} bytes`);
   if (args.context !== undefined && args.context !== null && !isObject(args.context))
     throw new FabricError('BAD_INPUT', 'arguments.context must be an object');
   // The context travels in the announcement on NATS, whose messages are bounded.

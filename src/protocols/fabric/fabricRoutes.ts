@@ -60,7 +60,7 @@ export function registerFabricRoutes(router: Router, deps: FabricRouteDeps): voi
     registry: coordinator.registry,
     federation: deps.federation,
     requestTimeoutMs: config.http.requestTimeoutSeconds * 1000,
-    maxTaskChars: config.tasks.maxTaskBytes,
+    maxTaskBytes: config.tasks.maxTaskBytes,
   };
   router.on('POST', '/mcp/call', async (req: IncomingMessage, res: ServerResponse) => {
     let call: ParsedCall;
