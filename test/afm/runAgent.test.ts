@@ -10,7 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { createAgentRuntime } from '../../src/afm/runtime/index.js';
 import { runtimeResponder } from '../../src/afm/interfaces/runtimeResponder.js';
 import { runAgent } from '../../src/afm/runAgent.js';
-import { afm } from './interfacesKit.js';
+import { afm, parseSse } from './interfacesKit.js';
 import {
   lastToolResult,
   startScriptedOpenAiServer,
@@ -60,6 +60,30 @@ describe('max_iterations', () => {
     const toolResults = llm.modelCalls().map((c) => lastToolResult(c));
     expect(toolResults.filter((r) => r === '2').length).toBeGreaterThanOrEqual(3);
     expect(llm.modelCalls().length).toBeLessThanOrEqual(4);
+  });
+});
+
+describe('webchat streaming with the real runtime', () => {
+  it('streams the model text as SSE deltas, in one session across turns', async () => {
+    const { llm, definition, responder } = await scriptedRuntime('interfaces:\n  - type: webchat', [
+      { text: 'First answer, in pieces.', chunkSize: 3 },
+      (req) => ({ text: `History has ${req.body.messages.length} messages.` }),
+    ]);
+    const agent = await runAgent({ definition, responder, port: 0, console: false });
+    cleanups.push(() => agent.close());
+    const ask = (text: string) =>
+      fetch(`${agent.url}/chat`, {
+        method: 'POST',
+        body: text,
+        headers: { accept: 'text/event-stream', 'x-session-id': 'sse-real' },
+      }).then((r) => r.text());
+    const events = parseSse(await ask('one'));
+    const deltas = events.filter((e) => e.event === 'delta').map((e) => (e.data as { text: string }).text);
+    expect(deltas.length).toBeGreaterThan(2);
+    expect(deltas.join('')).toBe('First answer, in pieces.');
+    expect(events.at(-1)).toMatchObject({ event: 'done', data: { output: 'First answer, in pieces.' } });
+    expect(parseSse(await ask('two')).at(-1)).toMatchObject({ data: { output: 'History has 4 messages.' } });
+    expect(llm.modelCalls()[0]!.body.stream).toBe(true);
   });
 });
 
