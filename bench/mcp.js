@@ -297,6 +297,12 @@ const { table, verdicts } = report(results);
 process.stdout.write(`\n${table}\n\n${verdicts.map((v) => `- ${v}`).join('\n')}\n`);
 if (OUT !== '-') {
   const cpus = os.cpus();
+  // Both paths cross processes; on an oversubscribed machine every hop waits for a core, and the
+  // coordinator path has twice the hops: say so next to the numbers.
+  const busy =
+    os.loadavg()[0] > cpus.length
+      ? `\n**The machine was oversubscribed during this run** (1-minute load average ${os.loadavg()[0].toFixed(1)} on ${cpus.length} cores): each process hop waits for a core, and the coordinator path has twice as many hops, so the added latency and the ratios above mostly measure scheduling. Compare on a quiet machine.\n`
+      : '';
   writeFileSync(
     OUT,
     `# MCP benchmark
@@ -323,7 +329,7 @@ one is answered.
 ${table}
 
 ${verdicts.map((v) => `- ${v}`).join('\n')}
-`,
+${busy}`,
   );
   log(`bench/mcp.js: wrote ${OUT}`);
 }

@@ -6,6 +6,7 @@
  * listeners pile up on it. node:http removes its listener when the request ends, and costs less CPU
  * per call. Handles what the SDK sends: string or byte bodies, headers, an abort signal.
  */
+import { getMaxListeners, setMaxListeners } from 'node:events';
 import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
@@ -31,6 +32,9 @@ export function nodeFetch(agent: http.Agent): FetchLike {
         return;
       }
       const method = init.method ?? 'GET';
+      // Concurrent calls over one SDK connection share its signal, one listener per request in
+      // flight (removed when it ends): raise the default warning threshold of 10 accordingly.
+      if (init.signal && getMaxListeners(init.signal) < 1000) setMaxListeners(1000, init.signal);
       const options: http.RequestOptions = {
         method,
         agent,
