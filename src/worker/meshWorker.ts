@@ -63,6 +63,8 @@ export class MeshWorker {
   private readonly sender: EventSender;
   private readonly subs: Subscription[] = [];
   private readonly inFlight = new Map<string, InFlight>();
+  /** Direct tasks whose caller shows progress (A2A status messages). */
+  private readonly progressListeners = new Map<string, (message: string) => void>();
   private readonly waiters = new Set<() => void>();
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private running = 0;
@@ -224,6 +226,7 @@ export class MeshWorker {
     task: Omit<TaskContext, 'signal' | 'progress' | 'delegate'>,
     controller: AbortController,
     onChunk?: (delta: string) => void,
+    onProgress?: (message: string) => void,
   ): Promise<LocalOutcome> {
     if (this.inFlight.has(task.taskId))
       return { ok: false, code: 'duplicate_task', message: `task ${task.taskId} is already running here` };
@@ -234,9 +237,13 @@ export class MeshWorker {
       attempt: task.attempt,
     });
     let outcome: LocalOutcome = { ok: false, code: 'cancelled', message: 'task cancelled' };
+    if (onProgress) this.progressListeners.set(task.taskId, onProgress);
     const done = this.runWithSlot(async () => {
       outcome = await this.execute(task, controller, undefined, onChunk, true);
-    }).finally(() => this.inFlight.delete(task.taskId));
+    }).finally(() => {
+      this.inFlight.delete(task.taskId);
+      this.progressListeners.delete(task.taskId);
+    });
     this.inFlight.set(task.taskId, { controller, done });
     await done;
     return outcome;
@@ -311,7 +318,7 @@ export class MeshWorker {
     const ctx: TaskContext = {
       ...task,
       signal,
-      progress: (message, percent) =>
+      progress: (message, percent) => {
         this.emit(
           'amf.task.progress',
           task.taskId,
@@ -323,7 +330,9 @@ export class MeshWorker {
             ...(percent !== undefined ? { percent } : {}),
           },
           reply,
-        ),
+        );
+        this.progressListeners.get(task.taskId)?.(message);
+      },
       delegate: (tag, text, opts) => this.delegate(task.taskId, task.traceId, tag, text, opts),
       ...(this.options.tools ? { tools: this.options.tools(signal) } : {}),
     };

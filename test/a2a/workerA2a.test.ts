@@ -100,6 +100,29 @@ describe('SendMessage to a worker', () => {
     expect(partials.join('')).toBe('one two three');
   });
 
+  it('shows the handler progress as working status messages', async () => {
+    const w = await mesh.startWorker('progress-direct', ['steps'], {
+      name: 'steps',
+      description: 'Reports a step, then answers',
+      handle: async (ctx) => {
+        ctx.progress('step one', 50);
+        return 'stepped';
+      },
+    });
+    const client = await new ClientFactory().createFromUrl(w.url);
+    const statuses: Array<[TaskState | undefined, string]> = [];
+    for await (const e of client.sendMessageStream(textMessage('go'))) {
+      if (e.payload?.$case !== 'statusUpdate') continue;
+      const part = e.payload.value.status?.message?.parts[0]?.content;
+      statuses.push([e.payload.value.status?.state, part?.$case === 'text' ? part.value : '']);
+    }
+    expect(statuses).toEqual([
+      [TaskState.TASK_STATE_WORKING, ''],
+      [TaskState.TASK_STATE_WORKING, 'step one'],
+      [TaskState.TASK_STATE_COMPLETED, ''],
+    ]);
+  });
+
   it('refuses a tag the worker does not serve', async () => {
     await expect(echoClient.sendMessage(textMessage('x', { metadata: { tag: 'calc' } }))).rejects.toThrow(
       /this worker serves echo, say/,

@@ -129,6 +129,9 @@ export class WorkerExecutor implements AgentExecutor {
           );
           chunks += 1;
         },
+        (message) => {
+          if (!entry.cancelled) status(TaskState.TASK_STATE_WORKING, message);
+        },
       )
       .finally(() => this.running.delete(taskId));
     if (entry.cancelled) return; // cancelTask published the canceled status
