@@ -87,6 +87,25 @@ describe('webchat streaming with the real runtime', () => {
   });
 });
 
+describe('a failing model', () => {
+  it('gives webchat a 5xx with a message but without the model server details', async () => {
+    const { definition, responder } = await scriptedRuntime(
+      'interfaces:\n  - type: webchat',
+      [{ status: 400, errorMessage: 'model says no' }],
+      true,
+    );
+    const agent = await runAgent({ definition, responder, port: 0, console: false });
+    cleanups.push(() => agent.close());
+    const res = await fetch(`${agent.url}/chat`, { method: 'POST', body: 'hello' });
+    expect(res.status).toBeGreaterThanOrEqual(500);
+    const body = (await res.json()) as { error: Record<string, unknown> };
+    expect(Object.keys(body.error).sort()).toEqual(['code', 'message']);
+    expect(body.error.message).toBe(
+      "the agent's model (openai) failed (HTTP 400); details are in the agent's log",
+    );
+  });
+});
+
 describe('console chat', () => {
   it('answers piped lines with streamed text, keeps one session, and ends at /exit', async () => {
     const { llm, definition, responder } = await scriptedRuntime('', [

@@ -157,6 +157,7 @@ export function createAgentInterfaces(opts: AgentInterfacesOptions): AgentInterf
           sessions,
           agent: { name: def.name, description: def.description, version: def.version },
           ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
+          ...(opts.log ? { log: opts.log } : {}),
         });
       if (webhook)
         addWebhookRoutes(router, {

@@ -3,8 +3,9 @@
  * SSE framing, and abort-on-disconnect.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AmfError } from '../../errors.js';
+import { AmfError, toAmfError } from '../../errors.js';
 import type { CompiledSignature } from './signature.js';
+import type { Logger } from '../../log.js';
 
 /** The media type of a request without parameters, lower case ("" when absent). */
 export function mediaType(req: IncomingMessage): string {
@@ -83,4 +84,22 @@ export class SseWriter {
   end(): void {
     if (!this.res.writableEnded) this.res.end();
   }
+}
+
+/**
+ * An agent failure as HTTP clients see it. A model provider failure carries the model server's URL
+ * (in its details and message): that describes the deployment, so clients get the provider and HTTP
+ * status only and the whole error goes to the log.
+ */
+export function publicAgentError(err: unknown, log?: Logger): AmfError {
+  const e = toAmfError(err);
+  if (e.code === 'INVALID_REQUEST' || e.details === undefined) return e;
+  const { provider, status } = e.details as { provider?: unknown; status?: unknown };
+  if (typeof provider !== 'string') return new AmfError(e.code, e.message);
+  log?.error({ err: e.message, code: e.code }, 'agent model call failed');
+  const http = typeof status === 'number' ? ` (HTTP ${status})` : '';
+  return new AmfError(
+    e.code,
+    `the agent's model (${provider}) failed${http}; details are in the agent's log`,
+  );
 }

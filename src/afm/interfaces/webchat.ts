@@ -10,10 +10,11 @@
 import type { ServerResponse } from 'node:http';
 import { readBody, sendJson, type Router } from '../../http/httpKit.js';
 import { toAmfError } from '../../errors.js';
+import type { Logger } from '../../log.js';
 import type { AgentResponder, RespondResult } from './responder.js';
 import type { CompiledSignature } from './signature.js';
 import { parseSessionId, type SessionStore } from './sessionStore.js';
-import { abortOnDisconnect, chatInput, SseWriter, wantsEventStream } from './httpInput.js';
+import { abortOnDisconnect, chatInput, publicAgentError, SseWriter, wantsEventStream } from './httpInput.js';
 import { renderChatPage } from './chatPage.js';
 
 export interface WebchatOptions {
@@ -23,6 +24,7 @@ export interface WebchatOptions {
   sessions: SessionStore;
   agent: { name: string; description: string; version: string };
   maxBodyBytes?: number;
+  log?: Logger;
 }
 
 function stopHeaders(result: RespondResult): Record<string, string> {
@@ -60,13 +62,17 @@ export function addWebchatRoutes(router: Router, opts: WebchatOptions): void {
     const signal = abortOnDisconnect(res);
     const turn = (onDelta?: (text: string) => void) =>
       opts.sessions.run(`webchat:${session}`, () =>
-        opts.responder.respond({
-          sessionId: `webchat:${session}`,
-          input,
-          signature: { input: sig.input, output: sig.output },
-          signal,
-          ...(onDelta ? { onDelta } : {}),
-        }),
+        opts.responder
+          .respond({
+            sessionId: `webchat:${session}`,
+            input,
+            signature: { input: sig.input, output: sig.output },
+            signal,
+            ...(onDelta ? { onDelta } : {}),
+          })
+          .catch((err: unknown) => {
+            throw publicAgentError(err, opts.log);
+          }),
       );
     if (!wantsEventStream(req)) {
       sendAnswer(res, sig, await turn(), session);

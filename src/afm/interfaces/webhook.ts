@@ -17,7 +17,7 @@ import { AmfError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { AgentResponder, RespondResult } from './responder.js';
 import { verifyWebhookSignature } from './webhookSignature.js';
-import { mediaType, parseJsonBody } from './httpInput.js';
+import { mediaType, parseJsonBody, publicAgentError } from './httpInput.js';
 import type { WebSubSubscription } from './websub.js';
 import type { WebhookTemplate } from '../types.js';
 import type { CompiledSignature } from './signature.js';
@@ -115,12 +115,11 @@ export function addWebhookRoutes(router: Router, opts: WebhookOptions): void {
       if (!res.writableFinished) controller.abort(new AmfError('UNAVAILABLE', 'client disconnected'));
     });
     try {
-      const result = await opts.responder.respond({
-        sessionId,
-        input: prompt,
-        signature: promptSignature,
-        signal: controller.signal,
-      });
+      const result = await opts.responder
+        .respond({ sessionId, input: prompt, signature: promptSignature, signal: controller.signal })
+        .catch((err: unknown) => {
+          throw publicAgentError(err, opts.log);
+        });
       sendJson(
         res,
         200,
