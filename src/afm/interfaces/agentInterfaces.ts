@@ -140,6 +140,7 @@ export function createAgentInterfaces(opts: AgentInterfacesOptions): AgentInterf
     },
     ...(opts.info?.() ?? {}),
   });
+  let webhookRoutes: { stop(): void } | undefined;
   return {
     ...(webchat ? { webchat } : {}),
     ...(webhook ? { webhook } : {}),
@@ -160,7 +161,7 @@ export function createAgentInterfaces(opts: AgentInterfacesOptions): AgentInterf
           ...(opts.log ? { log: opts.log } : {}),
         });
       if (webhook)
-        addWebhookRoutes(router, {
+        webhookRoutes = addWebhookRoutes(router, {
           path: webhook.exposure.http.path,
           responder: opts.responder,
           signature: compileSignature(webhook.signature),
@@ -175,6 +176,7 @@ export function createAgentInterfaces(opts: AgentInterfacesOptions): AgentInterf
       websub?.start();
     },
     async close() {
+      webhookRoutes?.stop();
       await websub?.close();
     },
   };

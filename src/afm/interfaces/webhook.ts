@@ -52,11 +52,11 @@ function answerBody(result: RespondResult, stringOutput: boolean): unknown {
   return result.output;
 }
 
-/** Adds the webhook routes to `router`. */
-export function addWebhookRoutes(router: Router, opts: WebhookOptions): void {
+/** Adds the webhook routes to `router`; `stop()` aborts the background runs (at shutdown). */
+export function addWebhookRoutes(router: Router, opts: WebhookOptions): { stop(): void } {
+  const backgroundRuns = new Set<AbortController>();
   const maxBody = opts.maxBodyBytes ?? 1024 * 1024;
   const maxBackground = opts.maxBackgroundRuns ?? 16;
-  let background = 0;
   // The agent gets the built prompt (text), and answers in the shape of the webhook's output.
   const promptSignature = { input: { type: 'string' }, output: opts.signature.output };
   router.on('POST', opts.path, async (req, res) => {
@@ -90,11 +90,15 @@ export function addWebhookRoutes(router: Router, opts: WebhookOptions): void {
     const delivery = randomUUID();
     const sessionId = `webhook:${delivery}`;
     if (respondAsync(req.headers)) {
-      if (background >= maxBackground)
-        throw new AmfError('RATE_LIMITED', `${background} deliveries are still running; retry later`);
-      background++;
+      if (backgroundRuns.size >= maxBackground)
+        throw new AmfError(
+          'RATE_LIMITED',
+          `${backgroundRuns.size} deliveries are still running; retry later`,
+        );
+      const run = new AbortController();
+      backgroundRuns.add(run);
       opts.responder
-        .respond({ sessionId, input: prompt, signature: promptSignature })
+        .respond({ sessionId, input: prompt, signature: promptSignature, signal: run.signal })
         .then(
           (result) =>
             opts.log?.info(
@@ -104,7 +108,7 @@ export function addWebhookRoutes(router: Router, opts: WebhookOptions): void {
           (err: unknown) => opts.log?.error({ delivery, err: (err as Error).message }, 'webhook run failed'),
         )
         .finally(() => {
-          background--;
+          backgroundRuns.delete(run);
           opts.responder.endSession?.(sessionId);
         });
       sendJson(res, 202, { status: 'accepted', delivery });
@@ -140,4 +144,9 @@ export function addWebhookRoutes(router: Router, opts: WebhookOptions): void {
     }
     websub.handleVerification(url, res);
   });
+  return {
+    stop() {
+      for (const run of backgroundRuns) run.abort(new AmfError('UNAVAILABLE', 'the agent is shutting down'));
+    },
+  };
 }
