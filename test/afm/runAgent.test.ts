@@ -9,7 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createAgentRuntime } from '../../src/afm/runtime/index.js';
 import { runtimeResponder } from '../../src/afm/interfaces/runtimeResponder.js';
-import { runAgent } from '../../src/afm/runAgent.js';
+import { meshTagsFor, runAgent, workerNameFor } from '../../src/afm/runAgent.js';
 import { afm, parseSse } from './interfacesKit.js';
 import {
   lastToolResult,
@@ -42,6 +42,19 @@ const MATH_TOOLS = [
   '    - name: math',
   '      transport: { type: stdio, command: node, args: [examples/tools/mathServer.mjs] }',
 ].join('\n');
+
+describe('mesh names and tags', () => {
+  it('takes --tags over x-amf.tags over a tag made from the name, and checks them', () => {
+    const tagged = afm('name: Code Reviewer\nx-amf: { tags: [review, lint] }');
+    const plain = afm('name: Code Reviewer');
+    expect(meshTagsFor(tagged, ['cli-tag'])).toEqual(['cli-tag']);
+    expect(meshTagsFor(tagged, [])).toEqual(['review', 'lint']);
+    expect(meshTagsFor(plain, undefined)).toEqual(['code-reviewer']);
+    expect(() => meshTagsFor(plain, ['Not A Tag'])).toThrow(/invalid capability tag "Not A Tag"/);
+    expect(workerNameFor('Code Reviewer (v2)')).toBe('Code-Reviewer-v2');
+    expect(workerNameFor('日本語')).toBe('afm-agent');
+  });
+});
 
 describe('max_iterations', () => {
   it('stops a model that never stops calling tools, and webchat says so', async () => {
