@@ -4,7 +4,7 @@
  */
 import type { AmfConfig } from '../config/config.js';
 import { createEvent } from '../events/cloudEvent.js';
-import { isAmfEventType } from '../events/eventTypes.js';
+import { AMF_EVENT_TYPES, isAmfEventType } from '../events/eventTypes.js';
 
 function headers(config: AmfConfig, extra: Record<string, string> = {}): Record<string, string> {
   return config.coordinator.apiKey
@@ -172,7 +172,9 @@ export async function publishCommand(
   taskId?: string,
 ): Promise<number> {
   if (!isAmfEventType(type)) {
-    process.stderr.write(`amf publish: unknown event type "${type}": expected one of the 13 amf.* types\n`);
+    process.stderr.write(
+      `amf publish: unknown event type "${type}": expected one of the ${AMF_EVENT_TYPES.length} amf.* types\n`,
+    );
     return 1;
   }
   let payload: unknown;
