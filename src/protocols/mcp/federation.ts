@@ -31,23 +31,13 @@ import {
   type TlsPinMismatchError,
   type TlsPinStore,
 } from './tlsPins.js';
-import { isWireName, ToolNamer, WIRE_SEPARATOR } from './toolNames.js';
+import { federatedCatalog, ToolNamer, type FederatedTool } from './toolNames.js';
 
 export type { McpCallCredentials } from './callAuth.js';
+export type { FederatedTool } from './toolNames.js';
 
 /** JSON-RPC error code of a call refused because the agent's certificate no longer matches its pin. */
 export const MCP_TLS_PIN_MISMATCH_CODE = -32010;
-
-/** One entry of the federated catalog. */
-export interface FederatedTool {
-  /** Name on the MCP wire (`<prefix>__<tool>`). */
-  wireName: string;
-  agentId: string;
-  /** The tool's name at the agent. */
-  tool: string;
-  /** The agent's tool definition, renamed and described for the federation. */
-  definition: Tool;
-}
 
 /** Options of the federation. */
 export interface McpFederationOptions {
@@ -160,31 +150,9 @@ export class McpFederation {
         details: { alias: c.alias, agents: c.agents },
       });
     }
-    const catalog = new Map<string, FederatedTool>();
-    for (const e of entries) {
-      const prefix = prefixes.get(e.agentId)!;
-      for (const tool of e.tools) {
-        const wireName = `${prefix}${WIRE_SEPARATOR}${tool.name}`;
-        if (!isWireName(wireName) || catalog.has(wireName)) {
-          this.options.log?.('warn', 'MCP tool left out of the federation: wire name invalid or taken', {
-            agent: e.agentId,
-            tool: tool.name,
-            wire_name: wireName,
-          });
-          continue;
-        }
-        catalog.set(wireName, {
-          wireName,
-          agentId: e.agentId,
-          tool: tool.name,
-          definition: {
-            ...tool,
-            name: wireName,
-            description: `[${e.agentId}/${tool.name}] ${tool.description ?? ''}`.trim(),
-          },
-        });
-      }
-    }
+    const { catalog, skipped } = federatedCatalog(entries, prefixes);
+    for (const s of skipped)
+      this.options.log?.('warn', 'MCP tool left out of the federation: wire name invalid or taken', s);
     this.catalogCache = catalog;
     return catalog;
   }

@@ -4,6 +4,7 @@
  * agent's granted alias or its slug (last segment of the agent id, made unique). Slugs are stable:
  * an agent keeps its slug for the coordinator's lifetime, even across offline/online.
  */
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 
 /** Separator between the agent prefix and the tool on the wire. */
 export const WIRE_SEPARATOR = '__';
@@ -91,4 +92,51 @@ export class ToolNamer {
     }
     return { prefixes, newCollisions };
   }
+}
+
+/** One entry of the federated catalog. */
+export interface FederatedTool {
+  /** Name on the MCP wire (`<prefix>__<tool>`). */
+  wireName: string;
+  agentId: string;
+  /** The tool's name at the agent. */
+  tool: string;
+  /** The agent's tool definition, renamed and described for the federation. */
+  definition: Tool;
+}
+
+/**
+ * The catalog of `entries` under their resolved prefixes, keyed by wire name. A tool whose wire name
+ * is invalid (too long) or already taken is left out and reported in `skipped`.
+ */
+export function federatedCatalog(
+  entries: ReadonlyArray<{ agentId: string; tools: readonly Tool[] }>,
+  prefixes: ReadonlyMap<string, string>,
+): {
+  catalog: Map<string, FederatedTool>;
+  skipped: Array<{ agent: string; tool: string; wire_name: string }>;
+} {
+  const catalog = new Map<string, FederatedTool>();
+  const skipped: Array<{ agent: string; tool: string; wire_name: string }> = [];
+  for (const e of entries) {
+    const prefix = prefixes.get(e.agentId) ?? baseSlug(e.agentId);
+    for (const tool of e.tools) {
+      const wireName = `${prefix}${WIRE_SEPARATOR}${tool.name}`;
+      if (!isWireName(wireName) || catalog.has(wireName)) {
+        skipped.push({ agent: e.agentId, tool: tool.name, wire_name: wireName });
+        continue;
+      }
+      catalog.set(wireName, {
+        wireName,
+        agentId: e.agentId,
+        tool: tool.name,
+        definition: {
+          ...tool,
+          name: wireName,
+          description: `[${e.agentId}/${tool.name}] ${tool.description ?? ''}`.trim(),
+        },
+      });
+    }
+  }
+  return { catalog, skipped };
 }
