@@ -4,6 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { afm, recordingResponder, serveAgent } from './interfacesKit.js';
 import { signBody } from '../../src/afm/interfaces/webhookSignature.js';
 import type { RunningAgent } from '../../src/afm/runAgent.js';
+import { Router } from '../../src/http/httpKit.js';
+import { closeServer, listen, serveRouter } from '../../src/worker/workerHttp.js';
+import { addWebhookRoutes } from '../../src/afm/interfaces/webhook.js';
+import { compileSignature } from '../../src/afm/interfaces/signature.js';
 
 const SECRET = 'hook-secret-123';
 const FRONT = [
@@ -159,6 +163,44 @@ describe('webhook without a template or secret', () => {
       expect((await fetch(`${agent.url}/hooks/ci?hub.mode=subscribe&hub.challenge=x`)).status).toBe(404);
     } finally {
       await agent.close();
+    }
+  });
+});
+
+describe('webhook run limits', () => {
+  it('answers 503 while maxRuns deliveries are being handled', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let started = 0;
+    const responder = {
+      respond: async () => {
+        started++;
+        await gate;
+        return { output: 'done', text: 'done' };
+      },
+    };
+    const router = new Router();
+    addWebhookRoutes(router, {
+      path: '/hook',
+      responder,
+      signature: compileSignature({ input: {} }),
+      maxRuns: 1,
+    });
+    const server = serveRouter(router);
+    const url = await listen(server, '127.0.0.1', 0);
+    try {
+      const first = fetch(`${url}/hook`, { method: 'POST', body: '{"n":1}' });
+      await expect.poll(() => started).toBe(1);
+      const second = await fetch(`${url}/hook`, { method: 'POST', body: '{"n":2}' });
+      expect(second.status).toBe(503);
+      expect(((await second.json()) as { error: { code: string } }).error.code).toBe('OVERLOADED');
+      release();
+      expect(await (await first).json()).toEqual({ result: 'done' });
+      const third = await fetch(`${url}/hook`, { method: 'POST', body: '{"n":3}' });
+      expect(third.status).toBe(200);
+    } finally {
+      release();
+      await closeServer(server);
     }
   });
 });

@@ -35,6 +35,8 @@ export interface WebhookOptions {
   maxBodyBytes?: number;
   /** Runs in the background at once (`Prefer: respond-async`) before 429. */
   maxBackgroundRuns?: number;
+  /** Agent runs at once over all deliveries, inline and background, before 503. */
+  maxRuns?: number;
   log?: Logger;
 }
 
@@ -57,6 +59,8 @@ export function addWebhookRoutes(router: Router, opts: WebhookOptions): { stop()
   const backgroundRuns = new Set<AbortController>();
   const maxBody = opts.maxBodyBytes ?? 1024 * 1024;
   const maxBackground = opts.maxBackgroundRuns ?? 16;
+  const maxRuns = opts.maxRuns ?? 32;
+  let inline = 0;
   // The agent gets the built prompt (text), and answers in the shape of the webhook's output.
   const promptSignature = { input: { type: 'string' }, output: opts.signature.output };
   router.on('POST', opts.path, async (req, res) => {
@@ -87,6 +91,8 @@ export function addWebhookRoutes(router: Router, opts: WebhookOptions): { stop()
         err instanceof AmfError ? err.details : undefined,
       );
     }
+    if (inline + backgroundRuns.size >= maxRuns)
+      throw new AmfError('OVERLOADED', `the agent is handling ${maxRuns} deliveries already; retry later`);
     const delivery = randomUUID();
     const sessionId = `webhook:${delivery}`;
     if (respondAsync(req.headers)) {
@@ -118,6 +124,7 @@ export function addWebhookRoutes(router: Router, opts: WebhookOptions): { stop()
     res.on('close', () => {
       if (!res.writableFinished) controller.abort(new AmfError('UNAVAILABLE', 'client disconnected'));
     });
+    inline++;
     try {
       const result = await opts.responder
         .respond({ sessionId, input: prompt, signature: promptSignature, signal: controller.signal })
@@ -131,6 +138,7 @@ export function addWebhookRoutes(router: Router, opts: WebhookOptions): { stop()
         result.stopReason ? { 'x-afm-stop-reason': result.stopReason } : {},
       );
     } finally {
+      inline--;
       opts.responder.endSession?.(sessionId);
     }
   });
