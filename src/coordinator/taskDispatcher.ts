@@ -41,6 +41,8 @@ export interface SubmitRequest {
   maxRetries?: number;
   retryDelaySeconds?: number;
   input?: Record<string, unknown>;
+  /** The mesh task id to use (a UUID), so a protocol's own task id can be the mesh's too; default: a new one. */
+  taskId?: string;
   onUpdate?: (update: TaskUpdate) => void;
   /** Called synchronously once the task id is known. */
   onAnnounced?: (taskId: string, traceId: string) => void;
@@ -148,7 +150,10 @@ export class TaskDispatcher {
       };
       try {
         // The task id is chosen here so the reply slot exists before the announcement leaves.
-        taskId = crypto.randomUUID();
+        const wanted = req.taskId ?? crypto.randomUUID();
+        if (this.pending.has(wanted) || this.lifecycle.get(wanted))
+          throw new AmfError('INVALID_REQUEST', `task id ${wanted} is already in use`);
+        taskId = wanted;
         this.pending.set(taskId, pending);
         const task = this.lifecycle.announce({
           tag: req.tag,

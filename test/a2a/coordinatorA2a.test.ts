@@ -117,6 +117,8 @@ describe('SendMessage into the mesh', () => {
       amf: { task_id: string; trace_id: string };
     };
     expect(typeof meta.amfconfidence).toBe('number');
+    // One id for both: the A2A task is the mesh task.
+    expect(meta.amf.task_id).toBe(task.id);
     // contextId is the mesh trace: the announcement carries it as amftraceid.
     expect(meta.amf.trace_id).toBe(task.contextId);
     const announce = await mesh.waitForEvent(

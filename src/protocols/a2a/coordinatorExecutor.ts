@@ -28,6 +28,7 @@ import { routeA2aMessage, type A2aRoute } from './taskRouting.js';
 
 /** ServerCallContext.state key of the route chosen at admission. */
 const ROUTE_KEY = 'amf.a2a.route';
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export interface CoordinatorExecutorOptions {
   /** The A2A task store, kept current by the executor for the task's whole life. */
   store: TaskStore;
@@ -140,6 +141,8 @@ export class CoordinatorExecutor implements AgentExecutor {
         timeoutMs: this.opts.requestTimeoutMs,
         signal: entry.controller.signal,
         traceId,
+        // One id for both: the A2A task is the mesh task (amftaskid must be a UUID, so others get a new one).
+        ...(UUID_PATTERN.test(taskId) ? { taskId } : {}),
         ...(route.data ? { input: route.data } : {}),
         onAnnounced: (meshTaskId) => {
           entry.meshTaskId = meshTaskId;
