@@ -33,7 +33,16 @@ export async function loadHandler(spec: string): Promise<WorkerHandler> {
     typeof (exported as WorkerHandler).handle === 'function'
   ) {
     const h = exported as Partial<WorkerHandler> & { handle: TaskHandler };
-    return { name: h.name ?? spec, description: h.description ?? `Handler from ${spec}`, handle: h.handle };
+    const schema = h.inputSchema as { type?: unknown } | undefined;
+    if (schema !== undefined && (typeof schema !== 'object' || schema === null || schema.type !== 'object'))
+      throw new AmfError('INVALID_REQUEST', `${spec}: inputSchema must be a JSON Schema with type "object"`);
+    return {
+      name: h.name ?? spec,
+      description: h.description ?? `Handler from ${spec}`,
+      handle: h.handle,
+      ...(h.inputSchema ? { inputSchema: h.inputSchema } : {}),
+      ...(h.readOnly === true ? { readOnly: true } : {}),
+    };
   }
   throw new AmfError(
     'INVALID_REQUEST',

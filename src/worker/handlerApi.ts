@@ -70,6 +70,11 @@ export interface WorkerHandler {
    * arguments, and `ctx.input` holds the arguments either way.
    */
   inputSchema?: { type: 'object'; properties?: Record<string, unknown>; required?: string[] };
+  /**
+   * The handler only reads (no side effects on the world): the agent card says `x-amf.read_only`, so
+   * AMP callers with `read-only` trust may reach it. Default false: unknown handlers are not trusted.
+   */
+  readOnly?: boolean;
 }
 
 /** Error a handler throws to fail a task with a stable code. */

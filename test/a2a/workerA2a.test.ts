@@ -47,6 +47,8 @@ describe('worker agent card', () => {
         agent_id: echo.worker.agentId,
         role: 'worker',
         capability_tags: ['echo', 'say'],
+        // The built-in echo handler declares itself read-only (AMP read-only callers may reach it).
+        read_only: true,
       });
       // Only coordinators publish the NATS URL (LOCKED #2).
       expect(card['x-amf']).not.toHaveProperty('nats_url');

@@ -134,7 +134,7 @@ export interface WorkerCardOptions {
   name: string;
   tags: string[];
   trustDomain: string;
-  handler: Pick<WorkerHandler, 'description'>;
+  handler: Pick<WorkerHandler, 'description' | 'readOnly'>;
   toolAlias?: string;
 }
 
@@ -163,6 +163,7 @@ export function workerAgentCard(
       role: 'worker',
       ...(record.mcp_endpoint ? { mcp_endpoint: record.mcp_endpoint } : {}),
       ...(opts.toolAlias ? { tool_alias: opts.toolAlias } : {}),
+      ...(opts.handler.readOnly === true ? { read_only: true } : {}),
     },
   });
 }

@@ -153,6 +153,7 @@ export function evaluateExpression(text: string): number {
 export const calcHandler: WorkerHandler = {
   name: 'calc',
   description: 'Evaluates an arithmetic expression such as "2 * (3 + 4) ^ 2" or "sqrt(2)" (argument `text`).',
+  readOnly: true,
   handle: (ctx: TaskContext) => {
     const value = evaluateExpression(ctx.text);
     return Promise.resolve({ text: String(Number(value.toPrecision(15))), data: { value } });

@@ -12,6 +12,7 @@ async function* streamWords(text: string): AsyncGenerator<string, void> {
 export const echoHandler: WorkerHandler = {
   name: 'echo',
   description: 'Echoes the text it is given (argument `text`).',
+  readOnly: true,
   handle: (ctx: TaskContext) =>
     ctx.stream && ctx.text.length > 0 ? streamWords(ctx.text) : Promise.resolve(ctx.text),
 };
