@@ -150,6 +150,9 @@ async function runMeshProcess() {
         logLevel: 'silent',
         coordinator: { port: 0, host: '127.0.0.1' },
         nats: { port: 0 },
+        // One load generator on 127.0.0.1 is one client: the per-client limit (default 1000/s) would
+        // measure the limiter, not the mesh. A limit it never reaches keeps the limiter's cost counted.
+        http: { rateLimitPerSecond: 1_000_000, rateLimitBurst: 1_000_000 },
         ...(heartbeat ? { heartbeat: { intervalSeconds: heartbeat } } : {}),
       },
     });
