@@ -100,6 +100,11 @@ export async function runWorkerCommand(
     ...(tls ? { tls } : {}),
     mcpServers: config.mcp.servers,
     mcpClient: { logger: log, requireTls: config.mcp.requireTls },
+    onCoordinatorFingerprintChange: (first, seen) =>
+      log.warn(
+        { first, seen },
+        'a coordinator with another fingerprint than the first one seen called /mcp (X-AMF-Coordinator-Fingerprint)',
+      ),
     ...(config.mdns.enabled
       ? { mdns: config.mdns.interface ? { interfaceAddress: config.mdns.interface } : {} }
       : {}),

@@ -15,6 +15,7 @@ import { closeServer, listen, serveRouter, workerRouter, type WorkerHttpOptions 
 import type { Router } from '../http/httpKit.js';
 import { createWorkerMcpEndpoint } from '../protocols/mcp/workerMcp.js';
 import { MCP_PROTOCOL } from '../protocols/mcp/mcpEndpoint.js';
+import { CoordinatorFingerprintRecord } from '../protocols/mcp/coordinatorFingerprint.js';
 import type { McpServerConfig } from '../config/config.js';
 import { McpClientHub, type McpClientHubOptions } from '../mcpClient/mcpClientHub.js';
 import { bindTaskTools } from '../mcpClient/taskTools.js';
@@ -45,6 +46,8 @@ export interface StartWorkerOptions {
   mcpServers?: readonly McpServerConfig[];
   /** Options of the MCP client hub (logger, require_tls, environment for stdio servers). */
   mcpClient?: McpClientHubOptions;
+  /** Told when a coordinator calls `/mcp` with another fingerprint than the first one seen. */
+  onCoordinatorFingerprintChange?: (first: string, seen: string) => void;
 }
 
 export interface RunningWorker {
@@ -53,6 +56,8 @@ export interface RunningWorker {
   nc: NatsConnection;
   /** The worker's MCP client hub (its configured MCP servers), when it has any. */
   mcpClients?: McpClientHub;
+  /** The coordinator fingerprint first seen on `/mcp` (X-AMF-Coordinator-Fingerprint). */
+  coordinatorFingerprint: CoordinatorFingerprintRecord;
   /** Graceful stop: stop claiming, finish in-flight tasks, say goodbye, close. */
   close(drainTimeoutMs?: number): Promise<void>;
 }
@@ -80,8 +85,10 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     version: opts.version ?? '0.1.0',
     ...(opts.toolAlias ? { toolAlias: opts.toolAlias } : {}),
   };
+  const coordinatorFingerprint = new CoordinatorFingerprintRecord(opts.onCoordinatorFingerprintChange);
   if (opts.mcp !== false)
     httpOpts.mcp = createWorkerMcpEndpoint({
+      coordinatorFingerprint,
       handler: opts.handler,
       tag: opts.tags[0]!,
       version: httpOpts.version,
@@ -148,6 +155,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     url: endpoint,
     nc,
     ...(hub ? { mcpClients: hub } : {}),
+    coordinatorFingerprint,
     close(drainTimeoutMs = 30_000) {
       closing ??= (async () => {
         // Say "draining" on mDNS too, then goodbye once in-flight work is done.

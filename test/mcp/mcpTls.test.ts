@@ -27,6 +27,7 @@ import { MCP_TLS_PIN_MISMATCH_CODE } from '../../src/protocols/mcp/federation.js
 import { createAgentFetch, NO_CALL_CREDENTIALS } from '../../src/protocols/mcp/callAuth.js';
 import {
   COORDINATOR_KEY_FILE,
+  CoordinatorFingerprintRecord,
   loadCoordinatorFingerprint,
 } from '../../src/protocols/mcp/coordinatorFingerprint.js';
 import { probeCertificate } from '../../src/protocols/mcp/tlsPins.js';
@@ -143,6 +144,10 @@ describe('TOFU pinning of https:// agents', () => {
       });
       const okRecord = (await audit(20)).find((r) => r.wire_name === 'tofu-w__echo' && r.outcome === 'ok');
       expect(okRecord).toMatchObject({ auth: 'tofu', decision: 'allow' });
+      // The worker recorded the coordinator's fingerprint from the forwarded calls.
+      expect(w.coordinatorFingerprint.first?.fingerprint).toBe(
+        await loadCoordinatorFingerprint(mesh.config.dataDir),
+      );
       // The TLS tier is authenticated: no plaintext warning for this agent.
       expect(warningsFor(agentId, 'mcp_call_unauthenticated')).toHaveLength(0);
 
@@ -323,5 +328,23 @@ describe('what the coordinator sends on forwarded requests', () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe('agents record the coordinator fingerprint on first contact', () => {
+  it('keeps the first well-formed value and reports each different one once', () => {
+    const a = Array.from({ length: 32 }, () => 'AB').join(':');
+    const b = Array.from({ length: 32 }, () => 'CD').join(':');
+    const changes: Array<[string, string]> = [];
+    const record = new CoordinatorFingerprintRecord((first, seen) => changes.push([first, seen]));
+    record.observe(undefined);
+    record.observe('not a fingerprint');
+    expect(record.first).toBeUndefined();
+    record.observe(a);
+    record.observe(a);
+    record.observe(b);
+    record.observe(b);
+    expect(record.first?.fingerprint).toBe(a);
+    expect(changes).toEqual([[a, b]]);
   });
 });

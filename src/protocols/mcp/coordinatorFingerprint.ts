@@ -49,3 +49,37 @@ export async function loadCoordinatorFingerprint(dataDir: string): Promise<strin
   const spki = createPublicKey(createPrivateKey(pem)).export({ type: 'spki', format: 'der' });
   return sha256Fingerprint(spki);
 }
+
+const FINGERPRINT_FORMAT = /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/;
+
+/**
+ * The agent side (seed: "Agent records coordinator's fingerprint on first contact"): remembers the
+ * first well-formed `X-AMF-Coordinator-Fingerprint` it is sent and reports a different one later,
+ * SSH-style. It only reports: the header is an identifier, not a proof, and two coordinators that
+ * do not share a data dir legitimately differ; refusing calls is the SPIFFE tier's job.
+ */
+export class CoordinatorFingerprintRecord {
+  private firstSeen: { fingerprint: string; at: string } | undefined;
+  private readonly reported = new Set<string>();
+
+  constructor(private readonly onChange?: (first: string, seen: string) => void) {}
+
+  /** The first fingerprint seen and when, if any. */
+  get first(): { fingerprint: string; at: string } | undefined {
+    return this.firstSeen;
+  }
+
+  /** Notes the header of one request; a different fingerprint is reported once per value. */
+  observe(header: string | string[] | undefined): void {
+    const value = Array.isArray(header) ? header[0] : header;
+    if (value === undefined || !FINGERPRINT_FORMAT.test(value)) return;
+    if (!this.firstSeen) {
+      this.firstSeen = { fingerprint: value, at: new Date().toISOString() };
+      return;
+    }
+    if (value === this.firstSeen.fingerprint || this.reported.has(value)) return;
+    // Bounded: a caller cycling through made-up values cannot grow this without limit.
+    if (this.reported.size < 100) this.reported.add(value);
+    this.onChange?.(this.firstSeen.fingerprint, value);
+  }
+}

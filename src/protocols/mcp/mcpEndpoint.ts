@@ -29,6 +29,8 @@ export interface McpEndpointOptions {
    * Streamable HTTP). For servers that send nothing before the response: cheaper for both sides.
    */
   jsonResponse?: boolean;
+  /** Sees every request before it is handled (e.g. to note the coordinator's fingerprint header). */
+  onRequest?: (req: IncomingMessage) => void;
 }
 
 interface Session {
@@ -85,6 +87,7 @@ export class McpEndpoint {
 
   /** Handles one HTTP request to the MCP endpoint. */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.options.onRequest?.(req);
     const origin = typeof req.headers.origin === 'string' ? req.headers.origin : undefined;
     if (!originAllowed(origin, this.options.allowedOrigins)) {
       jsonRpcError(res, 403, -32000, `Forbidden: Origin ${origin} is not allowed`);

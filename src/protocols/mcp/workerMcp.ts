@@ -4,6 +4,7 @@
  * mesh callers get the same behaviour.
  */
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
@@ -15,6 +16,10 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { WorkerHandler } from '../../worker/handlerApi.js';
 import type { MeshWorker } from '../../worker/meshWorker.js';
+import {
+  COORDINATOR_FINGERPRINT_HEADER,
+  type CoordinatorFingerprintRecord,
+} from './coordinatorFingerprint.js';
 import { McpEndpoint } from './mcpEndpoint.js';
 
 /** Input schema of a handler that declares none: one string argument `text` (the task text). */
@@ -40,6 +45,8 @@ export interface WorkerMcpOptions {
   tag: string;
   version: string;
   getWorker: () => MeshWorker;
+  /** Records the `X-AMF-Coordinator-Fingerprint` of callers. */
+  coordinatorFingerprint?: CoordinatorFingerprintRecord;
 }
 
 function errorResult(text: string): CallToolResult {
@@ -52,6 +59,12 @@ export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint 
   return new McpEndpoint({
     // A tool call sends nothing before its result, so a plain JSON answer carries it best.
     jsonResponse: true,
+    ...(options.coordinatorFingerprint
+      ? {
+          onRequest: (req: IncomingMessage) =>
+            options.coordinatorFingerprint!.observe(req.headers[COORDINATOR_FINGERPRINT_HEADER]),
+        }
+      : {}),
     createServer: () => {
       const server = new Server(
         { name: `amf-worker-${options.handler.name}`, version: options.version },
