@@ -80,7 +80,15 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
   const useConsole = flags.console === true || (hasConsole && process.stdin.isTTY === true);
   // Info lines would interleave with a terminal chat: the console keeps warnings and errors only.
   const log = createLogger(useConsole && config.logLevel === 'info' ? 'warn' : config.logLevel, 'amf-run');
-  const runtime = await createAgentRuntime(definition, { logger: log });
+  const runtime = await createAgentRuntime(definition, { logger: log, requireTls: config.mcp.requireTls });
+  // A tool server that cannot start is not fatal (the agent runs without it), but the user must see it.
+  for (const failure of runtime.toolFailures) {
+    const index = definition.tools.mcp.findIndex((m) => m.name === failure.server);
+    const at = definition.source.position(`/tools/mcp/${index}`);
+    process.stderr.write(
+      `${definition.source.path}${at ? `:${at.line}:${at.column}` : ''}: warning: MCP server "${failure.server}" is not available: ${failure.error}\n`,
+    );
+  }
   let mesh: RunAgentMeshOptions | undefined;
   try {
     if (flags.mesh !== false) {

@@ -127,4 +127,41 @@ describe('amf run --no-mesh', () => {
     run.child.kill('SIGINT');
     expect(await run.exit).toBe(0);
   });
+
+  it(
+    'warns with the file position when an MCP server cannot start, and serves without it',
+    { timeout: 60_000 },
+    async () => {
+      const file = join(dir, 'broken-tools.afm.md');
+      await writeFile(
+        file,
+        [
+          '---',
+          'model: { name: m }',
+          'interfaces:',
+          '  - type: webchat',
+          'tools:',
+          '  mcp:',
+          '    - name: ghost',
+          '      transport: { type: stdio, command: /nonexistent/mcp-server }',
+          '---',
+          '# Role',
+          'x',
+          '',
+          '# Instructions',
+          'y',
+          '',
+        ].join('\n'),
+      );
+      const run = amfRun([file, '--no-mesh', '--port', '0']);
+      await new Promise<void>((resolve, reject) => {
+        const check = () => (/webchat +POST /.test(run.out()) ? resolve() : undefined);
+        run.child.stdout!.on('data', check);
+        void run.exit.then((code) => reject(new Error(`exited ${code}: ${run.err()}`)));
+      });
+      expect(run.err()).toMatch(/broken-tools\.afm\.md:7:\d+: warning: MCP server "ghost" is not available/);
+      run.child.kill('SIGINT');
+      expect(await run.exit).toBe(0);
+    },
+  );
 });
