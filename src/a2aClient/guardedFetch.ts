@@ -7,6 +7,7 @@
 import { isIP } from 'node:net';
 import { AmfError } from '../errors.js';
 import { isMetadataHost } from '../mcpClient/limits.js';
+import { readCappedText as readWithin } from '../util/readCappedText.js';
 
 /** Largest JSON response (one JSON-RPC or REST body) accepted from a remote agent. */
 export const MAX_A2A_RESPONSE_BYTES = 10 * 1024 * 1024;
@@ -50,26 +51,14 @@ export function checkAgentUrl(value: string | URL, what: string): URL {
 
 /** Reads a response body as text, refusing it once it passes `maxBytes`. */
 export async function readCappedText(res: Response, maxBytes: number, what: string): Promise<string> {
-  const declared = Number(res.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    await res.body?.cancel().catch(() => undefined);
-    throw new AmfError('PAYLOAD_TOO_LARGE', `${what} is ${declared} bytes; the limit is ${maxBytes}`);
-  }
-  if (!res.body) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      throw new AmfError('PAYLOAD_TOO_LARGE', `${what} exceeds ${maxBytes} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  const read = await readWithin(res, maxBytes);
+  if (read.ok) return read.text;
+  throw new AmfError(
+    'PAYLOAD_TOO_LARGE',
+    read.declaredBytes !== undefined
+      ? `${what} is ${read.declaredBytes} bytes; the limit is ${maxBytes}`
+      : `${what} exceeds ${maxBytes} bytes`,
+  );
 }
 
 /** Options of `createAgentFetch`. */

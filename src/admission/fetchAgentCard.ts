@@ -4,6 +4,7 @@
  * address, bounded in time and size.
  */
 import { isIP } from 'node:net';
+import { readCappedText } from '../util/readCappedText.js';
 
 export interface CardFetchOptions {
   timeoutMs?: number;
@@ -62,24 +63,14 @@ function checkUrl(value: string, allowedHost: string): URL {
 }
 
 async function readBounded(res: Response, maxBytes: number): Promise<string> {
-  const declared = Number(res.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > maxBytes)
-    throw new CardFetchError('card_too_large', `card is ${declared} bytes; limit ${maxBytes}`);
-  if (!res.body) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel();
-      throw new CardFetchError('card_too_large', `card exceeds ${maxBytes} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  const read = await readCappedText(res, maxBytes);
+  if (read.ok) return read.text;
+  throw new CardFetchError(
+    'card_too_large',
+    read.declaredBytes !== undefined
+      ? `card is ${read.declaredBytes} bytes; limit ${maxBytes}`
+      : `card exceeds ${maxBytes} bytes`,
+  );
 }
 
 /**

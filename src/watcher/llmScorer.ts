@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto';
 import type { RawAdvertisement } from '../discovery/advertisement.js';
 import type { RulesResult } from './riskRules.js';
 import { sanitizeText, splitTxtList, truncateText } from './riskRules.js';
+import { readCappedText } from '../util/readCappedText.js';
 
 /** Environment variables that configure LLM scoring; nothing else is passed into a watcher thread. */
 export const LLM_ENV_KEYS = [
@@ -233,23 +234,8 @@ export function parseLlmVerdict(text: string): { risk_score: number; reason: str
 
 /** Reads a response body up to MAX_RESPONSE_BYTES; undefined when it is longer. */
 async function readBounded(res: Response): Promise<string | undefined> {
-  const length = Number(res.headers.get('content-length'));
-  if (Number.isFinite(length) && length > MAX_RESPONSE_BYTES) return undefined;
-  const reader = res.body?.getReader();
-  if (!reader) return '';
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > MAX_RESPONSE_BYTES) {
-      await reader.cancel();
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  const read = await readCappedText(res, MAX_RESPONSE_BYTES);
+  return read.ok ? read.text : undefined;
 }
 
 /** The text of an Anthropic Messages response: its text blocks, concatenated. */
