@@ -12,36 +12,23 @@
  * BENCH_ROUNDS (1; medians over interleaved rounds), BENCH_A2A_OUT (default docs/benchmarks-a2a.md;
  * "-" writes none), BENCH_SEPARATE_WORKER (default 1).
  */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { runLoad } from './lib/load.js';
+import {
+  ROOT,
+  envConcurrencies,
+  envNumber as envNumberOf,
+  requireBuild,
+  startMeshProcess,
+} from './lib/meshProcess.js';
 
-const ROOT = new URL('../', import.meta.url);
-if (!existsSync(new URL('dist/coordinator/coordinator.js', ROOT))) {
-  process.stderr.write('bench/a2a.js: dist/ is missing: run `npm run build` first\n');
-  process.exit(2);
-}
-
-function envNumber(name, fallback, min = 0) {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < min) {
-    process.stderr.write(`bench/a2a.js: ${name}=${raw} is not a number >= ${min}\n`);
-    process.exit(2);
-  }
-  return n;
-}
-
-const CONCURRENCIES = (process.env.BENCH_A2A_CONCURRENCY ?? '1,32')
-  .split(',')
-  .map((s) => Number(s.trim()))
-  .filter((n) => Number.isInteger(n) && n >= 1 && n <= 1024);
+requireBuild('bench/a2a.js');
+const envNumber = (key, fallback, min) => envNumberOf('bench/a2a.js', key, fallback, min);
+const CONCURRENCIES = envConcurrencies('BENCH_A2A_CONCURRENCY');
 const SECONDS = envNumber('BENCH_SECONDS', 5, 0.1);
 const WARMUP_SECONDS = envNumber('BENCH_WARMUP_SECONDS', 1);
 const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 1, 1));
@@ -52,38 +39,7 @@ const log = (line) => process.stderr.write(`${line}\n`);
 
 // --- the mesh process -------------------------------------------------------------------------------
 
-let child;
-function startMesh() {
-  const script = fileURLToPath(new URL('bench/meshServer.js', ROOT));
-  child = spawn(process.execPath, ['--expose-gc', script], {
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-    env: { ...process.env, BENCH_SEPARATE_WORKER: SEPARATE_WORKER },
-  });
-  const lines = createInterface({ input: child.stdout });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the mesh did not start within 60 s')), 60_000);
-    lines.once('line', (line) => {
-      clearTimeout(timer);
-      resolve(JSON.parse(line));
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`the mesh process exited during start-up (${signal ?? code})`));
-    });
-  });
-}
-
-async function stopMesh() {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.send({ cmd: 'shutdown' });
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(timer);
-}
-process.on('exit', () => {
-  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-});
+let stopMesh = async () => {};
 
 // --- a minimal A2A JSON-RPC client (hot path) -------------------------------------------------------
 
@@ -185,7 +141,9 @@ const ms = (x) => `${x.toFixed(2)} ms`;
 const rate = (x) => `${Math.round(x).toLocaleString('en-US')}/s`;
 
 async function main() {
-  const info = await startMesh();
+  const mesh = await startMeshProcess();
+  stopMesh = mesh.stop;
+  const info = mesh.info;
   log(`bench/a2a.js: mesh up (coordinator ${info.coordinatorUrl}, worker ${info.workerUrl})`);
   const results = [];
   try {

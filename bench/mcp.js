@@ -15,35 +15,22 @@
  * BENCH_ROUNDS (1; medians over interleaved rounds), BENCH_MCP_OUT (default docs/benchmarks-mcp.md;
  * "-" writes none), BENCH_CHILD_FLAGS (extra node flags for the mesh process, e.g. --cpu-prof).
  */
-import { spawn } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { runLoad } from './lib/load.js';
+import {
+  ROOT,
+  envConcurrencies,
+  envNumber as envNumberOf,
+  requireBuild,
+  startMeshProcess,
+} from './lib/meshProcess.js';
 
-const ROOT = new URL('../', import.meta.url);
-if (!existsSync(new URL('dist/coordinator/coordinator.js', ROOT))) {
-  process.stderr.write('bench/mcp.js: dist/ is missing: run `npm run build` first\n');
-  process.exit(2);
-}
-
-function envNumber(name, fallback, min = 0) {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < min) {
-    process.stderr.write(`bench/mcp.js: ${name}=${raw} is not a number >= ${min}\n`);
-    process.exit(2);
-  }
-  return n;
-}
-
-const CONCURRENCIES = (process.env.BENCH_MCP_CONCURRENCY ?? '1,32')
-  .split(',')
-  .map((s) => Number(s.trim()))
-  .filter((n) => Number.isInteger(n) && n >= 1 && n <= 1024);
+requireBuild('bench/mcp.js');
+const envNumber = (key, fallback, min) => envNumberOf('bench/mcp.js', key, fallback, min);
+const CONCURRENCIES = envConcurrencies('BENCH_MCP_CONCURRENCY');
 const SECONDS = envNumber('BENCH_SECONDS', 5, 0.1);
 const WARMUP_SECONDS = envNumber('BENCH_WARMUP_SECONDS', 1);
 const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 1, 1));
@@ -56,40 +43,7 @@ const log = (line) => process.stderr.write(`${line}\n`);
 
 // --- the mesh process -------------------------------------------------------------------------------
 
-let child;
-function startMesh() {
-  const script = fileURLToPath(new URL('bench/meshServer.js', ROOT));
-  child = spawn(process.execPath, ['--expose-gc', ...CHILD_FLAGS, script], {
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-    // The agent in a process of its own, as in a real mesh: otherwise the coordinator path would be
-    // charged for the worker's CPU twice over (once per hop it shares a process with).
-    env: { ...process.env, BENCH_SEPARATE_WORKER: process.env.BENCH_SEPARATE_WORKER ?? '1' },
-  });
-  const lines = createInterface({ input: child.stdout });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the mesh did not start within 30 s')), 30_000);
-    lines.once('line', (line) => {
-      clearTimeout(timer);
-      resolve(JSON.parse(line));
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`the mesh process exited during start-up (${signal ?? code})`));
-    });
-  });
-}
-
-async function stopMesh() {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.send({ cmd: 'shutdown' });
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(timer);
-}
-process.on('exit', () => {
-  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-});
+let stopMesh = async () => {};
 
 // --- a minimal Streamable HTTP client (hot path) ----------------------------------------------------
 
@@ -222,7 +176,9 @@ const ms = (x) => `${x.toFixed(2)} ms`;
 const rate = (x) => `${Math.round(x).toLocaleString('en-US')}/s`;
 
 async function main() {
-  const info = await startMesh();
+  const mesh = await startMeshProcess({ childFlags: CHILD_FLAGS });
+  stopMesh = mesh.stop;
+  const info = mesh.info;
   log(`bench/mcp.js: mesh up (coordinator ${info.coordinatorUrl}, worker ${info.workerUrl})`);
   const results = [];
   try {
