@@ -6,14 +6,29 @@
  * reported against the place the user has to edit (`amf.yaml: coordinator.port ...` with line and
  * column, `AMF_PORT: ...`, `--port: ...`), never against an anonymous merged object. The result is
  * a deeply frozen camelCase object: configuration is read once at start-up and must not drift.
+ * Validation messages live in configProblems.ts, value coercion and paths in configValues.ts.
  */
 import { readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { isIP } from 'node:net';
 import path from 'node:path';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { LineCounter, isMap, isScalar, parseDocument, type Document } from 'yaml';
-import { CONFIG_SCHEMA, SCHEMA_ANNOTATIONS, type SchemaNode } from './configSchema.js';
+import { LineCounter, parseDocument } from 'yaml';
+import { CONFIG_SCHEMA } from './configSchema.js';
+import { checkLayer, findProblems, formatPath, locate, type Problem } from './configProblems.js';
+import {
+  coerce,
+  deepFreeze,
+  deepMerge,
+  deriveUrl,
+  expandPath,
+  isObject,
+  resolvePaths,
+  setIn,
+  stripUndefined,
+  toCamel,
+  toSnake,
+  type Json,
+  type JsonObject,
+} from './configValues.js';
 
 /** Log levels, in pino's vocabulary (the logger the project uses). */
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -201,10 +216,6 @@ export const CONFIG_FILE_NAME = 'amf.yaml';
 const MAX_CONFIG_BYTES = 1024 * 1024;
 const DEFAULT_MCP_TIMEOUT_SECONDS = 30;
 
-type Seg = string | number;
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-type JsonObject = { [key: string]: Json };
-
 // Kept unexpanded so loadConfig expands it against the HOME of the environment it was given.
 const DEFAULT_DATA_DIR = '~/.amf';
 
@@ -248,25 +259,6 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
   a2a: { agents: [], taskStoreSize: 1000 },
   watcher: { integrityWarn: true },
 });
-
-// Compiled once per process: validation runs for every layer of every load.
-let compiled: ValidateFunction | undefined;
-function validator(): ValidateFunction {
-  if (!compiled) {
-    // verbose: errors carry the failing schema node (for x-expected) and the offending value.
-    // strictRequired is off because the if/then rules require keys declared one level up.
-    const ajv = new Ajv({
-      allErrors: true,
-      verbose: true,
-      strict: true,
-      strictRequired: false,
-      allowUnionTypes: true,
-    });
-    ajv.addVocabulary([...SCHEMA_ANNOTATIONS]);
-    compiled = ajv.compile(CONFIG_SCHEMA);
-  }
-  return compiled;
-}
 
 /**
  * Loads, validates and merges the configuration. Throws `ConfigError` listing every problem found
@@ -413,282 +405,7 @@ function flagLabel(p: Problem): string {
   return flag ? `${flag}: ${p.message}` : `option ${formatPath(p.path)}: ${p.message}`;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Validation and messages
-
-interface Problem {
-  path: Seg[];
-  /** The problem is the key itself (unknown key), so locate the key rather than its value. */
-  isKey: boolean;
-  message: string;
-}
-
-function checkLayer(data: Json, label: (p: Problem) => string): string[] {
-  return findProblems(data).map(label);
-}
-
-function findProblems(data: Json): Problem[] {
-  const validate = validator();
-  const problems: Problem[] = [];
-  if (!validate(data)) problems.push(...fromAjv(validate.errors ?? []));
-  // Semantic checks tolerate invalid data, so they run too: one pass shows everything.
-  const seen = new Set(problems.map(problemId));
-  problems.push(...semanticProblems(data).filter((p) => !seen.has(problemId(p))));
-  return problems;
-}
-
-function problemId(p: Problem): string {
-  return `${p.isKey}:${p.path.join('\u0000')}`;
-}
-
-function fromAjv(errors: ErrorObject[]): Problem[] {
-  const out: Problem[] = [];
-  const seen = new Set<string>();
-  const add = (p: Problem): void => {
-    const id = problemId(p);
-    if (seen.has(id)) return; // one message per key: e.g. minimum and type never both
-    seen.add(id);
-    out.push(p);
-  };
-  for (const e of errors) {
-    const at = parsePointer(e.instancePath);
-    const schema = (e.parentSchema ?? {}) as SchemaNode;
-    switch (e.keyword) {
-      case 'if':
-      case 'allOf':
-        break; // the branch's own error says what is wrong
-      case 'additionalProperties': {
-        const key = (e.params as { additionalProperty: string }).additionalProperty;
-        const known = Object.keys(schema.properties ?? {});
-        const guess = suggest(key, known);
-        const hint = guess ? `did you mean ${guess}?` : `expected one of: ${known.join(', ')}`;
-        add({ path: [...at, key], isKey: true, message: `unknown key (${hint})` });
-        break;
-      }
-      case 'required': {
-        const key = (e.params as { missingProperty: string }).missingProperty;
-        const when = schema['x-when'] ? ` when ${schema['x-when']}` : '';
-        add({ path: [...at, key], isKey: true, message: `is required${when}` });
-        break;
-      }
-      default: {
-        const expected = schema['x-expected'];
-        let message = expected ? `must be ${expected}` : (e.message ?? 'is invalid');
-        if (e.keyword === 'uniqueItems') {
-          const { i } = e.params as { i: number };
-          message += ` (${describe((e.data as Json[])[i])} appears twice)`;
-        } else if (!schema['x-secret']) {
-          message += ` (got ${describe(e.data as Json)}${yaml11Hint(schema, e.data)})`;
-        }
-        add({ path: at, isKey: false, message });
-      }
-    }
-  }
-  return out;
-}
-
-// Rules that depend on several values at once, which the schema expresses poorly.
-function semanticProblems(data: Json): Problem[] {
-  const out: Problem[] = [];
-  if (!isObject(data)) return out;
-  const mdns = data.mdns;
-  if (isObject(mdns) && typeof mdns.interface === 'string' && isIP(mdns.interface) === 0) {
-    out.push({
-      path: ['mdns', 'interface'],
-      isKey: false,
-      message: `must be an IP address of the interface to advertise on (got ${describe(mdns.interface)})`,
-    });
-  }
-  const servers = isObject(data.mcp) ? data.mcp.servers : undefined;
-  if (Array.isArray(servers)) {
-    servers.forEach((s, i) => {
-      if (!isObject(s)) return;
-      const other = s.transport === 'http' ? ['command', 'args', 'env'] : ['url'];
-      const needs = s.transport === 'http' ? 'stdio' : 'http';
-      for (const key of other) {
-        if (s[key] !== undefined) {
-          out.push({
-            path: ['mcp', 'servers', i, key],
-            isKey: true,
-            message: `only applies when transport is "${needs}" (this server's transport is "${String(s.transport)}")`,
-          });
-        }
-      }
-    });
-    out.push(...duplicateNames(servers, ['mcp', 'servers']));
-  }
-  const agents = isObject(data.a2a) ? data.a2a.agents : undefined;
-  if (Array.isArray(agents)) out.push(...duplicateNames(agents, ['a2a', 'agents']));
-  return out;
-}
-
-function duplicateNames(list: Json[], at: Seg[]): Problem[] {
-  const first = new Map<string, number>();
-  const out: Problem[] = [];
-  list.forEach((item, i) => {
-    if (!isObject(item) || typeof item.name !== 'string') return;
-    const prev = first.get(item.name);
-    if (prev === undefined) first.set(item.name, i);
-    else {
-      out.push({
-        path: [...at, i, 'name'],
-        isKey: false,
-        message: `duplicate name "${item.name}" (already used by ${formatPath([...at, prev])})`,
-      });
-    }
-  });
-  return out;
-}
-
-// YAML 1.2 (unlike 1.1) reads yes/no/on/off as strings, a classic surprise worth naming.
-function yaml11Hint(schema: SchemaNode, value: unknown): string {
-  const wantsBoolean = ([] as unknown[]).concat(schema.type).includes('boolean');
-  const looksBoolean = typeof value === 'string' && /^(y|n|yes|no|on|off)$/i.test(value);
-  return wantsBoolean && looksBoolean ? '; YAML 1.2 reads yes/no/on/off as strings' : '';
-}
-
-function describe(value: Json | undefined): string {
-  if (value === undefined) return 'nothing';
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
-}
-
-/** Closest known key within a small edit distance, or the snake_case form of a camelCase key. */
-function suggest(key: string, known: string[]): string | undefined {
-  const snake = camelToSnake(key);
-  if (snake !== key && known.includes(snake)) return snake;
-  // A key missing its unit or qualifier (timeout -> timeout_seconds) is far in edits but obvious.
-  const extended = known.filter((k) => k.startsWith(`${snake}_`)).sort((a, b) => a.length - b.length)[0];
-  if (extended) return extended;
-  let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const candidate of known) {
-    const d = editDistance(key.toLowerCase(), candidate);
-    const limit = Math.max(2, Math.ceil(Math.max(key.length, candidate.length) / 3));
-    if (d <= limit && d < bestDistance) {
-      best = candidate;
-      bestDistance = d;
-    }
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + cost);
-    }
-    prev = row;
-  }
-  return prev[b.length]!;
-}
-
-/** Where a value (or key) sits in the parsed YAML document, when it can be found. */
-function locate(
-  doc: Document,
-  lines: LineCounter,
-  at: Seg[],
-  isKey: boolean,
-): { offset: number; line: number; col: number } | undefined {
-  let offset: number | undefined;
-  if (isKey && at.length > 0) {
-    const parent = at.length === 1 ? doc.contents : doc.getIn(at.slice(0, -1), true);
-    if (isMap(parent)) {
-      const last = String(at[at.length - 1]);
-      const pair = parent.items.find((p) => isScalar(p.key) && String(p.key.value) === last);
-      offset = pair && isScalar(pair.key) ? pair.key.range?.[0] : undefined;
-      // A missing required key has no position: point at the mapping that lacks it.
-      if (offset === undefined) offset = parent.range?.[0];
-    }
-  } else {
-    const node = at.length === 0 ? doc.contents : doc.getIn(at, true);
-    offset = (node as { range?: [number, number, number] } | undefined)?.range?.[0];
-  }
-  if (offset === undefined) return undefined;
-  return { offset, ...lines.linePos(offset) };
-}
-
-function parsePointer(pointer: string): Seg[] {
-  if (pointer === '') return [];
-  return pointer
-    .slice(1)
-    .split('/')
-    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
-}
-
-/** `coordinator.port`, `mcp.servers[0].url`. */
-function formatPath(at: Seg[]): string {
-  return at.map((s, i) => (typeof s === 'number' ? `[${s}]` : i === 0 ? s : `.${s}`)).join('');
-}
-
-// ---------------------------------------------------------------------------------------------
-// Values
-
-/** Turns strings from env/flags into the type the schema wants, when they spell one. */
-function coerce(value: Json, schema: SchemaNode | undefined): Json {
-  if (!schema) return value;
-  const types = schema.type === undefined ? [] : ([] as string[]).concat(schema.type);
-  if (typeof value === 'string') {
-    if ((types.includes('integer') || types.includes('number')) && /^-?\d+(\.\d+)?$/.test(value)) {
-      return Number(value);
-    }
-    if (types.includes('boolean')) {
-      const lower = value.toLowerCase();
-      if (['true', '1', 'yes', 'on'].includes(lower)) return true;
-      if (['false', '0', 'no', 'off'].includes(lower)) return false;
-    }
-    if (types.includes('array') && schema.items?.type === 'string') {
-      return value
-        .split(',')
-        .map((s) => s.trim())
-        .filter((s) => s !== '');
-    }
-    return value; // left as is: validation then says what was expected
-  }
-  if (Array.isArray(value)) return value.map((v) => coerce(v, schema.items));
-  if (isObject(value)) {
-    const out: JsonObject = {};
-    for (const [k, v] of Object.entries(value)) out[k] = coerce(v, schema.properties?.[k]);
-    return out;
-  }
-  return value;
-}
-
-const PATH_KEYS: readonly (readonly string[])[] = [['data_dir'], ['policy', 'path'], ['worker', 'handler']];
-
-// Relative paths in a file mean "next to the file"; in env or flags, "from the working directory".
-function resolvePaths(layer: JsonObject, home: string, base: string): JsonObject {
-  const out = structuredClone(layer);
-  for (const key of PATH_KEYS) {
-    const parent = key.length === 1 ? out : out[key[0]!];
-    const leaf = key[key.length - 1]!;
-    if (!isObject(parent) || typeof parent[leaf] !== 'string') continue;
-    const value = parent[leaf];
-    if (key.join('.') === 'worker.handler' && value === 'echo') continue; // the built-in handler
-    parent[leaf] = expandPath(value, home, base);
-  }
-  return out;
-}
-
-function expandPath(p: string, home: string, base: string): string {
-  if (p === '~') return home;
-  if (p.startsWith('~/')) return path.join(home, p.slice(2));
-  return path.resolve(base, p);
-}
-
-// Clients cannot dial a wildcard address, so a coordinator bound to all interfaces is reached locally.
-function deriveUrl(host: string, port: number): string {
-  let h = host;
-  if (h === '0.0.0.0') h = '127.0.0.1';
-  else if (h === '::' || h === '[::]') h = '[::1]';
-  else if (isIP(h) === 6) h = `[${h}]`;
-  return `http://${h}:${port}`;
-}
-
+// Fills each MCP server's optional fields, so callers see one complete shape per transport.
 function withServerDefaults(config: JsonObject): JsonObject {
   const mcp = config.mcp as JsonObject;
   mcp.servers = (mcp.servers as JsonObject[]).map((s) => {
@@ -706,69 +423,6 @@ function withServerDefaults(config: JsonObject): JsonObject {
   return config;
 }
 
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function deepMerge(base: JsonObject, over: JsonObject): JsonObject {
-  const out: JsonObject = { ...base };
-  for (const [k, v] of Object.entries(over)) {
-    const b = out[k];
-    // Lists replace rather than concatenate: a layer states the whole list it wants.
-    out[k] = isObject(v) && isObject(b) ? deepMerge(b, v) : structuredClone(v);
-  }
-  return out;
-}
-
-function setIn(target: JsonObject, at: string[], value: Json): void {
-  let node = target;
-  for (const key of at.slice(0, -1)) {
-    if (!isObject(node[key])) node[key] = {};
-    node = node[key] as JsonObject;
-  }
-  node[at[at.length - 1]!] = value;
-}
-
-function stripUndefined(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(stripUndefined);
-  if (isObject(value)) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = stripUndefined(v);
-    return out;
-  }
-  return value;
-}
-
-function camelToSnake(key: string): string {
-  return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-}
-
-function mapKeys(value: Json, rename: (k: string) => string): Json {
-  if (Array.isArray(value)) return value.map((v) => mapKeys(v, rename));
-  if (isObject(value)) {
-    const out: JsonObject = {};
-    for (const [k, v] of Object.entries(value)) out[rename(k)] = mapKeys(v, rename);
-    return out;
-  }
-  return value;
-}
-
-function toSnake(value: Json): Json {
-  return mapKeys(value, camelToSnake);
-}
-
-function toCamel(value: Json): Json {
-  return mapKeys(value, (k) => k.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase()));
-}
-
 function firstLine(text: string): string {
   return text.split('\n')[0] ?? text;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
 }

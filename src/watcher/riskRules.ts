@@ -12,6 +12,25 @@
 import type { RawAdvertisement } from '../discovery/advertisement.js';
 import { MAX_TXT_BYTES } from '../discovery/advertisement.js';
 import { isCapabilityTag } from '../events/subjects.js';
+import {
+  CONTROL_CHAR,
+  INVISIBLE_CHAR,
+  normalise,
+  splitTxtList,
+  validCapabilities,
+} from './advertisementText.js';
+
+// The text helpers live in advertisementText.ts; re-exported so importers keep one entry point.
+export {
+  MAX_SUMMARY_CHARS,
+  reportedFields,
+  sanitizeText,
+  splitTxtList,
+  summaryText,
+  truncateText,
+  validCapabilities,
+  type ReportedFields,
+} from './advertisementText.js';
 
 /** What the rules found about one advertisement. */
 export interface RulesResult {
@@ -79,22 +98,8 @@ export const RULE_WEIGHTS = {
 /** A stable reason code of the rules. */
 export type RuleReason = keyof typeof RULE_WEIGHTS;
 
-/** The summary text is at most this long (notes/amf.md section 6). */
-export const MAX_SUMMARY_CHARS = 100;
-
 /** Values longer than this are suspicious (a single TXT string is at most 255 bytes on the wire). */
 const LONG_VALUE_CHARS = 200;
-
-// Zero-width, bidi embedding/override/isolate, word joiner & invisible operators, BOM, Mongolian
-// vowel separator, soft hyphen, and the Unicode "tag" block used for ASCII smuggling.
-const INVISIBLE =
-  /[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u{e0000}-\u{e007f}]/u;
-const INVISIBLE_GLOBAL =
-  /[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u{e0000}-\u{e007f}]/gu;
-// eslint-disable-next-line no-control-regex -- detecting control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-// eslint-disable-next-line no-control-regex -- removing control characters is the point
-const CONTROL_GLOBAL = /[\u0000-\u001f\u007f-\u009f]/g;
 
 // Phrases are matched on a normalised copy (see normalise()): lower case, NFKC, separators → space.
 const INJECTION_PATTERNS: RegExp[] = [
@@ -219,91 +224,6 @@ const HIGH_RISK_SEGMENTS = new Set([
 ]);
 const HIGH_RISK_PREFIXES = ['exfil', 'keylog', 'credential', 'password', 'passwd', 'secret', 'token-steal'];
 
-/**
- * Lower-cases, applies NFKC (fullwidth and other compatibility forms fold to ASCII), removes
- * invisible characters (so "ig\u200bnore" still reads "ignore"), drops apostrophes ("you're" →
- * "youre") and turns every other non-alphanumeric run into one space.
- */
-function normalise(value: string): string {
-  return value
-    .normalize('NFKC')
-    .replace(INVISIBLE_GLOBAL, '')
-    .toLowerCase()
-    .replace(/['’‘`]/g, '')
-    .replace(/[^\p{L}\p{N}]+/gu, ' ')
-    .trim();
-}
-
-/** Removes control, zero-width and bidi characters and collapses whitespace; never throws. */
-export function sanitizeText(value: string): string {
-  return value
-    .normalize('NFKC')
-    .replace(INVISIBLE_GLOBAL, '')
-    .replace(CONTROL_GLOBAL, ' ')
-    .replace(/\s+/g, ' ')
-    .trim();
-}
-
-/** Truncates to at most `max` UTF-16 units without splitting a surrogate pair, marking the cut with "…". */
-export function truncateText(value: string, max: number): string {
-  if (value.length <= max) return value;
-  let out = '';
-  for (const ch of value) {
-    if (out.length + ch.length > max - 1) break;
-    out += ch;
-  }
-  return out + '…';
-}
-
-/**
- * The watcher's one-line description: `"<agent id> offers <tags>"`, sanitized and at most 100
- * characters. Only valid tags are listed, so the text carries nothing the tag syntax forbids.
- */
-export function summaryText(agentId: string | undefined, capabilities: readonly string[]): string {
-  const id = sanitizeText(agentId ?? '') || '(no id)';
-  const offers = capabilities.length > 0 ? capabilities.join(', ') : 'no capabilities';
-  return truncateText(`${id} offers ${offers}`, MAX_SUMMARY_CHARS);
-}
-
-/** Splits a comma-separated TXT list the way the coordinator does: trimmed, empties dropped. */
-export function splitTxtList(value: string | undefined): string[] {
-  if (value === undefined) return [];
-  return value
-    .split(',')
-    .map((v) => v.trim())
-    .filter((v) => v.length > 0);
-}
-
-/** The TXT fields a WatcherSummary reports as read, for the coordinator to cross-check (#9). */
-export interface ReportedFields {
-  original_agent_id: string;
-  endpoint: string;
-  card_url: string | null;
-  protocols_supported: string[];
-  trust_domain: string;
-}
-
-/**
- * Reads the reported fields exactly as the TXT has them — values verbatim, `proto` split like the
- * coordinator splits it, an absent `td` read as the AMF default `local` — so a faithful watcher
- * never trips the cross-check and an unfaithful one always does.
- */
-export function reportedFields(ad: RawAdvertisement): ReportedFields {
-  const txt = ad.txt;
-  return {
-    original_agent_id: txt.id ?? '',
-    endpoint: txt.ep ?? '',
-    card_url: txt.card ?? null,
-    protocols_supported: splitTxtList(txt.proto),
-    trust_domain: txt.td ?? 'local',
-  };
-}
-
-/** The valid capability tags of an advertisement, deduplicated, first occurrence order. */
-export function validCapabilities(ad: RawAdvertisement): string[] {
-  return [...new Set(splitTxtList(ad.txt.tags).filter((t) => isCapabilityTag(t)))];
-}
-
 /** True when `tag` names dangerous power (see HIGH_RISK_SEGMENTS). */
 export function isHighRiskTag(tag: string): boolean {
   if (HIGH_RISK_PREFIXES.some((p) => tag.startsWith(p) || tag.includes(`-${p}`))) return true;
@@ -402,8 +322,8 @@ class Findings {
 /** Checks one piece of untrusted text for every text-level trick. */
 function scanText(text: string, findings: Findings, opts: { skipBlob?: boolean } = {}): void {
   if (text.length === 0) return;
-  if (INVISIBLE.test(text)) findings.add('invisible_chars');
-  if (CONTROL.test(text)) findings.add('control_chars');
+  if (INVISIBLE_CHAR.test(text)) findings.add('invisible_chars');
+  if (CONTROL_CHAR.test(text)) findings.add('control_chars');
   if (text.length > LONG_VALUE_CHARS) findings.add('long_value');
   if (ROLE_MARKER_PATTERNS.some((p) => p.test(text))) findings.add('role_marker');
   if (MARKUP_PATTERNS.some((p) => p.test(text))) findings.add('markup');
