@@ -6,7 +6,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const MODULES = ['riskRules', 'llmScorer', 'threadProtocol', 'watcherThread'];
+const MODULES = ['riskRules', 'advertisementText', 'llmScorer', 'threadProtocol', 'watcherThread'];
 
 /** Throws unless every thread module in dist/ exists and is newer than its source. */
 export function assertThreadBuildFresh(): void {
