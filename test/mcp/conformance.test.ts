@@ -15,9 +15,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Progress } from '@modelcontextprotocol/sdk/types.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { HandlerError, type WorkerHandler } from '../../src/worker/handlerApi.js';
+import { MeshWorker } from '../../src/worker/meshWorker.js';
 import type { RunningWorker } from '../../src/worker/startWorker.js';
+import { MCP_PROTOCOL } from '../../src/protocols/mcp/mcpEndpoint.js';
+import {
+  CONTENT_RESULTS,
+  PROGRESS_STEPS,
+  startConformanceToolsServer,
+} from '../fixtures/conformanceToolsServer.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SUITE = join(ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
@@ -30,6 +40,14 @@ const REQUIRED = [
   'server-sse-multiple-streams',
   'dns-rebinding-protection',
 ];
+/**
+ * Exactly what passes in a full run (a newly passing scenario must be added here, and a regression
+ * fails). The worker under test serves `test_simple_text`, so that scenario passes there too.
+ */
+const PASSING = {
+  coordinator: [...REQUIRED].sort(),
+  worker: [...REQUIRED, 'tools-call-simple-text'].sort(),
+};
 /** Where the per-scenario tally is written (outside the work tree). */
 const RESULTS_FILE = join(tmpdir(), 'amf-mcp-conformance.json');
 
@@ -61,6 +79,8 @@ const errorHandling: WorkerHandler = {
 let mesh: TestMesh;
 let worker: RunningWorker;
 let failing: RunningWorker;
+/** The suite's content tools on an agent that serves its own MCP endpoint (not a TS worker). */
+let toolsAgent: { worker: MeshWorker; server: Awaited<ReturnType<typeof startConformanceToolsServer>> };
 const summary: Record<string, ScenarioResult[]> = {};
 let lastOutput = '';
 
@@ -68,9 +88,31 @@ beforeAll(async () => {
   mesh = await startTestMesh();
   worker = await mesh.startWorker('conformance-text', ['conformance-text'], simpleText);
   failing = await mesh.startWorker('conformance-error', ['conformance-error'], errorHandling);
+  const server = await startConformanceToolsServer();
+  const nc = await mesh.connect('specialist', 'conformance-tools');
+  const agent = new MeshWorker(nc, {
+    name: 'conformance-tools',
+    tags: ['conformance-tools'],
+    trustDomain: mesh.config.identity.trustDomain,
+    endpoint: new URL(server.url).origin,
+    handler: simpleText,
+    heartbeatSeconds: 1,
+    concurrency: 4,
+    protocols: [MCP_PROTOCOL],
+    mcpEndpoint: server.url,
+  });
+  toolsAgent = { worker: agent, server };
+  await agent.start();
+  await mesh.waitFor(
+    () => mesh.http.mcp.listTools().some((t) => t.name.endsWith('__test_tool_with_progress')),
+    10_000,
+    'the conformance tools federated',
+  );
 }, 30_000);
 afterAll(async () => {
+  await toolsAgent?.worker.drain(1000).catch(() => undefined);
   await mesh?.close();
+  await toolsAgent?.server.close();
   await writeFile(RESULTS_FILE, `${JSON.stringify(summary, null, 2)}\n`).catch(() => undefined);
 });
 
@@ -124,6 +166,8 @@ describe('MCP conformance suite (server scenarios)', () => {
         expect(r, `${name} ran`).toBeDefined();
         expect(r!.failure, `${name} passes`).toBe(0);
       }
+      const passed = results.filter((r) => r.failure === 0 && r.success > 0).map((r) => r.scenario);
+      expect(passed.sort()).toEqual(PASSING[target]);
     }, 300_000);
   }
 
@@ -137,4 +181,57 @@ describe('MCP conformance suite (server scenarios)', () => {
     expect(text).toEqual([{ scenario: 'tools-call-simple-text', success: 1, failure: 0 }]);
     expect(error).toEqual([{ scenario: 'tools-call-error', success: 1, failure: 0 }]);
   }, 120_000);
+});
+
+/**
+ * The suite's content and progress scenarios call exact tool names (`test_image_content`), which
+ * the coordinator never serves (its wire names are `<agent>__<tool>`). These tests run the same
+ * checks with the official SDK client through the federation, against an agent that serves those
+ * tools, and compare with what the agent itself returns: nothing may be lost or rewritten.
+ */
+describe('coordinator /mcp forwards agent results and progress faithfully', () => {
+  async function connect(url: string): Promise<Client> {
+    const client = new Client({ name: 'amf-conformance-check', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    return client;
+  }
+
+  it('passes image, audio, embedded-resource and mixed content through unchanged', async () => {
+    const viaMesh = await connect(`${mesh.url}/mcp`);
+    const direct = await connect(toolsAgent.server.url);
+    try {
+      const wire = new Map((await viaMesh.listTools()).tools.map((t) => [t.name.split('__').pop()!, t.name]));
+      for (const [tool, expected] of Object.entries(CONTENT_RESULTS)) {
+        const wireName = wire.get(tool);
+        expect(wireName, `${tool} is federated`).toMatch(/__/);
+        const forwarded = await viaMesh.callTool({ name: wireName!, arguments: {} });
+        const original = await direct.callTool({ name: tool, arguments: {} });
+        expect(forwarded.isError, tool).toBeFalsy();
+        expect(forwarded.content, tool).toEqual(expected.content);
+        expect(forwarded.content, tool).toEqual(original.content);
+      }
+    } finally {
+      await viaMesh.close();
+      await direct.close();
+    }
+  });
+
+  it('hands the agent progress notifications of a forwarded call to the caller', async () => {
+    const wireName = mesh.http.mcp.listTools().find((t) => t.name.endsWith('__test_tool_with_progress'))!.name;
+    const seen: Progress[] = [];
+    const result = await mesh.http.mcp.call(
+      wireName,
+      {},
+      { caller: 'conformance-test', sessionId: null },
+      undefined,
+      (p) => seen.push(p),
+    );
+    expect(result.isError).toBeFalsy();
+    expect(seen.map((p) => [p.progress, p.total, p.message])).toEqual(
+      Array.from({ length: PROGRESS_STEPS }, (_, i) => [i + 1, PROGRESS_STEPS, `step ${i + 1}`]),
+    );
+    // Without a listener the call carries no progress token and the agent reports nothing.
+    const quiet = await mesh.http.mcp.call(wireName, {}, { caller: 'conformance-test', sessionId: null });
+    expect(quiet.content).toEqual([{ type: 'text', text: 'progress reported' }]);
+  });
 });

@@ -12,6 +12,7 @@ import {
   McpError,
   ToolListChangedNotificationSchema,
   type CallToolResult,
+  type Progress,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { AgentRegistry, RegisteredAgent } from '../../coordinator/agentRegistry.js';
@@ -162,12 +163,18 @@ export class McpFederation {
     return [...this.catalog().values()].map((t) => t.definition);
   }
 
-  /** Handles one `tools/call`: policy, auth tier, forward, audit. Unknown names are JSON-RPC errors. */
+  /**
+   * Handles one `tools/call`: policy, auth tier, forward, audit. Unknown names are JSON-RPC errors.
+   * The agent's result (every content item: text, image, audio, resource) is returned unchanged.
+   * With `onProgress`, the forwarded call carries a progress token of its own and each progress
+   * notification the agent sends for it is handed to `onProgress` (for the caller's own token).
+   */
   async call(
     wireName: string,
     args: Record<string, unknown>,
     who: McpCaller,
     signal?: AbortSignal,
+    onProgress?: (progress: Progress) => void,
   ): Promise<CallToolResult> {
     const started = Date.now();
     const argumentBytes = Buffer.byteLength(JSON.stringify(args));
@@ -243,8 +250,10 @@ export class McpFederation {
     try {
       const client = await this.clientFor(entry.agentId);
       const result = (await client.callTool({ name: entry.tool, arguments: args }, undefined, {
+        // One total time limit: progress does not extend it (no resetTimeoutOnProgress).
         timeout: this.options.callTimeoutMs ?? 60_000,
         ...(signal ? { signal } : {}),
+        ...(onProgress ? { onprogress: onProgress } : {}),
       })) as CallToolResult;
       record({ decision: 'allow', reasons: [], outcome: result.isError ? 'tool_error' : 'ok' });
       return result;
