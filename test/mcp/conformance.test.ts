@@ -217,7 +217,9 @@ describe('coordinator /mcp forwards agent results and progress faithfully', () =
   });
 
   it('hands the agent progress notifications of a forwarded call to the caller', async () => {
-    const wireName = mesh.http.mcp.listTools().find((t) => t.name.endsWith('__test_tool_with_progress'))!.name;
+    const wireName = mesh.http.mcp
+      .listTools()
+      .find((t) => t.name.endsWith('__test_tool_with_progress'))!.name;
     const seen: Progress[] = [];
     const result = await mesh.http.mcp.call(
       wireName,
