@@ -247,12 +247,20 @@ describe('POST /api/amp/message', () => {
 
 describe('trust levels', () => {
   it('refuses a read-only sender a capability that is not marked read-only', async () => {
-    const { status, body } = await post(message({ intent: 'echo this', trust: { level: 'read-only' } }));
+    // The forecaster does not declare itself read-only (the built-in echo handler does).
+    const { status, body } = await post(
+      message({ intent: 'What is the weather forecast for Lisbon?', trust: { level: 'read-only' } }),
+    );
     expect(status).toBe(200);
     expect(body).toMatchObject({ status: 'refused', error: { code: 'trust_insufficient' } });
-    expect(body.error?.message).toMatch(/"echo" is not read-only/);
+    expect(body.error?.message).toMatch(/"forecast" is not read-only/);
     // Refused before dispatch: no task was announced for it.
     expect(body.result).toBeUndefined();
+  });
+
+  it('lets a read-only sender reach the built-in echo handler, which declares itself read-only', async () => {
+    const { body } = await post(message({ intent: 'echo this', trust: { level: 'read-only' } }));
+    expect(body).toMatchObject({ status: 'ok', result: { capability: 'echo', text: 'echo this' } });
   });
 
   it('lets a read-only sender reach a capability whose agents mark it read-only', async () => {
