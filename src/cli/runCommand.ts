@@ -103,6 +103,13 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
           : {}),
       };
     }
+    // Signals are caught from here on: one that arrives while the agent is still starting (its banner
+    // may already be out) stops it as soon as it is up, instead of killing it half-built.
+    let stopNow: ((why: string) => void) | undefined;
+    let earlyStop: string | undefined;
+    const onSignal = (why: string) => (stopNow ? stopNow(why) : (earlyStop ??= why));
+    process.once('SIGINT', () => onSignal('SIGINT'));
+    process.once('SIGTERM', () => onSignal('SIGTERM'));
     const agent = await runAgent({
       definition,
       responder: runtimeResponder(runtime),
@@ -134,8 +141,8 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
         log.info({ why }, 'stopping');
         void agent.close().then(resolve, resolve);
       };
-      process.once('SIGINT', () => stop('SIGINT'));
-      process.once('SIGTERM', () => stop('SIGTERM'));
+      stopNow = stop;
+      if (earlyStop) stop(earlyStop);
       void agent.consoleDone?.then(() => stop('console closed'));
     });
   } finally {

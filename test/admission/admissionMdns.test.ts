@@ -95,7 +95,8 @@ describe.skipIf(!onlyLoopback())('admission over mDNS (private network namespace
     );
     children.push(child);
     const id = `spiffe://local/worker/${name}`;
-    await mesh.waitFor(() => mesh.coordinator.registry.isLive(id), 20_000, 'mDNS worker admitted');
+    // Generous: a CLI process start, an mDNS query cycle and an admission, on a loaded 2-core CI box.
+    await mesh.waitFor(() => mesh.coordinator.registry.isLive(id), 60_000, 'mDNS worker admitted');
     const answer = await mesh.coordinator.dispatcher.submit({
       tag: 'mdns-echo',
       task: 'found by multicast',
@@ -106,7 +107,7 @@ describe.skipIf(!onlyLoopback())('admission over mDNS (private network namespace
     // Its advertisement arrived by the mDNS door (as well as by heartbeats).
     const raw = mesh.coordinator.admission.stats;
     expect(raw.admitted + raw.refreshed).toBeGreaterThan(0);
-  });
+  }, 90_000);
 
   it('admits a record registered with python3-zeroconf, and its goodbye takes it offline', async () => {
     const txt = baseTxt('zc-good');
