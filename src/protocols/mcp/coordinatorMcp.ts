@@ -1,12 +1,17 @@
 /**
  * The coordinator's federated MCP endpoint: an SDK `Server` per session whose `tools/list` is the
  * federation's catalog and whose `tools/call` goes through the federation (policy, audit, forward).
- * Catalog changes reach every open session as `notifications/tools/list_changed`.
+ * Catalog changes reach every open session as `notifications/tools/list_changed`. The same catalog
+ * and call path serve the stateless revision 2026-07-28 (no session: policy and audit per request,
+ * catalog changes over `subscriptions/listen`).
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { McpEndpoint } from './mcpEndpoint.js';
 import type { McpFederation } from './federation.js';
+
+const INSTRUCTIONS =
+  'AMF mesh: the tools of every admitted agent. Wire names are <agent>__<tool>; each description starts with the AMF name [<agent_id>/<tool>].';
 
 /** Builds the coordinator's `/mcp` endpoint over `federation`. */
 export function createCoordinatorMcpEndpoint(federation: McpFederation, version: string): McpEndpoint {
@@ -16,8 +21,7 @@ export function createCoordinatorMcpEndpoint(federation: McpFederation, version:
         { name: 'amf-coordinator', version },
         {
           capabilities: { tools: { listChanged: true } },
-          instructions:
-            'AMF mesh: the tools of every admitted agent. Wire names are <agent>__<tool>; each description starts with the AMF name [<agent_id>/<tool>].',
+          instructions: INSTRUCTIONS,
         },
       );
       server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: federation.listTools() }));
@@ -31,7 +35,18 @@ export function createCoordinatorMcpEndpoint(federation: McpFederation, version:
       );
       return server;
     },
+    tools: {
+      info: { name: 'amf-coordinator', version },
+      instructions: INSTRUCTIONS,
+      listChanged: true,
+      list: () => federation.listTools(),
+      call: (name, args, { caller, signal }) =>
+        federation.call(name, args, { caller, sessionId: null }, signal),
+    },
   });
-  federation.onToolsChanged(() => void endpoint.broadcast((s) => s.sendToolListChanged()));
+  federation.onToolsChanged(() => {
+    void endpoint.broadcast((s) => s.sendToolListChanged());
+    endpoint.notifyToolsChanged();
+  });
   return endpoint;
 }

@@ -3,13 +3,17 @@
  * The official SDK transport does the protocol work (JSON-RPC framing, SSE, `MCP-Protocol-Version`
  * checks, 404 for ended sessions); this module adds what the SDK leaves to the host: one SDK
  * `Server` per session (the SDK binds a server to one transport), a session table, `Origin`
- * validation, a bounded body, and broadcast of notifications to every open session.
+ * validation, a bounded body, and broadcast of notifications to every open session. Given a
+ * protocol-neutral tool surface, it also serves the stateless revision 2026-07-28 (statelessMcp.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { readBody } from '../../http/httpKit.js';
+import { StatelessMcp, type McpToolSurface } from './statelessMcp.js';
+
+export type { McpToolSurface } from './statelessMcp.js';
 
 /** MCP revision AMF agents announce in `protocols_supported` (the SDK's latest). */
 export const MCP_PROTOCOL = 'MCP/2025-11-25';
@@ -31,6 +35,11 @@ export interface McpEndpointOptions {
   jsonResponse?: boolean;
   /** Sees every request before it is handled (e.g. to note the coordinator's fingerprint header). */
   onRequest?: (req: IncomingMessage) => void;
+  /**
+   * The endpoint's tools, protocol-neutral. With it, requests of the stateless revision 2026-07-28
+   * are served by the v2 SDK (statelessMcp.ts); without it, every request takes the session path.
+   */
+  tools?: McpToolSurface;
 }
 
 interface Session {
@@ -56,6 +65,8 @@ export function originAllowed(origin: string | undefined, extra: readonly string
   return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
 }
 
+const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+
 function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
   const body = JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null });
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
@@ -68,12 +79,20 @@ function isInitialize(body: unknown): boolean {
   return Array.isArray(body) ? body.some(one) : one(body);
 }
 
-/** A session-based MCP endpoint: route POST, GET and DELETE of `/mcp` to `handle`. */
+/**
+ * An MCP endpoint: route POST, GET and DELETE of `/mcp` to `handle`. Session-based revisions always;
+ * the stateless revision too when `tools` is given.
+ */
 export class McpEndpoint {
   private readonly sessions = new Map<string, Session>();
   private closed = false;
+  private readonly stateless: StatelessMcp | undefined;
 
-  constructor(private readonly options: McpEndpointOptions) {}
+  constructor(private readonly options: McpEndpointOptions) {
+    this.stateless = options.tools
+      ? new StatelessMcp(options.tools, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES)
+      : undefined;
+  }
 
   /** Number of open sessions. */
   get sessionCount(): number {
@@ -83,6 +102,11 @@ export class McpEndpoint {
   /** Runs `fn` on the SDK server of every open session (e.g. `sendToolListChanged`). */
   async broadcast(fn: (server: McpServer) => Promise<void>): Promise<void> {
     await Promise.allSettled([...this.sessions.values()].map((s) => fn(s.server)));
+  }
+
+  /** Tells 2026-07-28 clients listening for changes that the tool list changed. */
+  notifyToolsChanged(): void {
+    this.stateless?.toolsChanged();
   }
 
   /** Handles one HTTP request to the MCP endpoint. */
@@ -98,14 +122,20 @@ export class McpEndpoint {
       return;
     }
     let parsed: unknown;
+    let raw: Buffer | undefined;
     if (req.method === 'POST') {
-      const raw = await readBody(req, this.options.maxBodyBytes ?? 4 * 1024 * 1024);
+      raw = await readBody(req, this.options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
       try {
         parsed = JSON.parse(raw.toString('utf8'));
       } catch {
         jsonRpcError(res, 400, -32700, 'Parse error: the body is not JSON');
         return;
       }
+    }
+    // The SDK's own classification decides the era, so the two paths can never disagree.
+    if (this.stateless && !(await this.stateless.isLegacy(req, raw, parsed))) {
+      await this.stateless.handle(req, res, raw);
+      return;
     }
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
@@ -161,6 +191,6 @@ export class McpEndpoint {
     this.closed = true;
     const all = [...this.sessions.values()];
     this.sessions.clear();
-    await Promise.allSettled(all.map((s) => s.server.close()));
+    await Promise.allSettled([...all.map((s) => s.server.close()), this.stateless?.close()]);
   }
 }

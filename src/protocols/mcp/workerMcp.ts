@@ -53,9 +53,45 @@ function errorResult(text: string): CallToolResult {
   return { content: [{ type: 'text', text }], isError: true };
 }
 
-/** Builds the session-based `/mcp` endpoint of a worker. */
+/** Builds the `/mcp` endpoint of a worker (session-based revisions and the stateless 2026-07-28). */
 export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint {
   const tool = handlerTool(options.handler);
+  const callTool = async (
+    name: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<CallToolResult> => {
+    if (name !== tool.name)
+      // Unknown tool: a JSON-RPC invalid-params error, as the SDK's McpServer does.
+      throw new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`);
+    const text =
+      typeof args.text === 'string'
+        ? args.text
+        : options.handler.inputSchema
+          ? JSON.stringify(args)
+          : undefined;
+    if (text === undefined) return errorResult('argument "text" (string) is required');
+    const taskId = randomUUID();
+    const outcome = await options.getWorker().runHandler(
+      {
+        taskId,
+        traceId: taskId,
+        tag: options.tag,
+        text,
+        messages: [{ role: 'user', content: text }],
+        input: args,
+        stream: false,
+        attempt: 1,
+      },
+      signal,
+    );
+    if (!outcome.ok) return errorResult(`${outcome.code}: ${outcome.message}`);
+    return {
+      content: [{ type: 'text', text: outcome.result.text }],
+      ...(outcome.result.data ? { structuredContent: outcome.result.data } : {}),
+    };
+  };
+  const serverInfo = { name: `amf-worker-${options.handler.name}`, version: options.version };
   return new McpEndpoint({
     // A tool call sends nothing before its result, so a plain JSON answer carries it best.
     jsonResponse: true,
@@ -66,44 +102,17 @@ export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint 
         }
       : {}),
     createServer: () => {
-      const server = new Server(
-        { name: `amf-worker-${options.handler.name}`, version: options.version },
-        { capabilities: { tools: {} } },
-      );
+      const server = new Server(serverInfo, { capabilities: { tools: {} } });
       server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [tool] }));
-      server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-        if (request.params.name !== tool.name)
-          // Unknown tool: a JSON-RPC invalid-params error, as the SDK's McpServer does.
-          throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
-        const args = request.params.arguments ?? {};
-        const text =
-          typeof args.text === 'string'
-            ? args.text
-            : options.handler.inputSchema
-              ? JSON.stringify(args)
-              : undefined;
-        if (text === undefined) return errorResult('argument "text" (string) is required');
-        const taskId = randomUUID();
-        const outcome = await options.getWorker().runHandler(
-          {
-            taskId,
-            traceId: taskId,
-            tag: options.tag,
-            text,
-            messages: [{ role: 'user', content: text }],
-            input: args,
-            stream: false,
-            attempt: 1,
-          },
-          extra.signal,
-        );
-        if (!outcome.ok) return errorResult(`${outcome.code}: ${outcome.message}`);
-        return {
-          content: [{ type: 'text', text: outcome.result.text }],
-          ...(outcome.result.data ? { structuredContent: outcome.result.data } : {}),
-        };
-      });
+      server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+        callTool(request.params.name, request.params.arguments ?? {}, extra.signal),
+      );
       return server;
+    },
+    tools: {
+      info: serverInfo,
+      list: () => [tool],
+      call: (name, args, { signal }) => callTool(name, args, signal),
     },
   });
 }
