@@ -232,6 +232,18 @@ describe('coordinator /mcp forwards agent results and progress faithfully', () =
     expect(seen.map((p) => [p.progress, p.total, p.message])).toEqual(
       Array.from({ length: PROGRESS_STEPS }, (_, i) => [i + 1, PROGRESS_STEPS, `step ${i + 1}`]),
     );
+    // End to end: an SDK client asking for progress on the coordinator's /mcp gets the agent's.
+    const client = await connect(`${mesh.url}/mcp`);
+    try {
+      const relayed: Progress[] = [];
+      const viaMesh = await client.callTool({ name: wireName, arguments: {} }, undefined, {
+        onprogress: (p) => relayed.push(p),
+      });
+      expect(viaMesh.isError).toBeFalsy();
+      expect(relayed.map((p) => p.progress)).toEqual(Array.from({ length: PROGRESS_STEPS }, (_, i) => i + 1));
+    } finally {
+      await client.close();
+    }
     // Without a listener the call carries no progress token and the agent reports nothing.
     const quiet = await mesh.http.mcp.call(wireName, {}, { caller: 'conformance-test', sessionId: null });
     expect(quiet.content).toEqual([{ type: 'text', text: 'progress reported' }]);

@@ -6,7 +6,11 @@
  * catalog changes over `subscriptions/listen`).
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type Progress,
+} from '@modelcontextprotocol/sdk/types.js';
 import { McpEndpoint } from './mcpEndpoint.js';
 import type { McpFederation } from './federation.js';
 
@@ -25,14 +29,27 @@ export function createCoordinatorMcpEndpoint(federation: McpFederation, version:
         },
       );
       server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: federation.listTools() }));
-      server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-        federation.call(
+      server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+        // A caller that asked for progress gets the agent's progress notifications under its own token.
+        const token = request.params._meta?.progressToken;
+        const relay =
+          token === undefined
+            ? undefined
+            : (progress: Progress) =>
+                void extra
+                  .sendNotification({
+                    method: 'notifications/progress',
+                    params: { ...progress, progressToken: token },
+                  })
+                  .catch(() => undefined);
+        return federation.call(
           request.params.name,
           request.params.arguments ?? {},
           { caller, sessionId: extra.sessionId ?? null },
           extra.signal,
-        ),
-      );
+          relay,
+        );
+      });
       return server;
     },
     tools: {
