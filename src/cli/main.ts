@@ -14,6 +14,7 @@ import { validateCommand } from './validateCommand.js';
 import { registerA2aCommand } from './a2aCommand.js';
 import { registerRunCommand } from './runCommand.js';
 import { createLogger } from '../log.js';
+import { parsePort, splitTags } from './cliArgs.js';
 
 interface CommonFlags {
   config?: string;
@@ -21,20 +22,6 @@ interface CommonFlags {
   natsUrl?: string;
   coordinator?: string;
   apiKey?: string;
-}
-
-function splitTags(value: string): string[] {
-  return value
-    .split(',')
-    .map((t) => t.trim())
-    .filter((t) => t.length > 0);
-}
-
-function parsePort(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535)
-    throw new Error(`invalid port "${value}": expected an integer 0..65535`);
-  return n;
 }
 
 /** Loads the configuration with the flags every command shares. */

@@ -5,16 +5,16 @@
  * it cleanly: WebSub unsubscription, worker drain, MCP servers closed.
  */
 import type { Command } from 'commander';
-import type { AmfConfig, ConfigOverrides } from '../config/config.js';
+import type { ConfigOverrides } from '../config/config.js';
 import { loadConfig } from '../config/config.js';
 import { AmfError } from '../errors.js';
 import { createLogger } from '../log.js';
+import { parsePort, splitTags } from './cliArgs.js';
 import { loadAfmFile } from '../afm/index.js';
 import { createAgentRuntime } from '../afm/runtime/index.js';
 import { runtimeResponder } from '../afm/interfaces/runtimeResponder.js';
 import { runAgent, type RunAgentMeshOptions } from '../afm/runAgent.js';
-import { findCoordinatorByMdns } from '../discovery/findCoordinator.js';
-import { natsUrlFromCoordinator, specialistCredential } from './workerCommand.js';
+import { locateCoordinator, natsUrlFromCoordinator, specialistCredential } from './workerCommand.js';
 
 export interface RunFlags {
   config?: string;
@@ -28,19 +28,6 @@ export interface RunFlags {
   mdnsInterface?: string;
   mesh?: boolean;
   console?: boolean;
-}
-
-/** The coordinator URL: given, else found on mDNS, else the configured default. */
-async function coordinatorUrl(config: AmfConfig, explicit: boolean): Promise<string> {
-  if (explicit || !config.mdns.enabled) return config.coordinator.url;
-  try {
-    return await findCoordinatorByMdns({
-      timeoutMs: 5000,
-      ...(config.mdns.interface ? { interfaceAddress: config.mdns.interface } : {}),
-    });
-  } catch {
-    return config.coordinator.url;
-  }
 }
 
 function describeRunning(agent: Awaited<ReturnType<typeof runAgent>>): string {
@@ -94,7 +81,7 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
     if (flags.mesh !== false) {
       const explicit = flags.coordinator !== undefined || Boolean(process.env.AMF_COORDINATOR_URL);
       mesh = {
-        natsUrl: config.nats.url ?? (await natsUrlFromCoordinator(await coordinatorUrl(config, explicit))),
+        natsUrl: config.nats.url ?? (await natsUrlFromCoordinator(await locateCoordinator(config, explicit))),
         credential: await specialistCredential(config),
         heartbeatSeconds: config.heartbeat.intervalSeconds,
         concurrency: config.worker.concurrency,
@@ -149,20 +136,6 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
     await runtime.close();
     log.flush();
   }
-}
-
-function splitTags(value: string): string[] {
-  return value
-    .split(',')
-    .map((t) => t.trim())
-    .filter((t) => t.length > 0);
-}
-
-function parsePort(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535)
-    throw new Error(`invalid port "${value}": expected an integer 0..65535`);
-  return n;
 }
 
 /** Registers `amf run` on the program. */

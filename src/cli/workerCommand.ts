@@ -46,7 +46,7 @@ export async function specialistCredential(
  * Where the coordinator is: the URL given (flag, environment or config file), else the one a
  * coordinator advertises on mDNS, else the default URL.
  */
-async function locateCoordinator(config: AmfConfig, explicit: boolean): Promise<string> {
+export async function locateCoordinator(config: AmfConfig, explicit: boolean): Promise<string> {
   if (explicit || !config.mdns.enabled) return config.coordinator.url;
   try {
     return await findCoordinatorByMdns({
