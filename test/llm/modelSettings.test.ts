@@ -97,16 +97,14 @@ describe('resolveModelSettings', () => {
     const key = { authentication: { type: 'api-key', api_key: 'k' } };
     expect(
       resolveModelSettings(
-        { provider: 'openai', url: 'https://api.openai.com/v1/chat/completions', ...key },
+        { provider: 'openai', url: 'https://10.0.0.5:8443/v1/chat/completions', ...key },
         {},
       ).baseUrl,
-    ).toBe('https://api.openai.com/v1');
+    ).toBe('https://10.0.0.5:8443/v1');
     expect(
-      resolveModelSettings(
-        { provider: 'anthropic', url: 'https://api.anthropic.com/v1/messages', ...key },
-        {},
-      ).baseUrl,
-    ).toBe('https://api.anthropic.com');
+      resolveModelSettings({ provider: 'anthropic', url: 'https://10.0.0.6/v1/messages', ...key }, {})
+        .baseUrl,
+    ).toBe('https://10.0.0.6');
   });
 
   it('refuses what would never work, saying what to change', () => {
