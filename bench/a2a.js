@@ -17,7 +17,7 @@ import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { runLoad } from './lib/load.js';
+import { formatMs, formatRate, medianRow, runLoad } from './lib/load.js';
 import {
   ROOT,
   envConcurrencies,
@@ -136,9 +136,8 @@ async function measure(caller, concurrency) {
   return r;
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const ms = (x) => `${x.toFixed(2)} ms`;
-const rate = (x) => `${Math.round(x).toLocaleString('en-US')}/s`;
+const ms = formatMs;
+const rate = formatRate;
 
 async function main() {
   const mesh = await startMeshProcess();
@@ -161,15 +160,8 @@ async function main() {
       coordinator.close();
       chat.close();
       for (const path of ['direct', 'coordinator', 'openai']) {
-        const rs = rounds[path];
-        const row = {
-          path,
-          concurrency,
-          p50: median(rs.map((r) => r.p50)),
-          p99: median(rs.map((r) => r.p99)),
-          throughput: median(rs.map((r) => r.throughput)),
-          messages: rs.reduce((n, r) => n + r.ok, 0),
-        };
+        const { count, ...rest } = medianRow(path, concurrency, rounds[path]);
+        const row = { ...rest, messages: count };
         results.push(row);
         log(
           `  c=${concurrency} ${path.padEnd(11)} p50 ${ms(row.p50)}  p99 ${ms(row.p99)}  ${rate(row.throughput)}`,

@@ -173,3 +173,22 @@ export function natsRequester(nc, subject, payload, timeoutMs = 10_000) {
   };
   return { issue };
 }
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** One result row from the rounds of one path: medians of p50, p99 and throughput, and the count. */
+export function medianRow(path, concurrency, rounds) {
+  return {
+    path,
+    concurrency,
+    p50: median(rounds.map((r) => r.p50)),
+    p99: median(rounds.map((r) => r.p99)),
+    throughput: median(rounds.map((r) => r.throughput)),
+    count: rounds.reduce((n, r) => n + r.ok, 0),
+  };
+}
+
+/** `1.23 ms` */
+export const formatMs = (x) => `${x.toFixed(2)} ms`;
+/** `1,234/s` */
+export const formatRate = (x) => `${Math.round(x).toLocaleString('en-US')}/s`;
