@@ -6,7 +6,7 @@
  * one conversation, one trace. A cancel reaches the worker as `amf.task.cancel` (the lifecycle).
  */
 import { randomUUID } from 'node:crypto';
-import { TaskState, type Task, type TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import { TaskState } from '@a2a-js/sdk';
 import {
   AgentEvent,
   type AgentExecutor,
@@ -23,7 +23,13 @@ import { toAmfError } from '../../errors.js';
 import { ampOutcome } from '../amp/ampService.js';
 import { AMP_EXTENSION_URI } from './agentCards.js';
 import { persistTaskEvents, STREAMING_KEY } from './a2aServer.js';
-import { agentMessage, chunkArtifact, resultArtifact, traceIdForContext } from './messageParts.js';
+import {
+  chunkArtifact,
+  resultArtifact,
+  statusUpdate,
+  submittedTask,
+  traceIdForContext,
+} from './messageParts.js';
 import { routeA2aMessage, type A2aRoute } from './taskRouting.js';
 
 /** ServerCallContext.state key of the route chosen at admission. */
@@ -77,26 +83,9 @@ export class CoordinatorExecutor implements AgentExecutor {
     // A status update's metadata replaces the task's: each one carries everything known so far.
     const status = (state: TaskState, text?: string, more?: Record<string, unknown>): void => {
       Object.assign(amf, more);
-      const update: TaskStatusUpdateEvent = {
-        taskId,
-        contextId,
-        status: {
-          state,
-          message: text ? agentMessage(taskId, contextId, text) : undefined,
-          timestamp: now(),
-        },
-        metadata: { amf: { ...amf } },
-      };
-      bus.publish(AgentEvent.statusUpdate(update));
+      bus.publish(AgentEvent.statusUpdate(statusUpdate(taskId, contextId, state, text, amf)));
     };
-    const task: Task = {
-      id: taskId,
-      contextId,
-      status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now() },
-      artifacts: [],
-      history: [rc.userMessage],
-      metadata: { amf: { ...amf } },
-    };
+    const task = submittedTask(taskId, contextId, rc.userMessage, amf);
     persistTaskEvents(bus, this.opts.store, rc.context, rc.userMessage);
     bus.publish(AgentEvent.task(task));
 

@@ -4,7 +4,15 @@
  * internal types (parts are `{content: {$case, value}}`); the SDK translates them for 1.0 and 0.3.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { Role, TaskState, type Artifact, type Message, type Part } from '@a2a-js/sdk';
+import {
+  Role,
+  TaskState,
+  type Artifact,
+  type Message,
+  type Part,
+  type Task,
+  type TaskStatusUpdateEvent,
+} from '@a2a-js/sdk';
 import { ContentTypeNotSupportedError, RequestMalformedError } from '@a2a-js/sdk/errors';
 
 /** What a mesh task takes from an A2A message. */
@@ -125,4 +133,48 @@ export function traceIdForContext(contextId: string): string {
   if (UUID_PATTERN.test(contextId)) return contextId.toLowerCase();
   const h = createHash('sha256').update(`a2a-context:${contextId}`).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/**
+ * A status update carrying everything known so far in `metadata.amf` (an update's metadata replaces
+ * the task's, so each one repeats the whole block).
+ */
+export function statusUpdate(
+  taskId: string,
+  contextId: string,
+  state: TaskState,
+  text: string | undefined,
+  amf: Record<string, unknown>,
+): TaskStatusUpdateEvent {
+  return {
+    taskId,
+    contextId,
+    status: {
+      state,
+      message: text ? agentMessage(taskId, contextId, text) : undefined,
+      timestamp: new Date().toISOString(),
+    },
+    metadata: { amf: { ...amf } },
+  };
+}
+
+/** The task as first published: submitted, with the user's message as its history. */
+export function submittedTask(
+  taskId: string,
+  contextId: string,
+  userMessage: Message,
+  amf: Record<string, unknown>,
+): Task {
+  return {
+    id: taskId,
+    contextId,
+    status: {
+      state: TaskState.TASK_STATE_SUBMITTED,
+      message: undefined,
+      timestamp: new Date().toISOString(),
+    },
+    artifacts: [],
+    history: [userMessage],
+    metadata: { amf: { ...amf } },
+  };
 }

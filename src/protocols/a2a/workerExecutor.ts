@@ -5,7 +5,7 @@
  * one of the worker's tags, else the worker's first tag.
  */
 import { randomUUID } from 'node:crypto';
-import { TaskState, type SendMessageRequest, type Task } from '@a2a-js/sdk';
+import { TaskState, type SendMessageRequest } from '@a2a-js/sdk';
 import {
   AgentEvent,
   type AgentExecutor,
@@ -17,10 +17,11 @@ import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import type { MeshWorker } from '../../worker/meshWorker.js';
 import { persistTaskEvents, STREAMING_KEY } from './a2aServer.js';
 import {
-  agentMessage,
   chunkArtifact,
   messageInput,
   resultArtifact,
+  statusUpdate,
+  submittedTask,
   traceIdForContext,
 } from './messageParts.js';
 
@@ -76,25 +77,9 @@ export class WorkerExecutor implements AgentExecutor {
     // A status update's metadata replaces the task's: each one carries everything known so far.
     const status = (state: TaskState, text?: string, more?: Record<string, unknown>) =>
       bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: {
-            state,
-            message: text ? agentMessage(taskId, contextId, text) : undefined,
-            timestamp: now(),
-          },
-          metadata: { amf: { ...Object.assign(amf, more) } },
-        }),
+        AgentEvent.statusUpdate(statusUpdate(taskId, contextId, state, text, Object.assign(amf, more))),
       );
-    const task: Task = {
-      id: taskId,
-      contextId,
-      status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now() },
-      artifacts: [],
-      history: [rc.userMessage],
-      metadata: { amf: { ...amf } },
-    };
+    const task = submittedTask(taskId, contextId, rc.userMessage, amf);
     persistTaskEvents(bus, this.opts.store, rc.context, rc.userMessage);
     bus.publish(AgentEvent.task(task));
     const entry: Running = { controller: new AbortController(), contextId, amf, cancelled: false };
