@@ -29,12 +29,12 @@ import {
   statusUpdate,
   submittedTask,
   traceIdForContext,
+  UUID_PATTERN,
 } from './messageParts.js';
 import { routeA2aMessage, type A2aRoute } from './taskRouting.js';
 
 /** ServerCallContext.state key of the route chosen at admission. */
 const ROUTE_KEY = 'amf.a2a.route';
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export interface CoordinatorExecutorOptions {
   /** The A2A task store, kept current by the executor for the task's whole life. */
   store: TaskStore;
