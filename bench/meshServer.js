@@ -46,7 +46,7 @@ if (!existsSync(new URL('coordinator/coordinator.js', DIST))) {
 const FLOOR_SUBJECT = 'bench.floor';
 const WORKER_CONCURRENCY = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 16);
 const quietly = (p) => Promise.resolve(p).catch(() => undefined);
-const { startWorker } = await import(new URL('worker/startWorker.js', DIST).href);
+const { startWorker } = await import(new URL('apps/workerApp.js', DIST).href);
 const { echoHandler } = await import(new URL('worker/handlers/echo.js', DIST).href);
 
 if (process.argv[2] === 'worker') await runWorkerProcess();
@@ -90,7 +90,7 @@ async function runWorkerProcess() {
 async function runMeshProcess() {
   const { loadConfig } = await import(new URL('config/config.js', DIST).href);
   const { Coordinator } = await import(new URL('coordinator/coordinator.js', DIST).href);
-  const { startCoordinatorHttp } = await import(new URL('http/coordinatorHttp.js', DIST).href);
+  const { startCoordinatorHttp } = await import(new URL('apps/coordinatorApp.js', DIST).href);
   const { connectAs } = await import(new URL('fabric/connect.js', DIST).href);
 
   const dataDir = await mkdtemp(join(tmpdir(), 'amf-bench-'));

@@ -4,7 +4,7 @@
  * `ratePerSecond`, and whatever was held back is summed up in one `denials_suppressed` warning per
  * interval. Every denial is still counted.
  */
-import type { PolicyNotices } from '../coordinator/policyNotices.js';
+import type { PolicyNotices } from '../registry/policyNotices.js';
 import type { PolicyPayload } from '../events/payloads.js';
 import { BoundedCache } from '../util/boundedCache.js';
 import { GcraLimiter } from '../util/gcraLimiter.js';

@@ -13,7 +13,7 @@ import { parsePort, splitTags } from './cliArgs.js';
 import { loadAfmFile } from '../afm/index.js';
 import { createAgentRuntime } from '../afm/runtime/index.js';
 import { runtimeResponder } from '../afm/interfaces/runtimeResponder.js';
-import { runAgent, type RunAgentMeshOptions } from '../afm/runAgent.js';
+import { runAgent, type RunAgentMeshOptions } from '../apps/afmAgentApp.js';
 import { locateCoordinator, natsUrlFromCoordinator, specialistCredential } from './workerCommand.js';
 
 export interface RunFlags {

@@ -4,12 +4,10 @@
  * spawned nats-server exits.
  */
 import type { AmfConfig } from '../config/config.js';
-import { Coordinator } from '../coordinator/coordinator.js';
-import { startCoordinatorHttp } from '../http/coordinatorHttp.js';
+import { startCoordinator } from '../apps/coordinatorApp.js';
 import { createLogger } from '../log.js';
-import { startWorker, type RunningWorker } from '../worker/startWorker.js';
+import { startWorker, type RunningWorker } from '../apps/workerApp.js';
 import { BUILTIN_HANDLERS } from './handlerLoader.js';
-import { startA2aBridges } from '../a2aClient/a2aBridge.js';
 
 const DEMO_WORKERS = [
   { name: 'demo-echo', tags: ['echo'], handler: 'echo' },
@@ -19,22 +17,11 @@ const DEMO_WORKERS = [
 /** Starts the mesh and keeps it running until a signal arrives. */
 export async function runUp(config: AmfConfig, options: { demo: boolean }): Promise<void> {
   const log = createLogger(config.logLevel, 'amf-coordinator');
-  const coordinator = await Coordinator.start({
+  const running = await startCoordinator({
     config,
     log: (level, message, fields) => log[level](fields ?? {}, message),
   });
-  const http = await startCoordinatorHttp(coordinator);
-  await coordinator.startDiscovery(http.url);
-  // External A2A agents are fetched in the background: an unreachable one is logged and retried.
-  const a2aBridges = startA2aBridges({
-    agents: config.a2a.agents,
-    natsUrl: coordinator.natsUrl,
-    credential: coordinator.credentials.specialist,
-    trustDomain: config.identity.trustDomain,
-    heartbeatSeconds: config.heartbeat.intervalSeconds,
-    selfOrigins: [http.url],
-    log: (level, message, fields) => log[level](fields ?? {}, message),
-  });
+  const { coordinator, http } = running;
   const workers: RunningWorker[] = [];
   if (options.demo) {
     for (const demo of DEMO_WORKERS) {
@@ -75,9 +62,7 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
       log.info({ signal }, 'shutting down');
       void (async () => {
         await Promise.all(workers.map((w) => w.close(10_000)));
-        await a2aBridges.close();
-        await http.close();
-        await coordinator.close();
+        await running.close();
         resolve();
       })();
     };

@@ -8,7 +8,7 @@ import type { AmfConfig } from '../config/config.js';
 import { readCredentials, ROLE_USERS, type RoleCredential } from '../fabric/credentials.js';
 import { AmfError } from '../errors.js';
 import { createLogger } from '../log.js';
-import { startWorker } from '../worker/startWorker.js';
+import { startWorker } from '../apps/workerApp.js';
 import { loadHandler } from './handlerLoader.js';
 import { findCoordinatorByMdns } from '../discovery/findCoordinator.js';
 

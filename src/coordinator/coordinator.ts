@@ -21,9 +21,9 @@ import { DmzWatcher } from '../watcher/watcherPool.js';
 import { pickLlmEnv } from '../watcher/llmScorer.js';
 import { startWatcherService, type WatcherService } from '../watcher/watcherService.js';
 import { MdnsDoor } from './mdnsDoor.js';
-import { AgentRegistry } from './agentRegistry.js';
+import { AgentRegistry } from '../registry/agentRegistry.js';
 import { HeartbeatDoor } from './heartbeatAdmission.js';
-import { PolicyNotices } from './policyNotices.js';
+import { PolicyNotices } from '../registry/policyNotices.js';
 import { SharedState } from './sharedState.js';
 import { TaskDispatcher } from './taskDispatcher.js';
 import { TaskLifecycle } from './taskLifecycle.js';
@@ -231,6 +231,11 @@ export class Coordinator {
    * Opens the mDNS door once the HTTP edge knows its URL: browses `_amf-agent._tcp.local` into the
    * admission pipeline and advertises this coordinator so workers without `--coordinator` find it.
    */
+  /** Names the coordinator by the URL its HTTP edge really bound (with port 0 the configured one ends in :0). */
+  setPublicUrl(url: string): void {
+    this.sender.source = url;
+  }
+
   async startDiscovery(publicUrl: string): Promise<void> {
     if (!this.config.mdns.enabled || this.mdnsDoor) return;
     this.mdnsDoor = await MdnsDoor.start({

@@ -5,7 +5,7 @@
  */
 import type { KV } from '@nats-io/kv';
 import { kvKey, TASKS_BUCKET } from '../fabric/jetstream.js';
-import type { AgentRegistry, RegisteredAgent } from './agentRegistry.js';
+import type { AgentRegistry, RegisteredAgent } from '../registry/agentRegistry.js';
 import type { TaskLifecycle, TaskRecord } from './taskLifecycle.js';
 
 export interface TaskSnapshot {

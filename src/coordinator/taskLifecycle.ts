@@ -30,9 +30,9 @@ import {
   type TaskTransition,
 } from '../events/taskStateMachine.js';
 import type { EventBus } from '../fabric/eventBus.js';
-import type { AgentRegistry } from './agentRegistry.js';
+import type { AgentRegistry } from '../registry/agentRegistry.js';
 import { AmfError } from '../errors.js';
-import type { PolicyNotices } from './policyNotices.js';
+import type { PolicyNotices } from '../registry/policyNotices.js';
 import { judgeDelegation } from './delegationGate.js';
 import type { AnnounceRequest, LifecycleOptions, TaskRecord, TerminalInfo } from './taskRecord.js';
 

@@ -8,7 +8,7 @@ import { AgentCard, TaskState, type Task } from '@a2a-js/sdk';
 import { Client } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport, LegacyRestTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
-import type { RunningWorker } from '../../src/worker/startWorker.js';
+import type { RunningWorker } from '../../src/apps/workerApp.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { artifactText, textMessage } from './a2aTestKit.js';
 

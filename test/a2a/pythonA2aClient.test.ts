@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
-import type { RunningWorker } from '../../src/worker/startWorker.js';
+import type { RunningWorker } from '../../src/apps/workerApp.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 
 const SCRIPT = fileURLToPath(new URL('./python_a2a_client.py', import.meta.url));

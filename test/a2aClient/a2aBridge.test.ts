@@ -4,7 +4,7 @@
 // coordinator is refused.
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startA2aBridges, type A2aBridges } from '../../src/a2aClient/a2aBridge.js';
+import { startA2aBridges, type A2aBridges } from '../../src/apps/a2aBridgeApp.js';
 import { bridgeTags, toCapabilityTag } from '../../src/a2aClient/skillTags.js';
 import type { FinalPayload } from '../../src/events/payloads.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';

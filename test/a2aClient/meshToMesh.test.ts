@@ -2,10 +2,10 @@
 // its mesh by metadata.tag), and one mesh bridging another mesh's coordinator as an external agent,
 // so a task for `echo` in mesh A is answered by the echo worker of mesh B.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startA2aBridges, type A2aBridges } from '../../src/a2aClient/a2aBridge.js';
+import { startA2aBridges, type A2aBridges } from '../../src/apps/a2aBridgeApp.js';
 import { RemoteA2aAgent } from '../../src/a2aClient/remoteAgent.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
-import type { RunningWorker } from '../../src/worker/startWorker.js';
+import type { RunningWorker } from '../../src/apps/workerApp.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 
 describe('our A2A client against AMF A2A servers', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DenialReporter } from '../../src/admission/denialReporter.js';
-import type { PolicyNotices } from '../../src/coordinator/policyNotices.js';
+import type { PolicyNotices } from '../../src/registry/policyNotices.js';
 
 /** Records what would be published; the reporter's logic is what is under test here. */
 function recordingNotices() {

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadAfmFile, validateAfmFile } from '../../src/afm/index.js';
 import { createAgentRuntime, type AgentRuntime } from '../../src/afm/runtime/index.js';
 import { runtimeResponder } from '../../src/afm/interfaces/runtimeResponder.js';
-import { runAgent, type RunningAgent } from '../../src/afm/runAgent.js';
+import { runAgent, type RunningAgent } from '../../src/apps/afmAgentApp.js';
 import { signBody } from '../../src/afm/interfaces/webhookSignature.js';
 import {
   lastToolResult,

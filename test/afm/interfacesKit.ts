@@ -5,7 +5,7 @@
 import { parseAfm } from '../../src/afm/index.js';
 import type { AfmDefinition } from '../../src/afm/types.js';
 import type { AgentResponder, RespondRequest, RespondResult } from '../../src/afm/interfaces/responder.js';
-import { runAgent, type RunAgentOptions, type RunningAgent } from '../../src/afm/runAgent.js';
+import { runAgent, type RunAgentOptions, type RunningAgent } from '../../src/apps/afmAgentApp.js';
 
 /** Parses AFM text (front matter YAML without the `---` lines, then the body) into a definition. */
 export function afm(

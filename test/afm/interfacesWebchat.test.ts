@@ -2,7 +2,7 @@
 // page and its CSP, and the agent info routes. The agent is a tiny in-process responder.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { afm, parseSse, recordingResponder, serveAgent } from './interfacesKit.js';
-import type { RunningAgent } from '../../src/afm/runAgent.js';
+import type { RunningAgent } from '../../src/apps/afmAgentApp.js';
 
 describe('webchat, string → string', () => {
   const responder = recordingResponder();

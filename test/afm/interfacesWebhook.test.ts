@@ -3,9 +3,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { afm, recordingResponder, serveAgent } from './interfacesKit.js';
 import { signBody } from '../../src/afm/interfaces/webhookSignature.js';
-import type { RunningAgent } from '../../src/afm/runAgent.js';
+import type { RunningAgent } from '../../src/apps/afmAgentApp.js';
 import { Router } from '../../src/http/httpKit.js';
-import { closeServer, listen, serveRouter } from '../../src/worker/workerHttp.js';
+import { closeServer, listen, serveRouter } from '../../src/apps/workerHttp.js';
 import { addWebhookRoutes } from '../../src/afm/interfaces/webhook.js';
 import { compileSignature } from '../../src/afm/interfaces/signature.js';
 

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { EventEmitter, once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { afm, recordingResponder, serveAgent } from './interfacesKit.js';
-import type { RunningAgent } from '../../src/afm/runAgent.js';
+import type { RunningAgent } from '../../src/apps/afmAgentApp.js';
 import type { WebSubState } from '../../src/afm/interfaces/websub.js';
 
 const TOPIC = 'http://127.0.0.1/topics/builds';

@@ -9,7 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createAgentRuntime } from '../../src/afm/runtime/index.js';
 import { runtimeResponder } from '../../src/afm/interfaces/runtimeResponder.js';
-import { meshTagsFor, runAgent, workerNameFor } from '../../src/afm/runAgent.js';
+import { meshTagsFor, runAgent, workerNameFor } from '../../src/apps/afmAgentApp.js';
 import { afm, parseSse } from './interfacesKit.js';
 import {
   lastToolResult,

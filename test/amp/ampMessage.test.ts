@@ -16,7 +16,7 @@ import { isReadOnlyCapability, trustRefusal } from '../../src/protocols/amp/trus
 import { addressRefusal, resolveCallback } from '../../src/protocols/amp/callbackDelivery.js';
 import { ampOutcome } from '../../src/protocols/amp/ampService.js';
 import { parseDiscoverQuery } from '../../src/protocols/amp/ampDiscover.js';
-import { AgentRegistry } from '../../src/coordinator/agentRegistry.js';
+import { AgentRegistry } from '../../src/registry/agentRegistry.js';
 
 const NOW = Date.parse('2026-03-18T14:30:30Z');
 

@@ -12,9 +12,9 @@ import { Coordinator } from '../../src/coordinator/coordinator.js';
 import type { AmfEvent } from '../../src/events/cloudEvent.js';
 import { connectAs } from '../../src/fabric/connect.js';
 import type { NatsRole } from '../../src/fabric/credentials.js';
-import { startCoordinatorHttp, type CoordinatorHttp } from '../../src/http/coordinatorHttp.js';
+import { startCoordinatorHttp, type CoordinatorHttp } from '../../src/apps/coordinatorApp.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
-import { startWorker, type RunningWorker } from '../../src/worker/startWorker.js';
+import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
 
 export interface ObservedEvent {
   subject: string;

@@ -21,7 +21,7 @@ import type { Progress } from '@modelcontextprotocol/sdk/types.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { HandlerError, type WorkerHandler } from '../../src/worker/handlerApi.js';
 import { MeshWorker } from '../../src/worker/meshWorker.js';
-import type { RunningWorker } from '../../src/worker/startWorker.js';
+import type { RunningWorker } from '../../src/apps/workerApp.js';
 import { MCP_PROTOCOL } from '../../src/protocols/mcp/mcpEndpoint.js';
 import {
   CONTENT_RESULTS,

@@ -20,7 +20,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
-import { startWorker, type RunningWorker } from '../../src/worker/startWorker.js';
+import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
 import { kvKey } from '../../src/fabric/jetstream.js';
 import type { McpAuditRecord } from '../../src/protocols/mcp/mcpAudit.js';
 import { MCP_TLS_PIN_MISMATCH_CODE } from '../../src/protocols/mcp/federation.js';

@@ -12,7 +12,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
-import { startWorker, type RunningWorker } from '../../src/worker/startWorker.js';
+import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
 import { originAllowed } from '../../src/protocols/mcp/mcpEndpoint.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { McpServerConfig } from '../../src/config/config.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
-import { startWorker } from '../../src/worker/startWorker.js';
+import { startWorker } from '../../src/apps/workerApp.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 // @ts-expect-error plain JS fixture without types
 import toolUser from '../fixtures/mcpToolUserHandler.mjs';

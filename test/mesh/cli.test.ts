@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
-import type { RunningWorker } from '../../src/worker/startWorker.js';
+import type { RunningWorker } from '../../src/apps/workerApp.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RegistryChange } from '../../src/coordinator/agentRegistry.js';
+import type { RegistryChange } from '../../src/registry/agentRegistry.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
 import { startTestMesh, type ObservedEvent, type TestMesh } from '../helpers/meshFixture.js';
 

@@ -4,13 +4,13 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
-import type { RegistryChange } from '../../src/coordinator/agentRegistry.js';
+import type { RegistryChange } from '../../src/registry/agentRegistry.js';
 import { Coordinator } from '../../src/coordinator/coordinator.js';
 import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
 import { AGENTS_BUCKET, kvKey, TASKS_BUCKET } from '../../src/fabric/jetstream.js';
-import { startCoordinatorHttp, type CoordinatorHttp } from '../../src/http/coordinatorHttp.js';
+import { startCoordinatorHttp, type CoordinatorHttp } from '../../src/apps/coordinatorApp.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
-import type { RunningWorker } from '../../src/worker/startWorker.js';
+import type { RunningWorker } from '../../src/apps/workerApp.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 
 interface AgentView {

@@ -16,7 +16,7 @@ import {
   type ServerCallContext,
 } from '@a2a-js/sdk/server';
 import type { SendMessageRequest } from '@a2a-js/sdk';
-import type { AgentRegistry } from '../../coordinator/agentRegistry.js';
+import type { AgentRegistry } from '../../registry/agentRegistry.js';
 import type { TaskDispatcher, TaskResult, TaskUpdate } from '../../coordinator/taskDispatcher.js';
 import type { TaskLifecycle } from '../../coordinator/taskLifecycle.js';
 import { toAmfError } from '../../errors.js';

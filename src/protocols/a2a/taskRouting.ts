@@ -6,7 +6,7 @@
  */
 import { Message as WireMessage, type Message, type SendMessageRequest } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
-import type { AgentRegistry } from '../../coordinator/agentRegistry.js';
+import type { AgentRegistry } from '../../registry/agentRegistry.js';
 import { isCapabilityTag } from '../../events/subjects.js';
 import { extractAmpMessage } from '../amp/ampA2a.js';
 import type { AmpRequest } from '../amp/ampMessage.js';

@@ -3,7 +3,7 @@
  * q ≤ 200 characters, capability ≤ 100, limit 1..50, default 10). Every listed agent is reached
  * through this coordinator's `/api/amp/message` (mesh dispatch is by capability).
  */
-import type { AgentRegistry, RegisteredAgent } from '../../coordinator/agentRegistry.js';
+import type { AgentRegistry, RegisteredAgent } from '../../registry/agentRegistry.js';
 import { AMP_VERSION } from './ampMessage.js';
 import { intentWords } from './intentRouter.js';
 import { agentDeclaresReadOnly } from './trustLevels.js';

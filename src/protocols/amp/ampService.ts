@@ -5,7 +5,7 @@
  * AMP response. Deferred requests (`reply_to`, or `sync: false`) are answered at once with a job id;
  * the final response is stored for polling and POSTed to `reply_to`.
  */
-import type { AgentRegistry } from '../../coordinator/agentRegistry.js';
+import type { AgentRegistry } from '../../registry/agentRegistry.js';
 import type { TaskDispatcher, TaskResult } from '../../coordinator/taskDispatcher.js';
 import type { ChatMessage } from '../../events/payloads.js';
 import { toAmfError } from '../../errors.js';

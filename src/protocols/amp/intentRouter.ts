@@ -5,7 +5,7 @@
  * of the agents serving it. Deterministic and explainable (no model call): the route says which words
  * matched, so a caller can see why a message went where it did.
  */
-import type { AgentRegistry, RegisteredAgent } from '../../coordinator/agentRegistry.js';
+import type { AgentRegistry, RegisteredAgent } from '../../registry/agentRegistry.js';
 import { isCapabilityTag } from '../../events/subjects.js';
 import type { AmpRequest } from './ampMessage.js';
 

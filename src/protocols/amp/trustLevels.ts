@@ -5,7 +5,7 @@
  * or `read_only_capabilities: ["tag", ...]`. Because a mesh task for a tag can be claimed by any agent
  * serving it, a tag counts as read-only only when EVERY live agent serving it says so.
  */
-import type { AgentRegistry, RegisteredAgent } from '../../coordinator/agentRegistry.js';
+import type { AgentRegistry, RegisteredAgent } from '../../registry/agentRegistry.js';
 import type { AmpTrust } from './ampMessage.js';
 
 /** True when `agent`'s card declares `tag` read-only. */

@@ -6,7 +6,7 @@
  * `fabric.agent.list`, `fabric.tool.list` and `fabric.health` are the reference node's read-only
  * helpers. Everything returns the `result` of the envelope or throws a FabricError.
  */
-import type { AgentRegistry, RegisteredAgent } from '../../coordinator/agentRegistry.js';
+import type { AgentRegistry, RegisteredAgent } from '../../registry/agentRegistry.js';
 import type { TaskDispatcher, TaskUpdate } from '../../coordinator/taskDispatcher.js';
 import { isCapabilityTag } from '../../events/subjects.js';
 import type { McpFederation } from '../mcp/federation.js';

@@ -15,8 +15,8 @@ import {
   type Progress,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { AgentRegistry, RegisteredAgent } from '../../coordinator/agentRegistry.js';
-import type { PolicyNotices } from '../../coordinator/policyNotices.js';
+import type { AgentRegistry, RegisteredAgent } from '../../registry/agentRegistry.js';
+import type { PolicyNotices } from '../../registry/policyNotices.js';
 import type { PolicyEngine } from '../../policy/policyEngine.js';
 import {
   createAgentFetch,

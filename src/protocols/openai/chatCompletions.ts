@@ -10,7 +10,7 @@ import type { ChatMessage, Usage } from '../../events/payloads.js';
 import { isCapabilityTag } from '../../events/subjects.js';
 import { readBody, sendJson } from '../../http/httpKit.js';
 import type { TaskDispatcher, TaskResult } from '../../coordinator/taskDispatcher.js';
-import type { AgentRegistry } from '../../coordinator/agentRegistry.js';
+import type { AgentRegistry } from '../../registry/agentRegistry.js';
 
 export interface OpenAiOptions {
   dispatcher: TaskDispatcher;

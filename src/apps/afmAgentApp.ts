@@ -8,22 +8,22 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Server } from 'node:http';
 import { Router, sendJson } from '../http/httpKit.js';
-import { closeServer, listen, serveRouter } from '../worker/workerHttp.js';
-import { startWorker, type RunningWorker } from '../worker/startWorker.js';
+import { closeServer, listen, serveRouter } from './workerHttp.js';
+import { startWorker, type RunningWorker } from './workerApp.js';
 import type { RoleCredential } from '../fabric/credentials.js';
 import { isCapabilityTag } from '../events/subjects.js';
 import { AmfError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { VERSION } from '../version.js';
-import type { AfmDefinition } from './types.js';
-import type { AgentResponder } from './interfaces/responder.js';
+import type { AfmDefinition } from '../afm/types.js';
+import type { AgentResponder } from '../afm/interfaces/responder.js';
 import {
   createAgentInterfaces,
   type AgentInterfaces,
   type AgentInterfacesOptions,
-} from './interfaces/agentInterfaces.js';
-import { createMeshHandler } from './interfaces/meshHandler.js';
-import { runConsoleChat } from './interfaces/consoleChat.js';
+} from '../afm/interfaces/agentInterfaces.js';
+import { createMeshHandler } from '../afm/interfaces/meshHandler.js';
+import { runConsoleChat } from '../afm/interfaces/consoleChat.js';
 
 export interface RunAgentMeshOptions {
   natsUrl: string;

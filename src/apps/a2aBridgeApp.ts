@@ -7,11 +7,11 @@
  */
 import type { A2aAgentConfig } from '../config/config.js';
 import type { RoleCredential } from '../fabric/credentials.js';
-import { startWorker, type RunningWorker } from '../worker/startWorker.js';
+import { startWorker, type RunningWorker } from './workerApp.js';
 import { AmfError } from '../errors.js';
-import { createBridgeHandler } from './bridgeHandler.js';
-import { RemoteA2aAgent } from './remoteAgent.js';
-import { bridgeTags } from './skillTags.js';
+import { createBridgeHandler } from '../a2aClient/bridgeHandler.js';
+import { RemoteA2aAgent } from '../a2aClient/remoteAgent.js';
+import { bridgeTags } from '../a2aClient/skillTags.js';
 
 type Log = (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
 

@@ -14,7 +14,7 @@ import type { AmfConfig } from '../config/config.js';
 import { sendOpenAiError } from '../protocols/openai/chatCompletions.js';
 import { ampErrorResponse, type AmpErrorCode } from '../protocols/amp/ampMessage.js';
 import { fabricCodeFor, fabricErrorBody } from '../protocols/fabric/fabricErrors.js';
-import { sendError, sendJson } from './httpKit.js';
+import { sendError, sendJson } from '../http/httpKit.js';
 
 /** The protocol a path belongs to, which decides the shape of its errors. */
 export type RouteFamily = 'jsonrpc' | 'a2a-rest' | 'openai' | 'fabric' | 'amp' | 'amf';

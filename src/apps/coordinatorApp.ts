@@ -11,13 +11,15 @@ import { AmfError } from '../errors.js';
 import { checkAnnouncePayload, type AnnouncePayload } from '../events/payloads.js';
 import { parseCloudEventRequest } from '../events/cloudEventsHttp.js';
 import { SUBJECT_REPLY_PREFIX } from '../events/subjects.js';
-import type { Coordinator } from '../coordinator/coordinator.js';
+import { Coordinator, type CoordinatorLog } from '../coordinator/coordinator.js';
+import type { AmfConfig } from '../config/config.js';
+import { startA2aBridges } from './a2aBridgeApp.js';
 import { CoordinatorMetrics } from '../coordinator/metrics.js';
 import { taskSnapshot } from '../coordinator/sharedState.js';
 import { handleChatCompletion, listModels, sendOpenAiError } from '../protocols/openai/chatCompletions.js';
-import { EventStreamHub } from './eventStream.js';
-import { Router, readBody, requestUrl, sendError, sendJson } from './httpKit.js';
-import { closeServer, listen } from '../worker/workerHttp.js';
+import { EventStreamHub } from '../http/eventStream.js';
+import { Router, readBody, requestUrl, sendError, sendJson } from '../http/httpKit.js';
+import { closeServer, listen } from './workerHttp.js';
 import { createServer } from 'node:http';
 import { VERSION } from '../version.js';
 import { McpAuditLog } from '../protocols/mcp/mcpAudit.js';
@@ -32,7 +34,7 @@ import { TlsPinStore } from '../protocols/mcp/tlsPins.js';
 import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
 import { registerAmpRoutes } from '../protocols/amp/ampRoutes.js';
 import { registerFabricRoutes } from '../protocols/fabric/fabricRoutes.js';
-import { HttpGuard, sendFamilyError } from './guards.js';
+import { HttpGuard, sendFamilyError } from './httpGuards.js';
 
 const PUBLIC_PATHS = new Set([
   '/',
@@ -282,8 +284,7 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     await federation.close();
     throw err;
   }
-  // Events name the coordinator by its real URL (with --port 0 the configured one ends in :0).
-  coordinator.sender.source = url;
+  coordinator.setPublicUrl(url);
   return {
     server,
     url,
@@ -295,6 +296,61 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
       await mcpEndpoint.close();
       await federation.close();
       await closeServer(server);
+    },
+  };
+}
+
+export interface StartCoordinatorOptions {
+  config: AmfConfig;
+  log: CoordinatorLog;
+}
+
+/** A coordinator process: the core, its HTTP edge, discovery and the bridged external A2A agents. */
+export interface RunningCoordinator {
+  coordinator: Coordinator;
+  http: CoordinatorHttp;
+  url: string;
+  /** Stops in order: bridges, HTTP edge, then the core (which ends in-flight tasks and its nats-server). */
+  close(): Promise<void>;
+}
+
+/**
+ * The coordinator's composition root: starts the core (NATS, policy, admission, lifecycle), its HTTP
+ * edge, mDNS discovery and the A2A bridges of `a2a.agents`.
+ */
+export async function startCoordinator(options: StartCoordinatorOptions): Promise<RunningCoordinator> {
+  const { config, log } = options;
+  const coordinator = await Coordinator.start({ config, log });
+  let http: CoordinatorHttp;
+  try {
+    http = await startCoordinatorHttp(coordinator);
+    await coordinator.startDiscovery(http.url);
+  } catch (err) {
+    await coordinator.close();
+    throw err;
+  }
+  // External A2A agents are fetched in the background: an unreachable one is logged and retried.
+  const bridges = startA2aBridges({
+    agents: config.a2a.agents,
+    natsUrl: coordinator.natsUrl,
+    credential: coordinator.credentials.specialist,
+    trustDomain: config.identity.trustDomain,
+    heartbeatSeconds: config.heartbeat.intervalSeconds,
+    selfOrigins: [http.url],
+    log,
+  });
+  let closing: Promise<void> | undefined;
+  return {
+    coordinator,
+    http,
+    url: http.url,
+    close() {
+      closing ??= (async () => {
+        await bridges.close();
+        await http.close();
+        await coordinator.close();
+      })();
+      return closing;
     },
   };
 }
