@@ -24,6 +24,9 @@ import {
 } from '../afm/interfaces/agentInterfaces.js';
 import { createMeshHandler } from '../afm/interfaces/meshHandler.js';
 import { runConsoleChat } from '../afm/interfaces/consoleChat.js';
+import { loadAfmFile } from '../afm/index.js';
+import { createAgentRuntime } from '../afm/runtime/index.js';
+import { runtimeResponder } from '../afm/interfaces/runtimeResponder.js';
 
 export interface RunAgentMeshOptions {
   natsUrl: string;
@@ -180,4 +183,41 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunningAgent> {
       ...(opts.consoleStreams ?? {}),
     });
   return running;
+}
+
+export interface StartAfmAgentOptions extends Omit<RunAgentOptions, 'definition' | 'responder'> {
+  /** The `.afm.md` / `.afm` file. */
+  file: string;
+  /** Where `${secret:}` files are looked up (default `~/.amf`). */
+  dataDir?: string;
+  /** Refuse plain http:// MCP servers that are not on loopback (`mcp.require_tls`). */
+  requireTls?: boolean;
+}
+
+/**
+ * The AFM agent's composition root for embedders: loads and validates the file, builds its model
+ * runtime and tools, and runs its interfaces (and a mesh worker with `mesh`). `close()` stops both.
+ * Throws AfmLoadError with every problem of an invalid file.
+ */
+export async function startAfmAgent(options: StartAfmAgentOptions): Promise<RunningAgent> {
+  const { file, dataDir, requireTls, ...rest } = options;
+  const definition = await loadAfmFile(file, dataDir !== undefined ? { dataDir } : {});
+  const runtime = await createAgentRuntime(definition, {
+    ...(rest.log ? { logger: rest.log } : {}),
+    ...(requireTls !== undefined ? { requireTls } : {}),
+  });
+  let agent: RunningAgent;
+  try {
+    agent = await runAgent({ ...rest, definition, responder: runtimeResponder(runtime) });
+  } catch (err) {
+    await runtime.close();
+    throw err;
+  }
+  return {
+    ...agent,
+    async close() {
+      await agent.close();
+      await runtime.close();
+    },
+  };
 }

@@ -11,7 +11,13 @@ import { MeshWorker } from '../worker/meshWorker.js';
 import { agentRecordToTxt } from '../discovery/txtRecord.js';
 import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdvertiser.js';
 import type { WorkerHandler } from '../worker/handlerApi.js';
-import { closeServer, listen, serveRouter, workerRouter, type WorkerHttpOptions } from './workerHttp.js';
+import {
+  closeServer,
+  createRouterServer,
+  listen,
+  workerRouter,
+  type WorkerHttpOptions,
+} from './workerHttp.js';
 import type { Router } from '../http/httpKit.js';
 import { createWorkerMcpEndpoint } from '../protocols/mcp/workerMcp.js';
 import { MCP_PROTOCOL } from '../protocols/mcp/mcpEndpoint.js';
@@ -86,37 +92,24 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     ...(opts.toolAlias ? { toolAlias: opts.toolAlias } : {}),
   };
   const coordinatorFingerprint = new CoordinatorFingerprintRecord(opts.onCoordinatorFingerprintChange);
-  if (opts.mcp !== false)
-    httpOpts.mcp = createWorkerMcpEndpoint({
-      coordinatorFingerprint,
-      handler: opts.handler,
-      tag: opts.tags[0]!,
-      version: httpOpts.version,
-      getWorker: () => ref.worker!,
-    });
   // Never rejects: a server that cannot be reached is logged and listed in hub.failures.
   const hub = opts.mcpServers?.length
     ? await McpClientHub.connect(opts.mcpServers, opts.mcpClient)
     : undefined;
-  // The router needs the worker, and the worker needs the bound endpoint: resolved late.
-  const ref: { worker?: MeshWorker } = {};
-  let endpoint = '';
-  const router = workerRouter(
-    () => ref.worker!,
-    httpOpts,
-    () => endpoint,
-  );
-  opts.routes?.(router);
-  const server = serveRouter(router, opts.tls);
-  endpoint = await listen(server, httpOpts.host, httpOpts.port);
+  // Bind first: the worker is named by its real endpoint (port 0 = any free port).
+  const edge = createRouterServer(opts.tls);
+  const server = edge.server;
+  let endpoint: string;
   let nc: NatsConnection;
   try {
+    endpoint = await listen(server, httpOpts.host, httpOpts.port);
     nc = await connectAs(opts.natsUrl, opts.credential, `amf-worker-${opts.name}`);
   } catch (err) {
     await hub?.close();
     await closeServer(server);
     throw err;
   }
+  const serveMcp = opts.mcp !== false;
   const worker = new MeshWorker(nc, {
     name: opts.name,
     tags: opts.tags,
@@ -128,9 +121,19 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     version: httpOpts.version,
     ...(hub ? { tools: (signal: AbortSignal) => bindTaskTools(hub, signal) } : {}),
     // LOCKED #1: announcing MCP/ requires the mcp= URL, so both come together.
-    ...(httpOpts.mcp ? { protocols: [MCP_PROTOCOL], mcpEndpoint: `${endpoint}/mcp` } : {}),
+    ...(serveMcp ? { protocols: [MCP_PROTOCOL], mcpEndpoint: `${endpoint}/mcp` } : {}),
   });
-  ref.worker = worker;
+  if (serveMcp)
+    httpOpts.mcp = createWorkerMcpEndpoint({
+      coordinatorFingerprint,
+      handler: opts.handler,
+      tag: opts.tags[0]!,
+      version: httpOpts.version,
+      getWorker: () => worker,
+    });
+  const router = workerRouter(worker, httpOpts, endpoint);
+  opts.routes?.(router);
+  edge.serve(router);
   await worker.start();
   let advertiser: MdnsAdvertiser | undefined;
   if (opts.mdns) {

@@ -61,12 +61,10 @@ export function closeServer(server: Server): Promise<void> {
   });
 }
 
-/** Builds the router of a worker; `getWorker` is late-bound because the endpoint is known only after listen. */
-export function workerRouter(
-  getWorker: () => MeshWorker,
-  opts: WorkerHttpOptions,
-  getEndpoint: () => string,
-): Router {
+/** Builds the router of a running worker whose HTTP endpoint is `endpoint`. */
+export function workerRouter(worker: MeshWorker, opts: WorkerHttpOptions, endpoint: string): Router {
+  const getWorker = () => worker;
+  const getEndpoint = () => endpoint;
   const maxBody = opts.maxBodyBytes ?? 1024 * 1024;
   const card = (_req: unknown, res: Parameters<typeof sendJson>[0]) =>
     sendJson(res, 200, workerAgentCard(getWorker(), opts, getEndpoint()));
@@ -107,7 +105,7 @@ export function workerRouter(
         if (!res.writableFinished) controller.abort();
       });
       // Claim, progress and final go on NATS like a mesh task's, so the mesh UI sees direct work.
-      const outcome = await getWorker().runDirect(
+      const outcome = await getWorker().run(
         {
           taskId,
           traceId: taskId,
@@ -117,7 +115,7 @@ export function workerRouter(
           stream: false,
           attempt: 1,
         },
-        controller,
+        { origin: 'direct', signal: controller.signal },
       );
       if (!outcome.ok) {
         sendJson(res, 422, {
@@ -138,8 +136,34 @@ export function workerRouter(
 
 /** Creates the HTTP server (HTTPS with `tls`: PEM certificate and key) for a router with uniform error handling. */
 export function serveRouter(router: Router, tls?: { cert: string | Buffer; key: string | Buffer }): Server {
+  const server = createRouterServer(tls);
+  server.serve(router);
+  return server.server;
+}
+
+/**
+ * A server that can listen before its router exists: the worker must know its bound endpoint before
+ * it can be built, and its router needs the built worker. Until `serve()` every request gets a 503
+ * with `Retry-After`, so nothing arrives at a half-built worker.
+ */
+export function createRouterServer(tls?: { cert: string | Buffer; key: string | Buffer }): {
+  server: Server;
+  serve(router: Router): void;
+} {
+  let router: Router | undefined;
   const handle: Parameters<typeof createServer>[1] = (req, res) => {
+    if (!router) {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+      res.end(JSON.stringify({ error: { code: 'unavailable', message: 'the worker is starting' } }));
+      return;
+    }
     router.handle(req, res, requestUrl(req)).catch((err: unknown) => sendError(res, err));
   };
-  return tls ? createHttpsServer(tls, handle) : createServer(handle);
+  const server = tls ? createHttpsServer(tls, handle) : createServer(handle);
+  return {
+    server,
+    serve(r) {
+      router = r;
+    },
+  };
 }

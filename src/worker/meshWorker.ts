@@ -4,7 +4,6 @@
  * canonical subject and to the task's reply subject. Heartbeats carry its AgentRecord. `drain()`
  * stops claiming, lets in-flight tasks finish, then says goodbye.
  */
-import { randomUUID } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { createEvent, type AmfEvent, type EventSender } from '../events/cloudEvent.js';
 import type { AgentRecord } from '../events/agentRecord.js';
@@ -12,7 +11,6 @@ import type {
   AnnouncePayload,
   CancelPayload,
   ChatMessage,
-  DelegatePayload,
   FinalPayload,
   PolicyPayload,
 } from '../events/payloads.js';
@@ -20,15 +18,12 @@ import { checkAnnouncePayload } from '../events/payloads.js';
 import { announceSubject, SUBJECT_REPLY_PREFIX, workerQueueGroup } from '../events/subjects.js';
 import type { AmfEventType } from '../events/eventTypes.js';
 import { EventBus } from '../fabric/eventBus.js';
-import {
-  HandlerError,
-  isAsyncIterable,
-  toHandlerResult,
-  type HandlerResult,
-  type TaskContext,
-  type TaskTools,
-  type WorkerHandler,
-} from './handlerApi.js';
+import type { TaskContext, TaskTools, WorkerHandler } from './handlerApi.js';
+import { CANCELLED, invokeHandler, type LocalOutcome } from './invokeHandler.js';
+import { TaskSlots } from './taskSlots.js';
+import { DelegationClient } from './delegationClient.js';
+
+export type { LocalOutcome };
 
 export interface MeshWorkerOptions {
   name: string;
@@ -48,12 +43,30 @@ export interface MeshWorkerOptions {
   log?: (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
 }
 
-/** Outcome of running a task locally (also used by `POST /tasks/send`). */
-export type LocalOutcome = { ok: true; result: HandlerResult } | { ok: false; code: string; message: string };
+/** A task as it reaches the worker; the worker adds the signal, progress, delegate and tools. */
+export type TaskInput = Omit<TaskContext, 'signal' | 'progress' | 'delegate' | 'tools'>;
+
+/** How one task is run: every way a task arrives goes through `MeshWorker.run` with these. */
+export interface RunTaskOptions {
+  /**
+   * `mesh`: announced by a coordinator, which ends the task itself when it is cancelled or expires.
+   * `direct`: A2A, `POST /tasks/send` or an MCP tool call; this worker publishes its one ending.
+   */
+  origin: 'mesh' | 'direct';
+  /** The caller's cancellation (client gone, A2A cancel, MCP request aborted). */
+  signal?: AbortSignal;
+  /** The coordinator's reply subject for this task (mesh tasks only, already checked). */
+  replySubject?: string;
+  /** Receives each streamed chunk (also published as `amf.result.partial`). */
+  onChunk?: (delta: string) => void;
+  /** Receives each progress message (also published as `amf.task.progress`). */
+  onProgress?: (message: string) => void;
+}
 
 interface InFlight {
   controller: AbortController;
-  done: Promise<void>;
+  done: Promise<LocalOutcome>;
+  onProgress: ((message: string) => void) | undefined;
 }
 
 /** The NATS side of a worker. */
@@ -63,17 +76,10 @@ export class MeshWorker {
   private readonly sender: EventSender;
   private readonly subs: Subscription[] = [];
   private readonly inFlight = new Map<string, InFlight>();
-  /** Direct tasks whose caller shows progress (A2A status messages). */
-  private readonly progressListeners = new Map<string, (message: string) => void>();
-  private readonly waiters = new Set<() => void>();
+  private readonly slots: TaskSlots;
+  private readonly delegations: DelegationClient;
   private heartbeatTimer: NodeJS.Timeout | undefined;
-  private running = 0;
   private draining = false;
-  private delegationSub: Subscription | undefined;
-  private readonly delegations = new Map<
-    string,
-    { resolve: (t: string) => void; reject: (e: Error) => void }
-  >();
 
   constructor(
     nc: NatsConnection,
@@ -87,6 +93,10 @@ export class MeshWorker {
       role: 'specialist',
       trustDomain: options.trustDomain,
     };
+    this.slots = new TaskSlots(options.concurrency);
+    this.delegations = new DelegationClient(this.bus, this.agentId, (parentTaskId, traceId, payload) =>
+      this.emit('amf.task.delegate', parentTaskId, traceId, payload),
+    );
   }
 
   /** The advertisement this worker publishes with every heartbeat. */
@@ -166,116 +176,68 @@ export class MeshWorker {
     if (checkAnnouncePayload(p) !== undefined) return;
     // Only the coordinator's reply subject for this task is honoured (LOCKED #8).
     const reply = p.reply_subject === `${SUBJECT_REPLY_PREFIX}${p.task_id}` ? p.reply_subject : undefined;
-    if (this.draining) return; // a drained worker claims nothing; the TTL brings the task to another worker
-    const traceId = event.amftraceid ?? p.task_id;
-    this.emit(
-      'amf.task.claim',
-      p.task_id,
-      traceId,
-      { task_id: p.task_id, agent_id: this.agentId, required_capability: tag, attempt: p.attempt ?? 1 },
-      reply,
-    );
     const messages: ChatMessage[] = p.messages ?? [{ role: 'user', content: p.task }];
-    const controller = new AbortController();
-    const done = this.runWithSlot(async () => {
-      await this.execute(
-        {
-          taskId: p.task_id,
-          traceId,
-          tag,
-          text: p.task,
-          messages,
-          stream: p.stream === true,
-          attempt: p.attempt ?? 1,
-          ...(p.input ? { input: p.input } : {}),
-        },
-        controller,
-        reply,
-      );
-    }).finally(() => this.inFlight.delete(p.task_id));
-    this.inFlight.set(p.task_id, { controller, done });
-  }
-
-  /** Bounds concurrent handler executions; tasks beyond the bound wait their turn (already claimed). */
-  private async runWithSlot(fn: () => Promise<void>): Promise<void> {
-    while (this.running >= this.options.concurrency) {
-      await new Promise<void>((resolve) => {
-        const w = () => {
-          this.waiters.delete(w);
-          resolve();
-        };
-        this.waiters.add(w);
-      });
-    }
-    this.running++;
-    try {
-      await fn();
-    } finally {
-      this.running--;
-      const next = this.waiters.values().next().value;
-      if (next) next();
-    }
+    void this.run(
+      {
+        taskId: p.task_id,
+        traceId: event.amftraceid ?? p.task_id,
+        tag,
+        text: p.task,
+        messages,
+        stream: p.stream === true,
+        attempt: p.attempt ?? 1,
+        ...(p.input ? { input: p.input } : {}),
+      },
+      { origin: 'mesh', ...(reply ? { replySubject: reply } : {}) },
+    );
   }
 
   /**
-   * Runs a task that reached this worker directly (A2A, `POST /tasks/send`) with the same claim,
-   * progress, partial and final events as a mesh task, so the mesh UI sees it. A cancelled direct
-   * task ends with a failed final (code `cancelled`): no coordinator ends it for us.
+   * The one run path of this worker, whatever brought the task: claims it (`amf.task.claim`), waits
+   * for a slot, runs the handler with progress, partial and final events on the canonical subjects
+   * (and the reply subject, for mesh tasks), and tracks it for cancellation and drain. Never rejects.
+   * A draining worker takes nothing new; a mesh task is then left for the TTL to bring elsewhere.
    */
-  async runDirect(
-    task: Omit<TaskContext, 'signal' | 'progress' | 'delegate'>,
-    controller: AbortController,
-    onChunk?: (delta: string) => void,
-    onProgress?: (message: string) => void,
-  ): Promise<LocalOutcome> {
+  async run(task: TaskInput, options: RunTaskOptions): Promise<LocalOutcome> {
+    if (this.draining)
+      return { ok: false, code: 'draining', message: `worker ${this.options.name} is draining` };
     if (this.inFlight.has(task.taskId))
       return { ok: false, code: 'duplicate_task', message: `task ${task.taskId} is already running here` };
-    this.emit('amf.task.claim', task.taskId, task.traceId, {
-      task_id: task.taskId,
-      agent_id: this.agentId,
-      required_capability: task.tag,
-      attempt: task.attempt,
-    });
-    let outcome: LocalOutcome = { ok: false, code: 'cancelled', message: 'task cancelled' };
-    if (onProgress) this.progressListeners.set(task.taskId, onProgress);
-    const done = this.runWithSlot(async () => {
-      outcome = await this.execute(task, controller, undefined, onChunk, true);
-    }).finally(() => {
-      this.inFlight.delete(task.taskId);
-      this.progressListeners.delete(task.taskId);
-    });
-    this.inFlight.set(task.taskId, { controller, done });
-    await done;
-    return outcome;
+    const controller = new AbortController();
+    const { signal } = options;
+    const onCallerAbort = () => controller.abort();
+    if (signal?.aborted) controller.abort();
+    else signal?.addEventListener('abort', onCallerAbort, { once: true });
+    this.emit(
+      'amf.task.claim',
+      task.taskId,
+      task.traceId,
+      { task_id: task.taskId, agent_id: this.agentId, required_capability: task.tag, attempt: task.attempt },
+      options.replySubject,
+    );
+    const done = this.slots
+      .run(() => this.execute(task, controller, options))
+      .finally(() => {
+        this.inFlight.delete(task.taskId);
+        signal?.removeEventListener('abort', onCallerAbort);
+      });
+    this.inFlight.set(task.taskId, { controller, done, onProgress: options.onProgress });
+    return done;
   }
 
   private async execute(
-    task: Omit<TaskContext, 'signal' | 'progress' | 'delegate'>,
+    task: TaskInput,
     controller: AbortController,
-    reply: string | undefined,
-    onChunk?: (delta: string) => void,
-    direct = false,
+    options: RunTaskOptions,
   ): Promise<LocalOutcome> {
-    let seq = 0;
-    let outcome: LocalOutcome = await this.runHandler(
-      task,
-      controller.signal,
-      (delta) => {
-        this.emit(
-          'amf.result.partial',
-          task.taskId,
-          task.traceId,
-          { task_id: task.taskId, agent_id: this.agentId, seq: seq++, delta },
-          reply,
-        );
-        onChunk?.(delta);
-      },
-      reply,
-    );
-    if (controller.signal.aborted) {
+    const reply = options.replySubject;
+    const { signal } = controller;
+    // Aborted while waiting for a slot: the handler never starts.
+    let outcome = signal.aborted ? CANCELLED : await this.invoke(task, signal, options);
+    if (signal.aborted) {
       // Mesh task: the coordinator already ended it. Direct task: this final is its one ending.
-      if (!direct) return outcome;
-      outcome = { ok: false, code: 'cancelled', message: 'task cancelled' };
+      if (options.origin === 'mesh') return CANCELLED;
+      outcome = CANCELLED;
     }
     const payload: FinalPayload = outcome.ok
       ? {
@@ -305,16 +267,10 @@ export class MeshWorker {
     return outcome;
   }
 
-  /**
-   * Runs the handler for one task and collects its answer; `onChunk` receives streamed chunks. Used by
-   * mesh tasks and by direct HTTP submissions alike.
-   */
-  async runHandler(
-    task: Omit<TaskContext, 'signal' | 'progress' | 'delegate'>,
-    signal: AbortSignal,
-    onChunk?: (delta: string) => void,
-    reply?: string,
-  ): Promise<LocalOutcome> {
+  /** Builds the handler's context (progress, delegate, tools bound to this task) and runs it. */
+  private invoke(task: TaskInput, signal: AbortSignal, options: RunTaskOptions): Promise<LocalOutcome> {
+    const reply = options.replySubject;
+    let seq = 0;
     const ctx: TaskContext = {
       ...task,
       signal,
@@ -331,113 +287,29 @@ export class MeshWorker {
           },
           reply,
         );
-        this.progressListeners.get(task.taskId)?.(message);
+        options.onProgress?.(message);
       },
-      delegate: (tag, text, opts) => this.delegate(task.taskId, task.traceId, tag, text, opts),
+      delegate: (tag, text, opts = {}) =>
+        this.delegations.delegate({ parentTaskId: task.taskId, traceId: task.traceId, tag, text, ...opts }),
       ...(this.options.tools ? { tools: this.options.tools(signal) } : {}),
     };
-    try {
-      const ret = this.options.handler.handle(ctx);
-      if (isAsyncIterable(ret)) {
-        let streamed = '';
-        const iterator = ret[Symbol.asyncIterator]();
-        for (;;) {
-          const step = await iterator.next();
-          if (step.done)
-            return {
-              ok: true,
-              result: toHandlerResult(step.value as string | HandlerResult | void, streamed),
-            };
-          if (signal.aborted) return { ok: false, code: 'cancelled', message: 'task cancelled' };
-          const chunk = String(step.value);
-          streamed += chunk;
-          onChunk?.(chunk);
-        }
-      }
-      return { ok: true, result: toHandlerResult(await ret, '') };
-    } catch (err) {
-      if (err instanceof HandlerError) return { ok: false, code: err.code, message: err.message };
-      return { ok: false, code: 'handler_error', message: err instanceof Error ? err.message : String(err) };
-    }
-  }
-
-  private delegate(
-    parentTaskId: string,
-    traceId: string,
-    tag: string,
-    text: string,
-    opts: { timeoutMs?: number; input?: Record<string, unknown> } = {},
-  ): Promise<string> {
-    const childId = randomUUID();
-    return new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.forgetDelegation(childId);
-        reject(new Error(`delegated task ${childId} (${tag}) gave no result in time`));
-      }, opts.timeoutMs ?? 60_000);
-      timer.unref();
-      this.ensureDelegationSubscription();
-      this.delegations.set(childId, {
-        resolve: (t) => {
-          clearTimeout(timer);
-          resolve(t);
-        },
-        reject: (e) => {
-          clearTimeout(timer);
-          reject(e);
-        },
-      });
-      const payload: DelegatePayload = {
-        parent_task_id: parentTaskId,
-        child_task_id: childId,
-        agent_id: this.agentId,
-        task: text,
-        required_capability: tag,
-        ...(opts.input ? { input: opts.input } : {}),
-      };
-      this.emit('amf.task.delegate', parentTaskId, traceId, payload);
-    });
-  }
-
-  /**
-   * Final results are the busiest subject of the mesh: a worker listens to them only while it waits
-   * for a delegated task. The subscription is registered before the delegate event is published on
-   * the same connection, so no result can arrive unheard.
-   */
-  private ensureDelegationSubscription(): void {
-    this.delegationSub ??= this.bus.subscribe('amf.result.final', (e) =>
-      this.onFinalForDelegation(e as AmfEvent<FinalPayload>),
-    );
-  }
-
-  private forgetDelegation(childId: string): void {
-    this.delegations.delete(childId);
-    if (this.delegations.size === 0 && this.delegationSub) {
-      this.delegationSub.unsubscribe();
-      this.delegationSub = undefined;
-    }
-  }
-
-  private onFinalForDelegation(event: AmfEvent<FinalPayload>): void {
-    const waiter = this.delegations.get(event.data.payload.task_id);
-    if (!waiter) return;
-    this.forgetDelegation(event.data.payload.task_id);
-    const p = event.data.payload;
-    if (p.status === 'completed' && typeof p.result?.text === 'string') waiter.resolve(p.result.text);
-    else
-      waiter.reject(
-        new HandlerError(p.error?.code ?? 'delegation_failed', p.error?.message ?? 'delegated task failed'),
+    return invokeHandler(this.options.handler, ctx, (delta) => {
+      this.emit(
+        'amf.result.partial',
+        task.taskId,
+        task.traceId,
+        { task_id: task.taskId, agent_id: this.agentId, seq: seq++, delta },
+        reply,
       );
+      options.onChunk?.(delta);
+    });
   }
 
   private onDeny(event: AmfEvent<PolicyPayload>): void {
     const p = event.data.payload;
     if (!p.terminal || typeof p.task_id !== 'string') return;
     this.inFlight.get(p.task_id)?.controller.abort();
-    const waiter = this.delegations.get(p.task_id);
-    if (waiter) {
-      this.forgetDelegation(p.task_id);
-      waiter.reject(new HandlerError(p.reason, p.message));
-    }
+    this.delegations.denied(p.task_id, p.reason, p.message);
   }
 
   /** A cancel from a coordinator (only coordinators may publish it, NATS ACLs) aborts the handler. */

@@ -1,5 +1,5 @@
 /**
- * A worker as an A2A agent: each A2A task runs the worker's own handler (MeshWorker.runDirect), which
+ * A worker as an A2A agent: each A2A task runs the worker's own handler (MeshWorker.run), which
  * publishes the same claim, progress, partial and final events on NATS as a mesh task, with the A2A
  * task id, so the coordinator's UI sees direct work too. The capability is `metadata.tag` when it is
  * one of the worker's tags, else the worker's first tag.
@@ -88,7 +88,7 @@ export class WorkerExecutor implements AgentExecutor {
     const artifactId = randomUUID();
     let chunks = 0;
     const outcome = await worker
-      .runDirect(
+      .run(
         {
           taskId,
           traceId,
@@ -99,23 +99,26 @@ export class WorkerExecutor implements AgentExecutor {
           attempt: 1,
           ...(input.data ? { input: input.data } : {}),
         },
-        entry.controller,
-        (delta) => {
-          if (entry.cancelled) return;
-          bus.publish(
-            AgentEvent.artifactUpdate({
-              taskId,
-              contextId,
-              artifact: chunkArtifact(artifactId, delta),
-              append: chunks > 0,
-              lastChunk: false,
-              metadata: undefined,
-            }),
-          );
-          chunks += 1;
-        },
-        (message) => {
-          if (!entry.cancelled) status(TaskState.TASK_STATE_WORKING, message);
+        {
+          origin: 'direct',
+          signal: entry.controller.signal,
+          onChunk: (delta) => {
+            if (entry.cancelled) return;
+            bus.publish(
+              AgentEvent.artifactUpdate({
+                taskId,
+                contextId,
+                artifact: chunkArtifact(artifactId, delta),
+                append: chunks > 0,
+                lastChunk: false,
+                metadata: undefined,
+              }),
+            );
+            chunks += 1;
+          },
+          onProgress: (message) => {
+            if (!entry.cancelled) status(TaskState.TASK_STATE_WORKING, message);
+          },
         },
       )
       .finally(() => this.running.delete(taskId));
@@ -146,7 +149,7 @@ export class WorkerExecutor implements AgentExecutor {
     const entry = this.running.get(taskId);
     if (entry && !entry.cancelled) {
       entry.cancelled = true;
-      entry.controller.abort(); // the handler's signal; runDirect publishes the failed final on NATS
+      entry.controller.abort(); // the handler's signal; the worker publishes the failed final on NATS
     }
     bus.publish(
       AgentEvent.statusUpdate({

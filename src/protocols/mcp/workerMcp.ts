@@ -72,7 +72,8 @@ export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint 
           : undefined;
     if (text === undefined) return errorResult('argument "text" (string) is required');
     const taskId = randomUUID();
-    const outcome = await options.getWorker().runHandler(
+    // An MCP tool call is a direct task: same slot, drain and events as every other way in.
+    const outcome = await options.getWorker().run(
       {
         taskId,
         traceId: taskId,
@@ -83,7 +84,7 @@ export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint 
         stream: false,
         attempt: 1,
       },
-      signal,
+      { origin: 'direct', signal },
     );
     if (!outcome.ok) return errorResult(`${outcome.code}: ${outcome.message}`);
     return {

@@ -1,0 +1,138 @@
+/**
+ * The layering of src/ (docs/architecture.md): an inner layer never imports an outer one, and no two
+ * folders import each other, directly or around a cycle. Read from the import statements themselves,
+ * so a new folder must be placed in LAYERS before it can be imported.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const SRC = resolve(import.meta.dirname, '../../src');
+
+/** Folder (or root file) → layer, inner to outer. Keep in step with docs/architecture.md. */
+const LAYERS: Readonly<Record<string, number>> = {
+  'errors.ts': 0,
+  'log.ts': 0,
+  'version.ts': 0,
+  util: 0,
+  config: 0,
+  events: 1,
+  fabric: 2,
+  net: 3,
+  policy: 3,
+  identity: 3,
+  discovery: 3,
+  watcher: 3,
+  registry: 4,
+  coordinator: 4,
+  admission: 4,
+  worker: 4,
+  mcpClient: 4,
+  a2aClient: 4,
+  llm: 4,
+  http: 5,
+  'protocols/openai': 5,
+  'protocols/mcp': 5,
+  'protocols/a2a': 5,
+  'protocols/amp': 5,
+  'protocols/fabric': 5,
+  afm: 5,
+  apps: 6,
+  cli: 7,
+  'index.ts': 7,
+};
+
+/** The unit an import belongs to: a root file, a protocols/* adapter, or a top-level folder. */
+function unitOf(file: string): string {
+  const parts = relative(SRC, file).split('/');
+  if (parts.length === 1) return parts[0]!.replace(/\.js$/, '.ts');
+  if (parts[0] === 'protocols') return `protocols/${parts[1]}`;
+  return parts[0]!;
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
+}
+
+const IMPORT =
+  /(?:^|\n)\s*(?:import|export)\b[^'"]*?from\s*['"](\.[^'"]+)['"]|\bimport\(\s*['"](\.[^'"]+)['"]\s*\)/g;
+
+interface Edge {
+  from: string;
+  to: string;
+  file: string;
+}
+
+function importEdges(): Edge[] {
+  const edges: Edge[] = [];
+  for (const file of sourceFiles(SRC)) {
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(IMPORT)) {
+      const target = resolve(dirname(file), (m[1] ?? m[2])!);
+      const from = unitOf(file);
+      const to = unitOf(target);
+      if (from !== to) edges.push({ from, to, file: relative(SRC, file) });
+    }
+  }
+  return edges;
+}
+
+/** Every folder cycle, as the list of units around it. */
+function folderCycles(edges: Edge[]): string[][] {
+  const next = new Map<string, Set<string>>();
+  for (const e of edges) {
+    if (!next.has(e.from)) next.set(e.from, new Set());
+    next.get(e.from)!.add(e.to);
+  }
+  const cycles: string[][] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (unit: string): void => {
+    state.set(unit, 'open');
+    stack.push(unit);
+    for (const to of next.get(unit) ?? []) {
+      if (state.get(to) === 'open') cycles.push([...stack.slice(stack.indexOf(to)), to]);
+      else if (!state.has(to)) visit(to);
+    }
+    stack.pop();
+    state.set(unit, 'done');
+  };
+  for (const unit of next.keys()) if (!state.has(unit)) visit(unit);
+  return cycles;
+}
+
+describe('the layers of src/', () => {
+  const edges = importEdges();
+
+  it('reads the imports (the check is not vacuous)', () => {
+    expect(edges.length).toBeGreaterThan(100);
+    expect(edges).toContainEqual(expect.objectContaining({ from: 'apps', to: 'worker' }));
+  });
+
+  it('places every folder in a layer', () => {
+    const units = new Set(sourceFiles(SRC).map(unitOf));
+    expect([...units].filter((u) => LAYERS[u] === undefined)).toEqual([]);
+  });
+
+  it('never lets an inner layer import an outer one', () => {
+    const outward = edges
+      .filter((e) => (LAYERS[e.to] ?? Infinity) > (LAYERS[e.from] ?? -1))
+      .map((e) => `${e.file} (${e.from}, layer ${LAYERS[e.from]}) imports ${e.to} (layer ${LAYERS[e.to]})`);
+    expect(outward).toEqual([]);
+  });
+
+  it('has no folder cycle', () => {
+    expect(folderCycles(edges).map((c) => c.join(' -> '))).toEqual([]);
+  });
+
+  it('finds a cycle and an outward import when there is one (the checks can fail)', () => {
+    const planted: Edge[] = [
+      { from: 'worker', to: 'coordinator', file: 'x' },
+      { from: 'coordinator', to: 'worker', file: 'y' },
+    ];
+    expect(folderCycles(planted)).toHaveLength(1);
+    expect(LAYERS['apps']! > LAYERS['worker']!).toBe(true);
+  });
+});
