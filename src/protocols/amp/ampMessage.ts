@@ -5,6 +5,7 @@
  * coordinator reads is type-checked and bounded here, so the rest of AMF works with trusted values.
  */
 import { randomBytes } from 'node:crypto';
+import { AmfError } from '../../errors.js';
 
 /** The version string every AMP message carries. */
 export const AMP_VERSION = '1.0';
@@ -164,12 +165,14 @@ function boundedString(v: unknown, max: number): v is string {
   return typeof v === 'string' && v.length > 0 && v.length <= max;
 }
 
-class Invalid extends Error {
+/** A message that fails validation: an INVALID_REQUEST whose AMP code the response carries. */
+class Invalid extends AmfError {
   constructor(
-    readonly code: AmpErrorCode,
+    readonly ampCode: AmpErrorCode,
     message: string,
   ) {
-    super(message);
+    super('INVALID_REQUEST', message);
+    this.name = 'AmpValidationError';
   }
 }
 
@@ -313,7 +316,7 @@ export function validateAmpMessage(value: unknown, now: number = Date.now()): Am
     }
     return { ok: true, message };
   } catch (err) {
-    if (err instanceof Invalid) return { ok: false, code: err.code, message: err.message, inReplyTo };
+    if (err instanceof Invalid) return { ok: false, code: err.ampCode, message: err.message, inReplyTo };
     throw err;
   }
 }
