@@ -356,7 +356,7 @@ export class MeshWorker {
       }
       return { ok: true, result: toHandlerResult(await ret, '') };
     } catch (err) {
-      if (err instanceof HandlerError) return { ok: false, code: err.code, message: err.message };
+      if (err instanceof HandlerError) return { ok: false, code: err.reason, message: err.message };
       return { ok: false, code: 'handler_error', message: err instanceof Error ? err.message : String(err) };
     }
   }
