@@ -97,7 +97,9 @@ export async function fetchAgentCard(
     } catch (err) {
       if (signal.aborted)
         throw new CardFetchError('card_timeout', `card fetch took longer than ${timeoutMs} ms`);
-      throw new CardFetchError('card_http_error', `card fetch failed: ${(err as Error).message}`);
+      throw new CardFetchError('card_http_error', `card fetch failed: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     if (res.status >= 300 && res.status < 400) {
       await res.body?.cancel();
