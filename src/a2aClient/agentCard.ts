@@ -61,7 +61,14 @@ export function readAgentCard(raw: unknown, where: string): AgentCard {
   try {
     card = resolver.normalizeAgentCard(raw);
   } catch (err) {
-    throw new AmfError('INVALID_REQUEST', `agent card at ${where} does not parse: ${(err as Error).message}`);
+    throw new AmfError(
+      'INVALID_REQUEST',
+      `agent card at ${where} does not parse: ${(err as Error).message}`,
+      undefined,
+      {
+        cause: err,
+      },
+    );
   }
   if (typeof card.name !== 'string' || card.name.trim() === '')
     throw new AmfError('INVALID_REQUEST', `agent card at ${where} has no "name"`);

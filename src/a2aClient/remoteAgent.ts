@@ -195,7 +195,12 @@ export class RemoteA2aAgent {
       return new AmfError('UNAVAILABLE', `request to A2A agent "${this.name}" was cancelled`);
     // An A2A error (JSON-RPC code or REST status) is an answer, not an outage.
     if (err instanceof A2AError)
-      return new AmfError('TASK_FAILED', `A2A agent "${this.name}" answered ${err.reason}: ${err.message}`);
+      return new AmfError(
+        'TASK_FAILED',
+        `A2A agent "${this.name}" answered ${err.reason}: ${err.message}`,
+        undefined,
+        { cause: err },
+      );
     const cause = e.cause?.code ?? e.cause?.message;
     const detail = cause ? `${e.message} (${cause})` : e.message;
     return new AmfError('UNAVAILABLE', `A2A agent "${this.name}": ${detail}`);

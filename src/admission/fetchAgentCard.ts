@@ -5,6 +5,7 @@
  */
 import { isIP } from 'node:net';
 import { readCappedText } from '../util/readCappedText.js';
+import { AmfError } from '../errors.js';
 
 export interface CardFetchOptions {
   timeoutMs?: number;
@@ -12,19 +13,21 @@ export interface CardFetchOptions {
   maxRedirects?: number;
 }
 
-export class CardFetchError extends Error {
-  constructor(
-    readonly code:
-      | 'card_url_invalid'
-      | 'card_host_mismatch'
-      | 'card_redirect_refused'
-      | 'card_too_large'
-      | 'card_timeout'
-      | 'card_http_error'
-      | 'card_not_json',
-    message: string,
-  ) {
-    super(message);
+/** Why a card was not fetched; also the denial notice's wording. */
+export type CardFetchErrorCode =
+  | 'card_url_invalid'
+  | 'card_host_mismatch'
+  | 'card_redirect_refused'
+  | 'card_too_large'
+  | 'card_timeout'
+  | 'card_http_error'
+  | 'card_not_json';
+
+export class CardFetchError extends AmfError {
+  declare readonly code: CardFetchErrorCode;
+
+  constructor(code: CardFetchErrorCode, message: string, options?: ErrorOptions) {
+    super(code, message, undefined, options);
     this.name = 'CardFetchError';
   }
 }
@@ -94,7 +97,9 @@ export async function fetchAgentCard(
     } catch (err) {
       if (signal.aborted)
         throw new CardFetchError('card_timeout', `card fetch took longer than ${timeoutMs} ms`);
-      throw new CardFetchError('card_http_error', `card fetch failed: ${(err as Error).message}`);
+      throw new CardFetchError('card_http_error', `card fetch failed: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     if (res.status >= 300 && res.status < 400) {
       await res.body?.cancel();

@@ -18,7 +18,7 @@ import { CoordinatorMetrics } from '../coordinator/metrics.js';
 import { taskSnapshot } from '../coordinator/sharedState.js';
 import { handleChatCompletion, listModels, sendOpenAiError } from '../protocols/openai/chatCompletions.js';
 import { EventStreamHub } from '../http/eventStream.js';
-import { Router, readBody, requestUrl, sendError, sendJson } from '../http/httpKit.js';
+import { Router, decodePathSegment, readBody, requestUrl, sendError, sendJson } from '../http/httpKit.js';
 import { closeServer, listen } from './workerHttp.js';
 import { createServer } from 'node:http';
 import { VERSION } from '../version.js';
@@ -133,7 +133,7 @@ function buildRouter(
     }),
   );
   router.onPrefix('GET', '/tasks/', async (_req, res, url) => {
-    const id = decodeURIComponent(url.pathname.slice('/tasks/'.length));
+    const id = decodePathSegment(url.pathname.slice('/tasks/'.length));
     const task = coordinator.lifecycle.get(id);
     if (task) return sendJson(res, 200, taskSnapshot(task));
     throw new AmfError('NOT_FOUND', `no task ${id} is known to this coordinator`);

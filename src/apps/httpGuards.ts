@@ -4,17 +4,18 @@
  * protocol's shape, so a client library sees an error it understands: JSON-RPC for `/a2a` and `/mcp`
  * (details as `google.rpc.ErrorInfo`, A2A §9.5), `google.rpc.Status` for A2A's REST binding,
  * OpenAI's error for `/v1`, the Fabric envelope for `/mcp/call`, an AMP response for `/api/amp`, and
- * AMF's `{error: {code, message}}` elsewhere. Body readers still cap what they read (a chunked body
+ * AMF's `{error: {code, message}}` elsewhere; the codes and bodies come from wireErrors.ts. Body readers still cap what they read (a chunked body
  * declares no length), so the declared-length check is the early, cheap refusal.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AmfError, httpStatusFor, toAmfError } from '../errors.js';
+import { AmfError, toAmfError } from '../errors.js';
 import { GcraLimiter } from '../util/gcraLimiter.js';
 import type { AmfConfig } from '../config/config.js';
 import { sendOpenAiError } from '../protocols/openai/chatCompletions.js';
-import { ampErrorResponse, type AmpErrorCode } from '../protocols/amp/ampMessage.js';
-import { fabricCodeFor, fabricErrorBody } from '../protocols/fabric/fabricErrors.js';
+import { ampErrorResponse } from '../protocols/amp/ampMessage.js';
+import { fabricErrorReply } from '../protocols/fabric/fabricErrors.js';
 import { sendError, sendJson } from '../http/httpKit.js';
+import { googleRpcStatusBody, httpStatusFor, jsonRpcErrorBody, wireErrorFor } from '../http/wireErrors.js';
 
 /** The protocol a path belongs to, which decides the shape of its errors. */
 export type RouteFamily = 'jsonrpc' | 'a2a-rest' | 'openai' | 'fabric' | 'amp' | 'amf';
@@ -27,39 +28,6 @@ export function routeFamily(pathname: string): RouteFamily {
   if (pathname.startsWith('/v1/')) return 'openai';
   if (pathname.startsWith('/api/amp/') || pathname === '/api/amp') return 'amp';
   return 'amf';
-}
-
-const JSONRPC_CODE: Partial<Record<AmfError['code'], number>> = {
-  INVALID_REQUEST: -32600,
-  PAYLOAD_TOO_LARGE: -32600,
-  // -32001..-32009 are A2A's own errors: the guards' refusals use the generic server error code.
-  UNAUTHORIZED: -32000,
-  RATE_LIMITED: -32000,
-};
-
-const AMP_CODE: Partial<Record<AmfError['code'], AmpErrorCode>> = {
-  UNAUTHORIZED: 'auth_failed',
-  RATE_LIMITED: 'overloaded',
-  OVERLOADED: 'overloaded',
-  PAYLOAD_TOO_LARGE: 'invalid_message',
-  INVALID_REQUEST: 'invalid_message',
-  NOT_FOUND: 'not_found',
-};
-
-const GOOGLE_STATUS: Partial<Record<AmfError['code'], string>> = {
-  INVALID_REQUEST: 'INVALID_ARGUMENT',
-  PAYLOAD_TOO_LARGE: 'INVALID_ARGUMENT',
-  UNAUTHORIZED: 'UNAUTHENTICATED',
-  RATE_LIMITED: 'RESOURCE_EXHAUSTED',
-};
-
-/** A2A error details (spec §9.5, §11.6): a `google.rpc.ErrorInfo` naming the refusal. */
-function errorInfo(e: AmfError): Array<Record<string, unknown>> {
-  const metadata: Record<string, string> = {};
-  for (const [k, v] of Object.entries(e.details ?? {})) metadata[k] = String(v);
-  return [
-    { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: e.code, domain: 'amf.local', metadata },
-  ];
 }
 
 /**
@@ -78,32 +46,21 @@ export function sendFamilyError(res: ServerResponse, pathname: string, err: unkn
       sendOpenAiError(res, e);
       return;
     case 'jsonrpc':
-      sendJson(res, status, {
-        jsonrpc: '2.0',
-        id: null,
-        error: {
-          code: JSONRPC_CODE[e.code] ?? -32000,
-          message: e.message,
-          data: errorInfo(e),
-        },
-      });
+      sendJson(res, status, jsonRpcErrorBody(e, { withInfo: true }));
       return;
     case 'a2a-rest':
-      sendJson(res, status, {
-        error: {
-          code: status,
-          status: GOOGLE_STATUS[e.code] ?? 'INTERNAL',
-          message: e.message,
-          details: errorInfo(e),
-        },
-      });
+      sendJson(res, status, googleRpcStatusBody(e));
       return;
-    case 'fabric':
-      sendJson(res, status, fabricErrorBody(fabricCodeFor(e.code).code, e.message));
+    case 'fabric': {
+      const reply = fabricErrorReply(e);
+      sendJson(res, reply.status, reply.body);
       return;
-    case 'amp':
-      sendJson(res, status, ampErrorResponse(AMP_CODE[e.code] ?? 'internal_error', e.message));
+    }
+    case 'amp': {
+      const amp = wireErrorFor(e.code).amp;
+      sendJson(res, amp.http, ampErrorResponse(amp.code, e.message, undefined, null, amp.status));
       return;
+    }
     default:
       sendError(res, e);
   }

@@ -68,7 +68,14 @@ async function readTls(
     throw new AmfError('INVALID_REQUEST', '--tls-cert and --tls-key go together: give both PEM files');
   const read = (file: string, flag: string) =>
     readFile(file).catch((err: NodeJS.ErrnoException) => {
-      throw new AmfError('INVALID_REQUEST', `${flag} ${file}: cannot read (${err.code ?? err.message})`);
+      throw new AmfError(
+        'INVALID_REQUEST',
+        `${flag} ${file}: cannot read (${err.code ?? err.message})`,
+        undefined,
+        {
+          cause: err,
+        },
+      );
     });
   return { cert: await read(certFile, '--tls-cert'), key: await read(keyFile, '--tls-key') };
 }

@@ -29,6 +29,7 @@ import {
   type Json,
   type JsonObject,
 } from './configValues.js';
+import { AmfError } from '../errors.js';
 
 /** Log levels, in pino's vocabulary (the logger the project uses). */
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -162,14 +163,18 @@ export interface LoadConfigOptions {
 }
 
 /** Thrown when any layer is invalid; `problems` has one self-contained line per problem. */
-export class ConfigError extends Error {
+export class ConfigError extends AmfError {
   /** Stable code for callers that map errors to exit codes. */
-  readonly code = 'CONFIG_INVALID' as const;
+  declare readonly code: 'CONFIG_INVALID';
   /** Each names its source and key, and says what was expected. */
   readonly problems: string[];
 
   constructor(problems: string[]) {
-    super(problems.length === 1 ? problems[0] : `invalid configuration:\n  ${problems.join('\n  ')}`);
+    super(
+      'CONFIG_INVALID',
+      (problems.length === 1 ? problems[0] : undefined) ??
+        `invalid configuration:\n  ${problems.join('\n  ')}`,
+    );
     this.name = 'ConfigError';
     this.problems = problems;
   }

@@ -74,7 +74,16 @@ export async function openMdnsSocket(options: MdnsSocketOptions = {}): Promise<M
   await new Promise<void>((resolve, reject) => {
     mdns.once('ready', resolve);
     mdns.once('error', (err) =>
-      reject(new AmfError('UNAVAILABLE', `cannot open the mDNS socket on port ${MDNS_PORT}: ${err.message}`)),
+      reject(
+        new AmfError(
+          'UNAVAILABLE',
+          `cannot open the mDNS socket on port ${MDNS_PORT}: ${err.message}`,
+          undefined,
+          {
+            cause: err,
+          },
+        ),
+      ),
     );
   });
   // Socket errors after start (and decode failures, which multicast-dns reports as warnings) are

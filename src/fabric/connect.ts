@@ -6,19 +6,22 @@
 import { connect, errors, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
 import type { RoleCredential } from './credentials.js';
 import { inboxPrefixFor } from './natsConfig.js';
+import { AmfError } from '../errors.js';
 
 export type { NatsConnection };
 
 /** Raised when the server refuses the user/password; `code` is stable for callers to branch on. */
-export class NatsAuthError extends Error {
-  readonly code = 'NATS_AUTH_FAILED';
+export class NatsAuthError extends AmfError {
+  declare readonly code: 'NATS_AUTH_FAILED';
   readonly user: string;
   readonly url: string;
 
   constructor(user: string, url: string, options?: ErrorOptions) {
     super(
+      'NATS_AUTH_FAILED',
       `NATS at ${url} refused user "${user}": wrong password or unknown user ` +
         `(check <data-dir>/credentials.json and the AMF_*_PASS variables)`,
+      undefined,
       options,
     );
     this.name = 'NatsAuthError';

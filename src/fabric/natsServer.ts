@@ -12,17 +12,20 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { connectAs } from './connect.js';
 import { writePrivateFile, type NatsCredentials } from './credentials.js';
 import { renderNatsConfig } from './natsConfig.js';
+import { AmfError } from '../errors.js';
 
 /** Raised when the nats-server binary cannot be found; the message says how to install it. */
-export class NatsServerMissingError extends Error {
-  readonly code = 'NATS_SERVER_MISSING';
+export class NatsServerMissingError extends AmfError {
+  declare readonly code: 'NATS_SERVER_MISSING';
   readonly binary: string;
 
   constructor(binary: string, options?: ErrorOptions) {
     super(
+      'NATS_SERVER_MISSING',
       `nats-server binary "${binary}" was not found. Install it with "apt-get install -y nats-server" (Debian/Ubuntu) ` +
         `or "go install github.com/nats-io/nats-server/v2@latest", or point AMF_NATS_SERVER_BIN at it, ` +
         `or use an existing NATS with --nats-url`,
+      undefined,
       options,
     );
     this.name = 'NatsServerMissingError';

@@ -3,7 +3,8 @@
  * The coordinator and worker runtimes stay free of framework types; this is the only HTTP edge.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AmfError, httpStatusFor, toAmfError } from '../errors.js';
+import { AmfError, toAmfError } from '../errors.js';
+import { amfErrorBody, httpStatusFor } from './wireErrors.js';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> | void;
 
@@ -35,7 +36,11 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     });
     req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
     req.on('error', (err) =>
-      reject(new AmfError('INVALID_REQUEST', `could not read request body: ${err.message}`)),
+      reject(
+        new AmfError('INVALID_REQUEST', `could not read request body: ${err.message}`, undefined, {
+          cause: err,
+        }),
+      ),
     );
   });
 }
@@ -49,7 +54,12 @@ export async function readJsonObject(req: IncomingMessage, limit: number): Promi
   try {
     value = JSON.parse(body.toString('utf8'));
   } catch (err) {
-    throw new AmfError('INVALID_REQUEST', `request body is not valid JSON: ${(err as Error).message}`);
+    throw new AmfError(
+      'INVALID_REQUEST',
+      `request body is not valid JSON: ${(err as Error).message}`,
+      undefined,
+      { cause: err },
+    );
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new AmfError('INVALID_REQUEST', 'request body must be a JSON object');
@@ -79,7 +89,7 @@ export function sendError(res: ServerResponse, err: unknown): void {
     res.end();
     return;
   }
-  sendJson(res, httpStatusFor(e.code), { error: { code: e.code, message: e.message, ...(e.details ?? {}) } });
+  sendJson(res, httpStatusFor(e.code), amfErrorBody(e));
 }
 
 interface Route {
@@ -128,6 +138,24 @@ export class Router {
       }
     }
     sendJson(res, 404, { error: { code: 'NOT_FOUND', message: `no route for ${method} ${url.pathname}` } });
+  }
+}
+
+/**
+ * Decodes one percent-encoded path segment (an id in `/tasks/{id}`). A malformed escape such as
+ * `%ZZ` is the client's mistake, so it is an INVALID_REQUEST (400), not the URIError a bare
+ * decodeURIComponent would throw into a 500.
+ */
+export function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch (err) {
+    throw new AmfError(
+      'INVALID_REQUEST',
+      `the path segment "${segment.slice(0, 64)}" is not valid percent-encoding (escape "%" as %25)`,
+      undefined,
+      { cause: err },
+    );
   }
 }
 

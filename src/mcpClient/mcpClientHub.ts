@@ -302,7 +302,7 @@ export class McpClientHub {
           `MCP tool "${name}" failed: ${conn.closeReason.message}; server disconnected`,
         );
       if (err instanceof AmfError) throw err;
-      throw new AmfError('UNAVAILABLE', `MCP tool "${name}" failed: ${e.message}`);
+      throw new AmfError('UNAVAILABLE', `MCP tool "${name}" failed: ${e.message}`, undefined, { cause: err });
     }
     const raw = (Array.isArray(res.content) ? res.content : []) as ToolContent[];
     const { content, truncated } = truncateContent(raw, this.opts.maxResultChars ?? MAX_TOOL_RESULT_CHARS);

@@ -138,7 +138,9 @@ export async function loadPolicyPath(path: string, opaBinary?: string): Promise<
   try {
     isDirectory = (await stat(full)).isDirectory();
   } catch (err) {
-    throw new AmfError('INVALID_REQUEST', `--policy ${path}: ${(err as Error).message}`);
+    throw new AmfError('INVALID_REQUEST', `--policy ${path}: ${(err as Error).message}`, undefined, {
+      cause: err,
+    });
   }
   if (!isDirectory) return loadWasmPolicy(full);
   const out = await mkdtemp(join(tmpdir(), 'amf-policy-bundle-'));

@@ -16,19 +16,18 @@ import { Worker, type ResourceLimits } from 'node:worker_threads';
 import type { RawAdvertisement } from '../discovery/advertisement.js';
 import { THREAD_INPUT_KIND, THREAD_REPLY_KIND, type WatcherThreadInput } from './threadProtocol.js';
 import type { WatcherSummary } from './watcherSummary.js';
+import { AmfError } from '../errors.js';
 
 /** Stable codes of watcher failures; every one of them means "deny" to the admission pipeline. */
 export type WatcherErrorCode =
   'WATCHER_BUSY' | 'WATCHER_TIMEOUT' | 'WATCHER_CRASHED' | 'WATCHER_CLOSED' | 'WATCHER_THREAD_MISSING';
 
 /** A judgement that produced no summary. */
-export class WatcherError extends Error {
-  constructor(
-    readonly code: WatcherErrorCode,
-    message: string,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
+export class WatcherError extends AmfError {
+  declare readonly code: WatcherErrorCode;
+
+  constructor(code: WatcherErrorCode, message: string, options?: ErrorOptions) {
+    super(code, message, undefined, options);
     this.name = 'WatcherError';
   }
 }

@@ -5,6 +5,7 @@
  */
 import type { ChatMessage, Usage } from '../events/payloads.js';
 import type { TaskTools } from '../mcpClient/taskTools.js';
+import { AmfError } from '../errors.js';
 
 export type { TaskTools };
 
@@ -68,13 +69,18 @@ export interface WorkerHandler {
   readOnly?: boolean;
 }
 
-/** Error a handler throws to fail a task with a stable code. */
-export class HandlerError extends Error {
+/**
+ * Error a handler throws to fail a task with a stable code of its own choosing. Handlers name codes
+ * freely, so the handler's code is `reason` (it becomes the task failure's code); as an AmfError the
+ * failure is a TASK_FAILED.
+ */
+export class HandlerError extends AmfError {
   constructor(
-    readonly code: string,
+    readonly reason: string,
     message: string,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super('TASK_FAILED', message, undefined, options);
     this.name = 'HandlerError';
   }
 }

@@ -37,7 +37,7 @@ export async function invokeHandler(
       onChunk(chunk);
     }
   } catch (err) {
-    if (err instanceof HandlerError) return { ok: false, code: err.code, message: err.message };
+    if (err instanceof HandlerError) return { ok: false, code: err.reason, message: err.message };
     return { ok: false, code: 'handler_error', message: err instanceof Error ? err.message : String(err) };
   }
 }

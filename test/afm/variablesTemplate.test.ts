@@ -2,7 +2,7 @@
 // headers, and clear errors for missing fields, indexes and headers.
 import { describe, expect, it } from 'vitest';
 import { compileWebhookTemplate, WebhookTemplateError } from '../../src/afm/index.js';
-import { httpStatusFor } from '../../src/errors.js';
+import { httpStatusFor } from '../../src/http/wireErrors.js';
 
 const PAYLOAD = {
   event: 'push',

@@ -17,7 +17,14 @@ export function parseJsonBody(body: Buffer): unknown {
   try {
     return JSON.parse(body.toString('utf8'));
   } catch (err) {
-    throw new AmfError('INVALID_REQUEST', `request body is not valid JSON: ${(err as Error).message}`);
+    throw new AmfError(
+      'INVALID_REQUEST',
+      `request body is not valid JSON: ${(err as Error).message}`,
+      undefined,
+      {
+        cause: err,
+      },
+    );
   }
 }
 

@@ -19,8 +19,14 @@ import {
 } from '@a2a-js/sdk/server';
 import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { A2AError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
-import { toAmfError } from '../../errors.js';
+import { AmfError, toAmfError } from '../../errors.js';
 import { readBody, sendJson, type Router } from '../../http/httpKit.js';
+import {
+  googleRpcStatusBody,
+  httpStatusFor,
+  JSONRPC_PARSE_ERROR,
+  jsonRpcErrorBody,
+} from '../../http/wireErrors.js';
 import { A2A_JSONRPC_PATH, A2A_REST_PATH, supportedInterfaces, toSdkAgentCard } from './agentCards.js';
 import type { BoundedTaskStore } from './boundedTaskStore.js';
 import { isTerminalTaskState } from './messageParts.js';
@@ -122,33 +128,15 @@ function isJsonRpcPath(pathname: string): boolean {
 }
 
 /** A JSON-RPC 2.0 error response (the SDK's own errors share this shape). */
-function sendJsonRpcError(res: ServerResponse, httpStatus: number, code: number, message: string): void {
-  sendJson(res, httpStatus, { jsonrpc: '2.0', id: null, error: { code, message } });
+function sendJsonRpcError(res: ServerResponse, httpStatus: number, err: AmfError, code?: number): void {
+  sendJson(res, httpStatus, jsonRpcErrorBody(err, code === undefined ? {} : { code }));
 }
 
 /** A google.rpc.Status body, as the HTTP+JSON binding requires for errors. */
-function sendRestError(
-  res: ServerResponse,
-  httpStatus: number,
-  status: string,
-  message: string,
-  reason: string,
-): void {
-  sendJson(
-    res,
-    httpStatus,
-    {
-      error: {
-        code: httpStatus,
-        status,
-        message,
-        details: [
-          { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'a2a-protocol.org' },
-        ],
-      },
-    },
-    { 'content-type': 'application/a2a+json' },
-  );
+function sendRestError(res: ServerResponse, err: AmfError, reason?: string): void {
+  sendJson(res, httpStatusFor(err.code), googleRpcStatusBody(err, reason), {
+    'content-type': 'application/a2a+json',
+  });
 }
 
 /** The A2A endpoints of one agent (coordinator or worker). */
@@ -168,7 +156,7 @@ export class A2aServer {
     app.use(A2A_JSONRPC_PATH, jsonRpcHandler(common));
     app.use(A2A_REST_PATH, restHandler(common));
     app.use((req: Request, res: Response) =>
-      sendRestError(res, 404, 'NOT_FOUND', `no A2A route for ${req.method} ${req.path}`, 'NOT_FOUND'),
+      sendRestError(res, new AmfError('NOT_FOUND', `no A2A route for ${req.method} ${req.path}`)),
     );
     // Anything the SDK's routers pass on (it maps its own errors itself) ends protocol-shaped here.
     app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
@@ -176,9 +164,10 @@ export class A2aServer {
         res.end();
         return;
       }
-      const message = toAmfError(err).message;
-      if (isJsonRpcPath(req.path)) sendJsonRpcError(res, 200, -32603, message);
-      else sendRestError(res, 500, 'INTERNAL', message, 'INTERNAL');
+      // An error the SDK did not map is ours to answer as internal, whatever its code.
+      const e = new AmfError('INTERNAL', toAmfError(err).message, undefined, { cause: err });
+      if (isJsonRpcPath(req.path)) sendJsonRpcError(res, 200, e);
+      else sendRestError(res, e);
     });
     this.app = app;
   }
@@ -199,18 +188,22 @@ export class A2aServer {
         body = await readBody(req, this.opts.maxBodyBytes);
       } catch (err) {
         const e = toAmfError(err);
-        const status = e.code === 'PAYLOAD_TOO_LARGE' ? 413 : 400;
-        if (jsonRpc) sendJsonRpcError(res, status, -32600, e.message);
-        else sendRestError(res, status, 'INVALID_ARGUMENT', e.message, e.code);
+        if (jsonRpc) sendJsonRpcError(res, httpStatusFor(e.code), e);
+        else sendRestError(res, e);
         return;
       }
       if (body.length > 0) {
         try {
           (req as IncomingMessage & { body?: unknown }).body = JSON.parse(body.toString('utf8'));
         } catch (err) {
-          const message = `request body is not valid JSON: ${(err as Error).message}`;
-          if (jsonRpc) sendJsonRpcError(res, 200, -32700, message);
-          else sendRestError(res, 400, 'INVALID_ARGUMENT', message, 'PARSE_ERROR');
+          const e = new AmfError(
+            'INVALID_REQUEST',
+            `request body is not valid JSON: ${(err as Error).message}`,
+            undefined,
+            { cause: err },
+          );
+          if (jsonRpc) sendJsonRpcError(res, 200, e, JSONRPC_PARSE_ERROR);
+          else sendRestError(res, e, 'PARSE_ERROR');
           return;
         }
       }

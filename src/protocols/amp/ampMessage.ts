@@ -5,6 +5,8 @@
  * coordinator reads is type-checked and bounded here, so the rest of AMF works with trusted values.
  */
 import { randomBytes } from 'node:crypto';
+import { AmfError } from '../../errors.js';
+import type { AmpErrorCode } from '../../http/wireErrors.js';
 
 /** The version string every AMP message carries. */
 export const AMP_VERSION = '1.0';
@@ -19,17 +21,7 @@ export type AmpStatus = (typeof AMP_STATUSES)[number];
  * Error codes: the spec's table (§5) first, then the ones AMF adds where the table has no entry
  * (the reference implementations use `invalid_message` and `not_found` the same way).
  */
-export type AmpErrorCode =
-  | 'trust_insufficient'
-  | 'intent_unclear'
-  | 'capability_mismatch'
-  | 'overloaded'
-  | 'expired'
-  | 'auth_failed'
-  | 'invalid_message'
-  | 'not_found'
-  | 'task_failed'
-  | 'internal_error';
+export type { AmpErrorCode };
 
 export const MESSAGE_TYPES = [
   'query',
@@ -164,12 +156,14 @@ function boundedString(v: unknown, max: number): v is string {
   return typeof v === 'string' && v.length > 0 && v.length <= max;
 }
 
-class Invalid extends Error {
+/** A message that fails validation: an INVALID_REQUEST whose AMP code the response carries. */
+class Invalid extends AmfError {
   constructor(
-    readonly code: AmpErrorCode,
+    readonly ampCode: AmpErrorCode,
     message: string,
   ) {
-    super(message);
+    super('INVALID_REQUEST', message);
+    this.name = 'AmpValidationError';
   }
 }
 
@@ -313,7 +307,7 @@ export function validateAmpMessage(value: unknown, now: number = Date.now()): Am
     }
     return { ok: true, message };
   } catch (err) {
-    if (err instanceof Invalid) return { ok: false, code: err.code, message: err.message, inReplyTo };
+    if (err instanceof Invalid) return { ok: false, code: err.ampCode, message: err.message, inReplyTo };
     throw err;
   }
 }

@@ -7,7 +7,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import type { Coordinator } from '../../coordinator/coordinator.js';
 import { toAmfError } from '../../errors.js';
-import { readBody, sendJson, type RouteHandler, type Router } from '../../http/httpKit.js';
+import { decodePathSegment, readBody, sendJson, type RouteHandler, type Router } from '../../http/httpKit.js';
+import { wireErrorFor } from '../../http/wireErrors.js';
 import { ampErrorResponse, validateAmpMessage, makeAmpResponse } from './ampMessage.js';
 import { discoverAgents, parseDiscoverQuery } from './ampDiscover.js';
 import { ampManifest } from './ampManifest.js';
@@ -37,12 +38,8 @@ function sendAmpFailure(res: ServerResponse, err: unknown, selfId: string): void
     res.end();
     return;
   }
-  const status = e.code === 'PAYLOAD_TOO_LARGE' ? 413 : e.code === 'INVALID_REQUEST' ? 400 : 500;
-  sendJson(
-    res,
-    status,
-    ampErrorResponse(status === 500 ? 'internal_error' : 'invalid_message', e.message, selfId),
-  );
+  const amp = wireErrorFor(e.code).amp;
+  sendJson(res, amp.http, ampErrorResponse(amp.code, e.message, selfId, null, amp.status));
 }
 
 /** Registers the AMP routes on `router`; returns the service (close it with the HTTP edge). */
@@ -133,7 +130,7 @@ export function registerAmpRoutes(router: Router, deps: AmpRouteDeps): AmpServic
     'GET',
     '/api/amp/jobs/',
     guarded((_req, res, url) => {
-      const id = decodeURIComponent(url.pathname.slice('/api/amp/jobs/'.length));
+      const id = decodePathSegment(url.pathname.slice('/api/amp/jobs/'.length));
       const job = /^[0-9a-f-]{36}$/.test(id) ? service.jobs.get(id) : undefined;
       if (!job) {
         sendJson(

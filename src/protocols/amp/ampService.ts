@@ -9,14 +9,8 @@ import type { AgentRegistry } from '../../registry/agentRegistry.js';
 import type { TaskDispatcher, TaskResult } from '../../coordinator/taskDispatcher.js';
 import type { ChatMessage } from '../../events/payloads.js';
 import { toAmfError } from '../../errors.js';
-import {
-  makeAmpResponse,
-  type AmpErrorCode,
-  type AmpRequest,
-  type AmpResponse,
-  type AmpStatus,
-  type AmpUncertainty,
-} from './ampMessage.js';
+import { wireErrorFor } from '../../http/wireErrors.js';
+import { makeAmpResponse, type AmpRequest, type AmpResponse, type AmpUncertainty } from './ampMessage.js';
 import { discoverAgents } from './ampDiscover.js';
 import { AmpJobStore, type AmpJob } from './ampJobs.js';
 import { deliverCallback, resolveCallback, type CallbackPolicy } from './callbackDelivery.js';
@@ -84,32 +78,6 @@ export function ampOutcome(result: Pick<TaskResult, 'confidence' | 'data'>): {
   };
 }
 
-/** AMP error code and HTTP status for an error from the mesh. */
-function meshErrorCode(err: unknown): {
-  code: AmpErrorCode;
-  status: AmpStatus;
-  http: number;
-  message: string;
-} {
-  const e = toAmfError(err);
-  switch (e.code) {
-    case 'NO_AGENT_FOR_TAG':
-      return { code: 'capability_mismatch', status: 'refused', http: 200, message: e.message };
-    case 'TIMEOUT':
-    case 'TASK_EXPIRED':
-      return { code: 'expired', status: 'error', http: 200, message: e.message };
-    case 'TASK_FAILED':
-      return { code: 'task_failed', status: 'error', http: 200, message: e.message };
-    case 'OVERLOADED':
-    case 'UNAVAILABLE':
-      return { code: 'overloaded', status: 'error', http: 503, message: e.message };
-    case 'INVALID_REQUEST':
-      return { code: 'invalid_message', status: 'error', http: 400, message: e.message };
-    default:
-      return { code: 'internal_error', status: 'error', http: 500, message: e.message };
-  }
-}
-
 /** Runs AMP requests against the mesh; owns the job store and the pending reply_to deliveries. */
 export class AmpService {
   readonly jobs: AmpJobStore;
@@ -135,8 +103,7 @@ export class AmpService {
   /** Handles a request received over HTTP: synchronously, or deferred with a job. */
   async handle(message: AmpRequest, signal?: AbortSignal): Promise<AmpReply> {
     if (message.replyTo === undefined && message.sync !== false) {
-      const response = await this.answer(message, signal);
-      return { httpStatus: this.httpStatusOf(response), response };
+      return this.reply(message, signal);
     }
     if (message.replyTo !== undefined) {
       try {
@@ -176,6 +143,19 @@ export class AmpService {
     signal?: AbortSignal,
     onTask?: (taskId: string) => void,
   ): Promise<AmpResponse> {
+    return (await this.reply(message, signal, onTask)).response;
+  }
+
+  /**
+   * The response with its HTTP status: 200 for every answer the mesh gave (refusals and failed
+   * tasks included), the wire table's status when the request could not be served.
+   */
+  private async reply(
+    message: AmpRequest,
+    signal?: AbortSignal,
+    onTask?: (taskId: string) => void,
+  ): Promise<AmpReply> {
+    const ok = (response: AmpResponse): AmpReply => ({ httpStatus: 200, response });
     if (message.type === 'discover') {
       const found = discoverAgents(
         this.deps.registry,
@@ -183,32 +163,35 @@ export class AmpService {
         this.deps.messageEndpoint(),
       );
       const count = found.count as number;
-      return this.respond(message, {
-        status: count > 0 ? 'ok' : 'partial',
-        confidence: count > 0 ? 0.9 : 0.3,
-        result: found,
-        ...(count === 0
-          ? {
-              uncertainty: {
-                note: 'no live agent matched the intent',
-                recommend: 'try other words or GET /api/amp/discover',
-              },
-            }
-          : {}),
-      });
+      return ok(
+        this.respond(message, {
+          status: count > 0 ? 'ok' : 'partial',
+          confidence: count > 0 ? 0.9 : 0.3,
+          result: found,
+          ...(count === 0
+            ? {
+                uncertainty: {
+                  note: 'no live agent matched the intent',
+                  recommend: 'try other words or GET /api/amp/discover',
+                },
+              }
+            : {}),
+        }),
+      );
     }
     const routing = routeAmpMessage(message, this.deps.registry);
     if (!routing.ok)
-      return this.respond(message, {
-        status: routing.code === 'intent_unclear' ? 'error' : 'refused',
-        error: { code: routing.code, message: routing.message },
-      });
+      return ok(
+        this.respond(message, {
+          status: routing.code === 'intent_unclear' ? 'error' : 'refused',
+          error: { code: routing.code, message: routing.message },
+        }),
+      );
     const refusal = trustRefusal(message.trust, routing.tag, this.deps.registry);
     if (refusal)
-      return this.respond(message, {
-        status: 'refused',
-        error: { code: 'trust_insufficient', message: refusal },
-      });
+      return ok(
+        this.respond(message, { status: 'refused', error: { code: 'trust_insufficient', message: refusal } }),
+      );
     let timeoutMs = this.deps.requestTimeoutMs;
     if (message.ttl !== undefined)
       timeoutMs = Math.max(
@@ -243,38 +226,30 @@ export class AmpService {
         onAnnounced: (taskId) => onTask?.(taskId),
       });
       const outcome = ampOutcome(result);
-      return this.respond(message, {
-        ...outcome,
-        result: {
-          text: result.text,
-          ...(result.data ? { data: result.data } : {}),
-          capability: routing.tag,
-          agent_id: result.agentId,
-          task_id: result.taskId,
-          amf_trace_id: result.traceId,
-          routing: { via: routing.via, ...(routing.route ? { matched: routing.route.matched } : {}) },
-        },
-      });
+      return ok(
+        this.respond(message, {
+          ...outcome,
+          result: {
+            text: result.text,
+            ...(result.data ? { data: result.data } : {}),
+            capability: routing.tag,
+            agent_id: result.agentId,
+            task_id: result.taskId,
+            amf_trace_id: result.traceId,
+            routing: { via: routing.via, ...(routing.route ? { matched: routing.route.matched } : {}) },
+          },
+        }),
+      );
     } catch (err) {
-      const mapped = meshErrorCode(err);
-      return this.respond(message, {
-        status: mapped.status,
-        error: { code: mapped.code, message: mapped.message },
-      });
-    }
-  }
-
-  /** HTTP status of a synchronous answer: 2xx for every answer the mesh gave, 4xx/5xx otherwise. */
-  private httpStatusOf(response: AmpResponse): number {
-    switch (response.error?.code) {
-      case 'overloaded':
-        return 503;
-      case 'internal_error':
-        return 500;
-      case 'invalid_message':
-        return 400;
-      default:
-        return 200;
+      const e = toAmfError(err);
+      const amp = wireErrorFor(e.code).amp;
+      return {
+        httpStatus: amp.http,
+        response: this.respond(message, {
+          status: amp.status,
+          error: { code: amp.code, message: e.message },
+        }),
+      };
     }
   }
 

@@ -4,44 +4,40 @@
  * `error_code` the code, in the `{ok:false, trace, result:null, error}` envelope, with an HTTP status
  * that matches the code (the reference node always answers 200; HTTP tooling is better served).
  */
-import { toAmfError, type AmfErrorCode } from '../../errors.js';
+import { AmfError, toAmfError, type AmfErrorCode } from '../../errors.js';
+import { httpStatusFor, wireErrorFor } from '../../http/wireErrors.js';
 import { newTrace, type FabricTrace } from './fabricTrace.js';
+import type { FabricErrorCode } from '../../http/wireErrors.js';
 
-/** The reference node's error codes. */
-export type FabricErrorCode =
-  | 'AGENT_OFFLINE'
-  | 'AGENT_NOT_FOUND'
-  | 'CAPABILITY_NOT_FOUND'
-  | 'AUTH_DENIED'
-  | 'AUTH_INVALID'
-  | 'TIMEOUT'
-  | 'BAD_INPUT'
-  | 'UPSTREAM_ERROR'
-  | 'INTERNAL_ERROR'
-  | 'RATE_LIMITED';
+export type { FabricErrorCode };
 
-const HTTP_STATUS: Record<FabricErrorCode, number> = {
-  AGENT_OFFLINE: 503,
-  AGENT_NOT_FOUND: 404,
-  CAPABILITY_NOT_FOUND: 404,
-  AUTH_DENIED: 403,
-  AUTH_INVALID: 401,
-  TIMEOUT: 504,
-  BAD_INPUT: 400,
-  UPSTREAM_ERROR: 502,
-  INTERNAL_ERROR: 500,
-  RATE_LIMITED: 429,
+/** The AMF code behind each Fabric code (its HTTP status is that code's, from the wire table). */
+const AMF_CODE: Record<FabricErrorCode, AmfErrorCode> = {
+  AGENT_OFFLINE: 'UNAVAILABLE',
+  AGENT_NOT_FOUND: 'NOT_FOUND',
+  CAPABILITY_NOT_FOUND: 'NO_AGENT_FOR_TAG',
+  AUTH_DENIED: 'FORBIDDEN',
+  AUTH_INVALID: 'UNAUTHORIZED',
+  TIMEOUT: 'TIMEOUT',
+  BAD_INPUT: 'INVALID_REQUEST',
+  UPSTREAM_ERROR: 'TASK_FAILED',
+  INTERNAL_ERROR: 'INTERNAL',
+  RATE_LIMITED: 'RATE_LIMITED',
 };
 
-/** A Fabric error with its code (thrown inside the Fabric adapter, sent by `fabricErrorReply`). */
-export class FabricError extends Error {
+/**
+ * A Fabric error (thrown inside the Fabric adapter, sent by `fabricErrorReply`): an AmfError whose
+ * `fabricCode` is sent as is, since several Fabric codes share one AMF code.
+ */
+export class FabricError extends AmfError {
   constructor(
-    readonly code: FabricErrorCode,
+    readonly fabricCode: FabricErrorCode,
     message: string,
     /** Overrides the code's usual HTTP status (e.g. 413 for a BAD_INPUT that was too large). */
     readonly httpStatus?: number,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(AMF_CODE[fabricCode], message, undefined, options);
     this.name = 'FabricError';
   }
 }
@@ -55,45 +51,13 @@ export function fabricErrorBody(
   return { ok: false, trace, result: null, error: message, error_code: code };
 }
 
-/** The Fabric code and HTTP status of an AMF error from the mesh or the HTTP edge. */
-export function fabricCodeFor(code: AmfErrorCode): { code: FabricErrorCode; status: number } {
-  switch (code) {
-    case 'INVALID_REQUEST':
-      return { code: 'BAD_INPUT', status: 400 };
-    case 'PAYLOAD_TOO_LARGE':
-      return { code: 'BAD_INPUT', status: 413 };
-    case 'UNAUTHORIZED':
-      return { code: 'AUTH_DENIED', status: 401 };
-    case 'RATE_LIMITED':
-      return { code: 'RATE_LIMITED', status: 429 };
-    case 'NOT_FOUND':
-      return { code: 'AGENT_NOT_FOUND', status: 404 };
-    case 'NO_AGENT_FOR_TAG':
-      return { code: 'CAPABILITY_NOT_FOUND', status: 404 };
-    case 'TIMEOUT':
-    case 'TASK_EXPIRED':
-      return { code: 'TIMEOUT', status: 504 };
-    case 'TASK_FAILED':
-      return { code: 'UPSTREAM_ERROR', status: 502 };
-    case 'OVERLOADED':
-    case 'UNAVAILABLE':
-      return { code: 'AGENT_OFFLINE', status: 503 };
-    default:
-      return { code: 'INTERNAL_ERROR', status: 500 };
-  }
-}
-
 /** Status and body for anything thrown while serving a Fabric call. */
 export function fabricErrorReply(
   err: unknown,
   trace?: FabricTrace,
 ): { status: number; body: Record<string, unknown> } {
-  if (err instanceof FabricError)
-    return {
-      status: err.httpStatus ?? HTTP_STATUS[err.code],
-      body: fabricErrorBody(err.code, err.message, trace),
-    };
   const e = toAmfError(err);
-  const { code, status } = fabricCodeFor(e.code);
+  const status = (e instanceof FabricError ? e.httpStatus : undefined) ?? httpStatusFor(e.code);
+  const code = e instanceof FabricError ? e.fabricCode : wireErrorFor(e.code).fabric;
   return { status, body: fabricErrorBody(code, e.message, trace) };
 }

@@ -70,7 +70,12 @@ export function registerFabricRoutes(router: Router, deps: FabricRouteDeps): voi
       try {
         body = JSON.parse(raw.toString('utf8'));
       } catch (err) {
-        throw new FabricError('BAD_INPUT', `request body is not valid JSON: ${(err as Error).message}`);
+        throw new FabricError(
+          'BAD_INPUT',
+          `request body is not valid JSON: ${(err as Error).message}`,
+          undefined,
+          { cause: err },
+        );
       }
       const header = req.headers.traceparent;
       call = parseCall(body, Array.isArray(header) ? header[0] : header);

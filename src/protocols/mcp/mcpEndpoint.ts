@@ -10,7 +10,14 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { AmfError } from '../../errors.js';
 import { readBody } from '../../http/httpKit.js';
+import {
+  httpStatusFor,
+  JSONRPC_PARSE_ERROR,
+  JSONRPC_SERVER_ERROR,
+  jsonRpcErrorBody,
+} from '../../http/wireErrors.js';
 import { StatelessMcp, type McpToolSurface } from './statelessMcp.js';
 
 export type { McpToolSurface } from './statelessMcp.js';
@@ -67,9 +74,16 @@ export function originAllowed(origin: string | undefined, extra: readonly string
 
 const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 
-function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
-  const body = JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null });
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+/** MCP's "session not found" (the SDKs' convention; not a JSON-RPC or AMF code). */
+const MCP_SESSION_NOT_FOUND = -32001;
+
+/** A JSON-RPC error with the HTTP status of its AMF code; `code` overrides the table's JSON-RPC code. */
+function jsonRpcError(res: ServerResponse, err: AmfError, code?: number): void {
+  const body = JSON.stringify(jsonRpcErrorBody(err, code === undefined ? {} : { code }));
+  res.writeHead(httpStatusFor(err.code), {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  });
   res.end(body);
 }
 
@@ -114,11 +128,11 @@ export class McpEndpoint {
     this.options.onRequest?.(req);
     const origin = typeof req.headers.origin === 'string' ? req.headers.origin : undefined;
     if (!originAllowed(origin, this.options.allowedOrigins)) {
-      jsonRpcError(res, 403, -32000, `Forbidden: Origin ${origin} is not allowed`);
+      jsonRpcError(res, new AmfError('FORBIDDEN', `Forbidden: Origin ${origin} is not allowed`));
       return;
     }
     if (this.closed) {
-      jsonRpcError(res, 503, -32000, 'MCP endpoint is shutting down');
+      jsonRpcError(res, new AmfError('UNAVAILABLE', 'MCP endpoint is shutting down'));
       return;
     }
     let parsed: unknown;
@@ -127,8 +141,11 @@ export class McpEndpoint {
       raw = await readBody(req, this.options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
       try {
         parsed = JSON.parse(raw.toString('utf8'));
-      } catch {
-        jsonRpcError(res, 400, -32700, 'Parse error: the body is not JSON');
+      } catch (err) {
+        const e = new AmfError('INVALID_REQUEST', 'Parse error: the body is not JSON', undefined, {
+          cause: err,
+        });
+        jsonRpcError(res, e, JSONRPC_PARSE_ERROR);
         return;
       }
     }
@@ -142,14 +159,16 @@ export class McpEndpoint {
       const session = this.sessions.get(sessionId);
       // Unknown or ended session: 404 tells the client to initialize again (spec, Session Management).
       if (!session) {
-        jsonRpcError(res, 404, -32001, 'Session not found');
+        jsonRpcError(res, new AmfError('NOT_FOUND', 'Session not found'), MCP_SESSION_NOT_FOUND);
         return;
       }
       await session.transport.handleRequest(req, res, parsed);
       return;
     }
     if (req.method !== 'POST' || !isInitialize(parsed)) {
-      jsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+      // -32000 rather than -32600: the request is valid JSON-RPC, only the session header is missing.
+      const e = new AmfError('INVALID_REQUEST', 'Bad Request: Mcp-Session-Id header is required');
+      jsonRpcError(res, e, JSONRPC_SERVER_ERROR);
       return;
     }
     await this.startSession(req, res, parsed);

@@ -12,6 +12,7 @@ import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import type { KV } from '@nats-io/kv';
 import { kvKey } from '../../fabric/jetstream.js';
+import { AmfError } from '../../errors.js';
 
 /** Policy warning reason (and audit reason) of a certificate that no longer matches its pin. */
 export const TLS_PIN_MISMATCH_REASON = 'mcp_tls_pin_mismatch';
@@ -28,8 +29,8 @@ export interface TlsPin {
 }
 
 /** Thrown (by the pinned agent's connections) when the peer certificate differs from the pin. */
-export class TlsPinMismatchError extends Error {
-  readonly code = TLS_PIN_MISMATCH_REASON;
+export class TlsPinMismatchError extends AmfError {
+  declare readonly code: typeof TLS_PIN_MISMATCH_REASON;
 
   constructor(
     readonly agentId: string,
@@ -37,6 +38,7 @@ export class TlsPinMismatchError extends Error {
     readonly actual: string,
   ) {
     super(
+      TLS_PIN_MISMATCH_REASON,
       `TLS certificate of ${agentId} changed: pinned SHA-256 ${expected}, presented ${actual}; call refused (TOFU pin mismatch)`,
     );
     this.name = 'TlsPinMismatchError';

@@ -5,10 +5,11 @@
  * OpenAI's error format.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AmfError, httpStatusFor, toAmfError, type AmfErrorCode } from '../../errors.js';
+import { AmfError, toAmfError } from '../../errors.js';
 import type { ChatMessage, Usage } from '../../events/payloads.js';
 import { isCapabilityTag } from '../../events/subjects.js';
 import { readBody, sendJson } from '../../http/httpKit.js';
+import { httpStatusFor, openAiErrorBody } from '../../http/wireErrors.js';
 import type { TaskDispatcher, TaskResult } from '../../coordinator/taskDispatcher.js';
 import type { AgentRegistry } from '../../registry/agentRegistry.js';
 
@@ -23,39 +24,10 @@ export interface OpenAiOptions {
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 const MODEL_PREFIX = 'amf/';
 
-/** OpenAI error types by AMF code (what the official clients branch on). */
-function openAiErrorType(code: AmfErrorCode): string {
-  switch (code) {
-    case 'INVALID_REQUEST':
-    case 'PAYLOAD_TOO_LARGE':
-      return 'invalid_request_error';
-    case 'NOT_FOUND':
-    case 'NO_AGENT_FOR_TAG':
-      return 'invalid_request_error';
-    case 'UNAUTHORIZED':
-      return 'authentication_error';
-    case 'RATE_LIMITED':
-      return 'rate_limit_error';
-    case 'TIMEOUT':
-    case 'TASK_EXPIRED':
-      return 'timeout_error';
-    default:
-      return 'api_error';
-  }
-}
-
 /** Sends an error in OpenAI's shape: `{error: {message, type, param, code}}`. */
 export function sendOpenAiError(res: ServerResponse, err: unknown, param: string | null = null): void {
   const e = toAmfError(err);
-  const code = e.code === 'NO_AGENT_FOR_TAG' ? 'model_not_found' : e.code.toLowerCase();
-  sendJson(res, httpStatusFor(e.code), {
-    error: {
-      message: e.message,
-      type: openAiErrorType(e.code),
-      param: (e.details?.param as string | undefined) ?? param,
-      code,
-    },
-  });
+  sendJson(res, httpStatusFor(e.code), openAiErrorBody(e, param));
 }
 
 interface ParsedRequest {
@@ -300,10 +272,7 @@ async function streamCompletion(
       sendOpenAiError(res, err);
       return;
     }
-    const e = toAmfError(err);
-    res.write(
-      `data: ${JSON.stringify({ error: { message: e.message, type: openAiErrorType(e.code), param: null, code: e.code.toLowerCase() } })}\n\n`,
-    );
+    res.write(`data: ${JSON.stringify(openAiErrorBody(toAmfError(err)))}\n\n`);
     res.end('data: [DONE]\n\n');
   }
 }
