@@ -6,14 +6,19 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Subscription } from '@nats-io/transport-node';
-import { createEvent, type AmfEvent, type EventSender } from '../events/cloudEvent.js';
+import {
+  createEvent,
+  type AmfEvent,
+  type AmfEventOf,
+  type AnyAmfEvent,
+  type EventSender,
+} from '../events/cloudEvent.js';
 import {
   checkAnnouncePayload,
   checkFinalPayload,
+  payloadTaskId,
   type AnnouncePayload,
   type CancelPayload,
-  type DelegatePayload,
-  type FinalPayload,
   type PolicyPayload,
 } from '../events/payloads.js';
 import {
@@ -77,9 +82,13 @@ export class TaskLifecycle {
     this.subs.push(this.bus.subscribe('amf.result.>', (e) => this.onFabricEvent(e), { onInvalid }));
     this.subs.push(this.bus.subscribe('amf.policy.deny', (e) => this.onForeignDeny(e)));
     this.subs.push(
-      this.bus.subscribe('amf.task.delegate', (e) => this.onDelegate(e as AmfEvent<DelegatePayload>), {
-        queue: 'coordinators',
-      }),
+      this.bus.subscribe(
+        'amf.task.delegate',
+        (e) => {
+          if (e.type === 'amf.task.delegate') this.onDelegate(e);
+        },
+        { queue: 'coordinators' },
+      ),
     );
     this.registry.onChange((change) => {
       if (change.kind === 'offline') this.onAgentLost(change.agent.record.agent_id);
@@ -210,27 +219,42 @@ export class TaskLifecycle {
 
   // --- fabric events -------------------------------------------------------------------------------
 
-  private onFabricEvent(event: AmfEvent): void {
+  private onFabricEvent(event: AnyAmfEvent): void {
     switch (event.type) {
       case 'amf.task.announce':
-        return this.onForeignAnnounce(event as AmfEvent<AnnouncePayload>);
+        return this.onForeignAnnounce(event);
       case 'amf.task.claim':
         return this.onClaim(event);
       case 'amf.task.progress':
       case 'amf.result.partial':
       case 'amf.task.blocked':
-        return this.onWorkerUpdate(event);
+        return this.onWorkerUpdate(event, event.data.payload.task_id);
       case 'amf.task.delegate':
-        return this.onWorkerUpdate(event, (event.data.payload as { parent_task_id?: string }).parent_task_id);
+        // Progress of the parent task; the child task itself comes from the queue-group subscription.
+        return this.onWorkerUpdate(
+          event,
+          event.data.payload.parent_task_id ?? payloadTaskId(event.data.payload),
+        );
       case 'amf.result.final':
-        return this.onFinal(event as AmfEvent<FinalPayload>);
-      default:
+        return this.onFinal(event);
+      // Cancellations are the coordinators' own; the other types do not arrive on these subjects.
+      case 'amf.task.cancel':
+      case 'amf.discovery.capability.advertise':
+      case 'amf.discovery.agent.heartbeat':
+      case 'amf.artifact.publish':
+      case 'amf.evidence.publish':
+      case 'amf.policy.warning':
+      case 'amf.policy.deny':
         return;
+      default: {
+        const unhandled: never = event;
+        return unhandled;
+      }
     }
   }
 
   /** Tracks tasks announced by another coordinator on the same NATS, without timers. */
-  private onForeignAnnounce(event: AmfEvent<AnnouncePayload>): void {
+  private onForeignAnnounce(event: AmfEventOf<'amf.task.announce'>): void {
     const p = event.data.payload;
     const problem = checkAnnouncePayload(p);
     if (problem) {
@@ -272,8 +296,9 @@ export class TaskLifecycle {
     return typeof agent === 'string' ? agent : event.data.auth_context.identity;
   }
 
-  private onClaim(event: AmfEvent): void {
-    const taskId = (event.data.payload as { task_id?: unknown }).task_id;
+  private onClaim(event: AmfEventOf<'amf.task.claim'>): void {
+    // The envelope was validated, the payload not: read the id defensively.
+    const taskId: unknown = event.data.payload.task_id;
     if (typeof taskId !== 'string') return;
     const task = this.active.get(taskId);
     if (!task) return;
@@ -302,8 +327,11 @@ export class TaskLifecycle {
     this.armWatchdog(task);
   }
 
-  private onWorkerUpdate(event: AmfEvent, explicitTaskId?: string): void {
-    const taskId = explicitTaskId ?? (event.data.payload as { task_id?: unknown }).task_id;
+  private onWorkerUpdate(
+    event: AmfEventOf<'amf.task.progress' | 'amf.result.partial' | 'amf.task.blocked' | 'amf.task.delegate'>,
+    // Typed by the sender's promise only: the payload was not validated, so it is checked here.
+    taskId: unknown,
+  ): void {
     if (typeof taskId !== 'string') return;
     const task = this.active.get(taskId);
     if (!task) return;
@@ -317,12 +345,11 @@ export class TaskLifecycle {
       });
       return;
     }
-    const transition = event.type as TaskTransition;
-    if (!this.transition(task, transition, agentId)) return;
+    if (!this.transition(task, event.type, agentId)) return;
     task.lastActivity = this.now();
   }
 
-  private onFinal(event: AmfEvent<FinalPayload>): void {
+  private onFinal(event: AmfEventOf<'amf.result.final'>): void {
     const p = event.data.payload;
     const task = typeof p.task_id === 'string' ? this.active.get(p.task_id) : undefined;
     if (!task) return;
@@ -378,12 +405,12 @@ export class TaskLifecycle {
 
   // --- delegation ----------------------------------------------------------------------------------
 
-  private onDelegate(event: AmfEvent<DelegatePayload>): void {
+  private onDelegate(event: AmfEventOf<'amf.task.delegate'>): void {
     void this.delegate(event);
   }
 
   /** Child task for an accepted delegation, else a terminal deny for the proposed child id. */
-  private async delegate(event: AmfEvent<DelegatePayload>): Promise<void> {
+  private async delegate(event: AmfEventOf<'amf.task.delegate'>): Promise<void> {
     const p = event.data.payload;
     const verdict = await judgeDelegation(p, {
       isKnownTask: (id) => this.get(id) !== undefined,
