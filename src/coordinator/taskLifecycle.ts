@@ -14,20 +14,14 @@ import {
   type EventSender,
 } from '../events/cloudEvent.js';
 import {
-  checkAnnouncePayload,
   checkFinalPayload,
   payloadTaskId,
   type AnnouncePayload,
   type CancelPayload,
   type PolicyPayload,
 } from '../events/payloads.js';
-import {
-  announceSubject,
-  isCapabilityTag,
-  isTaskId,
-  replySubject,
-  SUBJECT_REPLY_PREFIX,
-} from '../events/subjects.js';
+import { announceSubject, isCapabilityTag, isTaskId, replySubject } from '../events/subjects.js';
+import { parseAnnouncement } from '../events/announcement.js';
 import {
   isTerminal,
   nextTaskState,
@@ -255,20 +249,19 @@ export class TaskLifecycle {
 
   /** Tracks tasks announced by another coordinator on the same NATS, without timers. */
   private onForeignAnnounce(event: AmfEventOf<'amf.task.announce'>): void {
-    const p = event.data.payload;
-    const problem = checkAnnouncePayload(p);
-    if (problem) {
-      this.notices.warn({ reason: 'invalid_announce', message: `announcement dropped: ${problem}` });
+    const parsed = parseAnnouncement(event.data.payload, { otherReplySubject: 'reject' });
+    if (!parsed.ok) {
+      if (parsed.reason === 'invalid_announce')
+        this.notices.warn({ reason: parsed.reason, message: `announcement dropped: ${parsed.problem}` });
+      else
+        this.notices.warn({
+          reason: parsed.reason,
+          message: `announcement of task ${parsed.taskId} dropped: ${parsed.problem}`,
+          task_id: parsed.taskId,
+        });
       return;
     }
-    if (p.reply_subject !== undefined && p.reply_subject !== SUBJECT_REPLY_PREFIX + p.task_id) {
-      this.notices.warn({
-        reason: 'reply_subject_invalid',
-        message: `announcement of task ${p.task_id} dropped: reply_subject must be ${SUBJECT_REPLY_PREFIX}${p.task_id}`,
-        task_id: p.task_id,
-      });
-      return;
-    }
+    const p = parsed.payload;
     const existing = this.get(p.task_id);
     if (existing) return; // our own announcement (or a republish we already track)
     const now = this.now();

@@ -16,8 +16,8 @@ import type {
   FinalPayload,
   PolicyPayload,
 } from '../events/payloads.js';
-import { checkAnnouncePayload } from '../events/payloads.js';
-import { announceSubject, SUBJECT_REPLY_PREFIX, workerQueueGroup } from '../events/subjects.js';
+import { parseAnnouncement } from '../events/announcement.js';
+import { announceSubject, workerQueueGroup } from '../events/subjects.js';
 import type { AmfEventType } from '../events/eventTypes.js';
 import { EventBus } from '../fabric/eventBus.js';
 import {
@@ -162,10 +162,10 @@ export class MeshWorker {
   }
 
   private onAnnounce(event: AmfEvent<AnnouncePayload>, tag: string): void {
-    const p = event.data.payload;
-    if (checkAnnouncePayload(p) !== undefined) return;
-    // Only the coordinator's reply subject for this task is honoured (LOCKED #8).
-    const reply = p.reply_subject === `${SUBJECT_REPLY_PREFIX}${p.task_id}` ? p.reply_subject : undefined;
+    // Only the coordinator's reply subject for this task is honoured (LOCKED #8); another is ignored.
+    const parsed = parseAnnouncement(event.data.payload, { otherReplySubject: 'ignore' });
+    if (!parsed.ok) return;
+    const { payload: p, replySubject: reply } = parsed;
     if (this.draining) return; // a drained worker claims nothing; the TTL brings the task to another worker
     const traceId = event.amftraceid ?? p.task_id;
     this.emit(
