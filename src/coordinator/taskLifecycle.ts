@@ -22,18 +22,19 @@ import {
 } from '../events/payloads.js';
 import { announceSubject, isCapabilityTag, isTaskId, replySubject } from '../events/subjects.js';
 import { parseAnnouncement } from '../events/announcement.js';
-import {
-  isTerminal,
-  nextTaskState,
-  type TaskState,
-  type TaskTransition,
-} from '../events/taskStateMachine.js';
+import { isTerminal, nextTaskState, type TaskTransition } from '../events/taskStateMachine.js';
 import type { EventBus } from '../fabric/eventBus.js';
 import type { AgentRegistry } from './agentRegistry.js';
 import { AmfError } from '../errors.js';
 import type { PolicyNotices } from './policyNotices.js';
 import { judgeDelegation } from './delegationGate.js';
-import type { AnnounceRequest, LifecycleOptions, TaskRecord, TerminalInfo } from './taskRecord.js';
+import {
+  taskRecordFromAnnouncement,
+  type AnnounceRequest,
+  type LifecycleOptions,
+  type TaskRecord,
+  type TerminalInfo,
+} from './taskRecord.js';
 
 export type { AnnounceRequest, LifecycleOptions, TaskRecord, TerminalInfo } from './taskRecord.js';
 
@@ -128,7 +129,6 @@ export class TaskLifecycle {
         `invalid task id ${JSON.stringify(req.taskId)}: expected [A-Za-z0-9-]{1,64}`,
       );
     if (this.get(taskId)) throw new AmfError('INVALID_REQUEST', `task ${taskId} already exists`);
-    const now = this.now();
     const ttlSeconds = req.ttlSeconds ?? this.options.ttlSeconds;
     const payload: AnnouncePayload = {
       task_id: taskId,
@@ -154,22 +154,7 @@ export class TaskLifecycle {
       ...(req.parentTaskId ? { parentId: req.parentTaskId } : {}),
       ...(req.chain ? { delegationChain: req.chain } : {}),
     });
-    const task: TaskRecord = {
-      taskId,
-      tag: req.tag,
-      state: 'announced',
-      traceId: event.amftraceid ?? taskId,
-      announce: event,
-      chain: req.chain ?? [],
-      attempt: 1,
-      retriesLeft: payload.max_retries ?? 0,
-      retryDelaySeconds: payload.retry_delay_seconds ?? 0,
-      ttlSeconds,
-      createdAt: now,
-      lastActivity: now,
-      owned: true,
-    };
-    if (req.parentTaskId) task.parentTaskId = req.parentTaskId;
+    const task = taskRecordFromAnnouncement(event, { owned: true, now: this.now() });
     this.active.set(taskId, task);
     this.armTtl(task);
     this.bus.publish(event, announceSubject(req.tag));
@@ -264,23 +249,7 @@ export class TaskLifecycle {
     const p = parsed.payload;
     const existing = this.get(p.task_id);
     if (existing) return; // our own announcement (or a republish we already track)
-    const now = this.now();
-    const task: TaskRecord = {
-      taskId: p.task_id,
-      tag: p.required_capability,
-      state: 'announced',
-      traceId: event.amftraceid ?? p.task_id,
-      announce: event,
-      chain: p.delegation_chain ?? [],
-      attempt: p.attempt ?? 1,
-      retriesLeft: p.max_retries ?? 0,
-      retryDelaySeconds: p.retry_delay_seconds ?? 0,
-      ttlSeconds: event.amfttl,
-      createdAt: now,
-      lastActivity: now,
-      owned: false,
-    };
-    if (p.parent_task_id) task.parentTaskId = p.parent_task_id;
+    const task = taskRecordFromAnnouncement(event, { owned: false, now: this.now() });
     this.active.set(task.taskId, task);
   }
 
@@ -361,12 +330,10 @@ export class TaskLifecycle {
       const message = problem
         ? `malformed result: ${problem}`
         : (p.error?.message ?? 'worker reported failure');
-      if (!this.transition(task, 'fail', agentId)) return;
-      this.finish(task, 'failed', { reason: p.error?.code ?? 'worker_error', message });
+      this.finish(task, 'fail', { reason: p.error?.code ?? 'worker_error', message }, agentId);
       return;
     }
-    if (!this.transition(task, 'amf.result.final', agentId)) return;
-    this.finish(task, 'completed', { reason: 'completed', message: 'completed' });
+    this.finish(task, 'amf.result.final', { reason: 'completed', message: 'completed' }, agentId);
   }
 
   /** A deny published by another coordinator ends the task here too. */
@@ -375,11 +342,18 @@ export class TaskLifecycle {
     if (!p.terminal || typeof p.task_id !== 'string') return;
     const task = this.active.get(p.task_id);
     if (!task || task.owned) return;
-    task.state = 'failed';
-    this.finish(task, 'failed', { reason: p.reason ?? 'denied', message: p.message ?? 'denied' });
+    this.finish(task, 'amf.policy.deny', { reason: p.reason ?? 'denied', message: p.message ?? 'denied' });
   }
 
+  /** Moves a task through the state machine and tells the change listeners. */
   private transition(task: TaskRecord, transition: TaskTransition, agentId?: string): boolean {
+    if (!this.applyTransition(task, transition, agentId)) return false;
+    this.changed(task);
+    return true;
+  }
+
+  /** The state machine's verdict on `transition`; a rejected one is a policy warning and changes nothing. */
+  private applyTransition(task: TaskRecord, transition: TaskTransition, agentId?: string): boolean {
     const result = nextTaskState(task.state, transition);
     if (!result.ok) {
       this.notices.warn({
@@ -392,7 +366,6 @@ export class TaskLifecycle {
       return false;
     }
     task.state = result.state;
-    this.changed(task);
     return true;
   }
 
@@ -471,8 +444,7 @@ export class TaskLifecycle {
       },
     );
     if (!retrying) {
-      if (this.transition(task, 'expire'))
-        this.finish(task, 'expired', { reason: 'task_ttl_expired', message: 'no claim within TTL' });
+      this.finish(task, 'expire', { reason: 'task_ttl_expired', message: 'no claim within TTL' });
       return;
     }
     task.retriesLeft -= 1;
@@ -586,7 +558,6 @@ export class TaskLifecycle {
     message: string,
   ): void {
     if (isTerminal(task.state)) return;
-    task.state = 'failed';
     this.notices.deny(
       {
         reason,
@@ -603,13 +574,23 @@ export class TaskLifecycle {
           : {}),
       },
     );
-    this.finish(task, 'failed', { reason, message });
+    this.finish(task, 'fail', { reason, message });
   }
 
-  private finish(task: TaskRecord, state: TaskState, outcome: { reason: string; message: string }): void {
+  /**
+   * Ends a task through the state machine (a rejected ending is a warning and ends nothing), then
+   * tells the change and terminal listeners once: the one terminal record of the task.
+   */
+  private finish(
+    task: TaskRecord,
+    ending: 'amf.result.final' | 'fail' | 'expire' | 'amf.policy.deny',
+    outcome: { reason: string; message: string },
+    agentId?: string,
+  ): void {
+    if (!this.applyTransition(task, ending, agentId)) return;
+    const state = task.state;
     clearTimeout(task.timer);
     delete task.timer;
-    task.state = state;
     task.outcome = outcome;
     task.endedAt = this.now();
     this.active.delete(task.taskId);

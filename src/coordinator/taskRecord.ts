@@ -1,9 +1,10 @@
 /**
  * The shapes the task lifecycle works with: its options, a tracked task, an announcement request and
- * what terminal listeners are told. Kept apart so adapters can type against them without the runtime.
+ * what terminal listeners are told. Kept apart so adapters can type against them without the runtime;
+ * the one function here builds a record, so every tracked task starts from the same fields.
  */
-import type { AmfEvent } from '../events/cloudEvent.js';
-import type { AnnouncePayload, ChatMessage } from '../events/payloads.js';
+import type { AmfEventOf } from '../events/cloudEvent.js';
+import type { ChatMessage } from '../events/payloads.js';
 import type { TaskState } from '../events/taskStateMachine.js';
 
 export interface LifecycleOptions {
@@ -28,7 +29,7 @@ export interface TaskRecord {
   tag: string;
   state: TaskState;
   traceId: string;
-  announce: AmfEvent<AnnouncePayload>;
+  announce: AmfEventOf<'amf.task.announce'>;
   /** Agents that delegated on the way here, root first. */
   chain: string[];
   parentTaskId?: string;
@@ -67,4 +68,33 @@ export interface TerminalInfo {
   task: TaskRecord;
   state: TaskState;
   durationMs: number;
+}
+
+/**
+ * The record of a task as its announcement describes it, announced by this coordinator (`owned`, it
+ * runs the timers) or by another one on the same NATS (followed without timers). Everything comes
+ * from the announcement, so a republish or a peer's copy yields the same record.
+ */
+export function taskRecordFromAnnouncement(
+  announce: AmfEventOf<'amf.task.announce'>,
+  owner: { owned: boolean; now: number },
+): TaskRecord {
+  const p = announce.data.payload;
+  const task: TaskRecord = {
+    taskId: p.task_id,
+    tag: p.required_capability,
+    state: 'announced',
+    traceId: announce.amftraceid ?? p.task_id,
+    announce,
+    chain: p.delegation_chain ?? [],
+    attempt: p.attempt ?? 1,
+    retriesLeft: p.max_retries ?? 0,
+    retryDelaySeconds: p.retry_delay_seconds ?? 0,
+    ttlSeconds: announce.amfttl,
+    createdAt: owner.now,
+    lastActivity: owner.now,
+    owned: owner.owned,
+  };
+  if (p.parent_task_id) task.parentTaskId = p.parent_task_id;
+  return task;
 }
