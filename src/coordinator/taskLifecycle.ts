@@ -3,9 +3,12 @@
  * the state machine, and makes sure each task ends in exactly one terminal event — completed by its
  * worker, or expired/failed by the coordinator (TTL with bounded retries, the watchdog for silent or
  * lost workers, cancellation). Delegations become child tasks after the cycle and depth checks.
+ *
+ * This file wires the parts and reads the fabric; the parts are the task table and its state
+ * changes (taskTable.ts), the timers (taskTimers.ts), retries (taskRetries.ts) and the
+ * terminal-event writer (taskEndings.ts).
  */
 import { randomUUID } from 'node:crypto';
-import type { Subscription } from '@nats-io/transport-node';
 import {
   createEvent,
   type AmfEvent,
@@ -22,40 +25,72 @@ import {
 } from '../events/payloads.js';
 import { announceSubject, isCapabilityTag, isTaskId, replySubject } from '../events/subjects.js';
 import { parseAnnouncement } from '../events/announcement.js';
-import { isTerminal, nextTaskState, type TaskTransition } from '../events/taskStateMachine.js';
-import type { EventBus } from '../fabric/eventBus.js';
-import type { AgentRegistry } from './agentRegistry.js';
 import { AmfError } from '../errors.js';
-import type { PolicyNotices } from './policyNotices.js';
 import { judgeDelegation } from './delegationGate.js';
+import { TaskEndings } from './taskEndings.js';
 import {
   taskRecordFromAnnouncement,
   type AnnounceRequest,
   type LifecycleOptions,
+  type TaskAgents,
+  type TaskFabric,
+  type TaskNotices,
   type TaskRecord,
   type TerminalInfo,
 } from './taskRecord.js';
+import { TaskRetries } from './taskRetries.js';
+import { TaskTable } from './taskTable.js';
+import { systemClock, TaskTimers, type LifecycleClock } from './taskTimers.js';
 
-export type { AnnounceRequest, LifecycleOptions, TaskRecord, TerminalInfo } from './taskRecord.js';
+export type {
+  AnnounceRequest,
+  LifecycleOptions,
+  TaskAgents,
+  TaskFabric,
+  TaskNotices,
+  TaskRecord,
+  TerminalInfo,
+} from './taskRecord.js';
+export type { LifecycleClock, TimerHandle } from './taskTimers.js';
 
 /** Follows and drives the lifecycle of every task on the fabric. */
 export class TaskLifecycle {
-  private readonly active = new Map<string, TaskRecord>();
-  private readonly recent = new Map<string, TaskRecord>();
-  private readonly subs: Subscription[] = [];
-  private readonly terminalListeners = new Set<(info: TerminalInfo) => void>();
-  private readonly changeListeners = new Set<(task: TaskRecord) => void>();
-  private readonly now: () => number;
+  private readonly subs: { unsubscribe(): void }[] = [];
+  private readonly clock: LifecycleClock;
+  private readonly table: TaskTable;
+  private readonly active: Map<string, TaskRecord>;
+  private readonly timers: TaskTimers;
+  private readonly endings: TaskEndings;
+  private readonly retries: TaskRetries;
   private closed = false;
 
   constructor(
-    private readonly bus: EventBus,
-    private readonly registry: AgentRegistry,
+    private readonly bus: TaskFabric,
+    private readonly registry: TaskAgents,
     private readonly sender: EventSender,
-    private readonly notices: PolicyNotices,
+    private readonly notices: TaskNotices,
     private readonly options: LifecycleOptions,
   ) {
-    this.now = options.now ?? Date.now;
+    this.clock = options.clock ?? systemClock;
+    this.table = new TaskTable(notices, options.retainedTerminalTasks);
+    this.active = this.table.active;
+    // The timers fire into the retry rules, which are built below: the handlers look them up late.
+    this.timers = new TaskTimers(this.clock, options.watchdogGraceFactor, {
+      ttlExpired: (task) => this.retries.ttlExpired(task),
+      retryDue: (task) => this.retries.reannounce(task),
+      workerSilent: (task, silentForMs) => this.retries.workerSilent(task, silentForMs),
+    });
+    this.endings = new TaskEndings(this.table, notices, this.timers, this.clock);
+    this.retries = new TaskRetries({
+      fabric: bus,
+      agents: registry,
+      notices,
+      sender,
+      clock: this.clock,
+      table: this.table,
+      timers: this.timers,
+      endings: this.endings,
+    });
   }
 
   /** Subscribes to the task and result events; delegations are shared among coordinators. */
@@ -86,24 +121,22 @@ export class TaskLifecycle {
       ),
     );
     this.registry.onChange((change) => {
-      if (change.kind === 'offline') this.onAgentLost(change.agent.record.agent_id);
+      if (change.kind === 'offline') this.retries.agentLost(change.agent.record.agent_id);
     });
   }
 
   /** Called with every task that reaches a terminal state. */
   onTerminal(listener: (info: TerminalInfo) => void): () => void {
-    this.terminalListeners.add(listener);
-    return () => this.terminalListeners.delete(listener);
+    return this.endings.onTerminal(listener);
   }
 
   /** Called after every state change (for the shared task-state store). */
   onChange(listener: (task: TaskRecord) => void): () => void {
-    this.changeListeners.add(listener);
-    return () => this.changeListeners.delete(listener);
+    return this.table.onChange(listener);
   }
 
   get(taskId: string): TaskRecord | undefined {
-    return this.active.get(taskId) ?? this.recent.get(taskId);
+    return this.table.get(taskId);
   }
 
   get activeCount(): number {
@@ -154,11 +187,11 @@ export class TaskLifecycle {
       ...(req.parentTaskId ? { parentId: req.parentTaskId } : {}),
       ...(req.chain ? { delegationChain: req.chain } : {}),
     });
-    const task = taskRecordFromAnnouncement(event, { owned: true, now: this.now() });
+    const task = taskRecordFromAnnouncement(event, { owned: true, now: this.clock.now() });
     this.active.set(taskId, task);
-    this.armTtl(task);
+    this.timers.armTtl(task);
     this.bus.publish(event, announceSubject(req.tag));
-    this.changed(task);
+    this.table.changed(task);
     return task;
   }
 
@@ -181,7 +214,7 @@ export class TaskLifecycle {
     this.bus.publish(
       createEvent({ type: 'amf.task.cancel', sender: this.sender, payload, taskId, traceId: task.traceId }),
     );
-    this.failTask(task, reason, message);
+    this.endings.fail(task, reason, message);
     return true;
   }
 
@@ -191,8 +224,9 @@ export class TaskLifecycle {
     this.closed = true;
     for (const s of this.subs) s.unsubscribe();
     for (const task of [...this.active.values()]) {
-      if (task.owned) this.failTask(task, 'task_cancelled', 'coordinator shut down before the task finished');
-      else clearTimeout(task.timer);
+      if (task.owned)
+        this.endings.fail(task, 'task_cancelled', 'coordinator shut down before the task finished');
+      else this.timers.clear(task);
     }
   }
 
@@ -249,7 +283,7 @@ export class TaskLifecycle {
     const p = parsed.payload;
     const existing = this.get(p.task_id);
     if (existing) return; // our own announcement (or a republish we already track)
-    const task = taskRecordFromAnnouncement(event, { owned: false, now: this.now() });
+    const task = taskRecordFromAnnouncement(event, { owned: false, now: this.clock.now() });
     this.active.set(task.taskId, task);
   }
 
@@ -284,9 +318,9 @@ export class TaskLifecycle {
       return;
     }
     if (task.state === 'claimed' && task.claimedBy === agentId) return; // the same claim seen twice
-    if (!this.transition(task, 'amf.task.claim', agentId)) return;
+    if (!this.table.transition(task, 'amf.task.claim', agentId)) return;
     task.claimedBy = agentId;
-    this.armWatchdog(task);
+    this.timers.armWatchdog(task);
   }
 
   private onWorkerUpdate(
@@ -307,8 +341,8 @@ export class TaskLifecycle {
       });
       return;
     }
-    if (!this.transition(task, event.type, agentId)) return;
-    task.lastActivity = this.now();
+    if (!this.table.transition(task, event.type, agentId)) return;
+    task.lastActivity = this.clock.now();
   }
 
   private onFinal(event: AmfEventOf<'amf.result.final'>): void {
@@ -330,10 +364,10 @@ export class TaskLifecycle {
       const message = problem
         ? `malformed result: ${problem}`
         : (p.error?.message ?? 'worker reported failure');
-      this.finish(task, 'fail', { reason: p.error?.code ?? 'worker_error', message }, agentId);
+      this.endings.finish(task, 'fail', { reason: p.error?.code ?? 'worker_error', message }, agentId);
       return;
     }
-    this.finish(task, 'amf.result.final', { reason: 'completed', message: 'completed' }, agentId);
+    this.endings.finish(task, 'amf.result.final', { reason: 'completed', message: 'completed' }, agentId);
   }
 
   /** A deny published by another coordinator ends the task here too. */
@@ -342,31 +376,10 @@ export class TaskLifecycle {
     if (!p.terminal || typeof p.task_id !== 'string') return;
     const task = this.active.get(p.task_id);
     if (!task || task.owned) return;
-    this.finish(task, 'amf.policy.deny', { reason: p.reason ?? 'denied', message: p.message ?? 'denied' });
-  }
-
-  /** Moves a task through the state machine and tells the change listeners. */
-  private transition(task: TaskRecord, transition: TaskTransition, agentId?: string): boolean {
-    if (!this.applyTransition(task, transition, agentId)) return false;
-    this.changed(task);
-    return true;
-  }
-
-  /** The state machine's verdict on `transition`; a rejected one is a policy warning and changes nothing. */
-  private applyTransition(task: TaskRecord, transition: TaskTransition, agentId?: string): boolean {
-    const result = nextTaskState(task.state, transition);
-    if (!result.ok) {
-      this.notices.warn({
-        reason: 'invalid_transition',
-        message: `${transition} rejected for task ${task.taskId}: ${result.reason}`,
-        task_id: task.taskId,
-        ...(agentId ? { agent_id: agentId } : {}),
-        details: { from: task.state, event: transition },
-      });
-      return false;
-    }
-    task.state = result.state;
-    return true;
+    this.endings.finish(task, 'amf.policy.deny', {
+      reason: p.reason ?? 'denied',
+      message: p.message ?? 'denied',
+    });
   }
 
   // --- delegation ----------------------------------------------------------------------------------
@@ -414,197 +427,5 @@ export class TaskLifecycle {
     } catch (err) {
       deny('delegation_invalid', `delegation refused: ${(err as Error).message}`);
     }
-  }
-
-  // --- timers --------------------------------------------------------------------------------------
-
-  private armTtl(task: TaskRecord): void {
-    clearTimeout(task.timer);
-    if (!task.owned) return;
-    task.timer = setTimeout(() => this.onTtl(task), task.ttlSeconds * 1000);
-    task.timer.unref();
-  }
-
-  private onTtl(task: TaskRecord): void {
-    if (task.state !== 'announced' || isTerminal(task.state)) return;
-    const retrying = task.retriesLeft > 0;
-    this.notices.warn(
-      {
-        reason: 'task_ttl_expired',
-        message: `task ${task.taskId} was not claimed within ${task.ttlSeconds}s${retrying ? `; republishing (${task.retriesLeft} retries left)` : ''}`,
-        task_id: task.taskId,
-        retrying,
-        ...(retrying ? {} : { terminal: true, state: 'expired' as const }),
-      },
-      {
-        traceId: task.traceId,
-        ...(!retrying && task.announce.data.payload.reply_subject
-          ? { extraSubject: task.announce.data.payload.reply_subject }
-          : {}),
-      },
-    );
-    if (!retrying) {
-      this.finish(task, 'expire', { reason: 'task_ttl_expired', message: 'no claim within TTL' });
-      return;
-    }
-    task.retriesLeft -= 1;
-    this.scheduleReannounce(task);
-  }
-
-  private scheduleReannounce(task: TaskRecord): void {
-    clearTimeout(task.timer);
-    task.timer = setTimeout(() => this.reannounce(task), task.retryDelaySeconds * 1000);
-    task.timer.unref();
-  }
-
-  private reannounce(task: TaskRecord): void {
-    if (isTerminal(task.state)) return;
-    if (!this.registry.servesTag(task.tag)) {
-      this.failTask(task, 'no_agent_for_tag', `no live agent serves capability "${task.tag}" any more`);
-      return;
-    }
-    task.attempt += 1;
-    delete task.claimedBy;
-    if (!this.transition(task, 'reannounce')) return;
-    const payload: AnnouncePayload = {
-      ...task.announce.data.payload,
-      attempt: task.attempt,
-      max_retries: task.retriesLeft,
-    };
-    const event = createEvent({
-      type: 'amf.task.announce',
-      sender: this.sender,
-      payload,
-      taskId: task.taskId,
-      traceId: task.traceId,
-      ttlSeconds: task.ttlSeconds,
-      ...(task.parentTaskId ? { parentId: task.parentTaskId } : {}),
-      delegationChain: task.chain,
-    });
-    task.announce = event;
-    task.lastActivity = this.now();
-    this.armTtl(task);
-    this.bus.publish(event, announceSubject(task.tag));
-  }
-
-  private watchdogWindowMs(task: TaskRecord): number {
-    return task.ttlSeconds * this.options.watchdogGraceFactor * 1000;
-  }
-
-  private armWatchdog(task: TaskRecord): void {
-    clearTimeout(task.timer);
-    if (!task.owned) return;
-    task.timer = setTimeout(() => this.onWatchdog(task), this.watchdogWindowMs(task));
-    task.timer.unref();
-  }
-
-  private onWatchdog(task: TaskRecord): void {
-    if (task.state !== 'claimed' && task.state !== 'blocked') return;
-    if (task.state === 'blocked') return; // waiting for input is not silence
-    const silentFor = this.now() - task.lastActivity;
-    const window = this.watchdogWindowMs(task);
-    if (silentFor < window) {
-      task.timer = setTimeout(() => this.onWatchdog(task), window - silentFor);
-      task.timer.unref();
-      return;
-    }
-    this.recoverFromLostWorker(
-      task,
-      'worker_silent',
-      `worker ${task.claimedBy ?? '?'} was silent for ${Math.round(silentFor / 1000)}s`,
-    );
-  }
-
-  private onAgentLost(agentId: string): void {
-    for (const task of this.active.values()) {
-      if (
-        task.owned &&
-        task.claimedBy === agentId &&
-        (task.state === 'claimed' || task.state === 'blocked')
-      ) {
-        this.recoverFromLostWorker(task, 'worker_offline', `worker ${agentId} went offline`);
-      }
-    }
-  }
-
-  /** Re-announces a task whose worker vanished while retries remain, else fails it. */
-  private recoverFromLostWorker(
-    task: TaskRecord,
-    reason: 'worker_silent' | 'worker_offline',
-    message: string,
-  ): void {
-    if (task.retriesLeft > 0 && this.registry.servesTag(task.tag)) {
-      this.notices.warn(
-        {
-          reason,
-          message: `${message}; re-announcing task ${task.taskId}`,
-          task_id: task.taskId,
-          retrying: true,
-        },
-        { traceId: task.traceId },
-      );
-      task.retriesLeft -= 1;
-      this.reannounce(task);
-      return;
-    }
-    this.failTask(task, reason, `${message}; no retries left`);
-  }
-
-  // --- endings -------------------------------------------------------------------------------------
-
-  private failTask(
-    task: TaskRecord,
-    reason: Parameters<PolicyNotices['deny']>[0]['reason'],
-    message: string,
-  ): void {
-    if (isTerminal(task.state)) return;
-    this.notices.deny(
-      {
-        reason,
-        message,
-        task_id: task.taskId,
-        terminal: true,
-        state: 'failed',
-        ...(task.claimedBy ? { agent_id: task.claimedBy } : {}),
-      },
-      {
-        traceId: task.traceId,
-        ...(task.announce.data.payload.reply_subject
-          ? { extraSubject: task.announce.data.payload.reply_subject }
-          : {}),
-      },
-    );
-    this.finish(task, 'fail', { reason, message });
-  }
-
-  /**
-   * Ends a task through the state machine (a rejected ending is a warning and ends nothing), then
-   * tells the change and terminal listeners once: the one terminal record of the task.
-   */
-  private finish(
-    task: TaskRecord,
-    ending: 'amf.result.final' | 'fail' | 'expire' | 'amf.policy.deny',
-    outcome: { reason: string; message: string },
-    agentId?: string,
-  ): void {
-    if (!this.applyTransition(task, ending, agentId)) return;
-    const state = task.state;
-    clearTimeout(task.timer);
-    delete task.timer;
-    task.outcome = outcome;
-    task.endedAt = this.now();
-    this.active.delete(task.taskId);
-    this.recent.set(task.taskId, task);
-    if (this.recent.size > this.options.retainedTerminalTasks) {
-      const oldest = this.recent.keys().next().value;
-      if (oldest !== undefined) this.recent.delete(oldest);
-    }
-    this.changed(task);
-    const info: TerminalInfo = { task, state, durationMs: task.endedAt - task.createdAt };
-    for (const l of this.terminalListeners) l(info);
-  }
-
-  private changed(task: TaskRecord): void {
-    for (const l of this.changeListeners) l(task);
   }
 }

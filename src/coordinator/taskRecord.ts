@@ -3,9 +3,28 @@
  * what terminal listeners are told. Kept apart so adapters can type against them without the runtime;
  * the one function here builds a record, so every tracked task starts from the same fields.
  */
-import type { AmfEventOf } from '../events/cloudEvent.js';
+import type { AmfEvent, AmfEventOf } from '../events/cloudEvent.js';
 import type { ChatMessage } from '../events/payloads.js';
 import type { TaskState } from '../events/taskStateMachine.js';
+import type { EventHandler, SubscribeOptions } from '../fabric/eventBus.js';
+import type { AgentRegistry } from './agentRegistry.js';
+import type { PolicyNotices } from './policyNotices.js';
+import type { LifecycleClock, TimerHandle } from './taskTimers.js';
+
+/**
+ * The part of the fabric the lifecycle uses. EventBus is one; narrowing it to this lets timing tests
+ * run the lifecycle on an in-memory bus instead of a nats-server.
+ */
+export interface TaskFabric {
+  publish(event: AmfEvent, ...subjects: string[]): void;
+  subscribe(subject: string, handler: EventHandler, options?: SubscribeOptions): { unsubscribe(): void };
+}
+
+/** What the lifecycle asks of the agent registry: who serves a tag, who is live, who went offline. */
+export type TaskAgents = Pick<AgentRegistry, 'servesTag' | 'isLive' | 'onChange'>;
+
+/** The coordinator's warnings and denials, as the lifecycle sends them. */
+export type TaskNotices = Pick<PolicyNotices, 'warn' | 'deny'>;
 
 export interface LifecycleOptions {
   ttlSeconds: number;
@@ -20,7 +39,8 @@ export interface LifecycleOptions {
   }) => Promise<{ allow: boolean; reasons: string[]; max_depth: number }>;
   retainedTerminalTasks: number;
   maxActiveTasks?: number;
-  now?: () => number;
+  /** Time and timers (default: the system clock); tests pass a fake one to run TTLs without waiting. */
+  clock?: LifecycleClock;
 }
 
 /** A task as the coordinator tracks it. */
@@ -44,7 +64,7 @@ export interface TaskRecord {
   /** Only the coordinator that announced a task runs its timers. */
   owned: boolean;
   outcome?: { reason: string; message: string };
-  timer?: NodeJS.Timeout;
+  timer?: TimerHandle;
 }
 
 export interface AnnounceRequest {
