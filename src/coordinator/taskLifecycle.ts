@@ -26,7 +26,7 @@ import {
 import { announceSubject, isCapabilityTag, isTaskId, replySubject } from '../events/subjects.js';
 import { parseAnnouncement } from '../events/announcement.js';
 import { AmfError } from '../errors.js';
-import { judgeDelegation } from './delegationGate.js';
+import { delegate } from './delegationGate.js';
 import { TaskEndings } from './taskEndings.js';
 import {
   taskRecordFromAnnouncement,
@@ -385,47 +385,13 @@ export class TaskLifecycle {
   // --- delegation ----------------------------------------------------------------------------------
 
   private onDelegate(event: AmfEventOf<'amf.task.delegate'>): void {
-    void this.delegate(event);
-  }
-
-  /** Child task for an accepted delegation, else a terminal deny for the proposed child id. */
-  private async delegate(event: AmfEventOf<'amf.task.delegate'>): Promise<void> {
-    const p = event.data.payload;
-    const verdict = await judgeDelegation(p, {
+    void delegate(event, {
       isKnownTask: (id) => this.get(id) !== undefined,
       activeTask: (id) => this.active.get(id),
       servesTag: (tag) => this.registry.servesTag(tag),
       decideDelegation: this.options.decideDelegation,
+      notices: this.notices,
+      announce: (req) => this.announce(req),
     });
-    const deny = (reason: string, message: string) => {
-      const childId = typeof p?.child_task_id === 'string' ? p.child_task_id : undefined;
-      this.notices.deny(
-        {
-          reason,
-          message,
-          ...(childId && isTaskId(childId) ? { task_id: childId } : {}),
-          terminal: true,
-          state: 'failed',
-          details: { parent_task_id: p?.parent_task_id, agent_id: p?.agent_id },
-        },
-        { ...(event.amftraceid ? { traceId: event.amftraceid } : {}) },
-      );
-    };
-    if (!verdict.ok) return deny(verdict.reason, verdict.message);
-    const parent = verdict.parent;
-    try {
-      this.announce({
-        tag: p.required_capability,
-        task: p.task,
-        taskId: p.child_task_id,
-        traceId: parent.traceId,
-        parentTaskId: parent.taskId,
-        chain: [...parent.chain, p.agent_id],
-        withReplySubject: false,
-        ...(p.input ? { input: p.input } : {}),
-      });
-    } catch (err) {
-      deny('delegation_invalid', `delegation refused: ${(err as Error).message}`);
-    }
   }
 }
