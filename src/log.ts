@@ -6,6 +6,14 @@ import { pino, type Logger } from 'pino';
 
 export type { Logger };
 
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/**
+ * The log callback components take instead of a pino Logger, so tests and embedders can capture or
+ * silence what a component says without a logger instance.
+ */
+export type LogFn = (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
+
 /** Creates the process logger at `level`. */
 export function createLogger(level: string, name = 'amf'): Logger {
   return pino(

@@ -23,6 +23,7 @@ import { crossVerify } from './crossVerify.js';
 import { fetchAgentCard } from './fetchAgentCard.js';
 import { validateAdvertisement } from './validateAdvertisement.js';
 import { DenialReporter } from './denialReporter.js';
+import type { LogFn } from '../log.js';
 
 export interface AdmissionPipelineOptions {
   registry: AgentRegistry;
@@ -43,7 +44,7 @@ export interface AdmissionPipelineOptions {
   maxInFlight?: number;
   /** Liveness granted to agents seen only on mDNS (they send no heartbeats). */
   mdnsLivenessSeconds?: number;
-  log?: (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
+  log?: LogFn;
   onDecision?: (outcome: AdmissionOutcome) => void;
 }
 

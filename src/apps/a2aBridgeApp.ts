@@ -9,11 +9,10 @@ import type { A2aAgentConfig } from '../config/config.js';
 import type { RoleCredential } from '../fabric/credentials.js';
 import { startWorker, type RunningWorker } from './workerApp.js';
 import { AmfError } from '../errors.js';
+import type { LogFn } from '../log.js';
 import { createBridgeHandler } from '../a2aClient/bridgeHandler.js';
 import { RemoteA2aAgent } from '../a2aClient/remoteAgent.js';
 import { bridgeTags } from '../a2aClient/skillTags.js';
-
-type Log = (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
 
 export interface A2aBridgeOptions {
   agents: readonly A2aAgentConfig[];
@@ -26,7 +25,7 @@ export interface A2aBridgeOptions {
    * fabric) is this mesh itself: bridging it would send every task round in a loop.
    */
   selfOrigins?: string[];
-  log?: Log;
+  log?: LogFn;
   /** First retry delay after a failed fetch (default 5 s), doubled up to `maxRetryMs` (default 5 min). */
   retryMs?: number;
   maxRetryMs?: number;
@@ -67,7 +66,7 @@ export function bridgeWorkerName(agentName: string): string {
 
 /** Starts bridging; returns at once (fetches run in the background). */
 export function startA2aBridges(opts: A2aBridgeOptions): A2aBridges {
-  const log: Log = opts.log ?? (() => undefined);
+  const log: LogFn = opts.log ?? (() => undefined);
   const statuses = new Map<string, BridgeStatus>();
   const workers = new Map<string, RunningWorker>();
   const timers = new Set<NodeJS.Timeout>();

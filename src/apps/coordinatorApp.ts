@@ -8,11 +8,11 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AmfError } from '../errors.js';
-import { checkAnnouncePayload, type AnnouncePayload } from '../events/payloads.js';
+import { parseAnnouncement } from '../events/announcement.js';
 import { parseCloudEventRequest } from '../events/cloudEventsHttp.js';
-import { SUBJECT_REPLY_PREFIX } from '../events/subjects.js';
-import { Coordinator, type CoordinatorLog } from '../coordinator/coordinator.js';
+import { Coordinator } from '../coordinator/coordinator.js';
 import type { AmfConfig } from '../config/config.js';
+import type { LogFn } from '../log.js';
 import { startA2aBridges } from './a2aBridgeApp.js';
 import { CoordinatorMetrics } from '../coordinator/metrics.js';
 import { taskSnapshot } from '../coordinator/sharedState.js';
@@ -154,16 +154,16 @@ function buildRouter(
     const event = parsed.value;
     if (event.type === 'amf.task.announce') {
       // Announcements go through the lifecycle so they get TTLs, retries and one terminal event.
-      const p = event.data.payload as unknown as AnnouncePayload;
-      const problem = checkAnnouncePayload(p);
-      if (problem)
-        throw new AmfError('INVALID_REQUEST', `invalid announcement: ${problem}`, {
-          reasons: [`/data/payload: ${problem}`],
+      const parsed = parseAnnouncement(event.data.payload, { otherReplySubject: 'reject' });
+      if (!parsed.ok && parsed.reason === 'invalid_announce')
+        throw new AmfError('INVALID_REQUEST', `invalid announcement: ${parsed.problem}`, {
+          reasons: [`/data/payload: ${parsed.problem}`],
         });
-      if (p.reply_subject !== undefined && p.reply_subject !== SUBJECT_REPLY_PREFIX + p.task_id)
-        throw new AmfError('INVALID_REQUEST', `reply_subject must be ${SUBJECT_REPLY_PREFIX}${p.task_id}`, {
-          reasons: [`/data/payload/reply_subject: must be ${SUBJECT_REPLY_PREFIX}${p.task_id}`],
+      if (!parsed.ok)
+        throw new AmfError('INVALID_REQUEST', parsed.problem, {
+          reasons: [`/data/payload/reply_subject: must be ${parsed.expectedReplySubject}`],
         });
+      const p = parsed.payload;
       const task = coordinator.lifecycle.announce({
         tag: p.required_capability,
         task: p.task,
@@ -302,7 +302,7 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
 
 export interface StartCoordinatorOptions {
   config: AmfConfig;
-  log: CoordinatorLog;
+  log: LogFn;
 }
 
 /** A coordinator process: the core, its HTTP edge, discovery and the bridged external A2A agents. */

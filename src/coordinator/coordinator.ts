@@ -27,18 +27,13 @@ import { PolicyNotices } from '../registry/policyNotices.js';
 import { SharedState } from './sharedState.js';
 import { TaskDispatcher } from './taskDispatcher.js';
 import { TaskLifecycle } from './taskLifecycle.js';
-
-export type CoordinatorLog = (
-  level: 'debug' | 'info' | 'warn' | 'error',
-  message: string,
-  fields?: Record<string, unknown>,
-) => void;
+import type { LogFn } from '../log.js';
 
 export interface CoordinatorOptions {
   config: AmfConfig;
   /** Public URL of the coordinator's HTTP edge (used as the event source). */
   publicUrl?: string;
-  log?: CoordinatorLog;
+  log?: LogFn;
   /** Environment for identity mode and optional LLM risk scoring (default process.env). */
   env?: NodeJS.ProcessEnv;
   /** Observes every admission outcome (benchmarks, tests). */
@@ -80,7 +75,7 @@ export class Coordinator {
     readonly stores: FabricStores,
     private readonly natsServer: NatsServerHandle | undefined,
     private readonly parts: AdmissionParts,
-    readonly log: CoordinatorLog,
+    readonly log: LogFn,
     publicUrl: string,
     onAdmission: ((outcome: AdmissionOutcome) => void) | undefined,
   ) {
@@ -119,7 +114,7 @@ export class Coordinator {
       mcpRequireTls: config.mcp.requireTls,
       integrityWarn: config.watcher.integrityWarn,
       fetchCards: true,
-      log: (level, message, fields) => log(level, message, fields),
+      log,
       ...(onAdmission ? { onDecision: onAdmission } : {}),
     });
     this.heartbeatDoor = new HeartbeatDoor(this.bus, this.admission.denials, (raw) =>
@@ -141,7 +136,7 @@ export class Coordinator {
   static async start(options: CoordinatorOptions): Promise<Coordinator> {
     const { config } = options;
     const env = options.env ?? process.env;
-    const log: CoordinatorLog = options.log ?? (() => undefined);
+    const log: LogFn = options.log ?? (() => undefined);
     const identity = resolveIdentityMode(config.identity.mode, env);
     if (identity.warning) log('warn', identity.warning);
     const policy = await createPolicyEngine({ opaUrl: config.policy.opaUrl, policyPath: config.policy.path });

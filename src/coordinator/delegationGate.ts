@@ -1,12 +1,13 @@
 /**
  * Whether a worker's `amf.task.delegate` may become a child task: payload checks, the claimant rule,
  * the non-overridable cycle guard (LOCKED #7) and the OPA delegation decision (depth limit). Returns a
- * verdict; the lifecycle publishes the deny or announces the child.
+ * verdict; `delegate` then announces the child through the lifecycle or publishes the deny.
  */
 import { checkDelegatePayload, type DelegatePayload } from '../events/payloads.js';
 import { isCapabilityTag, isTaskId } from '../events/subjects.js';
 import { isTerminal } from '../events/taskStateMachine.js';
-import type { LifecycleOptions, TaskRecord } from './taskRecord.js';
+import type { AmfEventOf } from '../events/cloudEvent.js';
+import type { AnnounceRequest, LifecycleOptions, TaskNotices, TaskRecord } from './taskRecord.js';
 
 export type DelegationVerdict =
   { ok: true; parent: TaskRecord } | { ok: false; reason: string; message: string };
@@ -64,4 +65,46 @@ export async function judgeDelegation(
   if (!ctx.servesTag(p.required_capability))
     return refuse('no_agent_for_tag', `no live agent serves capability "${p.required_capability}"`);
   return { ok: true, parent };
+}
+
+export interface DelegationRunner extends DelegationContext {
+  notices: TaskNotices;
+  /** Announces the child task (the lifecycle's `announce`); throws when it cannot. */
+  announce(req: AnnounceRequest): TaskRecord;
+}
+
+/** Child task for an accepted delegation, else a terminal deny for the proposed child id. */
+export async function delegate(event: AmfEventOf<'amf.task.delegate'>, ctx: DelegationRunner): Promise<void> {
+  const p = event.data.payload;
+  const verdict = await judgeDelegation(p, ctx);
+  const deny = (reason: string, message: string) => {
+    const childId = typeof p?.child_task_id === 'string' ? p.child_task_id : undefined;
+    ctx.notices.deny(
+      {
+        reason,
+        message,
+        ...(childId && isTaskId(childId) ? { task_id: childId } : {}),
+        terminal: true,
+        state: 'failed',
+        details: { parent_task_id: p?.parent_task_id, agent_id: p?.agent_id },
+      },
+      { ...(event.amftraceid ? { traceId: event.amftraceid } : {}) },
+    );
+  };
+  if (!verdict.ok) return deny(verdict.reason, verdict.message);
+  const parent = verdict.parent;
+  try {
+    ctx.announce({
+      tag: p.required_capability,
+      task: p.task,
+      taskId: p.child_task_id,
+      traceId: parent.traceId,
+      parentTaskId: parent.taskId,
+      chain: [...parent.chain, p.agent_id],
+      withReplySubject: false,
+      ...(p.input ? { input: p.input } : {}),
+    });
+  } catch (err) {
+    deny('delegation_invalid', `delegation refused: ${(err as Error).message}`);
+  }
 }

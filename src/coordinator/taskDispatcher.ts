@@ -4,8 +4,8 @@
  * subscription serves every pending request, so a request costs no SUB/UNSUB round trips.
  */
 import type { Subscription } from '@nats-io/transport-node';
-import type { AmfEvent } from '../events/cloudEvent.js';
-import type { ChatMessage, FinalPayload, PartialPayload, Usage } from '../events/payloads.js';
+import type { AmfEventOf, AnyAmfEvent } from '../events/cloudEvent.js';
+import type { ChatMessage, PartialPayload, Usage } from '../events/payloads.js';
 import { SUBJECT_REPLY_PREFIX } from '../events/subjects.js';
 import type { EventBus } from '../fabric/eventBus.js';
 import { AmfError } from '../errors.js';
@@ -178,7 +178,7 @@ export class TaskDispatcher {
     });
   }
 
-  private onReply(event: AmfEvent, subject: string): void {
+  private onReply(event: AnyAmfEvent, subject: string): void {
     const taskId = subject.slice(SUBJECT_REPLY_PREFIX.length);
     const p = this.pending.get(taskId);
     if (!p) return;
@@ -206,11 +206,24 @@ export class TaskDispatcher {
         p.onUpdate?.({ kind: 'blocked', reason: String(payload.reason ?? '') });
         return;
       case 'amf.result.partial':
-        return this.onPartial(p, payload as unknown as PartialPayload);
+        return this.onPartial(p, event.data.payload);
       case 'amf.result.final':
-        return this.onFinal(p, taskId, event as AmfEvent<FinalPayload>);
-      default:
+        return this.onFinal(p, taskId, event);
+      // Failures and expiry come from the lifecycle (above); the rest are not worker output.
+      case 'amf.task.announce':
+      case 'amf.task.delegate':
+      case 'amf.task.cancel':
+      case 'amf.discovery.capability.advertise':
+      case 'amf.discovery.agent.heartbeat':
+      case 'amf.artifact.publish':
+      case 'amf.evidence.publish':
+      case 'amf.policy.warning':
+      case 'amf.policy.deny':
         return;
+      default: {
+        const unhandled: never = event;
+        return unhandled;
+      }
     }
   }
 
@@ -229,7 +242,7 @@ export class TaskDispatcher {
     }
   }
 
-  private onFinal(p: Pending, taskId: string, event: AmfEvent<FinalPayload>): void {
+  private onFinal(p: Pending, taskId: string, event: AmfEventOf<'amf.result.final'>): void {
     const f = event.data.payload;
     if (f.status !== 'completed' || typeof f.result?.text !== 'string') {
       p.reject(

@@ -3,59 +3,94 @@
  * the state machine, and makes sure each task ends in exactly one terminal event — completed by its
  * worker, or expired/failed by the coordinator (TTL with bounded retries, the watchdog for silent or
  * lost workers, cancellation). Delegations become child tasks after the cycle and depth checks.
+ *
+ * This file wires the parts and reads the fabric; the parts are the task table and its state
+ * changes (taskTable.ts), the timers (taskTimers.ts), retries (taskRetries.ts) and the
+ * terminal-event writer (taskEndings.ts).
  */
 import { randomUUID } from 'node:crypto';
-import type { Subscription } from '@nats-io/transport-node';
-import { createEvent, type AmfEvent, type EventSender } from '../events/cloudEvent.js';
 import {
-  checkAnnouncePayload,
+  createEvent,
+  type AmfEvent,
+  type AmfEventOf,
+  type AnyAmfEvent,
+  type EventSender,
+} from '../events/cloudEvent.js';
+import {
   checkFinalPayload,
+  payloadTaskId,
   type AnnouncePayload,
   type CancelPayload,
-  type DelegatePayload,
-  type FinalPayload,
   type PolicyPayload,
 } from '../events/payloads.js';
-import {
-  announceSubject,
-  isCapabilityTag,
-  isTaskId,
-  replySubject,
-  SUBJECT_REPLY_PREFIX,
-} from '../events/subjects.js';
-import {
-  isTerminal,
-  nextTaskState,
-  type TaskState,
-  type TaskTransition,
-} from '../events/taskStateMachine.js';
-import type { EventBus } from '../fabric/eventBus.js';
-import type { AgentRegistry } from '../registry/agentRegistry.js';
+import { announceSubject, isCapabilityTag, isTaskId, replySubject } from '../events/subjects.js';
+import { parseAnnouncement } from '../events/announcement.js';
 import { AmfError } from '../errors.js';
-import type { PolicyNotices } from '../registry/policyNotices.js';
-import { judgeDelegation } from './delegationGate.js';
-import type { AnnounceRequest, LifecycleOptions, TaskRecord, TerminalInfo } from './taskRecord.js';
+import { delegate } from './delegationGate.js';
+import { TaskEndings } from './taskEndings.js';
+import {
+  taskRecordFromAnnouncement,
+  type AnnounceRequest,
+  type LifecycleOptions,
+  type TaskAgents,
+  type TaskFabric,
+  type TaskNotices,
+  type TaskRecord,
+  type TerminalInfo,
+} from './taskRecord.js';
+import { TaskRetries } from './taskRetries.js';
+import { TaskTable } from './taskTable.js';
+import { systemClock, TaskTimers, type LifecycleClock } from './taskTimers.js';
 
-export type { AnnounceRequest, LifecycleOptions, TaskRecord, TerminalInfo } from './taskRecord.js';
+export type {
+  AnnounceRequest,
+  LifecycleOptions,
+  TaskAgents,
+  TaskFabric,
+  TaskNotices,
+  TaskRecord,
+  TerminalInfo,
+} from './taskRecord.js';
+export type { LifecycleClock, TimerHandle } from './taskTimers.js';
 
 /** Follows and drives the lifecycle of every task on the fabric. */
 export class TaskLifecycle {
-  private readonly active = new Map<string, TaskRecord>();
-  private readonly recent = new Map<string, TaskRecord>();
-  private readonly subs: Subscription[] = [];
-  private readonly terminalListeners = new Set<(info: TerminalInfo) => void>();
-  private readonly changeListeners = new Set<(task: TaskRecord) => void>();
-  private readonly now: () => number;
+  private readonly subs: { unsubscribe(): void }[] = [];
+  private readonly clock: LifecycleClock;
+  private readonly table: TaskTable;
+  private readonly active: Map<string, TaskRecord>;
+  private readonly timers: TaskTimers;
+  private readonly endings: TaskEndings;
+  private readonly retries: TaskRetries;
   private closed = false;
 
   constructor(
-    private readonly bus: EventBus,
-    private readonly registry: AgentRegistry,
+    private readonly bus: TaskFabric,
+    private readonly registry: TaskAgents,
     private readonly sender: EventSender,
-    private readonly notices: PolicyNotices,
+    private readonly notices: TaskNotices,
     private readonly options: LifecycleOptions,
   ) {
-    this.now = options.now ?? Date.now;
+    this.clock = options.clock ?? systemClock;
+    this.table = new TaskTable(notices, options.retainedTerminalTasks);
+    this.active = this.table.active;
+    // The timers fire into the retry rules, which are built below: the handlers look them up late.
+    this.timers = new TaskTimers(this.clock, options.watchdogGraceFactor, {
+      ttlExpired: (task) => this.retries.ttlExpired(task),
+      retryDue: (task) => this.retries.reannounce(task),
+      workerSilent: (task, silentForMs) => this.retries.workerSilent(task, silentForMs),
+    });
+    this.endings = new TaskEndings(this.table, notices, this.timers, this.clock);
+    this.retries = new TaskRetries({
+      fabric: bus,
+      agents: registry,
+      notices,
+      sender,
+      clock: this.clock,
+      table: this.table,
+      timers: this.timers,
+      endings: this.endings,
+    });
   }
 
   /** Subscribes to the task and result events; delegations are shared among coordinators. */
@@ -77,29 +112,31 @@ export class TaskLifecycle {
     this.subs.push(this.bus.subscribe('amf.result.>', (e) => this.onFabricEvent(e), { onInvalid }));
     this.subs.push(this.bus.subscribe('amf.policy.deny', (e) => this.onForeignDeny(e)));
     this.subs.push(
-      this.bus.subscribe('amf.task.delegate', (e) => this.onDelegate(e as AmfEvent<DelegatePayload>), {
-        queue: 'coordinators',
-      }),
+      this.bus.subscribe(
+        'amf.task.delegate',
+        (e) => {
+          if (e.type === 'amf.task.delegate') this.onDelegate(e);
+        },
+        { queue: 'coordinators' },
+      ),
     );
     this.registry.onChange((change) => {
-      if (change.kind === 'offline') this.onAgentLost(change.agent.record.agent_id);
+      if (change.kind === 'offline') this.retries.agentLost(change.agent.record.agent_id);
     });
   }
 
   /** Called with every task that reaches a terminal state. */
   onTerminal(listener: (info: TerminalInfo) => void): () => void {
-    this.terminalListeners.add(listener);
-    return () => this.terminalListeners.delete(listener);
+    return this.endings.onTerminal(listener);
   }
 
   /** Called after every state change (for the shared task-state store). */
   onChange(listener: (task: TaskRecord) => void): () => void {
-    this.changeListeners.add(listener);
-    return () => this.changeListeners.delete(listener);
+    return this.table.onChange(listener);
   }
 
   get(taskId: string): TaskRecord | undefined {
-    return this.active.get(taskId) ?? this.recent.get(taskId);
+    return this.table.get(taskId);
   }
 
   get activeCount(): number {
@@ -125,7 +162,6 @@ export class TaskLifecycle {
         `invalid task id ${JSON.stringify(req.taskId)}: expected [A-Za-z0-9-]{1,64}`,
       );
     if (this.get(taskId)) throw new AmfError('INVALID_REQUEST', `task ${taskId} already exists`);
-    const now = this.now();
     const ttlSeconds = req.ttlSeconds ?? this.options.ttlSeconds;
     const payload: AnnouncePayload = {
       task_id: taskId,
@@ -151,26 +187,11 @@ export class TaskLifecycle {
       ...(req.parentTaskId ? { parentId: req.parentTaskId } : {}),
       ...(req.chain ? { delegationChain: req.chain } : {}),
     });
-    const task: TaskRecord = {
-      taskId,
-      tag: req.tag,
-      state: 'announced',
-      traceId: event.amftraceid ?? taskId,
-      announce: event,
-      chain: req.chain ?? [],
-      attempt: 1,
-      retriesLeft: payload.max_retries ?? 0,
-      retryDelaySeconds: payload.retry_delay_seconds ?? 0,
-      ttlSeconds,
-      createdAt: now,
-      lastActivity: now,
-      owned: true,
-    };
-    if (req.parentTaskId) task.parentTaskId = req.parentTaskId;
+    const task = taskRecordFromAnnouncement(event, { owned: true, now: this.clock.now() });
     this.active.set(taskId, task);
-    this.armTtl(task);
+    this.timers.armTtl(task);
     this.bus.publish(event, announceSubject(req.tag));
-    this.changed(task);
+    this.table.changed(task);
     return task;
   }
 
@@ -193,7 +214,7 @@ export class TaskLifecycle {
     this.bus.publish(
       createEvent({ type: 'amf.task.cancel', sender: this.sender, payload, taskId, traceId: task.traceId }),
     );
-    this.failTask(task, reason, message);
+    this.endings.fail(task, reason, message);
     return true;
   }
 
@@ -203,67 +224,66 @@ export class TaskLifecycle {
     this.closed = true;
     for (const s of this.subs) s.unsubscribe();
     for (const task of [...this.active.values()]) {
-      if (task.owned) this.failTask(task, 'task_cancelled', 'coordinator shut down before the task finished');
-      else clearTimeout(task.timer);
+      if (task.owned)
+        this.endings.fail(task, 'task_cancelled', 'coordinator shut down before the task finished');
+      else this.timers.clear(task);
     }
   }
 
   // --- fabric events -------------------------------------------------------------------------------
 
-  private onFabricEvent(event: AmfEvent): void {
+  private onFabricEvent(event: AnyAmfEvent): void {
     switch (event.type) {
       case 'amf.task.announce':
-        return this.onForeignAnnounce(event as AmfEvent<AnnouncePayload>);
+        return this.onForeignAnnounce(event);
       case 'amf.task.claim':
         return this.onClaim(event);
       case 'amf.task.progress':
       case 'amf.result.partial':
       case 'amf.task.blocked':
-        return this.onWorkerUpdate(event);
+        return this.onWorkerUpdate(event, event.data.payload.task_id);
       case 'amf.task.delegate':
-        return this.onWorkerUpdate(event, (event.data.payload as { parent_task_id?: string }).parent_task_id);
+        // Progress of the parent task; the child task itself comes from the queue-group subscription.
+        return this.onWorkerUpdate(
+          event,
+          event.data.payload.parent_task_id ?? payloadTaskId(event.data.payload),
+        );
       case 'amf.result.final':
-        return this.onFinal(event as AmfEvent<FinalPayload>);
-      default:
+        return this.onFinal(event);
+      // Cancellations are the coordinators' own; the other types do not arrive on these subjects.
+      case 'amf.task.cancel':
+      case 'amf.discovery.capability.advertise':
+      case 'amf.discovery.agent.heartbeat':
+      case 'amf.artifact.publish':
+      case 'amf.evidence.publish':
+      case 'amf.policy.warning':
+      case 'amf.policy.deny':
         return;
+      default: {
+        const unhandled: never = event;
+        return unhandled;
+      }
     }
   }
 
   /** Tracks tasks announced by another coordinator on the same NATS, without timers. */
-  private onForeignAnnounce(event: AmfEvent<AnnouncePayload>): void {
-    const p = event.data.payload;
-    const problem = checkAnnouncePayload(p);
-    if (problem) {
-      this.notices.warn({ reason: 'invalid_announce', message: `announcement dropped: ${problem}` });
+  private onForeignAnnounce(event: AmfEventOf<'amf.task.announce'>): void {
+    const parsed = parseAnnouncement(event.data.payload, { otherReplySubject: 'reject' });
+    if (!parsed.ok) {
+      if (parsed.reason === 'invalid_announce')
+        this.notices.warn({ reason: parsed.reason, message: `announcement dropped: ${parsed.problem}` });
+      else
+        this.notices.warn({
+          reason: parsed.reason,
+          message: `announcement of task ${parsed.taskId} dropped: ${parsed.problem}`,
+          task_id: parsed.taskId,
+        });
       return;
     }
-    if (p.reply_subject !== undefined && p.reply_subject !== SUBJECT_REPLY_PREFIX + p.task_id) {
-      this.notices.warn({
-        reason: 'reply_subject_invalid',
-        message: `announcement of task ${p.task_id} dropped: reply_subject must be ${SUBJECT_REPLY_PREFIX}${p.task_id}`,
-        task_id: p.task_id,
-      });
-      return;
-    }
+    const p = parsed.payload;
     const existing = this.get(p.task_id);
     if (existing) return; // our own announcement (or a republish we already track)
-    const now = this.now();
-    const task: TaskRecord = {
-      taskId: p.task_id,
-      tag: p.required_capability,
-      state: 'announced',
-      traceId: event.amftraceid ?? p.task_id,
-      announce: event,
-      chain: p.delegation_chain ?? [],
-      attempt: p.attempt ?? 1,
-      retriesLeft: p.max_retries ?? 0,
-      retryDelaySeconds: p.retry_delay_seconds ?? 0,
-      ttlSeconds: event.amfttl,
-      createdAt: now,
-      lastActivity: now,
-      owned: false,
-    };
-    if (p.parent_task_id) task.parentTaskId = p.parent_task_id;
+    const task = taskRecordFromAnnouncement(event, { owned: false, now: this.clock.now() });
     this.active.set(task.taskId, task);
   }
 
@@ -272,8 +292,9 @@ export class TaskLifecycle {
     return typeof agent === 'string' ? agent : event.data.auth_context.identity;
   }
 
-  private onClaim(event: AmfEvent): void {
-    const taskId = (event.data.payload as { task_id?: unknown }).task_id;
+  private onClaim(event: AmfEventOf<'amf.task.claim'>): void {
+    // The envelope was validated, the payload not: read the id defensively.
+    const taskId: unknown = event.data.payload.task_id;
     if (typeof taskId !== 'string') return;
     const task = this.active.get(taskId);
     if (!task) return;
@@ -297,13 +318,16 @@ export class TaskLifecycle {
       return;
     }
     if (task.state === 'claimed' && task.claimedBy === agentId) return; // the same claim seen twice
-    if (!this.transition(task, 'amf.task.claim', agentId)) return;
+    if (!this.table.transition(task, 'amf.task.claim', agentId)) return;
     task.claimedBy = agentId;
-    this.armWatchdog(task);
+    this.timers.armWatchdog(task);
   }
 
-  private onWorkerUpdate(event: AmfEvent, explicitTaskId?: string): void {
-    const taskId = explicitTaskId ?? (event.data.payload as { task_id?: unknown }).task_id;
+  private onWorkerUpdate(
+    event: AmfEventOf<'amf.task.progress' | 'amf.result.partial' | 'amf.task.blocked' | 'amf.task.delegate'>,
+    // Typed by the sender's promise only: the payload was not validated, so it is checked here.
+    taskId: unknown,
+  ): void {
     if (typeof taskId !== 'string') return;
     const task = this.active.get(taskId);
     if (!task) return;
@@ -317,12 +341,11 @@ export class TaskLifecycle {
       });
       return;
     }
-    const transition = event.type as TaskTransition;
-    if (!this.transition(task, transition, agentId)) return;
-    task.lastActivity = this.now();
+    if (!this.table.transition(task, event.type, agentId)) return;
+    task.lastActivity = this.clock.now();
   }
 
-  private onFinal(event: AmfEvent<FinalPayload>): void {
+  private onFinal(event: AmfEventOf<'amf.result.final'>): void {
     const p = event.data.payload;
     const task = typeof p.task_id === 'string' ? this.active.get(p.task_id) : undefined;
     if (!task) return;
@@ -341,12 +364,10 @@ export class TaskLifecycle {
       const message = problem
         ? `malformed result: ${problem}`
         : (p.error?.message ?? 'worker reported failure');
-      if (!this.transition(task, 'fail', agentId)) return;
-      this.finish(task, 'failed', { reason: p.error?.code ?? 'worker_error', message });
+      this.endings.finish(task, 'fail', { reason: p.error?.code ?? 'worker_error', message }, agentId);
       return;
     }
-    if (!this.transition(task, 'amf.result.final', agentId)) return;
-    this.finish(task, 'completed', { reason: 'completed', message: 'completed' });
+    this.endings.finish(task, 'amf.result.final', { reason: 'completed', message: 'completed' }, agentId);
   }
 
   /** A deny published by another coordinator ends the task here too. */
@@ -355,255 +376,22 @@ export class TaskLifecycle {
     if (!p.terminal || typeof p.task_id !== 'string') return;
     const task = this.active.get(p.task_id);
     if (!task || task.owned) return;
-    task.state = 'failed';
-    this.finish(task, 'failed', { reason: p.reason ?? 'denied', message: p.message ?? 'denied' });
-  }
-
-  private transition(task: TaskRecord, transition: TaskTransition, agentId?: string): boolean {
-    const result = nextTaskState(task.state, transition);
-    if (!result.ok) {
-      this.notices.warn({
-        reason: 'invalid_transition',
-        message: `${transition} rejected for task ${task.taskId}: ${result.reason}`,
-        task_id: task.taskId,
-        ...(agentId ? { agent_id: agentId } : {}),
-        details: { from: task.state, event: transition },
-      });
-      return false;
-    }
-    task.state = result.state;
-    this.changed(task);
-    return true;
+    this.endings.finish(task, 'amf.policy.deny', {
+      reason: p.reason ?? 'denied',
+      message: p.message ?? 'denied',
+    });
   }
 
   // --- delegation ----------------------------------------------------------------------------------
 
-  private onDelegate(event: AmfEvent<DelegatePayload>): void {
-    void this.delegate(event);
-  }
-
-  /** Child task for an accepted delegation, else a terminal deny for the proposed child id. */
-  private async delegate(event: AmfEvent<DelegatePayload>): Promise<void> {
-    const p = event.data.payload;
-    const verdict = await judgeDelegation(p, {
+  private onDelegate(event: AmfEventOf<'amf.task.delegate'>): void {
+    void delegate(event, {
       isKnownTask: (id) => this.get(id) !== undefined,
       activeTask: (id) => this.active.get(id),
       servesTag: (tag) => this.registry.servesTag(tag),
       decideDelegation: this.options.decideDelegation,
+      notices: this.notices,
+      announce: (req) => this.announce(req),
     });
-    const deny = (reason: string, message: string) => {
-      const childId = typeof p?.child_task_id === 'string' ? p.child_task_id : undefined;
-      this.notices.deny(
-        {
-          reason,
-          message,
-          ...(childId && isTaskId(childId) ? { task_id: childId } : {}),
-          terminal: true,
-          state: 'failed',
-          details: { parent_task_id: p?.parent_task_id, agent_id: p?.agent_id },
-        },
-        { ...(event.amftraceid ? { traceId: event.amftraceid } : {}) },
-      );
-    };
-    if (!verdict.ok) return deny(verdict.reason, verdict.message);
-    const parent = verdict.parent;
-    try {
-      this.announce({
-        tag: p.required_capability,
-        task: p.task,
-        taskId: p.child_task_id,
-        traceId: parent.traceId,
-        parentTaskId: parent.taskId,
-        chain: [...parent.chain, p.agent_id],
-        withReplySubject: false,
-        ...(p.input ? { input: p.input } : {}),
-      });
-    } catch (err) {
-      deny('delegation_invalid', `delegation refused: ${(err as Error).message}`);
-    }
-  }
-
-  // --- timers --------------------------------------------------------------------------------------
-
-  private armTtl(task: TaskRecord): void {
-    clearTimeout(task.timer);
-    if (!task.owned) return;
-    task.timer = setTimeout(() => this.onTtl(task), task.ttlSeconds * 1000);
-    task.timer.unref();
-  }
-
-  private onTtl(task: TaskRecord): void {
-    if (task.state !== 'announced' || isTerminal(task.state)) return;
-    const retrying = task.retriesLeft > 0;
-    this.notices.warn(
-      {
-        reason: 'task_ttl_expired',
-        message: `task ${task.taskId} was not claimed within ${task.ttlSeconds}s${retrying ? `; republishing (${task.retriesLeft} retries left)` : ''}`,
-        task_id: task.taskId,
-        retrying,
-        ...(retrying ? {} : { terminal: true, state: 'expired' as const }),
-      },
-      {
-        traceId: task.traceId,
-        ...(!retrying && task.announce.data.payload.reply_subject
-          ? { extraSubject: task.announce.data.payload.reply_subject }
-          : {}),
-      },
-    );
-    if (!retrying) {
-      if (this.transition(task, 'expire'))
-        this.finish(task, 'expired', { reason: 'task_ttl_expired', message: 'no claim within TTL' });
-      return;
-    }
-    task.retriesLeft -= 1;
-    this.scheduleReannounce(task);
-  }
-
-  private scheduleReannounce(task: TaskRecord): void {
-    clearTimeout(task.timer);
-    task.timer = setTimeout(() => this.reannounce(task), task.retryDelaySeconds * 1000);
-    task.timer.unref();
-  }
-
-  private reannounce(task: TaskRecord): void {
-    if (isTerminal(task.state)) return;
-    if (!this.registry.servesTag(task.tag)) {
-      this.failTask(task, 'no_agent_for_tag', `no live agent serves capability "${task.tag}" any more`);
-      return;
-    }
-    task.attempt += 1;
-    delete task.claimedBy;
-    if (!this.transition(task, 'reannounce')) return;
-    const payload: AnnouncePayload = {
-      ...task.announce.data.payload,
-      attempt: task.attempt,
-      max_retries: task.retriesLeft,
-    };
-    const event = createEvent({
-      type: 'amf.task.announce',
-      sender: this.sender,
-      payload,
-      taskId: task.taskId,
-      traceId: task.traceId,
-      ttlSeconds: task.ttlSeconds,
-      ...(task.parentTaskId ? { parentId: task.parentTaskId } : {}),
-      delegationChain: task.chain,
-    });
-    task.announce = event;
-    task.lastActivity = this.now();
-    this.armTtl(task);
-    this.bus.publish(event, announceSubject(task.tag));
-  }
-
-  private watchdogWindowMs(task: TaskRecord): number {
-    return task.ttlSeconds * this.options.watchdogGraceFactor * 1000;
-  }
-
-  private armWatchdog(task: TaskRecord): void {
-    clearTimeout(task.timer);
-    if (!task.owned) return;
-    task.timer = setTimeout(() => this.onWatchdog(task), this.watchdogWindowMs(task));
-    task.timer.unref();
-  }
-
-  private onWatchdog(task: TaskRecord): void {
-    if (task.state !== 'claimed' && task.state !== 'blocked') return;
-    if (task.state === 'blocked') return; // waiting for input is not silence
-    const silentFor = this.now() - task.lastActivity;
-    const window = this.watchdogWindowMs(task);
-    if (silentFor < window) {
-      task.timer = setTimeout(() => this.onWatchdog(task), window - silentFor);
-      task.timer.unref();
-      return;
-    }
-    this.recoverFromLostWorker(
-      task,
-      'worker_silent',
-      `worker ${task.claimedBy ?? '?'} was silent for ${Math.round(silentFor / 1000)}s`,
-    );
-  }
-
-  private onAgentLost(agentId: string): void {
-    for (const task of this.active.values()) {
-      if (
-        task.owned &&
-        task.claimedBy === agentId &&
-        (task.state === 'claimed' || task.state === 'blocked')
-      ) {
-        this.recoverFromLostWorker(task, 'worker_offline', `worker ${agentId} went offline`);
-      }
-    }
-  }
-
-  /** Re-announces a task whose worker vanished while retries remain, else fails it. */
-  private recoverFromLostWorker(
-    task: TaskRecord,
-    reason: 'worker_silent' | 'worker_offline',
-    message: string,
-  ): void {
-    if (task.retriesLeft > 0 && this.registry.servesTag(task.tag)) {
-      this.notices.warn(
-        {
-          reason,
-          message: `${message}; re-announcing task ${task.taskId}`,
-          task_id: task.taskId,
-          retrying: true,
-        },
-        { traceId: task.traceId },
-      );
-      task.retriesLeft -= 1;
-      this.reannounce(task);
-      return;
-    }
-    this.failTask(task, reason, `${message}; no retries left`);
-  }
-
-  // --- endings -------------------------------------------------------------------------------------
-
-  private failTask(
-    task: TaskRecord,
-    reason: Parameters<PolicyNotices['deny']>[0]['reason'],
-    message: string,
-  ): void {
-    if (isTerminal(task.state)) return;
-    task.state = 'failed';
-    this.notices.deny(
-      {
-        reason,
-        message,
-        task_id: task.taskId,
-        terminal: true,
-        state: 'failed',
-        ...(task.claimedBy ? { agent_id: task.claimedBy } : {}),
-      },
-      {
-        traceId: task.traceId,
-        ...(task.announce.data.payload.reply_subject
-          ? { extraSubject: task.announce.data.payload.reply_subject }
-          : {}),
-      },
-    );
-    this.finish(task, 'failed', { reason, message });
-  }
-
-  private finish(task: TaskRecord, state: TaskState, outcome: { reason: string; message: string }): void {
-    clearTimeout(task.timer);
-    delete task.timer;
-    task.state = state;
-    task.outcome = outcome;
-    task.endedAt = this.now();
-    this.active.delete(task.taskId);
-    this.recent.set(task.taskId, task);
-    if (this.recent.size > this.options.retainedTerminalTasks) {
-      const oldest = this.recent.keys().next().value;
-      if (oldest !== undefined) this.recent.delete(oldest);
-    }
-    this.changed(task);
-    const info: TerminalInfo = { task, state, durationMs: task.endedAt - task.createdAt };
-    for (const l of this.terminalListeners) l(info);
-  }
-
-  private changed(task: TaskRecord): void {
-    for (const l of this.changeListeners) l(task);
   }
 }

@@ -1,10 +1,30 @@
 /**
  * The shapes the task lifecycle works with: its options, a tracked task, an announcement request and
- * what terminal listeners are told. Kept apart so adapters can type against them without the runtime.
+ * what terminal listeners are told. Kept apart so adapters can type against them without the runtime;
+ * the one function here builds a record, so every tracked task starts from the same fields.
  */
-import type { AmfEvent } from '../events/cloudEvent.js';
-import type { AnnouncePayload, ChatMessage } from '../events/payloads.js';
+import type { AmfEvent, AmfEventOf } from '../events/cloudEvent.js';
+import type { ChatMessage } from '../events/payloads.js';
 import type { TaskState } from '../events/taskStateMachine.js';
+import type { EventHandler, SubscribeOptions } from '../fabric/eventBus.js';
+import type { AgentRegistry } from '../registry/agentRegistry.js';
+import type { PolicyNotices } from '../registry/policyNotices.js';
+import type { LifecycleClock, TimerHandle } from './taskTimers.js';
+
+/**
+ * The part of the fabric the lifecycle uses. EventBus is one; narrowing it to this lets timing tests
+ * run the lifecycle on an in-memory bus instead of a nats-server.
+ */
+export interface TaskFabric {
+  publish(event: AmfEvent, ...subjects: string[]): void;
+  subscribe(subject: string, handler: EventHandler, options?: SubscribeOptions): { unsubscribe(): void };
+}
+
+/** What the lifecycle asks of the agent registry: who serves a tag, who is live, who went offline. */
+export type TaskAgents = Pick<AgentRegistry, 'servesTag' | 'isLive' | 'onChange'>;
+
+/** The coordinator's warnings and denials, as the lifecycle sends them. */
+export type TaskNotices = Pick<PolicyNotices, 'warn' | 'deny'>;
 
 export interface LifecycleOptions {
   ttlSeconds: number;
@@ -19,7 +39,8 @@ export interface LifecycleOptions {
   }) => Promise<{ allow: boolean; reasons: string[]; max_depth: number }>;
   retainedTerminalTasks: number;
   maxActiveTasks?: number;
-  now?: () => number;
+  /** Time and timers (default: the system clock); tests pass a fake one to run TTLs without waiting. */
+  clock?: LifecycleClock;
 }
 
 /** A task as the coordinator tracks it. */
@@ -28,7 +49,7 @@ export interface TaskRecord {
   tag: string;
   state: TaskState;
   traceId: string;
-  announce: AmfEvent<AnnouncePayload>;
+  announce: AmfEventOf<'amf.task.announce'>;
   /** Agents that delegated on the way here, root first. */
   chain: string[];
   parentTaskId?: string;
@@ -43,7 +64,7 @@ export interface TaskRecord {
   /** Only the coordinator that announced a task runs its timers. */
   owned: boolean;
   outcome?: { reason: string; message: string };
-  timer?: NodeJS.Timeout;
+  timer?: TimerHandle;
 }
 
 export interface AnnounceRequest {
@@ -67,4 +88,33 @@ export interface TerminalInfo {
   task: TaskRecord;
   state: TaskState;
   durationMs: number;
+}
+
+/**
+ * The record of a task as its announcement describes it, announced by this coordinator (`owned`, it
+ * runs the timers) or by another one on the same NATS (followed without timers). Everything comes
+ * from the announcement, so a republish or a peer's copy yields the same record.
+ */
+export function taskRecordFromAnnouncement(
+  announce: AmfEventOf<'amf.task.announce'>,
+  owner: { owned: boolean; now: number },
+): TaskRecord {
+  const p = announce.data.payload;
+  const task: TaskRecord = {
+    taskId: p.task_id,
+    tag: p.required_capability,
+    state: 'announced',
+    traceId: announce.amftraceid ?? p.task_id,
+    announce,
+    chain: p.delegation_chain ?? [],
+    attempt: p.attempt ?? 1,
+    retriesLeft: p.max_retries ?? 0,
+    retryDelaySeconds: p.retry_delay_seconds ?? 0,
+    ttlSeconds: announce.amfttl,
+    createdAt: owner.now,
+    lastActivity: owner.now,
+    owned: owner.owned,
+  };
+  if (p.parent_task_id) task.parentTaskId = p.parent_task_id;
+  return task;
 }

@@ -11,6 +11,7 @@ import {
   type AmfEventType,
   type Visibility,
 } from './eventTypes.js';
+import type { AmfPayloadMap } from './payloads.js';
 
 /** Who sent an event and under which authority (schema 1.1.0 adds the v0.2 delegation fields). */
 export interface AuthContext {
@@ -31,11 +32,15 @@ export interface EventData<P extends object = object> {
   evidence_refs?: string[];
 }
 
-export interface AmfEvent<P extends object = object> {
+/**
+ * The envelope with a payload of type `P`. Code that knows the event type uses `AmfEventOf<T>`, and
+ * code that receives any event uses `AnyAmfEvent`, where a switch on `type` narrows the payload.
+ */
+export interface AmfEvent<P extends object = object, T extends AmfEventType = AmfEventType> {
   specversion: '1.0';
   id: string;
   source: string;
-  type: AmfEventType;
+  type: T;
   time: string;
   datacontenttype: 'application/json';
   dataschema?: string;
@@ -52,6 +57,16 @@ export interface AmfEvent<P extends object = object> {
   data: EventData<P>;
 }
 
+/** An event of type `T` with the payload that type carries (payloads.ts, `AmfPayloadMap`). */
+export type AmfEventOf<T extends AmfEventType> = AmfEvent<AmfPayloadMap[T], T>;
+
+/**
+ * Any AMF event, as a union discriminated by `type`. The envelope validator checks the envelope, not
+ * the payload: the payload type is what the sender promised, so readers still run the payload guards
+ * (`check*Payload`, `parseAnnouncement`) before trusting the fields they depend on.
+ */
+export type AnyAmfEvent = { [T in AmfEventType]: AmfEventOf<T> }[AmfEventType];
+
 /** The sender of events: an agent identity with its role and trust domain. */
 export interface EventSender {
   identity: string;
@@ -61,10 +76,10 @@ export interface EventSender {
   visibility?: Visibility;
 }
 
-export interface CreateEventOptions<P extends object> {
-  type: AmfEventType;
+export interface CreateEventOptions<T extends AmfEventType> {
+  type: T;
   sender: EventSender;
-  payload: P;
+  payload: AmfPayloadMap[T];
   taskId?: string;
   traceId?: string;
   parentId?: string;
@@ -93,7 +108,7 @@ export function formatConfidence(value: number): string {
 }
 
 /** Builds an AMF event with all required extensions filled. */
-export function createEvent<P extends object>(options: CreateEventOptions<P>): AmfEvent<P> {
+export function createEvent<T extends AmfEventType>(options: CreateEventOptions<T>): AmfEventOf<T> {
   const { sender } = options;
   const auth: AuthContext = {
     identity: sender.identity,
@@ -102,10 +117,10 @@ export function createEvent<P extends object>(options: CreateEventOptions<P>): A
     granted_by: sender.identity,
     delegation_chain: options.delegationChain ?? [],
   };
-  const data: EventData<P> = { payload: options.payload, auth_context: auth };
+  const data: EventData<AmfPayloadMap[T]> = { payload: options.payload, auth_context: auth };
   if (options.artifactRefs) data.artifact_refs = options.artifactRefs;
   if (options.evidenceRefs) data.evidence_refs = options.evidenceRefs;
-  const event: AmfEvent<P> = {
+  const event: AmfEventOf<T> = {
     specversion: '1.0',
     id: randomUUID(),
     source: sender.source,

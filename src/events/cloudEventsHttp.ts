@@ -5,7 +5,7 @@
  * is refused. Framework-free: the HTTP edge passes `req.headers` and the body it has read (and
  * bounded in size), and gets back a validated event or every problem found.
  */
-import type { AmfEvent } from './cloudEvent.js';
+import type { AnyAmfEvent } from './cloudEvent.js';
 import { validateEvent, type ValidationResult } from './validateEvent.js';
 
 const CE_HEADER_PREFIX = 'ce-';
@@ -37,7 +37,7 @@ interface MediaType {
 export function parseCloudEventRequest(
   headers: Record<string, string | string[] | undefined>,
   body: Buffer,
-): ValidationResult<AmfEvent> {
+): ValidationResult<AnyAmfEvent> {
   const errors: string[] = [];
   const normalized = normalizeHeaders(headers, errors);
   const contentTypeHeader = normalized.get('content-type');
@@ -75,7 +75,7 @@ function structured(
   body: Buffer,
   errors: string[],
   plainJson: boolean,
-): ValidationResult<AmfEvent> {
+): ValidationResult<AnyAmfEvent> {
   if (mediaType.charset !== undefined && mediaType.charset !== 'utf-8') {
     return fail([
       ...errors,
@@ -106,7 +106,7 @@ function binary(
   mediaType: MediaType | undefined,
   body: Buffer,
   errors: string[],
-): ValidationResult<AmfEvent> {
+): ValidationResult<AnyAmfEvent> {
   const event: Record<string, unknown> = {};
   for (const [header, raw] of headers) {
     if (!header.startsWith(CE_HEADER_PREFIX)) continue;
@@ -256,8 +256,8 @@ function percentDecode(value: string): string | undefined {
 /** Header problems come first, then the schema's; the event is refused if there are any. */
 function withPrecedingErrors(
   errors: string[],
-  result: ValidationResult<AmfEvent>,
-): ValidationResult<AmfEvent> {
+  result: ValidationResult<AnyAmfEvent>,
+): ValidationResult<AnyAmfEvent> {
   if (errors.length === 0) return result;
   return fail(result.ok ? errors : [...errors, ...result.errors]);
 }

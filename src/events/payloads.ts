@@ -2,6 +2,7 @@
  * Payload shapes of the task and result events. Workers and the coordinator agree on these; every
  * payload read from the fabric goes through the guards below before it is trusted.
  */
+import type { AgentRecord } from './agentRecord.js';
 
 /** The input of a task: the text, and for chat requests the whole conversation. */
 export interface ChatMessage {
@@ -100,6 +101,34 @@ export interface PolicyPayload {
   state?: 'expired' | 'failed';
   retrying?: boolean;
   details?: Record<string, unknown>;
+}
+
+/** `amf.discovery.capability.advertise`: the coordinator tells the mesh an agent joined or changed. */
+export interface AdvertisePayload extends AgentRecord {
+  admitted_at: string;
+  change: 'admitted' | 'changed' | 'online';
+}
+
+/**
+ * The payload each AMF event type carries. Artifacts and evidence have no payload shape of their
+ * own yet, so they carry any JSON object (the envelope schema's `payload: object`). A type missing
+ * here fails to compile where `AmfEventOf` indexes the map.
+ */
+export interface AmfPayloadMap {
+  'amf.discovery.capability.advertise': AdvertisePayload;
+  'amf.discovery.agent.heartbeat': AgentRecord;
+  'amf.task.announce': AnnouncePayload;
+  'amf.task.claim': ClaimPayload;
+  'amf.task.delegate': DelegatePayload;
+  'amf.task.progress': ProgressPayload;
+  'amf.task.blocked': BlockedPayload;
+  'amf.task.cancel': CancelPayload;
+  'amf.artifact.publish': object;
+  'amf.evidence.publish': object;
+  'amf.result.partial': PartialPayload;
+  'amf.result.final': FinalPayload;
+  'amf.policy.warning': PolicyPayload;
+  'amf.policy.deny': PolicyPayload;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

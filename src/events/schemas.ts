@@ -4,6 +4,8 @@
  * What changed from 1.0.0, and why, is in docs/schemas.md.
  */
 
+import { AMF_EVENT_TYPES } from './eventTypes.js';
+
 /**
  * RFC 3339 `date-time` as its ABNF says: `T` separator, seconds, a mandatory offset with a colon.
  * The ajv `date-time` format alone also accepts a space separator and `+0100`; the format still
@@ -67,22 +69,8 @@ export const EVENT_ENVELOPE_SCHEMA = deepFreeze({
       type: 'string',
       description:
         'AMF event type; doubles as the NATS subject, except amf.task.announce, which is published on amf.task.announce.<capability_tag>',
-      enum: [
-        'amf.discovery.capability.advertise',
-        'amf.discovery.agent.heartbeat',
-        'amf.task.announce',
-        'amf.task.claim',
-        'amf.task.delegate',
-        'amf.task.progress',
-        'amf.task.blocked',
-        'amf.task.cancel',
-        'amf.artifact.publish',
-        'amf.evidence.publish',
-        'amf.result.partial',
-        'amf.result.final',
-        'amf.policy.warning',
-        'amf.policy.deny',
-      ],
+      // eventTypes.ts is the one list of types; a copy, because deepFreeze would freeze the original.
+      enum: [...AMF_EVENT_TYPES],
     },
     time: { $ref: '#/$defs/dateTime' },
     datacontenttype: { type: 'string', const: 'application/json' },

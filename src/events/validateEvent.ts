@@ -10,7 +10,7 @@
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { AgentRecord } from './agentRecord.js';
-import type { AmfEvent } from './cloudEvent.js';
+import type { AnyAmfEvent } from './cloudEvent.js';
 import { AGENT_RECORD_SCHEMA, EVENT_ENVELOPE_SCHEMA } from './schemas.js';
 
 /** Outcome of validating untrusted input: the typed value, or every problem found. */
@@ -32,7 +32,7 @@ addFormats.default(ajv, { formats: ['uuid', 'uri', 'uri-reference'] });
 // the hot path) and accepts forms RFC 3339 does not (a space separator, a `+0100` offset).
 ajv.addFormat('date-time', { type: 'string', validate: isRfc3339DateTime });
 
-const checkEvent = ajv.compile<AmfEvent>(EVENT_ENVELOPE_SCHEMA);
+const checkEvent = ajv.compile<AnyAmfEvent>(EVENT_ENVELOPE_SCHEMA);
 const checkAgentRecord = ajv.compile<AgentRecord>(AGENT_RECORD_SCHEMA);
 
 const DATE_TIME_MESSAGE = 'must match format "date-time" (RFC 3339, e.g. 2024-01-31T12:00:00Z)';
@@ -77,7 +77,7 @@ const MESSAGES_BY_SCHEMA_PATH: ReadonlyMap<string, { path?: string; message: str
 ]);
 
 /** Validates an AMF event envelope against schema 1.1.0; on failure lists every problem. */
-export function validateEvent(input: unknown): ValidationResult<AmfEvent> {
+export function validateEvent(input: unknown): ValidationResult<AnyAmfEvent> {
   if (checkEvent(input)) return { ok: true, value: input };
   return { ok: false, errors: formatErrors(checkEvent.errors, EXTENSION_NAME_MESSAGE) };
 }

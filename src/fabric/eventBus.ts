@@ -4,11 +4,12 @@
  * they are reported through `onInvalid` so the caller can answer with a policy warning.
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import type { AmfEvent } from '../events/cloudEvent.js';
+import type { AmfEvent, AnyAmfEvent } from '../events/cloudEvent.js';
 import { validateEvent } from '../events/validateEvent.js';
 import { isAmfEventType } from '../events/eventTypes.js';
 
-export type EventHandler = (event: AmfEvent, subject: string) => void;
+/** Receives every valid event as the union, so a switch on `event.type` narrows its payload. */
+export type EventHandler = (event: AnyAmfEvent, subject: string) => void;
 
 export interface SubscribeOptions {
   /** NATS queue group: each message goes to one member of the group. */
@@ -71,14 +72,14 @@ export class EventBus {
           return;
         }
         if (options.skip?.(parsed, msg.subject)) return;
-        let event: AmfEvent;
+        let event: AnyAmfEvent;
         if (options.validation === 'shape') {
           const errors = shapeErrors(parsed);
           if (errors) {
             options.onInvalid?.(errors, msg.subject);
             return;
           }
-          event = parsed as AmfEvent;
+          event = parsed as AnyAmfEvent;
         } else {
           const result = validateEvent(parsed);
           if (!result.ok) {

@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Subscription } from '@nats-io/transport-node';
-import type { AmfEvent } from '../events/cloudEvent.js';
-import type { DelegatePayload, FinalPayload } from '../events/payloads.js';
+import type { AmfEventOf } from '../events/cloudEvent.js';
+import type { DelegatePayload } from '../events/payloads.js';
 import type { EventBus } from '../fabric/eventBus.js';
 import { HandlerError } from './handlerApi.js';
 
@@ -84,7 +84,9 @@ export class DelegationClient {
    * the same connection, so no result can arrive unheard.
    */
   private ensureSubscription(): void {
-    this.sub ??= this.bus.subscribe('amf.result.final', (e) => this.onFinal(e as AmfEvent<FinalPayload>));
+    this.sub ??= this.bus.subscribe('amf.result.final', (e) => {
+      if (e.type === 'amf.result.final') this.onFinal(e);
+    });
   }
 
   private forget(childId: string): void {
@@ -95,7 +97,7 @@ export class DelegationClient {
     }
   }
 
-  private onFinal(event: AmfEvent<FinalPayload>): void {
+  private onFinal(event: AmfEventOf<'amf.result.final'>): void {
     const p = event.data.payload;
     const waiter = this.waiters.get(p.task_id);
     if (!waiter) return;

@@ -5,17 +5,12 @@
  * stops claiming, lets in-flight tasks finish, then says goodbye.
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { createEvent, type AmfEvent, type EventSender } from '../events/cloudEvent.js';
+import { createEvent, type AmfEventOf, type EventSender } from '../events/cloudEvent.js';
+import type { LogFn } from '../log.js';
 import type { AgentRecord } from '../events/agentRecord.js';
-import type {
-  AnnouncePayload,
-  CancelPayload,
-  ChatMessage,
-  FinalPayload,
-  PolicyPayload,
-} from '../events/payloads.js';
-import { checkAnnouncePayload } from '../events/payloads.js';
-import { announceSubject, SUBJECT_REPLY_PREFIX, workerQueueGroup } from '../events/subjects.js';
+import type { AmfPayloadMap, ChatMessage, FinalPayload } from '../events/payloads.js';
+import { parseAnnouncement } from '../events/announcement.js';
+import { announceSubject, workerQueueGroup } from '../events/subjects.js';
 import type { AmfEventType } from '../events/eventTypes.js';
 import { EventBus } from '../fabric/eventBus.js';
 import type { TaskContext, TaskTools, WorkerHandler } from './handlerApi.js';
@@ -40,7 +35,7 @@ export interface MeshWorkerOptions {
   mcpEndpoint?: string;
   /** Gives each task its `ctx.tools` (the worker's MCP servers), bound to the task's signal. */
   tools?: (signal: AbortSignal) => TaskTools;
-  log?: (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
+  log?: LogFn;
 }
 
 /** A task as it reaches the worker; the worker adds the signal, progress, delegate and tools. */
@@ -124,7 +119,9 @@ export class MeshWorker {
       this.subs.push(
         this.bus.subscribe(
           announceSubject(tag),
-          (e) => this.onAnnounce(e as AmfEvent<AnnouncePayload>, tag),
+          (e) => {
+            if (e.type === 'amf.task.announce') this.onAnnounce(e, tag);
+          },
           {
             queue: workerQueueGroup(tag),
           },
@@ -133,8 +130,16 @@ export class MeshWorker {
     }
     // Cancellations arrive on the public fabric (specialists cannot read amf.internal.>); delegation
     // results too, but that subscription exists only while delegations are pending (see delegate()).
-    this.subs.push(this.bus.subscribe('amf.policy.deny', (e) => this.onDeny(e as AmfEvent<PolicyPayload>)));
-    this.subs.push(this.bus.subscribe('amf.task.cancel', (e) => this.onCancel(e as AmfEvent<CancelPayload>)));
+    this.subs.push(
+      this.bus.subscribe('amf.policy.deny', (e) => {
+        if (e.type === 'amf.policy.deny') this.onDeny(e);
+      }),
+    );
+    this.subs.push(
+      this.bus.subscribe('amf.task.cancel', (e) => {
+        if (e.type === 'amf.task.cancel') this.onCancel(e);
+      }),
+    );
     this.heartbeat();
     this.heartbeatTimer = setInterval(() => this.heartbeat(), this.options.heartbeatSeconds * 1000);
     this.heartbeatTimer.unref();
@@ -151,11 +156,11 @@ export class MeshWorker {
     );
   }
 
-  private emit(
-    type: AmfEventType,
+  private emit<T extends AmfEventType>(
+    type: T,
     taskId: string,
     traceId: string,
-    payload: object,
+    payload: AmfPayloadMap[T],
     reply?: string,
     confidence?: number,
   ): void {
@@ -171,11 +176,11 @@ export class MeshWorker {
     else this.bus.publish(event);
   }
 
-  private onAnnounce(event: AmfEvent<AnnouncePayload>, tag: string): void {
-    const p = event.data.payload;
-    if (checkAnnouncePayload(p) !== undefined) return;
-    // Only the coordinator's reply subject for this task is honoured (LOCKED #8).
-    const reply = p.reply_subject === `${SUBJECT_REPLY_PREFIX}${p.task_id}` ? p.reply_subject : undefined;
+  private onAnnounce(event: AmfEventOf<'amf.task.announce'>, tag: string): void {
+    // Only the coordinator's reply subject for this task is honoured (LOCKED #8); another is ignored.
+    const parsed = parseAnnouncement(event.data.payload, { otherReplySubject: 'ignore' });
+    if (!parsed.ok) return;
+    const { payload: p, replySubject: reply } = parsed;
     const messages: ChatMessage[] = p.messages ?? [{ role: 'user', content: p.task }];
     void this.run(
       {
@@ -305,7 +310,7 @@ export class MeshWorker {
     });
   }
 
-  private onDeny(event: AmfEvent<PolicyPayload>): void {
+  private onDeny(event: AmfEventOf<'amf.policy.deny'>): void {
     const p = event.data.payload;
     if (!p.terminal || typeof p.task_id !== 'string') return;
     this.inFlight.get(p.task_id)?.controller.abort();
@@ -313,7 +318,7 @@ export class MeshWorker {
   }
 
   /** A cancel from a coordinator (only coordinators may publish it, NATS ACLs) aborts the handler. */
-  private onCancel(event: AmfEvent<CancelPayload>): void {
+  private onCancel(event: AmfEventOf<'amf.task.cancel'>): void {
     if (event.amfagentrole !== 'coordinator') return;
     const taskId = event.data.payload.task_id;
     if (typeof taskId === 'string') this.inFlight.get(taskId)?.controller.abort();

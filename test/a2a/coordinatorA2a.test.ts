@@ -9,6 +9,7 @@ import { ClientFactory, ClientFactoryOptions, type Client } from '@a2a-js/sdk/cl
 import { parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { createEvent } from '../../src/events/cloudEvent.js';
+import type { BlockedPayload, ClaimPayload } from '../../src/events/payloads.js';
 import { EventBus } from '../../src/fabric/eventBus.js';
 import { AMP_EXTENSION_URI } from '../../src/protocols/a2a/agentCards.js';
 import { AMP_EXTENSION_URI as AMP_URI_OF_AMP } from '../../src/protocols/amp/ampMessage.js';
@@ -425,7 +426,7 @@ describe('A2A state follows the AMF lifecycle', () => {
       role: 'specialist' as const,
       trustDomain: 'local',
     };
-    const publish = (type: 'amf.task.blocked' | 'amf.task.claim', payload: object) =>
+    const publish = (type: 'amf.task.blocked' | 'amf.task.claim', payload: BlockedPayload | ClaimPayload) =>
       bus.publish(
         createEvent({ type, sender, payload, taskId, traceId }),
         type,

@@ -187,7 +187,7 @@ describe('admission through the NATS door (heartbeats)', () => {
       createEvent({
         type: 'amf.task.claim',
         sender,
-        payload: { task_id: announce.event.amftaskid, agent_id: rec.agent_id },
+        payload: { task_id: announce.event.amftaskid!, agent_id: rec.agent_id },
         taskId: announce.event.amftaskid!,
       }),
     );

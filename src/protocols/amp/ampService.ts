@@ -16,6 +16,7 @@ import { AmpJobStore, type AmpJob } from './ampJobs.js';
 import { deliverCallback, resolveCallback, type CallbackPolicy } from './callbackDelivery.js';
 import { routeAmpMessage } from './intentRouter.js';
 import { trustRefusal } from './trustLevels.js';
+import type { LogFn } from '../../log.js';
 
 /** Below this confidence a completed answer is reported as `partial` (spec: "completed with caveats"). */
 export const LOW_CONFIDENCE = 0.5;
@@ -35,7 +36,7 @@ export interface AmpServiceDeps {
   /** First retry delay of reply_to deliveries (doubled per attempt). */
   callbackRetryDelayMs?: number;
   callbackAttempts?: number;
-  log?: (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
+  log?: LogFn;
 }
 
 /** An AMP response and the HTTP status it travels with. */

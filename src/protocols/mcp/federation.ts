@@ -33,6 +33,7 @@ import {
   type TlsPinStore,
 } from './tlsPins.js';
 import { federatedCatalog, ToolNamer, type FederatedTool } from './toolNames.js';
+import type { LogFn } from '../../log.js';
 
 export type { McpCallCredentials } from './callAuth.js';
 export type { FederatedTool } from './toolNames.js';
@@ -55,7 +56,7 @@ export interface McpFederationOptions {
   pins?: TlsPinStore;
   /** Sent as `X-AMF-Coordinator-Fingerprint` on every forwarded request. */
   coordinatorFingerprint?: string;
-  log?: (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
+  log?: LogFn;
 }
 
 interface AgentTools {

@@ -1,0 +1,137 @@
+/**
+ * Retries (LOCKED #6): a task that found no claimant within its TTL, or whose worker fell silent or
+ * went offline, is announced again while it has retries left — with the next attempt number — and
+ * otherwise ends as expired (never claimed) or failed (lost its worker).
+ */
+import { createEvent, type EventSender } from '../events/cloudEvent.js';
+import type { AnnouncePayload } from '../events/payloads.js';
+import { announceSubject } from '../events/subjects.js';
+import { isTerminal } from '../events/taskStateMachine.js';
+import type { TaskEndings } from './taskEndings.js';
+import type { TaskAgents, TaskFabric, TaskNotices, TaskRecord } from './taskRecord.js';
+import type { TaskTable } from './taskTable.js';
+import type { LifecycleClock, TaskTimers } from './taskTimers.js';
+
+export interface RetryDeps {
+  fabric: TaskFabric;
+  agents: TaskAgents;
+  notices: TaskNotices;
+  sender: EventSender;
+  clock: LifecycleClock;
+  table: TaskTable;
+  timers: TaskTimers;
+  endings: TaskEndings;
+}
+
+export class TaskRetries {
+  constructor(private readonly deps: RetryDeps) {}
+
+  /** No claim within the TTL: republish after the retry delay, or expire with no retries left. */
+  ttlExpired(task: TaskRecord): void {
+    const retrying = task.retriesLeft > 0;
+    this.deps.notices.warn(
+      {
+        reason: 'task_ttl_expired',
+        message: `task ${task.taskId} was not claimed within ${task.ttlSeconds}s${retrying ? `; republishing (${task.retriesLeft} retries left)` : ''}`,
+        task_id: task.taskId,
+        retrying,
+        ...(retrying ? {} : { terminal: true, state: 'expired' as const }),
+      },
+      {
+        traceId: task.traceId,
+        ...(!retrying && task.announce.data.payload.reply_subject
+          ? { extraSubject: task.announce.data.payload.reply_subject }
+          : {}),
+      },
+    );
+    if (!retrying) {
+      this.deps.endings.finish(task, 'expire', {
+        reason: 'task_ttl_expired',
+        message: 'no claim within TTL',
+      });
+      return;
+    }
+    task.retriesLeft -= 1;
+    this.deps.timers.armRetryDelay(task);
+  }
+
+  /** Publishes the next attempt of a task, unless nobody serves its tag any more. */
+  reannounce(task: TaskRecord): void {
+    if (isTerminal(task.state)) return;
+    if (!this.deps.agents.servesTag(task.tag)) {
+      this.deps.endings.fail(
+        task,
+        'no_agent_for_tag',
+        `no live agent serves capability "${task.tag}" any more`,
+      );
+      return;
+    }
+    task.attempt += 1;
+    delete task.claimedBy;
+    if (!this.deps.table.transition(task, 'reannounce')) return;
+    const payload: AnnouncePayload = {
+      ...task.announce.data.payload,
+      attempt: task.attempt,
+      max_retries: task.retriesLeft,
+    };
+    const event = createEvent({
+      type: 'amf.task.announce',
+      sender: this.deps.sender,
+      payload,
+      taskId: task.taskId,
+      traceId: task.traceId,
+      ttlSeconds: task.ttlSeconds,
+      ...(task.parentTaskId ? { parentId: task.parentTaskId } : {}),
+      delegationChain: task.chain,
+    });
+    task.announce = event;
+    task.lastActivity = this.deps.clock.now();
+    this.deps.timers.armTtl(task);
+    this.deps.fabric.publish(event, announceSubject(task.tag));
+  }
+
+  /** The watchdog saw no sign of the claimant for its whole window. */
+  workerSilent(task: TaskRecord, silentForMs: number): void {
+    this.recoverFromLostWorker(
+      task,
+      'worker_silent',
+      `worker ${task.claimedBy ?? '?'} was silent for ${Math.round(silentForMs / 1000)}s`,
+    );
+  }
+
+  /** The registry marked an agent offline: every task it held is recovered. */
+  agentLost(agentId: string): void {
+    for (const task of this.deps.table.active.values()) {
+      if (
+        task.owned &&
+        task.claimedBy === agentId &&
+        (task.state === 'claimed' || task.state === 'blocked')
+      ) {
+        this.recoverFromLostWorker(task, 'worker_offline', `worker ${agentId} went offline`);
+      }
+    }
+  }
+
+  /** Re-announces a task whose worker vanished while retries remain, else fails it. */
+  private recoverFromLostWorker(
+    task: TaskRecord,
+    reason: 'worker_silent' | 'worker_offline',
+    message: string,
+  ): void {
+    if (task.retriesLeft > 0 && this.deps.agents.servesTag(task.tag)) {
+      this.deps.notices.warn(
+        {
+          reason,
+          message: `${message}; re-announcing task ${task.taskId}`,
+          task_id: task.taskId,
+          retrying: true,
+        },
+        { traceId: task.traceId },
+      );
+      task.retriesLeft -= 1;
+      this.reannounce(task);
+      return;
+    }
+    this.deps.endings.fail(task, reason, `${message}; no retries left`);
+  }
+}
