@@ -4,27 +4,12 @@
  * in the URL, never a cloud metadata or link-local address, only the host the card was fetched from,
  * no redirect followed behind our back, and response bodies capped.
  */
-import { isIP } from 'node:net';
 import { AmfError } from '../errors.js';
-import { isMetadataHost } from '../mcpClient/limits.js';
+import { isNeverFetchedHost, sameHost } from '../net/hostRules.js';
 import { readCappedText as readWithin } from '../util/readCappedText.js';
 
 /** Largest JSON response (one JSON-RPC or REST body) accepted from a remote agent. */
 export const MAX_A2A_RESPONSE_BYTES = 10 * 1024 * 1024;
-
-/** True for names that mean "this machine", so `localhost` and `127.0.0.1` count as one host. */
-function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (host === 'localhost' || host.endsWith('.localhost')) return true;
-  if (isIP(host) === 4) return host.startsWith('127.');
-  return host === '::1' || host === '::ffff:127.0.0.1';
-}
-
-/** True when two hostnames name the same host for the same-host rule. */
-export function sameHost(a: string, b: string): boolean {
-  if (a.toLowerCase() === b.toLowerCase()) return true;
-  return isLoopbackHost(a) && isLoopbackHost(b);
-}
 
 /**
  * Parses and checks a URL an A2A agent is reached at. `what` names it in the error ("agent card URL
@@ -41,7 +26,7 @@ export function checkAgentUrl(value: string | URL, what: string): URL {
     throw new AmfError('INVALID_REQUEST', `${what} must be http(s), got ${url.protocol}`);
   if (url.username || url.password)
     throw new AmfError('INVALID_REQUEST', `${what} must not carry credentials`);
-  if (isMetadataHost(url.hostname))
+  if (isNeverFetchedHost(url.hostname))
     throw new AmfError(
       'INVALID_REQUEST',
       `${what}: host ${url.hostname} is a cloud metadata or link-local address; refused`,

@@ -3,7 +3,7 @@
  * host the agent advertised as its endpoint, no redirect to another host, never a cloud metadata
  * address, bounded in time and size.
  */
-import { isIP } from 'node:net';
+import { isNeverFetchedHost } from '../net/hostRules.js';
 import { readCappedText } from '../util/readCappedText.js';
 
 export interface CardFetchOptions {
@@ -29,15 +29,6 @@ export class CardFetchError extends Error {
   }
 }
 
-/** Link-local and cloud metadata addresses are never fetched, whatever an agent advertises. */
-function isForbiddenHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (host === 'metadata.google.internal' || host === 'metadata') return true;
-  if (isIP(host) === 4) return host.startsWith('169.254.') || host === '100.100.100.200';
-  if (isIP(host) === 6) return host.startsWith('fe80:') || host === 'fd00:ec2::254';
-  return false;
-}
-
 function checkUrl(value: string, allowedHost: string): URL {
   let url: URL;
   try {
@@ -49,7 +40,8 @@ function checkUrl(value: string, allowedHost: string): URL {
     throw new CardFetchError('card_url_invalid', `card URL must be http(s), got ${url.protocol}`);
   if (url.username || url.password)
     throw new CardFetchError('card_url_invalid', 'card URL must not carry credentials');
-  if (isForbiddenHost(url.hostname))
+  // Link-local and cloud metadata addresses are never fetched, whatever an agent advertises.
+  if (isNeverFetchedHost(url.hostname))
     throw new CardFetchError(
       'card_url_invalid',
       `card host ${url.hostname} is a link-local or metadata address`,

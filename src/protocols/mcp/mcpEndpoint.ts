@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { readBody } from '../../http/httpKit.js';
+import { isLoopbackHost } from '../../net/hostRules.js';
 import { StatelessMcp, type McpToolSurface } from './statelessMcp.js';
 
 export type { McpToolSurface } from './statelessMcp.js';
@@ -62,7 +63,7 @@ export function originAllowed(origin: string | undefined, extra: readonly string
     return false;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
-  return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  return isLoopbackHost(url.hostname);
 }
 
 const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
