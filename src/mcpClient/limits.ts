@@ -3,7 +3,7 @@
  * stdio and HTTP transports, the hub and `amf mcp` cannot drift apart.
  */
 import { AmfError } from '../errors.js';
-import { isNeverFetchedHost } from '../net/hostRules.js';
+import { checkUrl, createGuardedFetch, type GuardedFetch } from '../net/guardedFetch.js';
 
 /** Per-request timeout when a server entry sets none (matches the config default of 30 s). */
 export const DEFAULT_MCP_TIMEOUT_MS = 30_000;
@@ -19,25 +19,26 @@ export const MAX_TOOL_RESULT_CHARS = 50_000;
  * Throws INVALID_REQUEST naming the server so the log line says which entry to fix.
  */
 export function checkServerUrl(server: string, value: string | URL): URL {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new AmfError(
-      'INVALID_REQUEST',
-      `MCP server "${server}": URL "${String(value).slice(0, 100)}" does not parse`,
-    );
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new AmfError('INVALID_REQUEST', `MCP server "${server}": URL must be http(s), got ${url.protocol}`);
-  if (url.username || url.password)
-    throw new AmfError('INVALID_REQUEST', `MCP server "${server}": URL must not carry credentials`);
-  if (isNeverFetchedHost(url.hostname))
-    throw new AmfError(
-      'INVALID_REQUEST',
-      `MCP server "${server}": host ${url.hostname} is a cloud metadata or link-local address; refused`,
-    );
-  return url;
+  return checkUrl(value, { what: `MCP server "${server}": URL` });
+}
+
+/**
+ * The guarded fetch of one MCP server's Streamable HTTP transport: every URL it is asked for is
+ * checked, 3xx answers go back to the SDK (which calls again for a hop it follows, so each hop is
+ * checked), and each message is capped: a JSON body as a whole, an SSE stream per event because a
+ * long-lived stream carries many messages.
+ */
+export function createMcpFetch(
+  server: string,
+  options: { maxMessageBytes?: number; onOversize?: (err: AmfError) => void } = {},
+): GuardedFetch {
+  return createGuardedFetch({
+    what: `MCP server "${server}"`,
+    redirects: 'return',
+    maxBytes: options.maxMessageBytes ?? MAX_MCP_MESSAGE_BYTES,
+    streamCap: 'per-event',
+    ...(options.onOversize ? { onOversize: options.onOversize } : {}),
+  });
 }
 
 /**

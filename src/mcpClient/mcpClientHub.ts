@@ -14,9 +14,9 @@ import { AmfError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { isLoopbackHost } from '../net/hostRules.js';
 import { VERSION } from '../version.js';
-import { createGuardedFetch } from './guardedFetch.js';
 import {
   checkServerUrl,
+  createMcpFetch,
   DEFAULT_MCP_TIMEOUT_MS,
   MAX_MCP_MESSAGE_BYTES,
   MAX_TOOL_RESULT_CHARS,
@@ -165,7 +165,7 @@ export class McpClientHub {
         );
       const headers = this.opts.headers?.[config.name];
       transport = new StreamableHTTPClientTransport(url, {
-        fetch: createGuardedFetch({ server: config.name, maxMessageBytes, onOversize: oversize }),
+        fetch: createMcpFetch(config.name, { maxMessageBytes, onOversize: oversize }),
         ...(headers ? { requestInit: { headers } } : {}),
       });
     } else {
