@@ -61,6 +61,7 @@ export async function fetchAgentCard(
   const policy: GuardedFetchOptions = {
     what: 'card',
     host: new URL(endpoint).hostname,
+    // The same rules as validateAdvertisement's cardUrlRefusal, so an admitted card URL passes here.
     hostRole: 'the advertised endpoint host',
     loopbackIsOneHost: false,
     redirects: options.maxRedirects ?? 3,
