@@ -9,7 +9,7 @@ import { DefaultAgentCardResolver } from '@a2a-js/sdk/client';
 import type { AgentCard, AgentSkill } from '@a2a-js/sdk';
 import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from '@a2a-js/sdk';
 import { AmfError } from '../errors.js';
-import { checkAgentUrl, readCappedText } from './guardedFetch.js';
+import { checkUrl, guardedFetch, NetError } from '../net/guardedFetch.js';
 
 /** Time allowed for fetching a card, the whole exchange included. */
 export const CARD_TIMEOUT_MS = 30_000;
@@ -95,28 +95,41 @@ export function cardSkills(card: AgentCard): AgentSkill[] {
 
 /** Fetches the card of the agent at `agentUrl`. */
 export async function fetchAgentCard(agentUrl: string, options: CardFetchOptions = {}): Promise<FetchedCard> {
-  const url = checkAgentUrl(agentUrl, 'A2A agent URL');
+  const url = checkUrl(agentUrl, { what: 'A2A agent URL' });
   const timeoutMs = options.timeoutMs ?? CARD_TIMEOUT_MS;
   const maxBytes = options.maxBytes ?? MAX_CARD_BYTES;
-  const timeout = AbortSignal.timeout(timeoutMs);
-  const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
+  // One deadline for the whole exchange, however many well-known paths are tried.
+  const deadline = Date.now() + timeoutMs;
   const tried: string[] = [];
   for (const candidate of cardCandidates(url)) {
     let res: Response;
     try {
-      res = await fetch(candidate, {
-        redirect: 'manual',
-        signal,
-        headers: {
-          accept: 'application/json',
-          [A2A_VERSION_HEADER]: A2A_PROTOCOL_VERSION,
-          ...options.headers,
+      res = await guardedFetch(
+        candidate,
+        {
+          headers: {
+            accept: 'application/json',
+            [A2A_VERSION_HEADER]: A2A_PROTOCOL_VERSION,
+            ...options.headers,
+          },
         },
-      });
+        {
+          what: `agent card at ${candidate.href}`,
+          redirects: 'refuse',
+          timeoutMs: Math.max(1, deadline - Date.now()),
+          ...(options.signal ? { signal: options.signal } : {}),
+          maxBytes,
+          // A card is one JSON document: an event stream gets the same whole-body cap.
+          streamCap: maxBytes,
+          buffer: true,
+        },
+      );
     } catch (err) {
-      if (timeout.aborted)
+      if (err instanceof NetError && err.reason === 'timeout')
         throw new AmfError('TIMEOUT', `agent card fetch from ${url.origin} took longer than ${timeoutMs} ms`);
-      if (signal.aborted) throw new AmfError('UNAVAILABLE', 'agent card fetch was cancelled');
+      // Refusals (redirect, size) come as AmfErrors already.
+      if (err instanceof AmfError) throw err;
+      if (options.signal?.aborted) throw new AmfError('UNAVAILABLE', 'agent card fetch was cancelled');
       // fetch says only "fetch failed"; the cause says why (ECONNREFUSED, bad port, DNS).
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       throw new AmfError(
@@ -129,25 +142,12 @@ export async function fetchAgentCard(agentUrl: string, options: CardFetchOptions
       tried.push(candidate.href);
       continue;
     }
-    if (res.status >= 300 && res.status < 400) {
-      await res.body?.cancel().catch(() => undefined);
-      throw new AmfError(
-        'UNAVAILABLE',
-        `agent card at ${candidate.href} answered a redirect (HTTP ${res.status}); give the final URL`,
-      );
-    }
     if (!res.ok) {
       await res.body?.cancel().catch(() => undefined);
       throw new AmfError('UNAVAILABLE', `agent card at ${candidate.href} answered HTTP ${res.status}`);
     }
-    let text: string;
-    try {
-      text = await readCappedText(res, maxBytes, `agent card at ${candidate.href}`);
-    } catch (err) {
-      if (timeout.aborted)
-        throw new AmfError('TIMEOUT', `agent card fetch from ${url.origin} took longer than ${timeoutMs} ms`);
-      throw err;
-    }
+    // The body was read under the cap and the timeout by the guarded fetch.
+    const text = await res.text();
     let raw: unknown;
     try {
       raw = JSON.parse(text);

@@ -16,7 +16,7 @@ import { Role, type AgentCard, type AgentSkill, type Message, type SendMessageRe
 import { A2AError } from '@a2a-js/sdk/errors';
 import { AmfError } from '../errors.js';
 import { cardSkills, fetchAgentCard, type CardFetchOptions } from './agentCard.js';
-import { createAgentFetch } from './guardedFetch.js';
+import { createGuardedFetch } from '../net/guardedFetch.js';
 import {
   isFinalState,
   replyFromResult,
@@ -28,6 +28,9 @@ import {
 
 /** Time one message may take end to end unless the caller says otherwise. */
 export const DEFAULT_SEND_TIMEOUT_MS = 120_000;
+
+/** Largest JSON response (one JSON-RPC or REST body) accepted from a remote agent. */
+export const MAX_A2A_RESPONSE_BYTES = 10 * 1024 * 1024;
 
 /** Largest task text we send (the remote agent has its own limits; this keeps ours). */
 export const MAX_SEND_TEXT_BYTES = 1024 * 1024;
@@ -88,11 +91,18 @@ export class RemoteA2aAgent {
   static async connect(url: string, options: ConnectOptions = {}): Promise<RemoteA2aAgent> {
     const fetched = await fetchAgentCard(url, options);
     const name = options.name ?? fetched.card.name.slice(0, 64);
-    const fetchImpl = createAgentFetch({
-      agent: name,
+    // Every call goes only to the host the card came from (a card chooses its interface URLs),
+    // redirects refused, JSON bodies read under the cap; SSE passes (the SDK bounds each event).
+    const fetchImpl = createGuardedFetch({
+      what: `A2A agent "${name}"`,
       host: new URL(fetched.cardUrl).hostname,
+      hostRole: 'the host its card came from',
+      redirects: 'refuse',
+      maxBytes: MAX_A2A_RESPONSE_BYTES,
+      streamCap: 'none',
+      buffer: true,
       ...(options.headers ? { headers: options.headers } : {}),
-    });
+    }) as typeof fetch;
     const factory = new ClientFactory(
       ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
         transports: [

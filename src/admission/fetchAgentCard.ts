@@ -3,9 +3,8 @@
  * host the agent advertised as its endpoint, no redirect to another host, never a cloud metadata
  * address, bounded in time and size.
  */
-import { isIP } from 'node:net';
-import { readCappedText } from '../util/readCappedText.js';
 import { AmfError } from '../errors.js';
+import { guardedFetch, NetError, type GuardedFetchOptions } from '../net/guardedFetch.js';
 
 export interface CardFetchOptions {
   timeoutMs?: number;
@@ -32,112 +31,69 @@ export class CardFetchError extends AmfError {
   }
 }
 
-/** Link-local and cloud metadata addresses are never fetched, whatever an agent advertises. */
-function isForbiddenHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (host === 'metadata.google.internal' || host === 'metadata') return true;
-  if (isIP(host) === 4) return host.startsWith('169.254.') || host === '100.100.100.200';
-  if (isIP(host) === 6) return host.startsWith('fe80:') || host === 'fd00:ec2::254';
-  return false;
-}
-
-function checkUrl(value: string, allowedHost: string): URL {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new CardFetchError('card_url_invalid', `card URL "${value.slice(0, 100)}" does not parse`);
+/** The admission vocabulary for a refusal of the guarded fetch. */
+function cardError(err: NetError): CardFetchError {
+  switch (err.reason) {
+    case 'url_invalid':
+    case 'host_refused':
+      return new CardFetchError('card_url_invalid', err.message, { cause: err });
+    case 'host_mismatch':
+      // Only the first URL can be another host: guardedFetch reports a redirect there as redirect_refused.
+      return new CardFetchError('card_host_mismatch', err.message, { cause: err });
+    case 'redirect_refused':
+      return new CardFetchError('card_redirect_refused', err.message, { cause: err });
+    case 'too_large':
+      return new CardFetchError('card_too_large', err.message, { cause: err });
+    case 'timeout':
+      return new CardFetchError('card_timeout', err.message, { cause: err });
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new CardFetchError('card_url_invalid', `card URL must be http(s), got ${url.protocol}`);
-  if (url.username || url.password)
-    throw new CardFetchError('card_url_invalid', 'card URL must not carry credentials');
-  if (isForbiddenHost(url.hostname))
-    throw new CardFetchError(
-      'card_url_invalid',
-      `card host ${url.hostname} is a link-local or metadata address`,
-    );
-  if (url.hostname.toLowerCase() !== allowedHost.toLowerCase())
-    throw new CardFetchError(
-      'card_host_mismatch',
-      `card host ${url.hostname} is not the advertised endpoint host ${allowedHost}`,
-    );
-  return url;
-}
-
-async function readBounded(res: Response, maxBytes: number): Promise<string> {
-  const read = await readCappedText(res, maxBytes);
-  if (read.ok) return read.text;
-  throw new CardFetchError(
-    'card_too_large',
-    read.declaredBytes !== undefined
-      ? `card is ${read.declaredBytes} bytes; limit ${maxBytes}`
-      : `card exceeds ${maxBytes} bytes`,
-  );
 }
 
 /**
- * Fetches and parses the agent card at `cardUrl`, allowed only on the host of `endpoint`. Redirects
- * are followed by hand so each hop is checked against the same host rule.
+ * Fetches and parses the agent card at `cardUrl`, allowed only on the host of `endpoint` (compared
+ * exactly: an advertised 127.0.0.1 does not admit a card on `localhost`). Redirects are followed by
+ * the guarded fetch, each hop checked against the same host rule.
  */
 export async function fetchAgentCard(
   cardUrl: string,
   endpoint: string,
   options: CardFetchOptions = {},
 ): Promise<Record<string, unknown>> {
-  const allowedHost = new URL(endpoint).hostname;
   const timeoutMs = options.timeoutMs ?? 3000;
   const maxBytes = options.maxBytes ?? 64 * 1024;
-  const signal = AbortSignal.timeout(timeoutMs);
-  let url = checkUrl(cardUrl, allowedHost);
-  for (let hop = 0; ; hop++) {
-    let res: Response;
-    try {
-      res = await fetch(url, { redirect: 'manual', signal, headers: { accept: 'application/json' } });
-    } catch (err) {
-      if (signal.aborted)
-        throw new CardFetchError('card_timeout', `card fetch took longer than ${timeoutMs} ms`);
-      throw new CardFetchError('card_http_error', `card fetch failed: ${(err as Error).message}`, {
-        cause: err,
-      });
-    }
-    if (res.status >= 300 && res.status < 400) {
-      await res.body?.cancel();
-      const location = res.headers.get('location');
-      if (!location || hop >= (options.maxRedirects ?? 3))
-        throw new CardFetchError('card_redirect_refused', 'too many or empty redirects');
-      try {
-        url = checkUrl(new URL(location, url).href, allowedHost);
-      } catch (err) {
-        if (err instanceof CardFetchError && err.code === 'card_host_mismatch')
-          throw new CardFetchError(
-            'card_redirect_refused',
-            `redirect to another host refused: ${err.message}`,
-          );
-        throw err;
-      }
-      continue;
-    }
+  const policy: GuardedFetchOptions = {
+    what: 'card',
+    host: new URL(endpoint).hostname,
+    // The same rules as validateAdvertisement's cardUrlRefusal, so an admitted card URL passes here.
+    hostRole: 'the advertised endpoint host',
+    loopbackIsOneHost: false,
+    redirects: options.maxRedirects ?? 3,
+    timeoutMs,
+    maxBytes,
+    // A card is one JSON document: an event stream gets the same whole-body cap.
+    streamCap: maxBytes,
+    buffer: true,
+  };
+  let text: string;
+  try {
+    const res = await guardedFetch(cardUrl, { headers: { accept: 'application/json' } }, policy);
     if (!res.ok) {
       await res.body?.cancel();
       throw new CardFetchError('card_http_error', `card fetch answered HTTP ${res.status}`);
     }
-    let text: string;
-    try {
-      text = await readBounded(res, maxBytes);
-    } catch (err) {
-      if (signal.aborted)
-        throw new CardFetchError('card_timeout', `card fetch took longer than ${timeoutMs} ms`);
-      throw err;
-    }
-    let card: unknown;
-    try {
-      card = JSON.parse(text);
-    } catch {
-      throw new CardFetchError('card_not_json', 'card is not JSON');
-    }
-    if (typeof card !== 'object' || card === null || Array.isArray(card))
-      throw new CardFetchError('card_not_json', 'card is not a JSON object');
-    return card as Record<string, unknown>;
+    text = await res.text();
+  } catch (err) {
+    if (err instanceof CardFetchError) throw err;
+    if (err instanceof NetError) throw cardError(err);
+    throw new CardFetchError('card_http_error', `card fetch failed: ${(err as Error).message}`);
   }
+  let card: unknown;
+  try {
+    card = JSON.parse(text);
+  } catch {
+    throw new CardFetchError('card_not_json', 'card is not JSON');
+  }
+  if (typeof card !== 'object' || card === null || Array.isArray(card))
+    throw new CardFetchError('card_not_json', 'card is not a JSON object');
+  return card as Record<string, unknown>;
 }

@@ -7,6 +7,7 @@ import type { RawAdvertisement } from '../discovery/advertisement.js';
 import { MAX_TXT_BYTES } from '../discovery/advertisement.js';
 import type { AgentRecord } from '../events/agentRecord.js';
 import { CAPABILITY_TAG_PATTERN } from '../events/subjects.js';
+import { checkUrl, NetError } from '../net/guardedFetch.js';
 
 /** Stable reason codes of deterministic denials. */
 export type ValidationReason =
@@ -20,6 +21,7 @@ export type ValidationReason =
   | 'invalid_protocol'
   | 'mcp_url_required'
   | 'invalid_url'
+  | 'card_url_refused'
   | 'invalid_value';
 
 export type AdvertisementCheck =
@@ -59,6 +61,28 @@ export function parseAgentUrl(value: string): URL | undefined {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
   if (url.username || url.password) return undefined;
   return url;
+}
+
+/**
+ * Why an advertised `card=` URL can never be fetched, or undefined when it can: it must be http(s)
+ * without credentials, never a link-local or cloud metadata address, and on exactly the endpoint's
+ * host. These are the card fetch's own rules (net/guardedFetch.ts `checkUrl` with the same
+ * options), applied up front so an advertisement that points the coordinator at a metadata
+ * address or another host is denied deterministically instead of being scored and admitted.
+ */
+export function cardUrlRefusal(card: string, endpoint: URL): string | undefined {
+  try {
+    checkUrl(card, {
+      what: `card "${card.slice(0, 80)}"`,
+      host: endpoint.hostname,
+      hostRole: 'the host of ep=',
+      loopbackIsOneHost: false,
+    });
+    return undefined;
+  } catch (err) {
+    if (err instanceof NetError) return err.message;
+    throw err;
+  }
 }
 
 /** Checks a raw advertisement and maps it to an AgentRecord; never throws. */
@@ -112,8 +136,10 @@ export function validateAdvertisement(raw: RawAdvertisement): AdvertisementCheck
   } else if (txt.mcp !== undefined && !parseAgentUrl(txt.mcp)) {
     return fail('invalid_url', `mcp "${txt.mcp.slice(0, 80)}" is not an http(s) URL`);
   }
-  if (txt.card !== undefined && !parseAgentUrl(txt.card))
-    return fail('invalid_url', `card "${txt.card.slice(0, 80)}" is not an http(s) URL`);
+  if (txt.card !== undefined) {
+    const refusal = cardUrlRefusal(txt.card, endpoint);
+    if (refusal) return fail('card_url_refused', refusal);
+  }
   if (txt.td !== undefined && !TRUST_DOMAIN_PATTERN.test(txt.td))
     return fail('invalid_value', `td "${txt.td.slice(0, 40)}" is not a trust domain name`);
   if (txt.vis !== undefined && !['local', 'mesh', 'public'].includes(txt.vis))

@@ -8,7 +8,8 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Server } from 'node:http';
 import { Router, sendJson } from '../http/httpKit.js';
-import { closeServer, listen, serveRouter } from './workerHttp.js';
+import { serveRouter } from './workerHttp.js';
+import { closeServer, listen } from '../net/httpServer.js';
 import { startWorker, type RunningWorker } from './workerApp.js';
 import type { RoleCredential } from '../fabric/credentials.js';
 import { isCapabilityTag } from '../events/subjects.js';

@@ -19,7 +19,7 @@ import { taskSnapshot } from '../coordinator/sharedState.js';
 import { handleChatCompletion, listModels, sendOpenAiError } from '../protocols/openai/chatCompletions.js';
 import { EventStreamHub } from '../http/eventStream.js';
 import { Router, decodePathSegment, readBody, requestUrl, sendError, sendJson } from '../http/httpKit.js';
-import { closeServer, listen } from './workerHttp.js';
+import { closeServer, listen } from '../net/httpServer.js';
 import { createServer } from 'node:http';
 import { VERSION } from '../version.js';
 import { McpAuditLog } from '../protocols/mcp/mcpAudit.js';

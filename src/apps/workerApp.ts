@@ -11,13 +11,8 @@ import { MeshWorker } from '../worker/meshWorker.js';
 import { agentRecordToTxt } from '../discovery/txtRecord.js';
 import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdvertiser.js';
 import type { WorkerHandler } from '../worker/handlerApi.js';
-import {
-  closeServer,
-  createRouterServer,
-  listen,
-  workerRouter,
-  type WorkerHttpOptions,
-} from './workerHttp.js';
+import { createRouterServer, workerRouter, type WorkerHttpOptions } from './workerHttp.js';
+import { closeServer, listen } from '../net/httpServer.js';
 import type { Router } from '../http/httpKit.js';
 import { createWorkerMcpEndpoint } from '../protocols/mcp/workerMcp.js';
 import { MCP_PROTOCOL } from '../protocols/mcp/mcpEndpoint.js';

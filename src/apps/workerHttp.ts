@@ -3,9 +3,8 @@
  * as mesh tasks, with the same events published on NATS), and `/health`.
  */
 import { createServer, type Server } from 'node:http';
-import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
+import { createServer as createHttpsServer } from 'node:https';
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import { AmfError } from '../errors.js';
 import { Router, readJsonObject, requestUrl, sendError, sendJson } from '../http/httpKit.js';
 import type { MeshWorker } from '../worker/meshWorker.js';
@@ -36,29 +35,6 @@ export interface WorkerHttpServer {
   server: Server;
   url: string;
   close(): Promise<void>;
-}
-
-/** Listens on host:port (0 = any free port) and returns the bound URL. */
-export async function listen(server: Server, host: string, port: number): Promise<string> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address() as AddressInfo;
-  const h = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-  return `${server instanceof HttpsServer ? 'https' : 'http'}://${h}:${addr.port}`;
-}
-
-/** Closes a server, ending idle keep-alive connections so close() does not hang. */
-export function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-    setTimeout(() => server.closeAllConnections(), 2000).unref();
-  });
 }
 
 /** Builds the router of a running worker whose HTTP endpoint is `endpoint`. */

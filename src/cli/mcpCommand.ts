@@ -18,8 +18,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { AmfError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { createGuardedFetch } from '../mcpClient/guardedFetch.js';
-import { checkServerUrl } from '../mcpClient/limits.js';
+import { checkServerUrl, createMcpFetch } from '../mcpClient/limits.js';
 import { VERSION } from '../version.js';
 
 /**
@@ -65,7 +64,7 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
   try {
     await upstream.connect(
       new StreamableHTTPClientTransport(endpoint, {
-        fetch: createGuardedFetch({ server: 'coordinator' }),
+        fetch: createMcpFetch('coordinator'),
         requestInit: { headers },
       }),
     );

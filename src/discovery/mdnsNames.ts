@@ -6,6 +6,7 @@
  */
 import { hostname, networkInterfaces } from 'node:os';
 import { isIPv4, isIPv6 } from 'node:net';
+import { isLinkLocal } from '../net/hostRules.js';
 import { AmfError } from '../errors.js';
 
 /** A DNS label holds at most 63 bytes (RFC 1035). */
@@ -88,7 +89,8 @@ export function hostAddresses(interfaceAddress: string | undefined): string[] {
   if (interfaceAddress !== undefined) return [interfaceAddress];
   const all = Object.values(networkInterfaces()).flatMap((list) => list ?? []);
   const external = all
-    .filter((e) => !e.internal && (isIPv4(e.address) || (isIPv6(e.address) && !/^fe80:/i.test(e.address))))
+    // IPv6 link-local addresses need a zone to be reached, which an A/AAAA record cannot carry.
+    .filter((e) => !e.internal && (isIPv4(e.address) || (isIPv6(e.address) && !isLinkLocal(e.address))))
     .map((e) => e.address);
   const chosen =
     external.length > 0 ? external : all.filter((e) => e.internal && isIPv4(e.address)).map((e) => e.address);

@@ -4,7 +4,7 @@
  * hold an unbounded answer in memory. Streams get a larger cap than single JSON bodies because a
  * long answer travels as many small SSE events that each repeat some framing.
  */
-import { AmfError } from '../errors.js';
+import { createGuardedFetch } from '../net/guardedFetch.js';
 
 /** Largest non-streamed response body accepted from a model server. */
 export const MAX_MODEL_RESPONSE_BYTES = 8 * 1024 * 1024;
@@ -19,41 +19,20 @@ export interface BoundedFetchOptions {
   readonly fetch?: typeof fetch;
 }
 
-function capped(body: ReadableStream<Uint8Array>, limit: number, what: string): ReadableStream<Uint8Array> {
-  let count = 0;
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        count += chunk.byteLength;
-        if (count > limit) {
-          controller.error(new AmfError('PAYLOAD_TOO_LARGE', `${what} larger than ${limit} bytes refused`));
-          return;
-        }
-        controller.enqueue(chunk);
-      },
-    }),
-  );
-}
+/** Redirects a model server may send (e.g. a proxy adding a trailing slash); each hop is checked. */
+const MAX_MODEL_REDIRECTS = 5;
 
-/** Returns a fetch whose response bodies error once they pass the caps. */
+/**
+ * Returns a fetch whose response bodies error once they pass the caps. Redirects are followed here,
+ * not by fetch, so a model server (or a proxy in front of it) cannot bounce a request, with its API
+ * key, to a metadata address.
+ */
 export function createBoundedFetch(options: BoundedFetchOptions = {}): typeof fetch {
-  const base = options.fetch ?? fetch;
-  const maxBody = options.maxBodyBytes ?? MAX_MODEL_RESPONSE_BYTES;
-  const maxStream = options.maxStreamBytes ?? MAX_MODEL_STREAM_BYTES;
-  return async (input, init) => {
-    const res = await base(input, init);
-    if (!res.body || [101, 204, 205, 304].includes(res.status)) return res;
-    const isStream = (res.headers.get('content-type') ?? '').toLowerCase().includes('text/event-stream');
-    const limit = isStream ? maxStream : maxBody;
-    const declared = Number(res.headers.get('content-length'));
-    if (Number.isFinite(declared) && declared > limit) {
-      await res.body.cancel().catch(() => undefined);
-      throw new AmfError('PAYLOAD_TOO_LARGE', `model response of ${declared} bytes refused (limit ${limit})`);
-    }
-    return new Response(capped(res.body, limit, isStream ? 'model stream' : 'model response'), {
-      status: res.status,
-      statusText: res.statusText,
-      headers: res.headers,
-    });
-  };
+  return createGuardedFetch({
+    what: 'model',
+    redirects: MAX_MODEL_REDIRECTS,
+    maxBytes: options.maxBodyBytes ?? MAX_MODEL_RESPONSE_BYTES,
+    streamCap: options.maxStreamBytes ?? MAX_MODEL_STREAM_BYTES,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  }) as typeof fetch;
 }

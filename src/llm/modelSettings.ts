@@ -5,7 +5,7 @@
  * reported before the first user waits for an answer.
  */
 import { AmfError } from '../errors.js';
-import { isMetadataHost } from '../mcpClient/limits.js';
+import { isNeverFetchedHost } from '../net/hostRules.js';
 import type { ProviderKind } from './types.js';
 
 /** The AFM `model` block as the parser hands it over (every field optional, as in the spec). */
@@ -111,7 +111,7 @@ export function normalizeBaseUrl(kind: ProviderKind, raw: string): string {
     throw new AmfError('INVALID_REQUEST', `model.url must be http(s), got ${url.protocol}`);
   if (url.username || url.password)
     throw new AmfError('INVALID_REQUEST', 'model.url must not carry credentials; use model.authentication');
-  if (isMetadataHost(url.hostname))
+  if (isNeverFetchedHost(url.hostname))
     throw new AmfError(
       'INVALID_REQUEST',
       `model.url host ${url.hostname} is a cloud metadata or link-local address; refused`,

@@ -1,7 +1,7 @@
 /** The MCP client of AMF agents: the hub, its limits and its transports. */
 export * from './mcpClientHub.js';
 export * from './limits.js';
-export { createGuardedFetch, type GuardedFetchOptions } from './guardedFetch.js';
+export { createGuardedFetch, type GuardedFetchOptions } from '../net/guardedFetch.js';
 export {
   ClearedEnvStdioTransport,
   clearedEnvironment,

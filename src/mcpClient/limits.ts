@@ -2,8 +2,8 @@
  * The limits and refusals every MCP client connection of AMF applies, kept in one place so the
  * stdio and HTTP transports, the hub and `amf mcp` cannot drift apart.
  */
-import { isIP } from 'node:net';
 import { AmfError } from '../errors.js';
+import { checkUrl, createGuardedFetch, type GuardedFetch } from '../net/guardedFetch.js';
 
 /** Per-request timeout when a server entry sets none (matches the config default of 30 s). */
 export const DEFAULT_MCP_TIMEOUT_MS = 30_000;
@@ -14,59 +14,31 @@ export const MAX_MCP_MESSAGE_BYTES = 10 * 1024 * 1024;
 /** Tool results are cut to this many characters of text so one tool cannot flood a model's context. */
 export const MAX_TOOL_RESULT_CHARS = 50_000;
 
-// Exact cloud metadata endpoints (AWS/Azure/GCP IPv4, AWS IPv6, Alibaba) plus the link-local ranges
-// they live in: an MCP server URL is configuration a user may paste, never a way to read instance
-// credentials.
-const METADATA_NAMES = new Set(['metadata.google.internal', 'metadata', 'metadata.goog']);
-const METADATA_V4 = new Set(['169.254.169.254', '100.100.100.200']);
-
-/** True when `hostname` (as `URL.hostname` gives it) names a cloud metadata or link-local address. */
-export function isMetadataHost(hostname: string): boolean {
-  const host = hostname
-    .replace(/^\[|\]$/g, '')
-    .replace(/\.$/, '')
-    .toLowerCase();
-  if (METADATA_NAMES.has(host)) return true;
-  if (isIP(host) === 4) return METADATA_V4.has(host) || host.startsWith('169.254.');
-  if (isIP(host) === 6) {
-    if (host === 'fd00:ec2::254' || /^fe[89ab][0-9a-f]:/.test(host)) return true;
-    // IPv4-mapped IPv6 (::ffff:a9fe:a9fe is 169.254.169.254) must not smuggle an IPv4 target past us.
-    const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(host);
-    if (mapped) {
-      const hi = parseInt(mapped[1]!, 16);
-      const lo = parseInt(mapped[2]!, 16);
-      return isMetadataHost(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
-    }
-    const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(host);
-    if (dotted) return isMetadataHost(dotted[1]!);
-  }
-  return false;
-}
-
 /**
  * Parses and checks an MCP server URL: http(s) only, no credentials in it, never a metadata host.
  * Throws INVALID_REQUEST naming the server so the log line says which entry to fix.
  */
 export function checkServerUrl(server: string, value: string | URL): URL {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new AmfError(
-      'INVALID_REQUEST',
-      `MCP server "${server}": URL "${String(value).slice(0, 100)}" does not parse`,
-    );
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new AmfError('INVALID_REQUEST', `MCP server "${server}": URL must be http(s), got ${url.protocol}`);
-  if (url.username || url.password)
-    throw new AmfError('INVALID_REQUEST', `MCP server "${server}": URL must not carry credentials`);
-  if (isMetadataHost(url.hostname))
-    throw new AmfError(
-      'INVALID_REQUEST',
-      `MCP server "${server}": host ${url.hostname} is a cloud metadata or link-local address; refused`,
-    );
-  return url;
+  return checkUrl(value, { what: `MCP server "${server}": URL` });
+}
+
+/**
+ * The guarded fetch of one MCP server's Streamable HTTP transport: every URL it is asked for is
+ * checked, 3xx answers go back to the SDK (which calls again for a hop it follows, so each hop is
+ * checked), and each message is capped: a JSON body as a whole, an SSE stream per event because a
+ * long-lived stream carries many messages.
+ */
+export function createMcpFetch(
+  server: string,
+  options: { maxMessageBytes?: number; onOversize?: (err: AmfError) => void } = {},
+): GuardedFetch {
+  return createGuardedFetch({
+    what: `MCP server "${server}"`,
+    redirects: 'return',
+    maxBytes: options.maxMessageBytes ?? MAX_MCP_MESSAGE_BYTES,
+    streamCap: 'per-event',
+    ...(options.onOversize ? { onOversize: options.onOversize } : {}),
+  });
 }
 
 /**

@@ -12,10 +12,11 @@ import { ToolListChangedNotificationSchema, type Tool } from '@modelcontextproto
 import type { McpServerConfig, McpToolFilter } from '../config/config.js';
 import { AmfError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { isLoopbackHost } from '../net/hostRules.js';
 import { VERSION } from '../version.js';
-import { createGuardedFetch } from './guardedFetch.js';
 import {
   checkServerUrl,
+  createMcpFetch,
   DEFAULT_MCP_TIMEOUT_MS,
   MAX_MCP_MESSAGE_BYTES,
   MAX_TOOL_RESULT_CHARS,
@@ -96,11 +97,6 @@ export function toolAllowed(filter: McpToolFilter, name: string): boolean {
   return !filter.deny.includes(name);
 }
 
-function isLoopback(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
-}
-
 /** Connected MCP servers and their tools; create with `McpClientHub.connect`. */
 export class McpClientHub {
   private readonly byName = new Map<string, { conn: Connection; tool: NamespacedTool }>();
@@ -162,14 +158,14 @@ export class McpClientHub {
     let transport: Transport;
     if (config.transport === 'http') {
       const url = checkServerUrl(config.name, config.url);
-      if (this.opts.requireTls && url.protocol === 'http:' && !isLoopback(url.hostname))
+      if (this.opts.requireTls && url.protocol === 'http:' && !isLoopbackHost(url.hostname))
         throw new AmfError(
           'INVALID_REQUEST',
           `MCP server "${config.name}": plain http to ${url.hostname} refused (mcp.require_tls)`,
         );
       const headers = this.opts.headers?.[config.name];
       transport = new StreamableHTTPClientTransport(url, {
-        fetch: createGuardedFetch({ server: config.name, maxMessageBytes, onOversize: oversize }),
+        fetch: createMcpFetch(config.name, { maxMessageBytes, onOversize: oversize }),
         ...(headers ? { requestInit: { headers } } : {}),
       });
     } else {

@@ -12,6 +12,7 @@
 import type { RawAdvertisement } from '../discovery/advertisement.js';
 import { MAX_TXT_BYTES } from '../discovery/advertisement.js';
 import { isCapabilityTag } from '../events/subjects.js';
+import { bareHost, isLocalNetworkHost, sameHost } from '../net/hostRules.js';
 import {
   CONTROL_CHAR,
   INVISIBLE_CHAR,
@@ -239,68 +240,16 @@ function parseUrl(value: string): URL | undefined {
   }
 }
 
-/** Host name without IPv6 brackets or a trailing dot, lower case. */
-function bareHost(url: URL): string {
-  return url.hostname
-    .replace(/^\[|\]$/g, '')
-    .replace(/\.$/, '')
-    .toLowerCase();
-}
-
-function ipv4Octets(host: string): number[] | undefined {
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
-  if (!m) return undefined;
-  const octets = m.slice(1).map(Number);
-  return octets.every((o) => o <= 255) ? octets : undefined;
-}
-
-/** True for loopback hosts (127/8, ::1, localhost and *.localhost). */
-export function isLoopbackHost(host: string): boolean {
-  const v4 = ipv4Octets(host);
-  if (v4) return v4[0] === 127;
-  return host === '::1' || host === 'localhost' || host.endsWith('.localhost');
+/** Host name of a URL without IPv6 brackets or a trailing dot, lower case. */
+function urlHost(url: URL): string {
+  return bareHost(url.hostname);
 }
 
 /**
- * True when `host` can only be on the local network: loopback, RFC 1918, link-local, CGNAT
- * (100.64/10, used by overlay VPNs such as Tailscale), unspecified, IPv6 ULA/link-local, or a name
- * under a local-only suffix (.local for mDNS, .lan, .home.arpa, .internal...) or a single label.
- * Anything else may be on the internet; DNS is not consulted (the rules are pure).
+ * True when `host` can only be on the local network (the watcher's heuristic; hostRules is the one
+ * judge, re-exported here under the name the watcher's callers and tests use).
  */
-export function isLocalHost(host: string): boolean {
-  if (isLoopbackHost(host)) return true;
-  const v4 = ipv4Octets(host);
-  if (v4) {
-    const [a = 0, b = 0] = v4;
-    return (
-      a === 10 ||
-      a === 0 ||
-      (a === 172 && b >= 16 && b <= 31) ||
-      (a === 192 && b === 168) ||
-      (a === 169 && b === 254) ||
-      (a === 100 && b >= 64 && b <= 127)
-    );
-  }
-  if (host.includes(':')) {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(host);
-    if (mapped?.[1]) return isLocalHost(mapped[1]);
-    // The WHATWG parser writes mapped IPv4 in hex (::ffff:7f00:1); decode it back.
-    const hexMapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(host);
-    if (hexMapped?.[1] && hexMapped[2]) {
-      const hi = parseInt(hexMapped[1], 16);
-      const lo = parseInt(hexMapped[2], 16);
-      return isLocalHost(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
-    }
-    return host === '::' || /^f[cd][0-9a-f]{0,2}:/.test(host) || /^fe[89ab][0-9a-f]?:/.test(host);
-  }
-  if (!host.includes('.')) return host.length > 0;
-  return /\.(local|lan|home|home\.arpa|internal|localdomain|intranet|private)$/.test(host);
-}
-
-/** Two hosts are the same when equal, or both loopback (localhost vs 127.0.0.1 vs ::1). */
-function sameHost(a: string, b: string): boolean {
-  return a === b || (isLoopbackHost(a) && isLoopbackHost(b));
-}
+export const isLocalHost = isLocalNetworkHost;
 
 /** True when some base64-looking run in `value` mixes upper case, lower case and digits. */
 function hasEncodedBlob(value: string): boolean {
@@ -353,7 +302,7 @@ function checkUrl(value: string | undefined, findings: Findings): URL | undefine
   if (url.username || url.password || /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(value.trim())) {
     findings.add('url_credentials');
   }
-  if (bareHost(url).startsWith('xn--') || bareHost(url).includes('.xn--')) findings.add('punycode_host');
+  if (urlHost(url).startsWith('xn--') || urlHost(url).includes('.xn--')) findings.add('punycode_host');
   return url;
 }
 
@@ -399,11 +348,11 @@ export function scoreByRules(ad: RawAdvertisement): RulesResult {
     findings.add('bad_value');
   }
   if (visibility === 'local') {
-    if (ep && !isLocalHost(bareHost(ep))) findings.add('endpoint_not_local');
-    if (mcp && !isLocalHost(bareHost(mcp))) findings.add('endpoint_not_local');
+    if (ep && !isLocalHost(urlHost(ep))) findings.add('endpoint_not_local');
+    if (mcp && !isLocalHost(urlHost(mcp))) findings.add('endpoint_not_local');
   }
-  if (ep && card && !sameHost(bareHost(ep), bareHost(card))) findings.add('card_host_mismatch');
-  if (ep && mcp && !sameHost(bareHost(ep), bareHost(mcp))) findings.add('mcp_host_mismatch');
+  if (ep && card && !sameHost(urlHost(ep), urlHost(card))) findings.add('card_host_mismatch');
+  if (ep && mcp && !sameHost(urlHost(ep), urlHost(mcp))) findings.add('mcp_host_mismatch');
 
   if (splitTxtList(txt.proto).some((p) => !PROTOCOL_PATTERN.test(p))) findings.add('unusual_protocol');
 

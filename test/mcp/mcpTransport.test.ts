@@ -155,6 +155,9 @@ it('Origin rule', () => {
   expect(originAllowed('http://127.0.0.1:3000')).toBe(true);
   expect(originAllowed('http://[::1]')).toBe(true);
   expect(originAllowed('https://localhost.evil.example')).toBe(false);
+  expect(originAllowed('http://127.evil.example')).toBe(false);
+  expect(originAllowed('http://127.0.0.2:8080')).toBe(true);
+  expect(originAllowed('http://app.localhost')).toBe(true);
   expect(originAllowed('null')).toBe(false);
   expect(originAllowed('https://ide.example', ['https://ide.example'])).toBe(true);
 });

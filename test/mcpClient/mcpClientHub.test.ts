@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
 import type { McpServerConfig } from '../../src/config/config.js';
 import { McpClientHub } from '../../src/mcpClient/mcpClientHub.js';
-import { checkStdioCommand, isMetadataHost, truncateContent } from '../../src/mcpClient/limits.js';
+import { checkStdioCommand, truncateContent } from '../../src/mcpClient/limits.js';
+import { isNeverFetchedHost as isMetadataHost } from '../../src/net/hostRules.js';
 // @ts-expect-error plain JS fixture without types
 import { startMcpHttpFixture } from '../fixtures/mcpHttpServer.mjs';
 
@@ -224,14 +225,25 @@ describe('McpClientHub limits and refusals', () => {
           timeoutSeconds: 5,
           tools: noFilter,
         },
+        {
+          // A name that starts like a loopback address is still a name (it used to pass as local).
+          name: 'lookalike',
+          transport: 'http',
+          url: 'http://127.evil.example/mcp',
+          timeoutSeconds: 5,
+          tools: noFilter,
+        },
         stdio('local'),
       ],
       { requireTls: true },
     );
     try {
       expect(hub.servers).toEqual(['local']);
-      expect(hub.failures[0]!.error).toMatch(
+      expect(hub.failures.map((f) => f.error).join('\n')).toMatch(
         /plain http to mcp\.example\.invalid refused \(mcp\.require_tls\)/,
+      );
+      expect(hub.failures.map((f) => f.error).join('\n')).toMatch(
+        /plain http to 127\.evil\.example refused \(mcp\.require_tls\)/,
       );
     } finally {
       await hub.close();

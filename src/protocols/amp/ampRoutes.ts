@@ -4,9 +4,9 @@
  * Every answer, errors included, is an AMP response body.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isIP } from 'node:net';
 import type { Coordinator } from '../../coordinator/coordinator.js';
 import { toAmfError } from '../../errors.js';
+import { isLoopbackHost } from '../../net/hostRules.js';
 import { decodePathSegment, readBody, sendJson, type RouteHandler, type Router } from '../../http/httpKit.js';
 import { wireErrorFor } from '../../http/wireErrors.js';
 import { ampErrorResponse, validateAmpMessage, makeAmpResponse } from './ampMessage.js';
@@ -23,12 +23,6 @@ export interface AmpRouteDeps {
   card: () => Record<string, unknown>;
   /** First reply_to retry delay (tests shorten it). */
   callbackRetryDelayMs?: number;
-}
-
-function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  if (h === 'localhost' || h === '::1') return true;
-  return isIP(h) === 4 && h.startsWith('127.');
 }
 
 /** Sends an AMP error response for anything thrown while reading a request. */

@@ -10,8 +10,9 @@
 import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
 import { AmfError } from '../../errors.js';
+import { bareHost, hostKind, isMetadataHost } from '../../net/hostRules.js';
 
 /** Where callbacks may go. */
 export interface CallbackPolicy {
@@ -19,39 +20,20 @@ export interface CallbackPolicy {
   allowPrivate: boolean;
 }
 
-const NEVER = new BlockList();
-NEVER.addSubnet('0.0.0.0', 8, 'ipv4'); // "this network", unspecified
-NEVER.addSubnet('169.254.0.0', 16, 'ipv4'); // link-local, cloud metadata
-NEVER.addAddress('100.100.100.200', 'ipv4'); // Alibaba metadata
-NEVER.addSubnet('224.0.0.0', 4, 'ipv4'); // multicast
-NEVER.addSubnet('240.0.0.0', 4, 'ipv4'); // reserved, broadcast
-NEVER.addAddress('::', 'ipv6');
-NEVER.addSubnet('fe80::', 10, 'ipv6');
-NEVER.addSubnet('ff00::', 8, 'ipv6');
-NEVER.addAddress('fd00:ec2::254', 'ipv6'); // AWS metadata over IPv6
-const PRIVATE = new BlockList();
-PRIVATE.addSubnet('127.0.0.0', 8, 'ipv4');
-PRIVATE.addSubnet('10.0.0.0', 8, 'ipv4');
-PRIVATE.addSubnet('172.16.0.0', 12, 'ipv4');
-PRIVATE.addSubnet('192.168.0.0', 16, 'ipv4');
-PRIVATE.addSubnet('100.64.0.0', 10, 'ipv4');
-PRIVATE.addAddress('::1', 'ipv6');
-PRIVATE.addSubnet('fc00::', 7, 'ipv6');
-const METADATA_NAMES = new Set(['metadata.google.internal', 'metadata', 'metadata.goog']);
-
 /** Why an address may not be called back, or undefined when it may. */
 export function addressRefusal(address: string, policy: CallbackPolicy): string | undefined {
-  let ip = address.toLowerCase();
-  let family: 'ipv4' | 'ipv6' = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(ip);
-  if (mapped) {
-    ip = mapped[1]!;
-    family = 'ipv4';
-  }
-  if (isIP(ip) === 0) return `${address} is not an IP address`;
-  if (NEVER.check(ip, family))
+  if (isIP(bareHost(address)) === 0) return `${address} is not an IP address`;
+  // hostRules judges the address (IPv4-mapped IPv6 as the IPv4 it reaches).
+  const kind = hostKind(address);
+  if (
+    kind === 'metadata' ||
+    kind === 'link-local' ||
+    kind === 'unspecified' ||
+    kind === 'multicast' ||
+    kind === 'reserved'
+  )
     return `${address} is a link-local, metadata, unspecified or multicast address`;
-  if (!policy.allowPrivate && PRIVATE.check(ip, family))
+  if (!policy.allowPrivate && (kind === 'loopback' || kind === 'private'))
     return `${address} is a loopback or private address (allowed only when the coordinator listens on loopback or http.allow_private_callbacks is set)`;
   return undefined;
 }
@@ -75,11 +57,8 @@ export async function resolveCallback(value: string, policy: CallbackPolicy): Pr
     throw new AmfError('INVALID_REQUEST', 'reply_to must be an http(s) URL');
   if (url.username || url.password)
     throw new AmfError('INVALID_REQUEST', 'reply_to must not carry credentials');
-  const host = url.hostname
-    .replace(/^\[|\]$/g, '')
-    .replace(/\.$/, '')
-    .toLowerCase();
-  if (METADATA_NAMES.has(host))
+  const host = bareHost(url.hostname);
+  if (isMetadataHost(host) && isIP(host) === 0)
     throw new AmfError('INVALID_REQUEST', `reply_to host ${host} is a metadata host`);
   let addresses: Array<{ address: string; family: number }>;
   if (isIP(host) !== 0) addresses = [{ address: host, family: isIP(host) }];

@@ -18,6 +18,7 @@ import {
   JSONRPC_SERVER_ERROR,
   jsonRpcErrorBody,
 } from '../../http/wireErrors.js';
+import { isLoopbackHost } from '../../net/hostRules.js';
 import { StatelessMcp, type McpToolSurface } from './statelessMcp.js';
 
 export type { McpToolSurface } from './statelessMcp.js';
@@ -69,7 +70,7 @@ export function originAllowed(origin: string | undefined, extra: readonly string
     return false;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
-  return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  return isLoopbackHost(url.hostname);
 }
 
 const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
