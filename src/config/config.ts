@@ -97,6 +97,8 @@ export interface AmfConfig {
     readonly maxRetries: number;
     readonly retryDelaySeconds: number;
     readonly watchdogGraceFactor: number;
+    /** Re-announcements of a task whose worker was lost (offline or silent), besides max_retries. */
+    readonly workerLossRetries: number;
     readonly retainedTerminalTasks: number;
     readonly maxTaskBytes: number;
   };
@@ -238,6 +240,7 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
     maxRetries: 0,
     retryDelaySeconds: 1,
     watchdogGraceFactor: 2,
+    workerLossRetries: 2,
     retainedTerminalTasks: 1000,
     maxTaskBytes: 262144,
   },

@@ -220,6 +220,7 @@ export const CONFIG_SCHEMA: SchemaNode = {
       {
         ttl_seconds: positiveSeconds(86400),
         max_retries: intRange(0, 100),
+        worker_loss_retries: intRange(0, 100),
         retry_delay_seconds: {
           type: 'number',
           minimum: 0,

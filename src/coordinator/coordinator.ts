@@ -27,6 +27,7 @@ import { PolicyNotices } from '../registry/policyNotices.js';
 import { SharedState } from './sharedState.js';
 import { TaskDispatcher } from './taskDispatcher.js';
 import { TaskLifecycle } from './taskLifecycle.js';
+import { ResultIntake } from './resultIntake.js';
 import type { LogFn } from '../log.js';
 
 export interface CoordinatorOptions {
@@ -63,6 +64,7 @@ export class Coordinator {
   private readonly heartbeatDoor: HeartbeatDoor;
   private mdnsDoor: MdnsDoor | undefined;
   private readonly shared: SharedState;
+  private readonly results: ResultIntake;
   private watcherService: WatcherService | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
@@ -100,9 +102,17 @@ export class Coordinator {
       retryDelaySeconds: config.tasks.retryDelaySeconds,
       watchdogGraceFactor: config.tasks.watchdogGraceFactor,
       retainedTerminalTasks: config.tasks.retainedTerminalTasks,
+      workerLossRetries: config.tasks.workerLossRetries,
       decideDelegation: (input) => parts.policy.delegation(input),
+      storedResult: (taskId) => this.results.storedResult(taskId),
     });
     this.dispatcher = new TaskDispatcher(this.bus, this.lifecycle);
+    this.results = new ResultIntake({
+      nc,
+      jsm: stores.jsm,
+      accept: (event) => this.lifecycle.acceptResult(event),
+      log: (level, message, fields) => log(level, message, fields),
+    });
     this.admission = new AdmissionPipeline({
       registry: this.registry,
       notices: this.notices,
@@ -200,6 +210,7 @@ export class Coordinator {
     this.heartbeatDoor.start();
     this.lifecycle.start();
     this.dispatcher.start();
+    await this.results.start();
     this.registry.onChange((change) => {
       if (change.kind === 'offline') {
         this.log('info', 'agent offline', { agent: change.agent.record.agent_id, reason: change.reason });
@@ -256,6 +267,7 @@ export class Coordinator {
       await this.mdnsDoor?.close().catch(() => undefined);
       this.heartbeatDoor.close();
       this.admission.close();
+      await this.results.close();
       this.dispatcher.close();
       this.lifecycle.close();
       await this.watcherService?.close().catch(() => undefined);

@@ -71,9 +71,10 @@ export class TaskDispatcher {
     // waiting requester from the lifecycle, which judged them; completions come with their result on
     // the reply subject.
     this.lifecycle.onTerminal(({ task, state }) => {
-      if (state === 'completed') return;
       const p = this.pending.get(task.taskId);
       if (!p) return;
+      // The one accepted final (from the durable results stream or a seed worker's canonical copy).
+      if (task.final) return this.onFinal(p, task.taskId, task.final);
       const code = state === 'expired' ? 'TASK_EXPIRED' : 'TASK_FAILED';
       p.reject(
         new AmfError(code, task.outcome?.message ?? `task ${state}`, {
@@ -207,9 +208,8 @@ export class TaskDispatcher {
         return;
       case 'amf.result.partial':
         return this.onPartial(p, event.data.payload);
+      // Endings come from the lifecycle (above), which accepted exactly one; the rest are not worker output.
       case 'amf.result.final':
-        return this.onFinal(p, taskId, event);
-      // Failures and expiry come from the lifecycle (above); the rest are not worker output.
       case 'amf.task.announce':
       case 'amf.task.delegate':
       case 'amf.task.cancel':

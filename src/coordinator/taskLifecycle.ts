@@ -121,8 +121,22 @@ export class TaskLifecycle {
       ),
     );
     this.registry.onChange((change) => {
-      if (change.kind === 'offline') this.retries.agentLost(change.agent.record.agent_id);
+      if (change.kind === 'offline') void this.workerLost(change.agent.record.agent_id);
     });
+  }
+
+  /**
+   * A worker went offline (goodbye or missed heartbeats): results it stored before it went are taken
+   * first, then its remaining tasks are re-announced or failed by the retry rules.
+   */
+  private async workerLost(agentId: string): Promise<void> {
+    const lookup = this.options.storedResult;
+    if (lookup) {
+      const held = [...this.active.values()].filter((t) => t.claimedBy === agentId);
+      const stored = await Promise.all(held.map((t) => lookup(t.taskId).catch(() => undefined)));
+      for (const event of stored) if (event) this.acceptResult(event);
+    }
+    if (!this.closed) this.retries.agentLost(agentId);
   }
 
   /** Called with every task that reaches a terminal state. */
@@ -187,7 +201,11 @@ export class TaskLifecycle {
       ...(req.parentTaskId ? { parentId: req.parentTaskId } : {}),
       ...(req.chain ? { delegationChain: req.chain } : {}),
     });
-    const task = taskRecordFromAnnouncement(event, { owned: true, now: this.clock.now() });
+    const task = taskRecordFromAnnouncement(event, {
+      owned: true,
+      now: this.clock.now(),
+      workerLossRetries: this.options.workerLossRetries ?? 0,
+    });
     this.active.set(taskId, task);
     this.timers.armTtl(task);
     this.bus.publish(event, announceSubject(req.tag));
@@ -345,12 +363,16 @@ export class TaskLifecycle {
     task.lastActivity = this.clock.now();
   }
 
+  /** A final on the canonical subject: a seed worker's own, or one a coordinator accepted and relayed. */
   private onFinal(event: AmfEventOf<'amf.result.final'>): void {
     const p = event.data.payload;
-    const task = typeof p.task_id === 'string' ? this.active.get(p.task_id) : undefined;
-    if (!task) return;
-    const problem = checkFinalPayload(p);
+    if (typeof p.task_id !== 'string') return;
+    const task = this.active.get(p.task_id);
     const agentId = this.senderAgent(event);
+    if (!task) {
+      this.refuseLateResult(p.task_id, agentId);
+      return;
+    }
     if (task.claimedBy !== undefined && agentId !== task.claimedBy) {
       this.notices.warn({
         reason: 'invalid_transition',
@@ -360,6 +382,69 @@ export class TaskLifecycle {
       });
       return;
     }
+    this.endWithFinal(task, event, agentId);
+  }
+
+  /**
+   * A worker's final result from the durable results stream (`amf.internal.result.<task_id>`). It
+   * ends the task only while the task is open and this worker holds it; then the coordinator
+   * publishes it as the task's one canonical `amf.result.final` (and on the reply subject). A result
+   * from any other worker — a stale one that lost its claim, or one never admitted — is refused with
+   * a warning naming it. Returns `unknown` for a task this coordinator does not follow.
+   */
+  acceptResult(event: AmfEventOf<'amf.result.final'>): 'accepted' | 'refused' | 'unknown' {
+    const p = event.data.payload;
+    if (typeof p.task_id !== 'string') return 'refused';
+    const agentId = this.senderAgent(event);
+    const task = this.active.get(p.task_id);
+    if (!task) return this.refuseLateResult(p.task_id, agentId) ? 'refused' : 'unknown';
+    if (task.claimedBy === undefined && task.state === 'announced' && this.registry.isLive(agentId)) {
+      // The result overtook the claim (they travel on different paths): the claim is implied.
+      if (!this.table.transition(task, 'amf.task.claim', agentId)) return 'refused';
+      task.claimedBy = agentId;
+    }
+    if (task.claimedBy !== agentId) {
+      this.notices.warn({
+        reason: 'stale_result',
+        message: `result for task ${task.taskId} from ${agentId} refused: the task is held by ${task.claimedBy ?? 'no worker'}`,
+        task_id: task.taskId,
+        agent_id: agentId,
+      });
+      return 'refused';
+    }
+    const relayed = createEvent({
+      type: 'amf.result.final',
+      sender: this.sender,
+      payload: p,
+      taskId: task.taskId,
+      traceId: task.traceId,
+      ...(event.amfconfidence !== undefined ? { confidence: Number(event.amfconfidence) } : {}),
+    });
+    const reply = task.announce.data.payload.reply_subject;
+    this.bus.publish(relayed, 'amf.result.final', ...(reply ? [reply] : []));
+    this.endWithFinal(task, relayed, agentId);
+    return 'accepted';
+  }
+
+  /** Warns about a result for a task that already ended; false when the task is not known at all. */
+  private refuseLateResult(taskId: string, agentId: string): boolean {
+    const ended = this.table.get(taskId);
+    if (!ended) return false;
+    // The relayed copy of a result this coordinator accepted comes back here: that is no news.
+    if (ended.final && ended.final.data.payload.agent_id === agentId) return true;
+    this.notices.warn({
+      reason: 'stale_result',
+      message: `result for task ${taskId} from ${agentId} refused: the task already ended (${ended.state})`,
+      task_id: taskId,
+      agent_id: agentId,
+    });
+    return true;
+  }
+
+  private endWithFinal(task: TaskRecord, event: AmfEventOf<'amf.result.final'>, agentId: string): void {
+    const p = event.data.payload;
+    const problem = checkFinalPayload(p);
+    task.final = event;
     if (problem || p.status === 'failed') {
       const message = problem
         ? `malformed result: ${problem}`

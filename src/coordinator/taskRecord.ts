@@ -39,8 +39,19 @@ export interface LifecycleOptions {
   }) => Promise<{ allow: boolean; reasons: string[]; max_depth: number }>;
   retainedTerminalTasks: number;
   maxActiveTasks?: number;
+  /**
+   * How often a task is re-announced when its worker is lost (offline, silent), on top of the
+   * announcement's max_retries: a killed worker's tasks go to another worker by default.
+   */
+  workerLossRetries?: number;
   /** Time and timers (default: the system clock); tests pass a fake one to run TTLs without waiting. */
   clock?: LifecycleClock;
+  /**
+   * Looks up a worker's stored final result for a task (the durable results stream). Asked before a
+   * lost worker's tasks are re-announced or failed: its result may already be stored but not yet
+   * delivered, because results and heartbeats travel on different paths.
+   */
+  storedResult?: (taskId: string) => Promise<AmfEventOf<'amf.result.final'> | undefined>;
 }
 
 /** A task as the coordinator tracks it. */
@@ -56,6 +67,8 @@ export interface TaskRecord {
   claimedBy?: string;
   attempt: number;
   retriesLeft: number;
+  /** Re-announcements left for when the claiming worker is lost (LifecycleOptions.workerLossRetries). */
+  lossRetriesLeft: number;
   retryDelaySeconds: number;
   ttlSeconds: number;
   createdAt: number;
@@ -64,6 +77,8 @@ export interface TaskRecord {
   /** Only the coordinator that announced a task runs its timers. */
   owned: boolean;
   outcome?: { reason: string; message: string };
+  /** The accepted final result (completed or failed by its worker), once the task has one. */
+  final?: AmfEventOf<'amf.result.final'>;
   timer?: TimerHandle;
 }
 
@@ -97,7 +112,7 @@ export interface TerminalInfo {
  */
 export function taskRecordFromAnnouncement(
   announce: AmfEventOf<'amf.task.announce'>,
-  owner: { owned: boolean; now: number },
+  owner: { owned: boolean; now: number; workerLossRetries?: number },
 ): TaskRecord {
   const p = announce.data.payload;
   const task: TaskRecord = {
@@ -109,6 +124,7 @@ export function taskRecordFromAnnouncement(
     chain: p.delegation_chain ?? [],
     attempt: p.attempt ?? 1,
     retriesLeft: p.max_retries ?? 0,
+    lossRetriesLeft: owner.workerLossRetries ?? 0,
     retryDelaySeconds: p.retry_delay_seconds ?? 0,
     ttlSeconds: announce.amfttl,
     createdAt: owner.now,

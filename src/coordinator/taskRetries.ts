@@ -118,7 +118,8 @@ export class TaskRetries {
     reason: 'worker_silent' | 'worker_offline',
     message: string,
   ): void {
-    if (task.retriesLeft > 0 && this.deps.agents.servesTag(task.tag)) {
+    const lossRetry = task.lossRetriesLeft > 0;
+    if ((lossRetry || task.retriesLeft > 0) && this.deps.agents.servesTag(task.tag)) {
       this.deps.notices.warn(
         {
           reason,
@@ -128,7 +129,8 @@ export class TaskRetries {
         },
         { traceId: task.traceId },
       );
-      task.retriesLeft -= 1;
+      if (lossRetry) task.lossRetriesLeft -= 1;
+      else task.retriesLeft -= 1;
       this.reannounce(task);
       return;
     }

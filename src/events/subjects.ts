@@ -10,6 +10,11 @@ const TASK_ID_PATTERN = /^[A-Za-z0-9-]{1,64}$/;
 export const SUBJECT_ALL_PUBLIC = 'amf.>';
 export const SUBJECT_ANNOUNCE_PREFIX = 'amf.task.announce.';
 export const SUBJECT_REPLY_PREFIX = 'amf.internal.reply.';
+/**
+ * A worker's final result for a mesh task goes here, into the durable AMF_RESULTS stream, instead of
+ * onto `amf.result.final`: the coordinator that accepts it publishes the one canonical final.
+ */
+export const SUBJECT_RESULT_PREFIX = 'amf.internal.result.';
 export const SUBJECT_INTERNAL_RAW = 'amf.internal.raw';
 export const SUBJECT_INTERNAL_CLASSIFIED = 'amf.internal.classified';
 
@@ -39,6 +44,12 @@ export function workerQueueGroup(tag: string): string {
 export function replySubject(taskId: string): string {
   if (!isTaskId(taskId)) throw new Error(`invalid task id ${JSON.stringify(taskId)}`);
   return SUBJECT_REPLY_PREFIX + taskId;
+}
+
+/** The durable subject of a worker's final result for `taskId` (docs/reliability.md). */
+export function resultSubject(taskId: string): string {
+  if (!isTaskId(taskId)) throw new Error(`invalid task id ${JSON.stringify(taskId)}`);
+  return SUBJECT_RESULT_PREFIX + taskId;
 }
 
 /** Subject an event of `type` is published on (subject = type, announcements carry the tag). */

@@ -5,6 +5,7 @@
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { AmfEvent, AnyAmfEvent } from '../events/cloudEvent.js';
+import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { validateEvent } from '../events/validateEvent.js';
 import { isAmfEventType } from '../events/eventTypes.js';
 
@@ -44,6 +45,8 @@ const decoder = new TextDecoder();
 
 /** Thin typed layer over a NATS connection for AMF events. */
 export class EventBus {
+  private js: JetStreamClient | undefined;
+
   constructor(readonly nc: NatsConnection) {}
 
   /** Publishes `event` on each subject (default: subject = type), serialising it once. */
@@ -97,6 +100,34 @@ export class EventBus {
     };
     if (options.queue) subOpts.queue = options.queue;
     return this.nc.subscribe(subject, subOpts);
+  }
+
+  /**
+   * Publishes `event` on `subject` through JetStream and waits for the stream's ack, retrying (with
+   * back-off, across reconnects) until it is stored, `signal` is aborted or `giveUpMs` passes. The
+   * message id makes a retry after a lost ack a duplicate that the stream drops. Needs no JetStream
+   * API permission: the ack arrives on the caller's inbox. Resolves true when stored.
+   */
+  async publishDurable(
+    event: AmfEvent,
+    subject: string,
+    options: { msgId: string; signal?: AbortSignal; giveUpMs?: number; onRetry?: (err: unknown) => void },
+  ): Promise<boolean> {
+    this.js ??= jetstream(this.nc);
+    const bytes = encoder.encode(JSON.stringify(event));
+    const giveUpAt = Date.now() + (options.giveUpMs ?? 10 * 60_000);
+    let delayMs = 100;
+    for (;;) {
+      try {
+        await this.js.publish(subject, bytes, { msgID: options.msgId, timeout: 5_000 });
+        return true;
+      } catch (err) {
+        if (options.signal?.aborted || Date.now() + delayMs > giveUpAt || this.nc.isClosed()) return false;
+        options.onRetry?.(err);
+        await new Promise((resolve) => setTimeout(resolve, delayMs).unref());
+        delayMs = Math.min(delayMs * 2, 5_000);
+      }
+    }
   }
 
   /** Waits until the server has processed everything published so far. */

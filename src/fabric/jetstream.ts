@@ -20,6 +20,15 @@ export const INTERNAL_STREAM = 'AMF_INTERNAL';
 /** Audit trail of federated MCP calls (`amf.audit.>`), queried by `GET /audit` and `amf audit`. */
 export const AUDIT_STREAM = 'AMF_AUDIT';
 export const AUDIT_STREAM_SUBJECTS = ['amf.audit.>'];
+/**
+ * Workers' final results of mesh tasks (`amf.internal.result.<task_id>`), kept until a coordinator
+ * has taken them (one shared durable consumer), so a result survives a NATS blip or a coordinator
+ * restart between the worker's publish and the coordinator's decision.
+ */
+export const RESULTS_STREAM = 'AMF_RESULTS';
+export const RESULTS_STREAM_SUBJECTS = ['amf.internal.result.>'];
+/** The coordinators' shared durable consumer of AMF_RESULTS. */
+export const RESULTS_CONSUMER = 'coordinators';
 export const AGENTS_BUCKET = 'amf_agents';
 export const TASKS_BUCKET = 'amf_tasks';
 /** TOFU pins of agents' TLS certificates for `https://` MCP endpoints (protocols/mcp/tlsPins.ts). */
@@ -103,6 +112,11 @@ export async function ensureFabricStores(
   // Audit records are kept longer than events (a week), bounded by count and bytes.
   await ensureStream(jsm, AUDIT_STREAM, AUDIT_STREAM_SUBJECTS, {
     maxAgeSeconds: Math.max(retention.maxAgeSeconds, 7 * 24 * 3600),
+    maxMessages: Math.min(retention.maxMessages, 1_000_000),
+    maxBytes: Math.min(retention.maxBytes, 256 * 1024 * 1024),
+  });
+  await ensureStream(jsm, RESULTS_STREAM, RESULTS_STREAM_SUBJECTS, {
+    maxAgeSeconds: taskStateTtlSeconds,
     maxMessages: Math.min(retention.maxMessages, 1_000_000),
     maxBytes: Math.min(retention.maxBytes, 256 * 1024 * 1024),
   });

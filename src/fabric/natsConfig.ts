@@ -64,6 +64,8 @@ export const ROLE_PERMISSIONS: Readonly<Record<NatsRole, RolePermissions>> = dee
         'amf.evidence.>',
         'amf.discovery.agent.heartbeat',
         'amf.internal.reply.>',
+        // Final results of mesh tasks, stored by JetStream (AMF_RESULTS); the ack comes to the inbox.
+        'amf.internal.result.>',
         '_INBOX.>',
       ],
       deny: ['amf.task.announce', 'amf.task.announce.>', ...STATE_SUBJECTS],

@@ -10,7 +10,7 @@ import type { LogFn } from '../log.js';
 import type { AgentRecord } from '../events/agentRecord.js';
 import type { AmfPayloadMap, ChatMessage, FinalPayload } from '../events/payloads.js';
 import { parseAnnouncement } from '../events/announcement.js';
-import { announceSubject, workerQueueGroup } from '../events/subjects.js';
+import { announceSubject, resultSubject, workerQueueGroup } from '../events/subjects.js';
 import type { AmfEventType } from '../events/eventTypes.js';
 import { EventBus } from '../fabric/eventBus.js';
 import type { TaskContext, TaskTools, WorkerHandler } from './handlerApi.js';
@@ -261,15 +261,43 @@ export class MeshWorker {
           status: 'failed',
           error: { code: outcome.code, message: outcome.message },
         };
-    this.emit(
-      'amf.result.final',
-      task.taskId,
-      task.traceId,
-      payload,
-      reply,
-      outcome.ok ? outcome.result.confidence : 0,
-    );
+    const confidence = outcome.ok ? outcome.result.confidence : 0;
+    if (options.origin === 'mesh') await this.submitResult(task, payload, confidence);
+    else this.emit('amf.result.final', task.taskId, task.traceId, payload, undefined, confidence);
     return outcome;
+  }
+
+  /**
+   * A mesh task's final goes to the durable results stream, not onto `amf.result.final`: the
+   * coordinator that accepts it (the task is still open and claimed by this worker) publishes the one
+   * canonical final, so a stale worker's late answer can never become a second terminal event. The
+   * publish is retried across NATS outages until stored (docs/reliability.md).
+   */
+  private async submitResult(task: TaskInput, payload: FinalPayload, confidence?: number): Promise<void> {
+    const event = createEvent({
+      type: 'amf.result.final',
+      sender: this.sender,
+      payload,
+      taskId: task.taskId,
+      traceId: task.traceId,
+      ...(confidence !== undefined ? { confidence } : {}),
+    });
+    const stored = await this.bus.publishDurable(event, resultSubject(task.taskId), {
+      msgId: `${task.taskId}.${task.attempt}.${this.options.name}`,
+      onRetry: (err) =>
+        this.options.log?.('warn', 'result not stored yet; retrying', {
+          task_id: task.taskId,
+          err: String(err),
+        }),
+    });
+    if (!stored)
+      this.options.log?.(
+        'error',
+        'result could not be stored; the coordinator will retry or expire the task',
+        {
+          task_id: task.taskId,
+        },
+      );
   }
 
   /** Builds the handler's context (progress, delegate, tools bound to this task) and runs it. */

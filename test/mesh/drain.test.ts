@@ -85,13 +85,24 @@ describe('graceful drain', () => {
     expect(reply.status).toBe(200);
     expect(reply.body.choices?.[0]?.message.content).toBe('released:in flight');
     const draining = mesh.events.findIndex(heartbeatOf(agentId, 'draining'));
-    const final = mesh.events.findIndex(
-      (e) => e.subject === 'amf.result.final' && e.event.amftaskid === taskId,
-    );
+    // The worker stores its result (durable results stream) before it says goodbye; the coordinator
+    // then publishes the task's one canonical final, naming the worker.
+    const stored = mesh.events.findIndex((e) => e.subject === `amf.internal.result.${taskId}`);
     const goodbye = mesh.events.findIndex(heartbeatOf(agentId, 'offline'));
     expect(draining).toBeGreaterThanOrEqual(0);
-    expect(final).toBeGreaterThan(draining);
-    expect(goodbye).toBeGreaterThan(final);
+    expect(stored).toBeGreaterThan(draining);
+    expect(goodbye).toBeGreaterThan(stored);
+    await mesh.waitFor(
+      () => mesh.events.some((e) => e.subject === 'amf.result.final' && e.event.amftaskid === taskId),
+      5000,
+      'the canonical final',
+    );
+    const finals = mesh.events.filter(
+      (e) => e.subject === 'amf.result.final' && e.event.amftaskid === taskId,
+    );
+    expect(finals).toHaveLength(1);
+    expect(finals[0]!.event.amfagentrole).toBe('coordinator');
+    expect((finals[0]!.event.data.payload as { agent_id?: string }).agent_id).toBe(agentId);
 
     await mesh.waitFor(
       () => mesh.coordinator.registry.get(agentId)?.status === 'offline',
@@ -203,13 +214,11 @@ describe('graceful drain', () => {
       expect(code, output).toBe(0);
       // The drain really happened while the task was in flight: draining, then the answer, then goodbye.
       const draining = mesh.events.findIndex(heartbeatOf(agentId, 'draining'));
-      const final = mesh.events.findIndex(
-        (e) => e.subject === 'amf.result.final' && e.event.amftaskid === taskId,
-      );
+      const stored = mesh.events.findIndex((e) => e.subject === `amf.internal.result.${taskId}`);
       const goodbye = mesh.events.findIndex(heartbeatOf(agentId, 'offline'));
       expect(draining).toBeGreaterThanOrEqual(0);
-      expect(final).toBeGreaterThan(draining);
-      expect(goodbye).toBeGreaterThan(final);
+      expect(stored).toBeGreaterThan(draining);
+      expect(goodbye).toBeGreaterThan(stored);
       await mesh.waitFor(
         () => mesh.coordinator.registry.get(agentId)?.status === 'offline',
         5000,

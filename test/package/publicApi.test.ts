@@ -60,7 +60,7 @@ const err = new HandlerError('bad_input', 'no');
 console.log(JSON.stringify({
   exports: Object.keys(amf).sort(),
   port: config.coordinator.port,
-  handlerError: err.code,
+  handlerError: err.reason,
   isAmfError: new AmfError('INVALID_REQUEST', 'x') instanceof Error,
 }));
 `,
