@@ -235,7 +235,6 @@ export class MeshWorker {
     controller: AbortController,
     options: RunTaskOptions,
   ): Promise<LocalOutcome> {
-    const reply = options.replySubject;
     const { signal } = controller;
     // Aborted while waiting for a slot: the handler never starts.
     let outcome = signal.aborted ? CANCELLED : await this.invoke(task, signal, options);
