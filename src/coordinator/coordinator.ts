@@ -28,6 +28,7 @@ import { SharedState } from './sharedState.js';
 import { TaskDispatcher } from './taskDispatcher.js';
 import { TaskLifecycle } from './taskLifecycle.js';
 import { ResultIntake } from './resultIntake.js';
+import { WorkQueueWriter } from '../fabric/workQueue.js';
 import type { LogFn } from '../log.js';
 
 export interface CoordinatorOptions {
@@ -65,6 +66,7 @@ export class Coordinator {
   private mdnsDoor: MdnsDoor | undefined;
   private readonly shared: SharedState;
   private readonly results: ResultIntake;
+  private readonly work: WorkQueueWriter;
   private watcherService: WatcherService | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
@@ -91,6 +93,7 @@ export class Coordinator {
       trustDomain: td,
     };
     this.bus = new EventBus(nc);
+    this.work = new WorkQueueWriter(nc, stores.jsm);
     this.notices = new PolicyNotices(this.bus, this.sender);
     this.registry = new AgentRegistry({
       defaultHeartbeatSeconds: config.heartbeat.intervalSeconds,
@@ -105,6 +108,7 @@ export class Coordinator {
       workerLossRetries: config.tasks.workerLossRetries,
       decideDelegation: (input) => parts.policy.delegation(input),
       storedResult: (taskId) => this.results.storedResult(taskId),
+      workQueue: this.work,
     });
     this.dispatcher = new TaskDispatcher(this.bus, this.lifecycle);
     this.results = new ResultIntake({
@@ -220,6 +224,13 @@ export class Coordinator {
         agent: change.agent.record.agent_id,
         tags: change.agent.record.capability_tags,
       });
+      // The tag's work-queue consumer exists before the agent's first pull (not only at the first task).
+      for (const tag of change.agent.record.capability_tags ?? [])
+        this.work
+          .ensureConsumer(tag)
+          .catch((err: unknown) =>
+            this.log('warn', 'work queue consumer not created', { tag, err: String(err) }),
+          );
       this.bus.publish(
         createEvent({
           type: 'amf.discovery.capability.advertise',

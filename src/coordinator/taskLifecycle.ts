@@ -40,6 +40,9 @@ import {
 } from './taskRecord.js';
 import { TaskRetries } from './taskRetries.js';
 import { TaskTable } from './taskTable.js';
+import { isTerminal } from '../events/taskStateMachine.js';
+
+const encoder = new TextEncoder();
 import { systemClock, TaskTimers, type LifecycleClock } from './taskTimers.js';
 
 export type {
@@ -90,7 +93,42 @@ export class TaskLifecycle {
       table: this.table,
       timers: this.timers,
       endings: this.endings,
+      offerWork: (task) => this.offerWork(task),
     });
+    // An ended task's offer is withdrawn, so no worker pulls a task that is already over.
+    this.endings.onTerminal(({ task }) => this.withdrawWork(task));
+  }
+
+  /**
+   * Offers the task's current announcement on the work queue (after the core announce, which seed
+   * workers in queue group `workers.<tag>` take). The offer's sequence is kept so a re-announcement
+   * or the end of the task can withdraw it.
+   */
+  private offerWork(task: TaskRecord): void {
+    const queue = this.options.workQueue;
+    if (!queue) return;
+    this.withdrawWork(task);
+    const event = task.announce;
+    const bytes = encoder.encode(JSON.stringify(event));
+    queue.offer(bytes, task.tag, `${task.taskId}.${task.attempt}`).then(
+      (seq) => {
+        // The task moved on while the offer was stored: take the stale offer back at once.
+        if (isTerminal(task.state) || task.announce !== event) queue.withdraw(seq);
+        else task.workSeq = seq;
+      },
+      (err: unknown) =>
+        this.notices.warn({
+          reason: 'work_queue_unavailable',
+          message: `task ${task.taskId} not offered on the work queue: ${String(err)}; its TTL and retries apply`,
+          task_id: task.taskId,
+        }),
+    );
+  }
+
+  private withdrawWork(task: TaskRecord): void {
+    if (task.workSeq === undefined) return;
+    this.options.workQueue?.withdraw(task.workSeq);
+    delete task.workSeq;
   }
 
   /** Subscribes to the task and result events; delegations are shared among coordinators. */
@@ -209,6 +247,7 @@ export class TaskLifecycle {
     this.active.set(taskId, task);
     this.timers.armTtl(task);
     this.bus.publish(event, announceSubject(req.tag));
+    this.offerWork(task);
     this.table.changed(task);
     return task;
   }
@@ -314,9 +353,14 @@ export class TaskLifecycle {
     // The envelope was validated, the payload not: read the id defensively.
     const taskId: unknown = event.data.payload.task_id;
     if (typeof taskId !== 'string') return;
-    const task = this.active.get(taskId);
-    if (!task) return;
     const agentId = this.senderAgent(event);
+    const task = this.active.get(taskId);
+    if (!task) {
+      // A claim for a task that already ended: that worker should stop, nobody waits for it.
+      const ended = this.table.get(taskId);
+      if (ended) this.refuseClaim(ended, agentId, `task ${taskId} already ended (${ended.state})`);
+      return;
+    }
     if (!this.registry.isLive(agentId)) {
       this.notices.warn({
         reason: 'claim_from_unadmitted_agent',
@@ -324,6 +368,7 @@ export class TaskLifecycle {
         task_id: taskId,
         agent_id: agentId,
       });
+      this.refuseClaim(task, agentId, 'the agent is not admitted');
       return;
     }
     if ((task.state === 'claimed' || task.state === 'blocked') && task.claimedBy !== agentId) {
@@ -333,6 +378,7 @@ export class TaskLifecycle {
         task_id: taskId,
         agent_id: agentId,
       });
+      this.refuseClaim(task, agentId, `the task is claimed by ${task.claimedBy ?? 'another agent'}`);
       return;
     }
     if (task.state === 'claimed' && task.claimedBy === agentId) return; // the same claim seen twice
@@ -424,6 +470,25 @@ export class TaskLifecycle {
     this.bus.publish(relayed, 'amf.result.final', ...(reply ? [reply] : []));
     this.endWithFinal(task, relayed, agentId);
     return 'accepted';
+  }
+
+  /** Tells the one worker whose claim lost to stop its handler (first valid claim wins). */
+  private refuseClaim(task: TaskRecord, agentId: string, why: string): void {
+    const payload: CancelPayload = {
+      task_id: task.taskId,
+      reason: 'claim_refused',
+      message: `claim refused: ${why}`,
+      agent_id: agentId,
+    };
+    this.bus.publish(
+      createEvent({
+        type: 'amf.task.cancel',
+        sender: this.sender,
+        payload,
+        taskId: task.taskId,
+        traceId: task.traceId,
+      }),
+    );
   }
 
   /** Warns about a result for a task that already ended; false when the task is not known at all. */

@@ -52,6 +52,17 @@ export interface LifecycleOptions {
    * delivered, because results and heartbeats travel on different paths.
    */
   storedResult?: (taskId: string) => Promise<AmfEventOf<'amf.result.final'> | undefined>;
+  /**
+   * The work queue (stream AMF_WORK) that AMF workers pull announcements from when they have a free
+   * slot. Without it, tasks reach workers only through the core announce subject (seed workers).
+   */
+  workQueue?: TaskWorkQueue;
+}
+
+/** What the lifecycle needs of the work queue (fabric/workQueue.ts WorkQueueWriter). */
+export interface TaskWorkQueue {
+  offer(bytes: Uint8Array, tag: string, msgId: string): Promise<number>;
+  withdraw(seq: number): void;
 }
 
 /** A task as the coordinator tracks it. */
@@ -77,6 +88,8 @@ export interface TaskRecord {
   /** Only the coordinator that announced a task runs its timers. */
   owned: boolean;
   outcome?: { reason: string; message: string };
+  /** The stream sequence of the task's current work-queue offer (withdrawn when it ends). */
+  workSeq?: number;
   /** The accepted final result (completed or failed by its worker), once the task has one. */
   final?: AmfEventOf<'amf.result.final'>;
   timer?: TimerHandle;

@@ -21,6 +21,8 @@ export interface RetryDeps {
   table: TaskTable;
   timers: TaskTimers;
   endings: TaskEndings;
+  /** Offers the (re-)announced task on the work queue, withdrawing the previous offer. */
+  offerWork: (task: TaskRecord) => void;
 }
 
 export class TaskRetries {
@@ -88,6 +90,7 @@ export class TaskRetries {
     task.lastActivity = this.deps.clock.now();
     this.deps.timers.armTtl(task);
     this.deps.fabric.publish(event, announceSubject(task.tag));
+    this.deps.offerWork(task);
   }
 
   /** The watchdog saw no sign of the claimant for its whole window. */

@@ -74,9 +74,10 @@ export interface FinalPayload {
 /** `amf.task.cancel`: the coordinator ended the task; the claimant stops and publishes no result. */
 export interface CancelPayload {
   task_id: string;
-  reason: 'requester_timeout' | 'requester_cancelled' | 'task_cancelled';
+  /** `claim_refused`: only the named agent stops (its claim lost to another, or the task had ended). */
+  reason: 'requester_timeout' | 'requester_cancelled' | 'task_cancelled' | 'claim_refused';
   message: string;
-  /** The claimant when the task was claimed. */
+  /** The claimant when the task was claimed; with it, only that agent stops. */
   agent_id?: string;
 }
 

@@ -46,6 +46,18 @@ export function replySubject(taskId: string): string {
   return SUBJECT_REPLY_PREFIX + taskId;
 }
 
+/** The work-queue subject of a task for `tag` (stream AMF_WORK, pulled by workers with a free slot). */
+export function workSubject(tag: string): string {
+  if (!isCapabilityTag(tag)) throw new Error(`invalid capability tag ${JSON.stringify(tag)}`);
+  return `amf.work.${tag}`;
+}
+
+/** The durable consumer every AMF worker of `tag` pulls from (names may not contain dots). */
+export function workConsumerName(tag: string): string {
+  if (!isCapabilityTag(tag)) throw new Error(`invalid capability tag ${JSON.stringify(tag)}`);
+  return `workers_${tag}`;
+}
+
 /** The durable subject of a worker's final result for `taskId` (docs/reliability.md). */
 export function resultSubject(taskId: string): string {
   if (!isTaskId(taskId)) throw new Error(`invalid task id ${JSON.stringify(taskId)}`);

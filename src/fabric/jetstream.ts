@@ -27,6 +27,12 @@ export const AUDIT_STREAM_SUBJECTS = ['amf.audit.>'];
  */
 export const RESULTS_STREAM = 'AMF_RESULTS';
 export const RESULTS_STREAM_SUBJECTS = ['amf.internal.result.>'];
+/**
+ * Announcements as a work queue (`amf.work.<tag>`): one durable consumer per tag that every AMF
+ * worker of the tag pulls from when it has a free slot; a message leaves the stream when acked.
+ */
+export const WORK_STREAM = 'AMF_WORK';
+export const WORK_STREAM_SUBJECTS = ['amf.work.>'];
 /** The coordinators' shared durable consumer of AMF_RESULTS. */
 export const RESULTS_CONSUMER = 'coordinators';
 export const AGENTS_BUCKET = 'amf_agents';
@@ -74,11 +80,12 @@ async function ensureStream(
   name: string,
   subjects: string[],
   limits: RetentionLimits,
+  retention: RetentionPolicy = RetentionPolicy.Limits,
 ) {
   const config = {
     name,
     subjects,
-    retention: RetentionPolicy.Limits,
+    retention,
     storage: StorageType.File,
     discard: DiscardPolicy.Old,
     max_age: limits.maxAgeSeconds * NANOS_PER_SECOND,
@@ -120,6 +127,17 @@ export async function ensureFabricStores(
     maxMessages: Math.min(retention.maxMessages, 1_000_000),
     maxBytes: Math.min(retention.maxBytes, 256 * 1024 * 1024),
   });
+  await ensureStream(
+    jsm,
+    WORK_STREAM,
+    WORK_STREAM_SUBJECTS,
+    {
+      maxAgeSeconds: taskStateTtlSeconds,
+      maxMessages: Math.min(retention.maxMessages, 1_000_000),
+      maxBytes: Math.min(retention.maxBytes, 512 * 1024 * 1024),
+    },
+    RetentionPolicy.Workqueue,
+  );
   const kvm = new Kvm(nc);
   const agents = await kvm.create(AGENTS_BUCKET, { history: 1, max_bytes: 64 * 1024 * 1024 });
   const tasks = await kvm.create(TASKS_BUCKET, {

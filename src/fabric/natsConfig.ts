@@ -34,6 +34,22 @@ export function inboxPrefixFor(user: string): string {
 /** Subjects that reach JetStream, KV and object store: only the coordinator writes state. */
 const STATE_SUBJECTS = ['$JS.>', '$KV.>', '$O.>'] as const;
 
+/** Everything of JetStream, KV and object store a specialist may not touch (see its allow list). */
+const SPECIALIST_DENIED_STATE = [
+  '$KV.>',
+  '$O.>',
+  '$JS.API.STREAM.>',
+  '$JS.API.CONSUMER.CREATE.>',
+  '$JS.API.CONSUMER.DURABLE.>',
+  '$JS.API.CONSUMER.DELETE.>',
+  '$JS.API.CONSUMER.LIST.>',
+  '$JS.API.CONSUMER.NAMES.>',
+  '$JS.API.DIRECT.>',
+  '$JS.API.ACCOUNT.>',
+  '$JS.API.META.>',
+  '$JS.API.SERVER.>',
+] as const;
+
 function inbox(role: NatsRole): string {
   return `${inboxPrefixFor(ROLE_USERS[role])}.>`;
 }
@@ -66,9 +82,15 @@ export const ROLE_PERMISSIONS: Readonly<Record<NatsRole, RolePermissions>> = dee
         'amf.internal.reply.>',
         // Final results of mesh tasks, stored by JetStream (AMF_RESULTS); the ack comes to the inbox.
         'amf.internal.result.>',
+        // Pulling, acknowledging and extending work-queue messages (AMF_WORK); never creating,
+        // deleting or reading anything else of JetStream.
+        '$JS.API.CONSUMER.INFO.AMF_WORK.*',
+        '$JS.API.CONSUMER.MSG.NEXT.AMF_WORK.*',
+        '$JS.ACK.AMF_WORK.>',
         '_INBOX.>',
       ],
-      deny: ['amf.task.announce', 'amf.task.announce.>', ...STATE_SUBJECTS],
+      // Deny wins over allow in nats-server, so JetStream is denied piecewise around the work queue.
+      deny: ['amf.task.announce', 'amf.task.announce.>', ...SPECIALIST_DENIED_STATE],
     },
     subscribe: {
       allow: [

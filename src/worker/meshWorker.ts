@@ -10,7 +10,9 @@ import type { LogFn } from '../log.js';
 import type { AgentRecord } from '../events/agentRecord.js';
 import type { AmfPayloadMap, ChatMessage, FinalPayload } from '../events/payloads.js';
 import { parseAnnouncement } from '../events/announcement.js';
-import { announceSubject, resultSubject, workerQueueGroup } from '../events/subjects.js';
+import { resultSubject, workConsumerName } from '../events/subjects.js';
+import { validateEvent } from '../events/validateEvent.js';
+import { WorkQueueReader, type WorkItem } from '../fabric/workQueue.js';
 import type { AmfEventType } from '../events/eventTypes.js';
 import { EventBus } from '../fabric/eventBus.js';
 import type { TaskContext, TaskTools, WorkerHandler } from './handlerApi.js';
@@ -19,6 +21,11 @@ import { TaskSlots } from './taskSlots.js';
 import { DelegationClient } from './delegationClient.js';
 
 export type { LocalOutcome };
+
+/** How long one pull waits for a task before the loop checks for a drain and asks again. */
+const PULL_WAIT_MS = 2_000;
+/** In-progress signals keep a running task's message from redelivery (the consumer's ack wait is 30 s). */
+const WORK_PROGRESS_MS = 10_000;
 
 export interface MeshWorkerOptions {
   name: string;
@@ -56,6 +63,8 @@ export interface RunTaskOptions {
   onChunk?: (delta: string) => void;
   /** Receives each progress message (also published as `amf.task.progress`). */
   onProgress?: (message: string) => void;
+  /** A slot the caller already holds (the work-queue loop takes one before it pulls). */
+  slot?: () => void;
 }
 
 interface InFlight {
@@ -73,6 +82,7 @@ export class MeshWorker {
   private readonly inFlight = new Map<string, InFlight>();
   private readonly slots: TaskSlots;
   private readonly delegations: DelegationClient;
+  private readonly pullLoops: Promise<void>[] = [];
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private draining = false;
 
@@ -113,21 +123,9 @@ export class MeshWorker {
     return record;
   }
 
-  /** Subscribes to the tags' queue groups and starts heartbeating. */
+  /** Starts pulling each tag's work queue, listens for cancellations and starts heartbeating. */
   async start(): Promise<void> {
-    for (const tag of this.options.tags) {
-      this.subs.push(
-        this.bus.subscribe(
-          announceSubject(tag),
-          (e) => {
-            if (e.type === 'amf.task.announce') this.onAnnounce(e, tag);
-          },
-          {
-            queue: workerQueueGroup(tag),
-          },
-        ),
-      );
-    }
+    for (const tag of this.options.tags) this.pullLoops.push(this.pullWork(tag));
     // Cancellations arrive on the public fabric (specialists cannot read amf.internal.>); delegation
     // results too, but that subscription exists only while delegations are pending (see delegate()).
     this.subs.push(
@@ -176,12 +174,40 @@ export class MeshWorker {
     else this.bus.publish(event);
   }
 
-  private onAnnounce(event: AmfEventOf<'amf.task.announce'>, tag: string): void {
+  /**
+   * The work-queue loop of one tag: take a slot first, then pull one announcement, so this worker
+   * only ever holds tasks it can start at once and an idle worker gets the next one. NATS outages
+   * just make `next()` come back empty; the loop ends when the worker drains.
+   */
+  private async pullWork(tag: string): Promise<void> {
+    const reader = new WorkQueueReader(this.bus.nc, workConsumerName(tag));
+    while (!this.draining) {
+      const release = await this.slots.acquire();
+      if (this.draining) {
+        release();
+        break;
+      }
+      const item = await reader.next(PULL_WAIT_MS);
+      if (item) this.takeWork(item, tag, release);
+      else release();
+    }
+  }
+
+  /** Runs one pulled announcement, keeping its message in progress until the result is stored. */
+  private takeWork(item: WorkItem, tag: string, slot: () => void): void {
+    const checked = validateEvent(item.body);
+    const event = checked.ok && checked.value.type === 'amf.task.announce' ? checked.value : undefined;
     // Only the coordinator's reply subject for this task is honoured (LOCKED #8); another is ignored.
-    const parsed = parseAnnouncement(event.data.payload, { otherReplySubject: 'ignore' });
-    if (!parsed.ok) return;
+    const parsed = event && parseAnnouncement(event.data.payload, { otherReplySubject: 'ignore' });
+    if (!event || !parsed?.ok) {
+      item.term();
+      slot();
+      return;
+    }
     const { payload: p, replySubject: reply } = parsed;
     const messages: ChatMessage[] = p.messages ?? [{ role: 'user', content: p.task }];
+    const keepAlive = setInterval(() => item.working(), WORK_PROGRESS_MS);
+    keepAlive.unref();
     void this.run(
       {
         taskId: p.task_id,
@@ -190,11 +216,16 @@ export class MeshWorker {
         text: p.task,
         messages,
         stream: p.stream === true,
-        attempt: p.attempt ?? 1,
+        // A redelivered message (its worker died holding it) is a further attempt.
+        attempt: (p.attempt ?? 1) + item.deliveryCount - 1,
         ...(p.input ? { input: p.input } : {}),
       },
-      { origin: 'mesh', ...(reply ? { replySubject: reply } : {}) },
-    );
+      { origin: 'mesh', slot, ...(reply ? { replySubject: reply } : {}) },
+    ).then((outcome) => {
+      clearInterval(keepAlive);
+      if (!outcome.ok && outcome.code === 'draining') item.nak();
+      else item.ack();
+    });
   }
 
   /**
@@ -204,10 +235,12 @@ export class MeshWorker {
    * A draining worker takes nothing new; a mesh task is then left for the TTL to bring elsewhere.
    */
   async run(task: TaskInput, options: RunTaskOptions): Promise<LocalOutcome> {
-    if (this.draining)
-      return { ok: false, code: 'draining', message: `worker ${this.options.name} is draining` };
-    if (this.inFlight.has(task.taskId))
-      return { ok: false, code: 'duplicate_task', message: `task ${task.taskId} is already running here` };
+    if (this.draining || this.inFlight.has(task.taskId)) {
+      options.slot?.();
+      return this.draining
+        ? { ok: false, code: 'draining', message: `worker ${this.options.name} is draining` }
+        : { ok: false, code: 'duplicate_task', message: `task ${task.taskId} is already running here` };
+    }
     const controller = new AbortController();
     const { signal } = options;
     const onCallerAbort = () => controller.abort();
@@ -221,7 +254,7 @@ export class MeshWorker {
       options.replySubject,
     );
     const done = this.slots
-      .run(() => this.execute(task, controller, options))
+      .run(() => this.execute(task, controller, options), options.slot)
       .finally(() => {
         this.inFlight.delete(task.taskId);
         signal?.removeEventListener('abort', onCallerAbort);
@@ -347,7 +380,9 @@ export class MeshWorker {
   /** A cancel from a coordinator (only coordinators may publish it, NATS ACLs) aborts the handler. */
   private onCancel(event: AmfEventOf<'amf.task.cancel'>): void {
     if (event.amfagentrole !== 'coordinator') return;
-    const taskId = event.data.payload.task_id;
+    const { task_id: taskId, agent_id: agentId } = event.data.payload;
+    // A cancel naming an agent (the claimant, or a claim that lost) is for that agent only.
+    if (agentId !== undefined && agentId !== this.agentId) return;
     if (typeof taskId === 'string') this.inFlight.get(taskId)?.controller.abort();
   }
 
@@ -375,6 +410,8 @@ export class MeshWorker {
     ]);
     clearTimeout(timer);
     if (timedOut) for (const f of this.inFlight.values()) f.controller.abort();
+    // The pull loops end once they see the drain (within one pull wait): nothing is taken after this.
+    await Promise.all(this.pullLoops);
     this.heartbeat('offline');
     await this.bus.flush().catch(() => undefined);
   }

@@ -21,17 +21,32 @@ export class TaskSlots {
     return this.running < this.capacity;
   }
 
-  /** Runs `fn` once a slot is free; tasks beyond the bound wait in arrival order. */
-  async run<T>(fn: () => Promise<T>): Promise<T> {
+  /**
+   * Takes a slot once one is free (waiters are served in arrival order) and returns its release,
+   * which must be called exactly once. The work-queue loop takes a slot before it pulls a task, so a
+   * worker never holds a task it cannot start.
+   */
+  async acquire(): Promise<() => void> {
     if (this.running >= this.capacity) await new Promise<void>((resolve) => this.waiters.push(resolve));
     else this.running++;
-    try {
-      return await fn();
-    } finally {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
       // Hand the slot straight to the next waiter, so a newcomer cannot overtake it.
       const next = this.waiters.shift();
       if (next) next();
       else this.running--;
+    };
+  }
+
+  /** Runs `fn` in a slot (taken now, or `held` when the caller already has one). */
+  async run<T>(fn: () => Promise<T>, held?: () => void): Promise<T> {
+    const release = held ?? (await this.acquire());
+    try {
+      return await fn();
+    } finally {
+      release();
     }
   }
 }

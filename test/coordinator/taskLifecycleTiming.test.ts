@@ -311,7 +311,11 @@ describe('task lifecycle timing (fake clock, in-memory fabric)', () => {
     ]);
     expect(notices.terminal(expired.taskId)).toHaveLength(1);
     expect(notices.terminal(done.taskId)).toHaveLength(0);
-    expect(fabric.published.filter((p) => p.event.type === 'amf.task.cancel')).toHaveLength(0);
+    // The late claim of the expired task is refused to that worker alone; nothing cancels the done one.
+    const cancels = fabric.published.filter((p) => p.event.type === 'amf.task.cancel');
+    expect(cancels.map((c) => c.event.data.payload)).toEqual([
+      expect.objectContaining({ task_id: expired.taskId, reason: 'claim_refused', agent_id: WORKER_A }),
+    ]);
   });
 
   it('fails an in-flight task once when the requester cancels it, and tells the worker', () => {

@@ -5,7 +5,10 @@
  * arrived before it. The refusal itself is observed as the server's -ERR, which nats.js v3 turns
  * into a PermissionViolationError on nc.status() (and, for a subscription, on sub.closed).
  */
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { ensureFabricStores } from '../../src/fabric/jetstream.js';
+import { WorkQueueReader, WorkQueueWriter } from '../../src/fabric/workQueue.js';
+import { resultSubject, workConsumerName } from '../../src/events/subjects.js';
 import {
   errors,
   type Msg,
@@ -249,7 +252,33 @@ describe('ROLE_PERMISSIONS', () => {
     expect(() => (ROLE_PERMISSIONS.specialist.publish.allow as string[]).push('>')).toThrow();
     expect(ROLE_PERMISSIONS.specialist.subscribe.deny).toContain('amf.internal.>');
     expect(ROLE_PERMISSIONS.specialist.publish.deny).toEqual(
-      expect.arrayContaining(['amf.task.announce.>', '$JS.>', '$KV.>']),
+      expect.arrayContaining([
+        'amf.task.announce.>',
+        '$KV.>',
+        '$JS.API.STREAM.>',
+        '$JS.API.CONSUMER.CREATE.>',
+      ]),
     );
+    // JetStream is open to specialists only for pulling and acknowledging work-queue messages.
+    expect(ROLE_PERMISSIONS.specialist.publish.allow.filter((s) => s.startsWith('$JS'))).toEqual([
+      '$JS.API.CONSUMER.INFO.AMF_WORK.*',
+      '$JS.API.CONSUMER.MSG.NEXT.AMF_WORK.*',
+      '$JS.ACK.AMF_WORK.>',
+    ]);
+  });
+
+  // Last: creating the fabric's streams makes JetStream answer on amf.> subjects from here on.
+  it('pulls and acknowledges work-queue messages and stores results, but cannot create a consumer', async () => {
+    const coordNc = await nats.connect('coordinator');
+    const stores = await ensureFabricStores(coordNc);
+    const work = new WorkQueueWriter(coordNc, stores.jsm);
+    await work.offer(new TextEncoder().encode('{"x":1}'), 'acl-test', 'acl-test-1');
+    const spec = await nats.connect('specialist');
+    const item = await new WorkQueueReader(spec, workConsumerName('acl-test')).next(5_000);
+    expect(item?.body).toEqual({ x: 1 });
+    item!.ack();
+    const ack = await jetstream(spec).publish(resultSubject('task-acl'), 'result');
+    expect(ack.stream).toBe('AMF_RESULTS');
+    await expectPublishRefused(spec, '$JS.API.CONSUMER.CREATE.AMF_WORK.rogue', 'amf.task.progress');
   });
 });
