@@ -3,7 +3,8 @@
  * off once their backlog reaches `http.sse_max_buffered_bytes` (their sockets close, the drop is
  * counted), the number of streams is capped (`http.sse_max_clients`, 503 with Retry-After), a client
  * that keeps reading still gets its events, and requests whose headers or body stall are answered
- * 408 and closed on both the coordinator's and a worker's server.
+ * 408 and closed on both the coordinator's and a worker's server, and a malformed %-escape in an A2A
+ * REST path is a 400, not the SDK router's 500.
  */
 import { connect, type Socket } from 'node:net';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -227,5 +228,38 @@ describe('slow requests', () => {
     });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { result: { text: string } }).result.text).toContain('on time');
+  });
+});
+
+describe('malformed percent-encoding in A2A REST paths', () => {
+  let mesh: TestMesh;
+  let worker: RunningWorker;
+
+  beforeAll(async () => {
+    mesh = await startTestMesh();
+    worker = await mesh.startWorker('pct-worker', ['pct'], echoHandler);
+  });
+  afterAll(async () => {
+    await mesh?.close();
+  });
+
+  it.each([
+    ['GET', '/a2a/rest/tasks/%ZZ'],
+    ['GET', '/a2a/rest/v1/tasks/%ZZ'],
+    ['POST', '/a2a/rest/tasks/%ZZ:cancel'],
+  ])('answers %s %s with 400 google.rpc.Status on the coordinator and a worker', async (method, path) => {
+    for (const base of [mesh.url, worker.url]) {
+      const res = await fetch(`${base}${path}`, { method });
+      expect(res.status).toBe(400);
+      const body = (await res.json()) as { error: { code: number; status: string; message: string } };
+      expect(body.error.code).toBe(400);
+      expect(body.error.status).toBe('INVALID_ARGUMENT');
+      expect(body.error.message).toContain('percent-encoding');
+    }
+  });
+
+  it('still answers a well-formed unknown task id with 404', async () => {
+    const res = await fetch(`${mesh.url}/a2a/rest/tasks/${encodeURIComponent('no such')}`);
+    expect(res.status).toBe(404);
   });
 });
