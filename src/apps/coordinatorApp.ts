@@ -18,7 +18,15 @@ import { CoordinatorMetrics } from '../coordinator/metrics.js';
 import { taskSnapshot } from '../coordinator/sharedState.js';
 import { handleChatCompletion, listModels, sendOpenAiError } from '../protocols/openai/chatCompletions.js';
 import { EventStreamHub } from '../http/eventStream.js';
-import { Router, decodePathSegment, readBody, requestUrl, sendError, sendJson } from '../http/httpKit.js';
+import {
+  Router,
+  decodePathSegment,
+  readBody,
+  requestDeadlineOptions,
+  requestUrl,
+  sendError,
+  sendJson,
+} from '../http/httpKit.js';
 import { closeServer, listen } from '../net/httpServer.js';
 import { createServer } from 'node:http';
 import { VERSION } from '../version.js';
@@ -35,6 +43,7 @@ import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
 import { registerAmpRoutes } from '../protocols/amp/ampRoutes.js';
 import { registerFabricRoutes } from '../protocols/fabric/fabricRoutes.js';
 import { HttpGuard, sendFamilyError } from './httpGuards.js';
+import { eventStreamLimits, registerEventStreamMetrics, requestDeadlines } from './edgeLimits.js';
 
 const PUBLIC_PATHS = new Set([
   '/',
@@ -228,8 +237,9 @@ function routeLabel(pathname: string): string {
 /** Starts the HTTP edge of `coordinator` on the configured host and port. */
 export async function startCoordinatorHttp(coordinator: Coordinator): Promise<CoordinatorHttp> {
   const { config } = coordinator;
-  const hub = new EventStreamHub(coordinator.nc);
+  const hub = new EventStreamHub(coordinator.nc, eventStreamLimits(config));
   const metrics = new CoordinatorMetrics(coordinator);
+  registerEventStreamMetrics(metrics.registry, hub);
   let url = '';
   const audit = new McpAuditLog(coordinator.nc, coordinator.stores.jsm, (err) =>
     coordinator.log('warn', 'MCP audit record not stored', { err: String(err) }),
@@ -258,7 +268,7 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
   registerFabricRoutes(router, { coordinator, federation });
   const guard = HttpGuard.fromConfig(config);
   const expectedKey = config.coordinator.apiKey ? keyDigest(config.coordinator.apiKey) : undefined;
-  const server = createServer((req, res) => {
+  const server = createServer(requestDeadlineOptions(requestDeadlines(config)), (req, res) => {
     const u = requestUrl(req);
     res.on('finish', () =>
       metrics.httpRequests.inc({ route: routeLabel(u.pathname), status: String(res.statusCode) }),

@@ -13,7 +13,7 @@ import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdver
 import type { WorkerHandler } from '../worker/handlerApi.js';
 import { createRouterServer, workerRouter, type WorkerHttpOptions } from './workerHttp.js';
 import { closeServer, listen } from '../net/httpServer.js';
-import type { Router } from '../http/httpKit.js';
+import type { RequestDeadlines, Router } from '../http/httpKit.js';
 import { createWorkerMcpEndpoint } from '../protocols/mcp/workerMcp.js';
 import { MCP_PROTOCOL } from '../protocols/mcp/mcpEndpoint.js';
 import { CoordinatorFingerprintRecord } from '../protocols/mcp/coordinatorFingerprint.js';
@@ -41,6 +41,8 @@ export interface StartWorkerOptions {
   toolAlias?: string;
   /** Adds routes to the worker's HTTP server (an AFM agent's interfaces: `/chat`, `/webhook`, `/`). */
   routes?: (router: Router) => void;
+  /** How long a client may take to send a request (default 10 s headers, 30 s whole request); 408 after. */
+  requestDeadlines?: RequestDeadlines;
   /** Serve HTTPS with this PEM certificate and key: endpoint, card and MCP URL become https://. */
   tls?: { cert: string | Buffer; key: string | Buffer };
   /** MCP servers whose tools handlers get as `ctx.tools` (`mcp.servers` in amf.yaml). */
@@ -92,7 +94,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     ? await McpClientHub.connect(opts.mcpServers, opts.mcpClient)
     : undefined;
   // Bind first: the worker is named by its real endpoint (port 0 = any free port).
-  const edge = createRouterServer(opts.tls);
+  const edge = createRouterServer(opts.tls, opts.requestDeadlines);
   const server = edge.server;
   let endpoint: string;
   let nc: NatsConnection;

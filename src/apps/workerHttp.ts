@@ -6,7 +6,15 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { randomUUID } from 'node:crypto';
 import { AmfError } from '../errors.js';
-import { Router, readJsonObject, requestUrl, sendError, sendJson } from '../http/httpKit.js';
+import {
+  Router,
+  readJsonObject,
+  requestDeadlineOptions,
+  requestUrl,
+  sendError,
+  sendJson,
+  type RequestDeadlines,
+} from '../http/httpKit.js';
 import type { MeshWorker } from '../worker/meshWorker.js';
 import type { WorkerHandler } from '../worker/handlerApi.js';
 import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
@@ -111,8 +119,12 @@ export function workerRouter(worker: MeshWorker, opts: WorkerHttpOptions, endpoi
 }
 
 /** Creates the HTTP server (HTTPS with `tls`: PEM certificate and key) for a router with uniform error handling. */
-export function serveRouter(router: Router, tls?: { cert: string | Buffer; key: string | Buffer }): Server {
-  const server = createRouterServer(tls);
+export function serveRouter(
+  router: Router,
+  tls?: { cert: string | Buffer; key: string | Buffer },
+  deadlines?: RequestDeadlines,
+): Server {
+  const server = createRouterServer(tls, deadlines);
   server.serve(router);
   return server.server;
 }
@@ -120,9 +132,13 @@ export function serveRouter(router: Router, tls?: { cert: string | Buffer; key: 
 /**
  * A server that can listen before its router exists: the worker must know its bound endpoint before
  * it can be built, and its router needs the built worker. Until `serve()` every request gets a 503
- * with `Retry-After`, so nothing arrives at a half-built worker.
+ * with `Retry-After`, so nothing arrives at a half-built worker. Clients that send their request
+ * too slowly are cut off with 408 (`deadlines`, default 10 s for headers, 30 s for the whole request).
  */
-export function createRouterServer(tls?: { cert: string | Buffer; key: string | Buffer }): {
+export function createRouterServer(
+  tls?: { cert: string | Buffer; key: string | Buffer },
+  deadlines?: RequestDeadlines,
+): {
   server: Server;
   serve(router: Router): void;
 } {
@@ -135,7 +151,8 @@ export function createRouterServer(tls?: { cert: string | Buffer; key: string | 
     }
     router.handle(req, res, requestUrl(req)).catch((err: unknown) => sendError(res, err));
   };
-  const server = tls ? createHttpsServer(tls, handle) : createServer(handle);
+  const limits = requestDeadlineOptions(deadlines);
+  const server = tls ? createHttpsServer({ ...limits, ...tls }, handle) : createServer(limits, handle);
   return {
     server,
     serve(r) {

@@ -9,6 +9,7 @@ import { readCredentials, ROLE_USERS, type RoleCredential } from '../fabric/cred
 import { AmfError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { startWorker } from '../apps/workerApp.js';
+import { requestDeadlines } from '../apps/edgeLimits.js';
 import { loadHandler } from './handlerLoader.js';
 import { findCoordinatorByMdns } from '../discovery/findCoordinator.js';
 
@@ -104,6 +105,7 @@ export async function runWorkerCommand(
     trustDomain: w.trust,
     heartbeatSeconds: config.heartbeat.intervalSeconds,
     concurrency: w.concurrency,
+    requestDeadlines: requestDeadlines(config),
     ...(tls ? { tls } : {}),
     mcpServers: config.mcp.servers,
     mcpClient: { logger: log, requireTls: config.mcp.requireTls },

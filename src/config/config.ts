@@ -117,6 +117,14 @@ export interface AmfConfig {
     readonly ampMaxJobs: number;
     /** Let AMP `reply_to` reach loopback/private addresses even when the coordinator listens beyond loopback. */
     readonly allowPrivateCallbacks: boolean;
+    /** A request's headers must arrive within this (coordinator and worker servers). */
+    readonly headersTimeoutSeconds: number;
+    /** The whole request, headers and body, must arrive within this, else 408 and the connection is closed. */
+    readonly bodyTimeoutSeconds: number;
+    /** Concurrent `GET /events` streams; one more gets 503 with Retry-After. */
+    readonly sseMaxClients: number;
+    /** Bytes an SSE client may have waiting unsent; past this it is disconnected (total ≤ clients × this). */
+    readonly sseMaxBufferedBytes: number;
   };
   readonly worker: {
     readonly name: string | null;
@@ -253,6 +261,10 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
     requestTimeoutSeconds: 60,
     ampMaxJobs: 1000,
     allowPrivateCallbacks: false,
+    headersTimeoutSeconds: 10,
+    bodyTimeoutSeconds: 30,
+    sseMaxClients: 256,
+    sseMaxBufferedBytes: 1048576,
   },
   worker: {
     name: null,

@@ -265,6 +265,11 @@ export const CONFIG_SCHEMA: SchemaNode = {
         request_timeout_seconds: positiveSeconds(3600),
         amp_max_jobs: intRange(1, 1_000_000),
         allow_private_callbacks: boolean(),
+        headers_timeout_seconds: positiveSeconds(3600),
+        body_timeout_seconds: positiveSeconds(3600),
+        sse_max_clients: intRange(1, 100_000),
+        // At least 64 KiB so ordinary events fit; larger events than the cap are summarised (eventStream.ts).
+        sse_max_buffered_bytes: intRange(65536, 1073741824, 'a whole number of bytes'),
       },
       'HTTP edge guards and AMP/Fabric settings',
     ),

@@ -7,6 +7,11 @@
 import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { AmfConfig } from '../config/config.js';
+import {
+  largestTaskBodyBytes,
+  largestTaskEventBytes,
+  spawnedNatsMaxPayload,
+} from '../config/payloadLimits.js';
 import { createEvent, type EventSender } from '../events/cloudEvent.js';
 import { connectAs } from '../fabric/connect.js';
 import { loadOrCreateCredentials, type NatsCredentials } from '../fabric/credentials.js';
@@ -92,7 +97,9 @@ export class Coordinator {
       role: 'coordinator',
       trustDomain: td,
     };
-    this.bus = new EventBus(nc);
+    this.bus = new EventBus(nc, {
+      payloadHint: `HTTP bodies may be up to ${largestTaskBodyBytes(config)} bytes, which needs max_payload of at least ${largestTaskEventBytes(config)} bytes on the NATS server (or send less)`,
+    });
     this.work = new WorkQueueWriter(nc, stores.jsm);
     this.notices = new PolicyNotices(this.bus, this.sender);
     this.registry = new AgentRegistry({
@@ -165,6 +172,7 @@ export class Coordinator {
           credentials,
           port: config.nats.port,
           binary: config.nats.serverBinary,
+          maxPayloadBytes: spawnedNatsMaxPayload(config),
         });
         natsUrl = natsServer.url;
         log('info', 'nats-server started', { url: natsUrl, pid: natsServer.pid });
@@ -173,6 +181,12 @@ export class Coordinator {
         maxReconnectAttempts: -1,
       });
       opened.push(nc);
+      const maxPayload = nc.info?.max_payload;
+      if (maxPayload !== undefined && maxPayload < largestTaskEventBytes(config))
+        log('warn', 'NATS max_payload is smaller than the HTTP body caps admit: larger tasks get 413', {
+          max_payload: maxPayload,
+          needed: largestTaskEventBytes(config),
+        });
       // Each role of the admission path has its own connection, so NATS ACLs separate them.
       const connector = await connectAs(natsUrl, credentials.connector, 'amf-connector', {
         maxReconnectAttempts: -1,

@@ -239,6 +239,8 @@ export class TaskLifecycle {
       ...(req.parentTaskId ? { parentId: req.parentTaskId } : {}),
       ...(req.chain ? { delegationChain: req.chain } : {}),
     });
+    // Before the task is recorded: NATS would refuse to publish it, leaving a task never announced.
+    this.bus.assertFits?.(event);
     const task = taskRecordFromAnnouncement(event, {
       owned: true,
       now: this.clock.now(),

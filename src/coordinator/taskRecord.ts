@@ -17,6 +17,8 @@ import type { LifecycleClock, TimerHandle } from './taskTimers.js';
  */
 export interface TaskFabric {
   publish(event: AmfEvent, ...subjects: string[]): void;
+  /** Throws PAYLOAD_TOO_LARGE when the fabric could not carry `event` (an in-memory bus need not check). */
+  assertFits?(event: AmfEvent): void;
   subscribe(subject: string, handler: EventHandler, options?: SubscribeOptions): { unsubscribe(): void };
 }
 

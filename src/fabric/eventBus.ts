@@ -8,6 +8,7 @@ import type { AmfEvent, AnyAmfEvent } from '../events/cloudEvent.js';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { validateEvent } from '../events/validateEvent.js';
 import { isAmfEventType } from '../events/eventTypes.js';
+import { AmfError } from '../errors.js';
 
 /** Receives every valid event as the union, so a switch on `event.type` narrows its payload. */
 export type EventHandler = (event: AnyAmfEvent, subject: string) => void;
@@ -43,15 +44,61 @@ function shapeErrors(value: unknown): string[] | undefined {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
+export interface EventBusOptions {
+  /**
+   * Appended to a PAYLOAD_TOO_LARGE message: what admitted the oversized input and what the server
+   * would need (the coordinator names its HTTP body cap and the max_payload that cap requires).
+   */
+  payloadHint?: string;
+}
+
 /** Thin typed layer over a NATS connection for AMF events. */
 export class EventBus {
   private js: JetStreamClient | undefined;
+  // An event checked by assertFits is published soon after: its bytes are kept, not encoded twice.
+  private readonly encoded = new WeakMap<AmfEvent, Uint8Array>();
 
-  constructor(readonly nc: NatsConnection) {}
+  constructor(
+    readonly nc: NatsConnection,
+    private readonly options: EventBusOptions = {},
+  ) {}
+
+  /** The connected server's `max_payload` (undefined before its INFO arrived). */
+  get maxPayloadBytes(): number | undefined {
+    return this.nc.info?.max_payload;
+  }
+
+  /**
+   * Throws PAYLOAD_TOO_LARGE when `event` is larger than the server's `max_payload`, so a caller can
+   * refuse a request before it records anything; NATS itself would only fail the publish.
+   */
+  assertFits(event: AmfEvent): void {
+    this.encode(event, true);
+  }
+
+  private encode(event: AmfEvent, keep = false): Uint8Array {
+    let bytes = this.encoded.get(event);
+    if (bytes) {
+      this.encoded.delete(event);
+      return bytes;
+    }
+    bytes = encoder.encode(JSON.stringify(event));
+    const max = this.maxPayloadBytes;
+    if (max !== undefined && bytes.length > max) {
+      const hint = this.options.payloadHint ? `; ${this.options.payloadHint}` : '';
+      throw new AmfError(
+        'PAYLOAD_TOO_LARGE',
+        `the ${event.type} event would be ${bytes.length} bytes, more than the NATS server's max_payload of ${max} bytes${hint}`,
+        { event_bytes: bytes.length, nats_max_payload: max },
+      );
+    }
+    if (keep) this.encoded.set(event, bytes);
+    return bytes;
+  }
 
   /** Publishes `event` on each subject (default: subject = type), serialising it once. */
   publish(event: AmfEvent, ...subjects: string[]): void {
-    const bytes = encoder.encode(JSON.stringify(event));
+    const bytes = this.encode(event);
     if (subjects.length === 0) {
       this.nc.publish(event.type, bytes);
       return;
@@ -106,23 +153,30 @@ export class EventBus {
    * Publishes `event` on `subject` through JetStream and waits for the stream's ack, retrying (with
    * back-off, across reconnects) until it is stored, `signal` is aborted or `giveUpMs` passes. The
    * message id makes a retry after a lost ack a duplicate that the stream drops. Needs no JetStream
-   * API permission: the ack arrives on the caller's inbox. Resolves true when stored.
+   * API permission: the ack arrives on the caller's inbox. Resolves `stored`, `too_large` (over the
+   * server's max_payload: retrying cannot help) or `gave_up`.
    */
   async publishDurable(
     event: AmfEvent,
     subject: string,
     options: { msgId: string; signal?: AbortSignal; giveUpMs?: number; onRetry?: (err: unknown) => void },
-  ): Promise<boolean> {
+  ): Promise<'stored' | 'too_large' | 'gave_up'> {
     this.js ??= jetstream(this.nc);
-    const bytes = encoder.encode(JSON.stringify(event));
+    let bytes: Uint8Array;
+    try {
+      bytes = this.encode(event);
+    } catch {
+      return 'too_large';
+    }
     const giveUpAt = Date.now() + (options.giveUpMs ?? 10 * 60_000);
     let delayMs = 100;
     for (;;) {
       try {
         await this.js.publish(subject, bytes, { msgID: options.msgId, timeout: 5_000 });
-        return true;
+        return 'stored';
       } catch (err) {
-        if (options.signal?.aborted || Date.now() + delayMs > giveUpAt || this.nc.isClosed()) return false;
+        if (options.signal?.aborted || Date.now() + delayMs > giveUpAt || this.nc.isClosed())
+          return 'gave_up';
         options.onRetry?.(err);
         await new Promise((resolve) => setTimeout(resolve, delayMs).unref());
         delayMs = Math.min(delayMs * 2, 5_000);

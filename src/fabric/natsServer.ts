@@ -56,6 +56,8 @@ export interface StartNatsServerOptions {
   /** Binary name or path; default `$AMF_NATS_SERVER_BIN`, else `nats-server` from PATH. */
   binary?: string;
   readyTimeoutMs?: number;
+  /** The server's `max_payload` (default 1 MiB, natsConfig.ts); the coordinator sizes it from its HTTP caps. */
+  maxPayloadBytes?: number;
   /** Receives every log line of the server. */
   logger?: (line: string) => void;
 }
@@ -93,6 +95,7 @@ export async function startNatsServer(opts: StartNatsServerOptions): Promise<Nat
     port: port === 0 ? -1 : port,
     storeDir: natsDir,
     credentials: opts.credentials,
+    ...(opts.maxPayloadBytes !== undefined ? { maxPayloadBytes: opts.maxPayloadBytes } : {}),
   });
   await writePrivateFile(configPath, config);
 

@@ -2,7 +2,7 @@
  * A minimal HTTP toolkit on node:http: bounded body reading, JSON replies, and an exact-path router.
  * The coordinator and worker runtimes stay free of framework types; this is the only HTTP edge.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerOptions, ServerResponse } from 'node:http';
 import { AmfError, toAmfError } from '../errors.js';
 import { amfErrorBody, httpStatusFor } from './wireErrors.js';
 
@@ -166,4 +166,35 @@ export function requestUrl(req: IncomingMessage): URL {
   } catch {
     return new URL('/', 'http://localhost');
   }
+}
+
+/** How long a client may take to send a request (`http.headers_timeout_seconds`, `http.body_timeout_seconds`). */
+export interface RequestDeadlines {
+  headersTimeoutMs: number;
+  /** The whole request, headers and body. */
+  bodyTimeoutMs: number;
+}
+
+export const DEFAULT_REQUEST_DEADLINES: RequestDeadlines = {
+  headersTimeoutMs: 10_000,
+  bodyTimeoutMs: 30_000,
+};
+
+/**
+ * Server options that cut off clients which send headers or a body too slowly (slowloris, a stalled
+ * upload): Node answers 408 Request Timeout while no response has started, and closes the
+ * connection either way, so a stalled request holds no socket, parser or body buffer for longer
+ * than the deadline. The deadlines cover receiving the request only; a long response (SSE, a slow
+ * task) is not affected. Node checks them every `connectionsCheckingInterval`, so that interval is
+ * kept a fraction of the shortest deadline (at most 1 s, a cheap walk of the open connections).
+ */
+export function requestDeadlineOptions(d: RequestDeadlines = DEFAULT_REQUEST_DEADLINES): ServerOptions {
+  const requestTimeout = Math.max(1, Math.round(d.bodyTimeoutMs));
+  // Node refuses a headers deadline longer than the whole request's.
+  const headersTimeout = Math.min(Math.max(1, Math.round(d.headersTimeoutMs)), requestTimeout);
+  return {
+    requestTimeout,
+    headersTimeout,
+    connectionsCheckingInterval: Math.min(1000, Math.max(25, Math.floor(headersTimeout / 4))),
+  };
 }

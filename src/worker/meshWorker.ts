@@ -306,23 +306,42 @@ export class MeshWorker {
    * publish is retried across NATS outages until stored (docs/reliability.md).
    */
   private async submitResult(task: TaskInput, payload: FinalPayload, confidence?: number): Promise<void> {
-    const event = createEvent({
-      type: 'amf.result.final',
-      sender: this.sender,
-      payload,
-      taskId: task.taskId,
-      traceId: task.traceId,
-      ...(confidence !== undefined ? { confidence } : {}),
-    });
-    const stored = await this.bus.publishDurable(event, resultSubject(task.taskId), {
-      msgId: `${task.taskId}.${task.attempt}.${this.options.name}`,
-      onRetry: (err) =>
-        this.options.log?.('warn', 'result not stored yet; retrying', {
-          task_id: task.taskId,
-          err: String(err),
+    const store = (final: FinalPayload, conf?: number) =>
+      this.bus.publishDurable(
+        createEvent({
+          type: 'amf.result.final',
+          sender: this.sender,
+          payload: final,
+          taskId: task.taskId,
+          traceId: task.traceId,
+          ...(conf !== undefined ? { confidence: conf } : {}),
         }),
-    });
-    if (!stored)
+        resultSubject(task.taskId),
+        {
+          msgId: `${task.taskId}.${task.attempt}.${this.options.name}`,
+          onRetry: (err) =>
+            this.options.log?.('warn', 'result not stored yet; retrying', {
+              task_id: task.taskId,
+              err: String(err),
+            }),
+        },
+      );
+    let outcome = await store(payload, confidence);
+    if (outcome === 'too_large')
+      // The answer cannot travel: the task still ends, as a failure that says why.
+      outcome = await store(
+        {
+          task_id: task.taskId,
+          agent_id: this.agentId,
+          status: 'failed',
+          error: {
+            code: 'result_too_large',
+            message: 'the result is larger than the fabric carries (NATS max_payload)',
+          },
+        },
+        0,
+      );
+    if (outcome !== 'stored')
       this.options.log?.(
         'error',
         'result could not be stored; the coordinator will retry or expire the task',

@@ -20,7 +20,7 @@ import {
 import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { A2AError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { AmfError, toAmfError } from '../../errors.js';
-import { readBody, sendJson, type Router } from '../../http/httpKit.js';
+import { decodePathSegment, readBody, sendJson, type Router } from '../../http/httpKit.js';
 import {
   googleRpcStatusBody,
   httpStatusFor,
@@ -182,6 +182,17 @@ export class A2aServer {
   /** Reads and parses the body within the limit, then hands the request to the SDK. */
   async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const jsonRpc = isJsonRpcPath(url.pathname);
+    // The SDK's router decodes ids in REST paths itself and answers a malformed escape (%ZZ) with a
+    // 500; it is the client's mistake, so it is refused here as a 400 first.
+    if (!jsonRpc) {
+      try {
+        for (const segment of url.pathname.split('/')) decodePathSegment(segment);
+      } catch (err) {
+        req.resume();
+        sendRestError(res, toAmfError(err));
+        return;
+      }
+    }
     if (req.method === 'POST') {
       let body: Buffer;
       try {
