@@ -169,7 +169,12 @@ export class Coordinator {
       });
       opened.push(watcherNc);
       const watcher = new DmzWatcher({ llmEnv: pickLlmEnv(env) });
-      const stores = await ensureFabricStores(nc, undefined, Math.max(3600, config.tasks.ttlSeconds * 10));
+      const stores = await ensureFabricStores(
+        nc,
+        undefined,
+        Math.max(3600, config.tasks.ttlSeconds * 10),
+        config.nats.replicas,
+      );
       const coordinator = new Coordinator(
         config,
         nc,
