@@ -155,7 +155,9 @@ export async function ensureFabricStores(
   });
   const mcpPins = await bucket(MCP_PINS_BUCKET, { history: 1, max_bytes: 16 * 1024 * 1024 });
   // One small key per lease; no TTL on the bucket: a lease expires by its holder's silence.
-  const leases = await bucket(LEASES_BUCKET, { history: 1, max_bytes: 1024 * 1024 });
+  // allow_direct off: direct gets may be answered by a lagging replica, and a lease must read what
+  // its compare-and-set writes will be checked against (the stream leader's view).
+  const leases = await bucket(LEASES_BUCKET, { history: 1, max_bytes: 1024 * 1024, allow_direct: false });
   return { jsm, agents, tasks, mcpPins, leases };
 }
 
