@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Starts a local 3-node NATS JetStream cluster for one AMF mesh and runs it until Ctrl-C.
+# Starts a local 3-node NATS JetStream cluster for one AMF mesh and runs it until Ctrl-C (or SIGTERM).
 # Each node has its own store dir under DIR, routes on loopback, and the per-role users and ACLs of
 # the single server `amf up` spawns (credentials from <data-dir>/credentials.json). Then:
 #   amf up --data-dir DATA_DIR --nats-url <printed URLs>      (with nats.replicas: 3 in amf.yaml)
