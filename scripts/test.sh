@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 ensure_debian_package 'command -v nats-server' nats-server
+# The pinned newer nats-server that the 3-node cluster tests (test/cluster) run on.
+AMF_NATS_CLUSTER_BIN="$(bash scripts/install-nats.sh)"; export AMF_NATS_CLUSTER_BIN
 
 # Debian's python3-zeroconf is the independent mDNS implementation our records are checked against.
 ensure_debian_package "/usr/bin/python3 -c 'import zeroconf'" python3-zeroconf

@@ -88,6 +88,11 @@ export interface AmfConfig {
     readonly port: number;
     readonly serverBinary: string;
     readonly maxPayloadBytes: number;
+    /**
+     * Copies of every stream and KV bucket AMF creates: 1 on a single server, 3 on a NATS cluster so
+     * the mesh state survives the loss of a node (JetStream needs a majority of the copies up).
+     */
+    readonly replicas: number;
   };
   readonly mdns: { readonly enabled: boolean; readonly interface: string | null };
   readonly policy: { readonly opaUrl: string | null; readonly path: string | null };
@@ -239,7 +244,7 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
   dataDir: path.join(homedir(), '.amf'),
   logLevel: 'info',
   coordinator: { host: '127.0.0.1', port: 8765, apiKey: null, url: 'http://127.0.0.1:8765' },
-  nats: { url: null, port: 4222, serverBinary: 'nats-server', maxPayloadBytes: 1048576 },
+  nats: { url: null, port: 4222, serverBinary: 'nats-server', maxPayloadBytes: 1048576, replicas: 1 },
   mdns: { enabled: true, interface: null },
   policy: { opaUrl: null, path: null },
   identity: { mode: null, trustDomain: 'local' },

@@ -183,6 +183,8 @@ export const CONFIG_SCHEMA: SchemaNode = {
         port: port(),
         server_binary: nonEmptyString('the nats-server program name or path'),
         max_payload_bytes: intRange(1024, 67108864, 'a whole number of bytes'),
+        // JetStream caps replicas at 5; more than the cluster's node count fails at stream creation.
+        replicas: intRange(1, 5, 'a number of replicas'),
       },
       'NATS settings',
     ),

@@ -29,12 +29,16 @@ import { MdnsDoor } from './mdnsDoor.js';
 import { AgentRegistry } from '../registry/agentRegistry.js';
 import { HeartbeatDoor } from './heartbeatAdmission.js';
 import { PolicyNotices } from '../registry/policyNotices.js';
+import { LeaderLease } from './leaderLease.js';
 import { SharedState } from './sharedState.js';
 import { TaskDispatcher } from './taskDispatcher.js';
 import { TaskLifecycle } from './taskLifecycle.js';
 import { ResultIntake } from './resultIntake.js';
 import { WorkQueueWriter } from '../fabric/workQueue.js';
 import type { LogFn } from '../log.js';
+
+/** Key of the sweeper lease in the `amf_leases` bucket. */
+export const SWEEPER_LEASE_KEY = 'sweeper';
 
 export interface CoordinatorOptions {
   config: AmfConfig;
@@ -67,6 +71,12 @@ export class Coordinator {
   readonly admission: AdmissionPipeline;
   readonly policy: PolicyEngine;
   readonly identity: IdentityMode;
+  /**
+   * Held by one coordinator of those sharing this NATS at a time: only its holder writes what its
+   * sweeps decide into shared state (agents gone silent now; expiring tasks whose owner died is
+   * meant to use it too). Every coordinator still sweeps its own registry for its own routing.
+   */
+  readonly sweeperLease: LeaderLease;
   private readonly heartbeatDoor: HeartbeatDoor;
   private mdnsDoor: MdnsDoor | undefined;
   private readonly shared: SharedState;
@@ -151,6 +161,16 @@ export class Coordinator {
       100,
       (subject, bytes) => nc.publish(subject, bytes),
     );
+    this.sweeperLease = new LeaderLease({
+      kv: stores.leases,
+      key: SWEEPER_LEASE_KEY,
+      holderId: this.instanceId,
+      // Losing a race or a NATS hiccup is routine for a lease: worth a debug line, not a warning.
+      onError: (err) =>
+        log('debug', 'sweeper lease attempt failed', {
+          err: err instanceof Error ? err.message : String(err),
+        }),
+    });
   }
 
   /** Starts the fabric and the core services. */
@@ -197,7 +217,12 @@ export class Coordinator {
       });
       opened.push(watcherNc);
       const watcher = new DmzWatcher({ llmEnv: pickLlmEnv(env) });
-      const stores = await ensureFabricStores(nc, undefined, Math.max(3600, config.tasks.ttlSeconds * 10));
+      const stores = await ensureFabricStores(
+        nc,
+        undefined,
+        Math.max(3600, config.tasks.ttlSeconds * 10),
+        config.nats.replicas,
+      );
       const coordinator = new Coordinator(
         config,
         nc,
@@ -221,7 +246,17 @@ export class Coordinator {
   }
 
   private async startServices(): Promise<void> {
-    await this.shared.attachRegistry(this.registry);
+    await this.shared.attachRegistry(
+      this.registry,
+      (change) =>
+        this.sweeperLease.isHolder || !(change.kind === 'offline' && change.reason === 'heartbeat_missed'),
+    );
+    this.sweeperLease.onAcquired(() => {
+      this.log('info', 'sweeper lease acquired', { instance: this.instanceId });
+      void this.shared.reconcileOffline(this.registry);
+    });
+    this.sweeperLease.onLost((reason) => this.log('info', 'sweeper lease lost', { reason }));
+    this.sweeperLease.start();
     this.shared.attachLifecycle(this.lifecycle);
     this.watcherService = startWatcherService({ nc: this.parts.watcherNc, watcher: this.parts.watcher });
     this.admission.start();
@@ -289,6 +324,8 @@ export class Coordinator {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweepTimer);
+      // Given back first, so another coordinator takes over the sweeps while this one drains.
+      await this.sweeperLease.close().catch(() => undefined);
       await this.mdnsDoor?.close().catch(() => undefined);
       this.heartbeatDoor.close();
       this.admission.close();

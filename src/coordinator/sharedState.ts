@@ -5,7 +5,7 @@
  */
 import type { KV } from '@nats-io/kv';
 import { kvKey, TASKS_BUCKET } from '../fabric/jetstream.js';
-import type { AgentRegistry, RegisteredAgent } from '../registry/agentRegistry.js';
+import type { AgentRegistry, RegisteredAgent, RegistryChange } from '../registry/agentRegistry.js';
 import type { TaskLifecycle, TaskRecord } from './taskLifecycle.js';
 
 export interface TaskSnapshot {
@@ -53,8 +53,15 @@ export class SharedState {
     private readonly publishTaskState?: (subject: string, bytes: Uint8Array) => void,
   ) {}
 
-  /** Loads agents other coordinators admitted, then mirrors every registry change. */
-  async attachRegistry(registry: AgentRegistry): Promise<void> {
+  /**
+   * Loads agents other coordinators admitted, then mirrors every registry change that `mirrors`
+   * accepts (default: all). Several coordinators each sweep their own registry, so the coordinator
+   * uses `mirrors` to let only the sweeper lease's holder write what its sweep decided.
+   */
+  async attachRegistry(
+    registry: AgentRegistry,
+    mirrors: (change: RegistryChange) => boolean = () => true,
+  ): Promise<void> {
     const keys = await this.agents.keys();
     for await (const key of keys) {
       const entry = await this.agents.get(key);
@@ -66,11 +73,34 @@ export class SharedState {
       }
     }
     registry.onChange((change) => {
+      if (!mirrors(change)) return;
       const a = change.agent;
       this.agents
         .put(kvKey(a.record.agent_id), this.encoder.encode(JSON.stringify(a)))
         .catch((err: unknown) => this.onError('registry write', err));
     });
+  }
+
+  /**
+   * Writes the agents this registry has marked offline over entries that still say live: run by a
+   * coordinator that just became the sweeper, for what its sweep found while another held the lease
+   * (or while the old holder was dead and nobody wrote).
+   */
+  async reconcileOffline(registry: AgentRegistry): Promise<void> {
+    for (const agent of registry.list()) {
+      if (agent.status !== 'offline') continue;
+      const key = kvKey(agent.record.agent_id);
+      try {
+        const entry = await this.agents.get(key);
+        if (!entry || entry.operation !== 'PUT') continue;
+        const stored = entry.json<RegisteredAgent>();
+        // A newer heartbeat seen by whoever wrote the entry wins over our older silence.
+        if (stored.status !== 'live' || stored.lastSeen > agent.lastSeen) continue;
+        await this.agents.update(key, this.encoder.encode(JSON.stringify(agent)), entry.revision);
+      } catch (err) {
+        this.onError('registry reconcile', err);
+      }
+    }
   }
 
   /** Coalesces task state changes into periodic KV writes. */

@@ -30,6 +30,18 @@ export class NatsAuthError extends AmfError {
   }
 }
 
+/**
+ * Splits a comma-separated server list (`nats://a:4222,nats://b:4222`, the form `--nats-url` takes
+ * for a cluster) into the array nats.js wants: given the whole string it would treat it as one
+ * malformed host. With several seeds the client fails over to another node when its node dies.
+ */
+export function natsServers(url: string): string[] {
+  return url
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
 /** Options of {@link connectAs}. */
 export interface ConnectAsOptions {
   /** Reconnect attempts after a lost connection (-1 = forever); the nats.js default when omitted. */
@@ -48,7 +60,7 @@ export async function connectAs(
   opts: ConnectAsOptions = {},
 ): Promise<NatsConnection> {
   const options: NodeConnectionOptions = {
-    servers: url,
+    servers: natsServers(url),
     user: cred.user,
     pass: cred.password,
     name,

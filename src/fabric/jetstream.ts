@@ -10,7 +10,7 @@ import {
   StorageType,
   DiscardPolicy,
 } from '@nats-io/jetstream';
-import { Kvm, type KV } from '@nats-io/kv';
+import { Kvm, type KV, type KvOptions } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 
 const NANOS_PER_SECOND = 1_000_000_000;
@@ -39,6 +39,8 @@ export const AGENTS_BUCKET = 'amf_agents';
 export const TASKS_BUCKET = 'amf_tasks';
 /** TOFU pins of agents' TLS certificates for `https://` MCP endpoints (protocols/mcp/tlsPins.ts). */
 export const MCP_PINS_BUCKET = 'amf_mcp_pins';
+/** Leases that make one coordinator of several do a job alone (coordinator/leaderLease.ts). */
+export const LEASES_BUCKET = 'amf_leases';
 
 /**
  * Public fabric subjects that are persisted. Replies are not (they duplicate these), and neither are
@@ -73,6 +75,7 @@ export interface FabricStores {
   agents: KV;
   tasks: KV;
   mcpPins: KV;
+  leases: KV;
 }
 
 async function ensureStream(
@@ -80,6 +83,8 @@ async function ensureStream(
   name: string,
   subjects: string[],
   limits: RetentionLimits,
+  /** Required, not defaulted: a stream left at 1 copy on a cluster is lost with its node. */
+  replicas: number,
   retention: RetentionPolicy = RetentionPolicy.Limits,
 ) {
   const config = {
@@ -91,10 +96,11 @@ async function ensureStream(
     max_age: limits.maxAgeSeconds * NANOS_PER_SECOND,
     max_msgs: limits.maxMessages,
     max_bytes: limits.maxBytes,
-    num_replicas: 1,
+    num_replicas: replicas,
   };
   try {
     await jsm.streams.info(name);
+    // An update also rescales an existing stream (JetStream moves replicas up or down in place).
     await jsm.streams.update(name, config);
   } catch {
     await jsm.streams.add(config);
@@ -102,31 +108,69 @@ async function ensureStream(
 }
 
 /**
+ * Opens a KV bucket with `replicas` copies, creating it if needed. `Kvm.create` leaves an existing
+ * bucket's stream as it is, so a bucket made by a single-node run keeps 1 copy on a cluster unless
+ * its backing stream is rescaled here.
+ */
+export async function ensureKvBucket(
+  jsm: JetStreamManager,
+  kvm: Kvm,
+  name: string,
+  opts: Partial<KvOptions>,
+  replicas: number,
+): Promise<KV> {
+  const kv = await kvm.create(name, { ...opts, replicas });
+  const stream = `KV_${name}`;
+  const info = await jsm.streams.info(stream);
+  if (info.config.num_replicas !== replicas) {
+    await jsm.streams.update(stream, { ...info.config, num_replicas: replicas });
+  }
+  return kv;
+}
+
+/**
  * Creates (or updates) the streams and opens the KV buckets. Idempotent, so every coordinator calls it
- * at start.
+ * at start. `replicas` (config `nats.replicas`) applies to every stream and bucket alike: the mesh is
+ * only as durable as its least replicated store.
  */
 export async function ensureFabricStores(
   nc: NatsConnection,
   retention: RetentionLimits = DEFAULT_EVENT_RETENTION,
   taskStateTtlSeconds = 3600,
+  replicas = 1,
 ): Promise<FabricStores> {
   const jsm = await jetstreamManager(nc);
-  await ensureStream(jsm, EVENTS_STREAM, PUBLIC_STREAM_SUBJECTS, retention);
-  await ensureStream(jsm, INTERNAL_STREAM, INTERNAL_STREAM_SUBJECTS, {
-    ...retention,
-    maxMessages: Math.min(retention.maxMessages, 100_000),
-  });
+  await ensureStream(jsm, EVENTS_STREAM, PUBLIC_STREAM_SUBJECTS, retention, replicas);
+  await ensureStream(
+    jsm,
+    INTERNAL_STREAM,
+    INTERNAL_STREAM_SUBJECTS,
+    { ...retention, maxMessages: Math.min(retention.maxMessages, 100_000) },
+    replicas,
+  );
   // Audit records are kept longer than events (a week), bounded by count and bytes.
-  await ensureStream(jsm, AUDIT_STREAM, AUDIT_STREAM_SUBJECTS, {
-    maxAgeSeconds: Math.max(retention.maxAgeSeconds, 7 * 24 * 3600),
-    maxMessages: Math.min(retention.maxMessages, 1_000_000),
-    maxBytes: Math.min(retention.maxBytes, 256 * 1024 * 1024),
-  });
-  await ensureStream(jsm, RESULTS_STREAM, RESULTS_STREAM_SUBJECTS, {
-    maxAgeSeconds: taskStateTtlSeconds,
-    maxMessages: Math.min(retention.maxMessages, 1_000_000),
-    maxBytes: Math.min(retention.maxBytes, 256 * 1024 * 1024),
-  });
+  await ensureStream(
+    jsm,
+    AUDIT_STREAM,
+    AUDIT_STREAM_SUBJECTS,
+    {
+      maxAgeSeconds: Math.max(retention.maxAgeSeconds, 7 * 24 * 3600),
+      maxMessages: Math.min(retention.maxMessages, 1_000_000),
+      maxBytes: Math.min(retention.maxBytes, 256 * 1024 * 1024),
+    },
+    replicas,
+  );
+  await ensureStream(
+    jsm,
+    RESULTS_STREAM,
+    RESULTS_STREAM_SUBJECTS,
+    {
+      maxAgeSeconds: taskStateTtlSeconds,
+      maxMessages: Math.min(retention.maxMessages, 1_000_000),
+      maxBytes: Math.min(retention.maxBytes, 256 * 1024 * 1024),
+    },
+    replicas,
+  );
   await ensureStream(
     jsm,
     WORK_STREAM,
@@ -136,17 +180,24 @@ export async function ensureFabricStores(
       maxMessages: Math.min(retention.maxMessages, 1_000_000),
       maxBytes: Math.min(retention.maxBytes, 512 * 1024 * 1024),
     },
+    replicas,
     RetentionPolicy.Workqueue,
   );
   const kvm = new Kvm(nc);
-  const agents = await kvm.create(AGENTS_BUCKET, { history: 1, max_bytes: 64 * 1024 * 1024 });
-  const tasks = await kvm.create(TASKS_BUCKET, {
+  const bucket = (name: string, opts: Partial<KvOptions>): Promise<KV> =>
+    ensureKvBucket(jsm, kvm, name, opts, replicas);
+  const agents = await bucket(AGENTS_BUCKET, { history: 1, max_bytes: 64 * 1024 * 1024 });
+  const tasks = await bucket(TASKS_BUCKET, {
     history: 1,
     ttl: taskStateTtlSeconds * 1000,
     max_bytes: 256 * 1024 * 1024,
   });
-  const mcpPins = await kvm.create(MCP_PINS_BUCKET, { history: 1, max_bytes: 16 * 1024 * 1024 });
-  return { jsm, agents, tasks, mcpPins };
+  const mcpPins = await bucket(MCP_PINS_BUCKET, { history: 1, max_bytes: 16 * 1024 * 1024 });
+  // One small key per lease; no TTL on the bucket: a lease expires by its holder's silence.
+  // allow_direct off: direct gets may be answered by a lagging replica, and a lease must read what
+  // its compare-and-set writes will be checked against (the stream leader's view).
+  const leases = await bucket(LEASES_BUCKET, { history: 1, max_bytes: 1024 * 1024, allow_direct: false });
+  return { jsm, agents, tasks, mcpPins, leases };
 }
 
 /** KV keys allow `[-/_=.a-zA-Z0-9]`; agent ids are URIs, so they are stored base64url-encoded. */

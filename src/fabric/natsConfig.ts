@@ -125,6 +125,20 @@ export interface NatsConfigOptions {
   credentials: NatsCredentials;
   maxPayloadBytes?: number;
   serverName?: string;
+  /** Makes this server one node of a NATS cluster (see natsCluster.ts); requires `serverName`. */
+  cluster?: ClusterRouting;
+}
+
+/** The `cluster {}` block of one node: where it listens for routes and which peers it dials. */
+export interface ClusterRouting {
+  name: string;
+  host: string;
+  port: number;
+  /** Route URLs of the other nodes (`nats-route://host:port`), without credentials. */
+  routes: readonly string[];
+  /** Every node accepts and presents this user on routes (route connections bypass the role ACLs). */
+  routeUser: string;
+  routePassword: string;
 }
 
 /** NATS default and AMF's cap on one event: large artifacts travel by reference, not inline. */
@@ -150,10 +164,39 @@ export function renderNatsConfig(opts: NatsConfigOptions): string {
     `max_payload: ${maxPayload}`,
   ];
   if (opts.serverName !== undefined) lines.push(`server_name: ${quote(opts.serverName)}`);
-  lines.push('jetstream {', `  store_dir: ${quote(opts.storeDir)}`, '}', 'authorization {', '  users: [');
+  lines.push('jetstream {', `  store_dir: ${quote(opts.storeDir)}`, '}');
+  if (opts.cluster) lines.push(...renderCluster(opts.cluster, opts.serverName));
+  lines.push('authorization {', '  users: [');
   for (const role of NATS_ROLES) lines.push(`    ${renderUser(role, opts.credentials)}`);
   lines.push('  ]', '}', '');
   return lines.join('\n');
+}
+
+function renderCluster(c: ClusterRouting, serverName: string | undefined): string[] {
+  // Clustered JetStream tells nodes apart by server_name; without one, RAFT groups cannot form.
+  if (serverName === undefined) throw new Error('a clustered nats-server needs a serverName');
+  if (!Number.isInteger(c.port) || c.port < 1 || c.port > 65535) {
+    throw new Error(`invalid NATS route port ${c.port}: expected 1..65535`);
+  }
+  const routes = c.routes.map((r) => {
+    const url = new URL(r);
+    if (url.protocol !== 'nats-route:' || url.username !== '' || url.password !== '') {
+      throw new Error(`invalid route ${r}: expected nats-route://host:port without credentials`);
+    }
+    // Credentials go into the URL here, from one place, so they are never typed into a route list.
+    url.username = encodeURIComponent(c.routeUser);
+    url.password = encodeURIComponent(c.routePassword);
+    return quote(url.toString().replace(/\/$/, ''));
+  });
+  return [
+    'cluster {',
+    `  name: ${quote(c.name)}`,
+    `  host: ${quote(c.host)}`,
+    `  port: ${c.port}`,
+    `  authorization { user: ${quote(c.routeUser)}, password: ${quote(c.routePassword)} }`,
+    `  routes: [${routes.join(', ')}]`,
+    '}',
+  ];
 }
 
 function renderUser(role: NatsRole, credentials: NatsCredentials): string {
