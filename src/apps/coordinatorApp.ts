@@ -29,7 +29,7 @@ import { McpFederation } from '../protocols/mcp/federation.js';
 import { createCoordinatorMcpEndpoint } from '../protocols/mcp/coordinatorMcp.js';
 import { loadCoordinatorFingerprint } from '../protocols/mcp/coordinatorFingerprint.js';
 import { TlsPinStore } from '../protocols/mcp/tlsPins.js';
-import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
+import { mcpSessionLimits, type McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
 import { registerAmpRoutes } from '../protocols/amp/ampRoutes.js';
 import { registerFabricRoutes } from '../protocols/fabric/fabricRoutes.js';
 import { HttpGuard, sendFamilyError } from './httpGuards.js';
@@ -201,7 +201,7 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     log: (level, message, fields) => coordinator.log(level, message, fields),
   });
   federation.start();
-  const mcpEndpoint = createCoordinatorMcpEndpoint(federation, VERSION);
+  const mcpEndpoint = createCoordinatorMcpEndpoint(federation, VERSION, mcpSessionLimits(config));
   const expectedKey = config.coordinator.apiKey ? keyDigest(config.coordinator.apiKey) : undefined;
   // Checked again per route that grants more to the key holder, so a path made public later
   // cannot hand out the operator's authority.

@@ -9,6 +9,7 @@ import { readCredentials, ROLE_USERS, type RoleCredential } from '../fabric/cred
 import { AmfError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { startWorker } from '../apps/workerApp.js';
+import { mcpSessionLimits } from '../protocols/mcp/mcpEndpoint.js';
 import { loadHandler } from './handlerLoader.js';
 import { findCoordinatorByMdns } from '../discovery/findCoordinator.js';
 
@@ -107,6 +108,7 @@ export async function runWorkerCommand(
     ...(tls ? { tls } : {}),
     mcpServers: config.mcp.servers,
     mcpClient: { logger: log, requireTls: config.mcp.requireTls },
+    mcpSessions: mcpSessionLimits(config),
     onCoordinatorFingerprintChange: (first, seen) =>
       log.warn(
         { first, seen },
