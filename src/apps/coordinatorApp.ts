@@ -126,6 +126,8 @@ function buildRouter(
         ...a.record,
         capability_tags: a.record.capability_tags ?? [],
         status: a.status,
+        // Why an admitted agent is not served (its card did not load or did not match).
+        ...(a.unverified ? { unverified: a.unverified } : {}),
         advertised_status: a.record.status ?? 'active',
         admitted_at: a.admittedAt,
         last_seen: new Date(a.lastSeen).toISOString(),
