@@ -46,6 +46,8 @@ if (!existsSync(new URL('coordinator/coordinator.js', DIST))) {
 const FLOOR_SUBJECT = 'bench.floor';
 const WORKER_CONCURRENCY = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 16);
 const quietly = (p) => Promise.resolve(p).catch(() => undefined);
+/** MCP sessions the one load-generating address may hold (its virtual clients, plus the federation's). */
+const BENCH_MCP_SESSIONS = 10_000;
 const { startWorker } = await import(new URL('apps/workerApp.js', DIST).href);
 const { echoHandler } = await import(new URL('worker/handlers/echo.js', DIST).href);
 
@@ -79,6 +81,7 @@ async function runWorkerProcess() {
         port: 0,
         heartbeatSeconds: msg.heartbeatSeconds,
         concurrency: WORKER_CONCURRENCY,
+        mcpSessions: { maxSessionsPerClient: BENCH_MCP_SESSIONS },
       });
       process.send({ type: 'ready', url: running.url, agentId: running.worker.agentId });
     } catch (err) {
@@ -153,6 +156,9 @@ async function runMeshProcess() {
         // One load generator on 127.0.0.1 is one client: the per-client limit (default 1000/s) would
         // measure the limiter, not the mesh. A limit it never reaches keeps the limiter's cost counted.
         http: { rateLimitPerSecond: 1_000_000, rateLimitBurst: 1_000_000 },
+        // Likewise its virtual MCP clients are one client address: the per-client session cap
+        // (default 32) would refuse the bench's sessions at concurrency 32 and above.
+        mcp: { maxSessionsPerClient: BENCH_MCP_SESSIONS },
         ...(heartbeat ? { heartbeat: { intervalSeconds: heartbeat } } : {}),
       },
     });
@@ -230,6 +236,7 @@ async function startInProcessWorker({ natsUrl, credential, heartbeatSeconds }) {
     port: 0,
     heartbeatSeconds,
     concurrency: WORKER_CONCURRENCY,
+    mcpSessions: { maxSessionsPerClient: BENCH_MCP_SESSIONS },
   });
   return { url: w.url, agentId: w.worker.agentId, pid: process.pid, close: () => w.close(5000) };
 }

@@ -13,14 +13,15 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { RawAdvertisement } from '../discovery/advertisement.js';
 import type { AgentRecord } from '../events/agentRecord.js';
 import { SUBJECT_INTERNAL_CLASSIFIED, SUBJECT_INTERNAL_RAW } from '../events/subjects.js';
-import type { AgentRegistry } from '../registry/agentRegistry.js';
+import type { AgentRegistry, Verification } from '../registry/agentRegistry.js';
+import type { AdvertisementRef } from '../events/payloads.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
 import type { PolicyEngine } from '../policy/policyEngine.js';
 import type { WatcherSummary } from '../watcher/watcherSummary.js';
 import { BoundedCache } from '../util/boundedCache.js';
 import { GcraLimiter } from '../util/gcraLimiter.js';
 import { crossVerify } from './crossVerify.js';
-import { fetchAgentCard } from './fetchAgentCard.js';
+import { verifyCard, type CardFetcher } from './verifyCard.js';
 import { validateAdvertisement } from './validateAdvertisement.js';
 import { DenialReporter } from './denialReporter.js';
 import type { LogFn } from '../log.js';
@@ -38,8 +39,15 @@ export interface AdmissionPipelineOptions {
   mcpRequireTls: boolean;
   /** Emit `watcher_output_unverified` on every admission cycle (AMF_WATCHER_INTEGRITY_WARN). */
   integrityWarn: boolean;
-  /** Fetch the agent card after admission (guarded against SSRF). */
+  /**
+   * Fetch and check the agent card (`card=`) before an admitted agent is offered anything (guarded
+   * against SSRF). A card that does not load or does not match leaves the agent `unverified`.
+   */
   fetchCards?: boolean;
+  /** The card fetch (default: the guarded fetchAgentCard). */
+  fetchCard?: CardFetcher;
+  /** How long an unverified agent waits before its card is tried again on a re-advertisement. */
+  cardRetryMs?: number;
   watcherTimeoutMs?: number;
   maxInFlight?: number;
   /** Liveness granted to agents seen only on mDNS (they send no heartbeats). */
@@ -49,7 +57,15 @@ export interface AdmissionPipelineOptions {
 }
 
 export type AdmissionOutcome =
-  | { kind: 'admitted'; agentId: string; rawId: string; door: string; latencyMs: number }
+  | {
+      kind: 'admitted';
+      agentId: string;
+      rawId: string;
+      door: string;
+      latencyMs: number;
+      /** Set when the agent was admitted unverified: the reason code. */
+      unverified?: string;
+    }
   | {
       kind: 'denied';
       agentId: string | undefined;
@@ -116,11 +132,14 @@ export class AdmissionPipeline {
   private readonly perAdvertiser = new GcraLimiter({ ratePerSecond: 10, burst: 20, maxKeys: 20_000 });
   /** Per source: how many advertisements per second may go to a watcher (a fresh thread costs ~100 ms CPU). */
   private readonly perSourceJudging = new GcraLimiter({ ratePerSecond: 5, burst: 20, maxKeys: 10_000 });
+  /** Unverified agents whose card was tried recently: not fetched again before the entry expires. */
+  private readonly cardRetries: BoundedCache<true>;
   private sub: Subscription | undefined;
   readonly stats = { received: 0, admitted: 0, denied: 0, refreshed: 0, dropped: 0 };
 
   constructor(private readonly options: AdmissionPipelineOptions) {
     this.denials = new DenialReporter(options.notices);
+    this.cardRetries = new BoundedCache<true>(20_000, options.cardRetryMs ?? 30_000);
   }
 
   start(): void {
@@ -172,6 +191,10 @@ export class AdmissionPipeline {
       });
       this.stats.refreshed++;
       this.options.onDecision?.({ kind: 'refreshed', agentId: id });
+      if (known.unverified && known.record.card_url && this.options.fetchCards && !this.cardRetries.get(id)) {
+        this.cardRetries.set(id, true);
+        void this.reverify(known.record, hash);
+      }
       return;
     }
     if (this.denied.get(hash) !== undefined) return this.drop('recently_denied', raw, id);
@@ -321,9 +344,21 @@ export class AdmissionPipeline {
       }
       return;
     }
+    let verification: Verification = { verified: true };
+    if (this.options.fetchCards && record.card_url) {
+      // The same content arriving during the fetch is a duplicate, not a new advertisement to judge.
+      this.inFlightHashes.add(p.hash);
+      try {
+        verification = await verifyCard(record, this.options.fetchCard);
+      } finally {
+        this.inFlightHashes.delete(p.hash);
+      }
+      this.cardRetries.set(record.agent_id, true);
+    }
     this.admittedHash.set(record.agent_id, p.hash);
     if (this.admittedHash.size > 50_000) this.admittedHash.delete(this.admittedHash.keys().next().value!);
-    this.options.registry.admit(record);
+    this.options.registry.admit(record, verification);
+    if (!verification.verified) this.warnUnverified(raw, record, verification);
     this.stats.admitted++;
     this.options.onDecision?.({
       kind: 'admitted',
@@ -331,22 +366,31 @@ export class AdmissionPipeline {
       rawId: raw.raw_id,
       door: raw.door,
       latencyMs: Date.now() - p.startedAt,
+      ...(verification.verified ? {} : { unverified: verification.reason }),
     });
-    if (this.options.fetchCards && record.card_url) void this.fetchCard(record);
   }
 
-  private async fetchCard(record: AgentRecord): Promise<void> {
-    try {
-      const card = await fetchAgentCard(record.card_url!, record.endpoint);
-      this.options.registry.attachCard(record.agent_id, card);
-    } catch (err) {
-      const code = (err as { code?: string }).code ?? 'card_fetch_failed';
-      this.options.notices.warn({
-        reason: 'card_fetch_failed',
-        message: `agent card of ${record.agent_id} not fetched (${code}): ${(err as Error).message}`,
-        agent_id: record.agent_id,
-      });
-    }
+  /** Tries the card of an unverified agent again; on success the agent becomes live. */
+  private async reverify(record: AgentRecord, hash: string): Promise<void> {
+    const verification = await verifyCard(record, this.options.fetchCard);
+    const current = this.options.registry.get(record.agent_id);
+    // Re-advertised differently meanwhile (or gone): that advertisement is judged on its own.
+    if (!current?.unverified || this.admittedHash.get(record.agent_id) !== hash) return;
+    if (verification.verified) this.options.registry.admit(current.record, verification);
+  }
+
+  private warnUnverified(
+    raw: RawAdvertisement,
+    record: AgentRecord,
+    verification: Extract<Verification, { verified: false }>,
+  ): void {
+    this.options.notices.warn({
+      reason: verification.reason,
+      message: `${record.agent_id} admitted as unverified, offered no tasks, tools or routes: ${verification.message}`,
+      agent_id: record.agent_id,
+      advertisement: advertisementRef(raw, record.agent_id),
+      details: { status: 'unverified', card_url: record.card_url },
+    });
   }
 
   private deny(
@@ -358,11 +402,45 @@ export class AdmissionPipeline {
   ): void {
     this.stats.denied++;
     this.options.onDecision?.({ kind: 'denied', agentId, rawId: raw.raw_id, reasons, stage });
-    this.denials.deny(`${raw.source}|${reasons.join(',')}|${agentId ?? ''}`, {
+    const ref = advertisementRef(raw, agentId);
+    this.denials.deny(`${raw.source}|${reasons.join(',')}|${agentId ?? ref.instance ?? ref.endpoint ?? ''}`, {
       reason: reasons[0] ?? 'advertisement_denied',
-      message,
+      // The message names what was judged too: a deny without an id must still point somewhere.
+      message: `${message} [${describeAdvertisement(ref)}]`,
       ...(agentId ? { agent_id: agentId } : {}),
+      advertisement: ref,
       details: { reasons, stage, door: raw.door, source: raw.source, raw_id: raw.raw_id },
     });
   }
+}
+
+/** Longest advertised value copied into a notice (TXT values are short; a heartbeat's need not be). */
+const MAX_REF_CHARS = 256;
+
+/** What a notice about `raw` names: the door, the sender, and whatever the advertisement said. */
+export function advertisementRef(raw: RawAdvertisement, agentId?: string): AdvertisementRef {
+  const ref: AdvertisementRef = {
+    door: raw.door,
+    source: raw.source.slice(0, MAX_REF_CHARS),
+    raw_id: raw.raw_id,
+  };
+  if (raw.instance !== undefined) ref.instance = raw.instance.slice(0, MAX_REF_CHARS);
+  const ep = raw.txt.ep;
+  if (typeof ep === 'string' && ep !== '') ref.endpoint = ep.slice(0, MAX_REF_CHARS);
+  const id = agentId ?? raw.txt.id;
+  if (typeof id === 'string' && id !== '') ref.agent_id = id.slice(0, MAX_REF_CHARS);
+  return ref;
+}
+
+/** One line naming an advertisement, for messages (JSON-quoted: the values are the sender's). */
+export function describeAdvertisement(ref: AdvertisementRef): string {
+  const parts = [
+    ref.instance !== undefined
+      ? `mDNS instance ${JSON.stringify(ref.instance)}`
+      : `${ref.door} advertisement`,
+    `from ${ref.source}`,
+    ref.endpoint !== undefined ? `endpoint ${JSON.stringify(ref.endpoint)}` : 'no endpoint',
+  ];
+  if (ref.agent_id !== undefined) parts.push(`id ${JSON.stringify(ref.agent_id)}`);
+  return parts.join(', ');
 }

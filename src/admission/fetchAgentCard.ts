@@ -85,7 +85,9 @@ export async function fetchAgentCard(
   } catch (err) {
     if (err instanceof CardFetchError) throw err;
     if (err instanceof NetError) throw cardError(err);
-    throw new CardFetchError('card_http_error', `card fetch failed: ${(err as Error).message}`);
+    throw new CardFetchError('card_http_error', `card fetch failed: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   let card: unknown;
   try {

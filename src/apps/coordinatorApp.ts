@@ -8,8 +8,6 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AmfError } from '../errors.js';
-import { parseAnnouncement } from '../events/announcement.js';
-import { parseCloudEventRequest } from '../events/cloudEventsHttp.js';
 import { Coordinator } from '../coordinator/coordinator.js';
 import type { AmfConfig } from '../config/config.js';
 import type { LogFn } from '../log.js';
@@ -21,7 +19,6 @@ import { EventStreamHub } from '../http/eventStream.js';
 import {
   Router,
   decodePathSegment,
-  readBody,
   requestDeadlineOptions,
   requestUrl,
   sendError,
@@ -39,11 +36,12 @@ import { McpFederation } from '../protocols/mcp/federation.js';
 import { createCoordinatorMcpEndpoint } from '../protocols/mcp/coordinatorMcp.js';
 import { loadCoordinatorFingerprint } from '../protocols/mcp/coordinatorFingerprint.js';
 import { TlsPinStore } from '../protocols/mcp/tlsPins.js';
-import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
+import { mcpSessionLimits, type McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
 import { registerAmpRoutes } from '../protocols/amp/ampRoutes.js';
 import { registerFabricRoutes } from '../protocols/fabric/fabricRoutes.js';
 import { HttpGuard, sendFamilyError } from './httpGuards.js';
 import { eventStreamLimits, registerEventStreamMetrics, requestDeadlines } from './edgeLimits.js';
+import { ANONYMOUS_CALLER, OPERATOR_CALLER, handlePublish } from './publishRoute.js';
 
 const PUBLIC_PATHS = new Set([
   '/',
@@ -93,6 +91,7 @@ function buildRouter(
   metrics: CoordinatorMetrics,
   getUrl: () => string,
   mcp: { endpoint: McpEndpoint; audit: McpAuditLog },
+  isOperator: (req: IncomingMessage, url: URL) => boolean,
 ): Router {
   const { config } = coordinator;
   const router = new Router();
@@ -135,6 +134,8 @@ function buildRouter(
         ...a.record,
         capability_tags: a.record.capability_tags ?? [],
         status: a.status,
+        // Why an admitted agent is not served (its card did not load or did not match).
+        ...(a.unverified ? { unverified: a.unverified } : {}),
         advertised_status: a.record.status ?? 'active',
         admitted_at: a.admittedAt,
         last_seen: new Date(a.lastSeen).toISOString(),
@@ -147,54 +148,10 @@ function buildRouter(
     if (task) return sendJson(res, 200, taskSnapshot(task));
     throw new AmfError('NOT_FOUND', `no task ${id} is known to this coordinator`);
   });
-  router.on('POST', '/publish', async (req, res) => {
-    const body = await readBody(req, config.tasks.maxTaskBytes);
-    const parsed = parseCloudEventRequest(req.headers, body);
-    if (!parsed.ok) {
-      sendJson(res, 400, {
-        error: {
-          code: 'INVALID_EVENT',
-          message: 'the event is not a valid AMF CloudEvent',
-          reasons: parsed.errors,
-        },
-      });
-      return;
-    }
-    const event = parsed.value;
-    if (event.type === 'amf.task.announce') {
-      // Announcements go through the lifecycle so they get TTLs, retries and one terminal event.
-      const parsed = parseAnnouncement(event.data.payload, { otherReplySubject: 'reject' });
-      if (!parsed.ok && parsed.reason === 'invalid_announce')
-        throw new AmfError('INVALID_REQUEST', `invalid announcement: ${parsed.problem}`, {
-          reasons: [`/data/payload: ${parsed.problem}`],
-        });
-      if (!parsed.ok)
-        throw new AmfError('INVALID_REQUEST', parsed.problem, {
-          reasons: [`/data/payload/reply_subject: must be ${parsed.expectedReplySubject}`],
-        });
-      const p = parsed.payload;
-      const task = coordinator.lifecycle.announce({
-        tag: p.required_capability,
-        task: p.task,
-        taskId: p.task_id,
-        ttlSeconds: event.amfttl > 0 ? event.amfttl : config.tasks.ttlSeconds,
-        ...(event.amftraceid ? { traceId: event.amftraceid } : {}),
-        ...(p.max_retries !== undefined ? { maxRetries: p.max_retries } : {}),
-        ...(p.retry_delay_seconds !== undefined ? { retryDelaySeconds: p.retry_delay_seconds } : {}),
-        ...(p.messages ? { messages: p.messages } : {}),
-        ...(p.input ? { input: p.input } : {}),
-      });
-      sendJson(res, 202, {
-        accepted: true,
-        id: event.id,
-        task_id: task.taskId,
-        subject: `amf.task.announce.${task.tag}`,
-      });
-      return;
-    }
-    coordinator.bus.publish(event);
-    sendJson(res, 202, { accepted: true, id: event.id, subject: event.type });
-  });
+  // The caller is the operator only when an API key is configured and this request presented it.
+  router.on('POST', '/publish', (req, res, url) =>
+    handlePublish(req, res, coordinator, isOperator(req, url) ? OPERATOR_CALLER : ANONYMOUS_CALLER),
+  );
   router.on('GET', '/v1/models', (_req, res) => sendJson(res, 200, listModels(coordinator.registry)));
   router.on('POST', '/v1/chat/completions', (req, res) =>
     handleChatCompletion(req, res, {
@@ -255,8 +212,20 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     log: (level, message, fields) => coordinator.log(level, message, fields),
   });
   federation.start();
-  const mcpEndpoint = createCoordinatorMcpEndpoint(federation, VERSION);
-  const router = buildRouter(coordinator, hub, metrics, () => url, { endpoint: mcpEndpoint, audit });
+  const mcpEndpoint = createCoordinatorMcpEndpoint(federation, VERSION, mcpSessionLimits(config));
+  const expectedKey = config.coordinator.apiKey ? keyDigest(config.coordinator.apiKey) : undefined;
+  // Checked again per route that grants more to the key holder, so a path made public later
+  // cannot hand out the operator's authority.
+  const isOperator = (req: IncomingMessage, u: URL) =>
+    expectedKey !== undefined && authorized(req, u, expectedKey);
+  const router = buildRouter(
+    coordinator,
+    hub,
+    metrics,
+    () => url,
+    { endpoint: mcpEndpoint, audit },
+    isOperator,
+  );
   // A2A: JSON-RPC at POST /a2a, HTTP+JSON under /a2a/rest/, tasks dispatched into the mesh.
   createCoordinatorA2a(coordinator, () => url).server.register(router);
   // AMP (also the merged A2A card / AMP manifest at /.well-known/agent.json) and Fabric /mcp/call.
@@ -267,7 +236,6 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
   });
   registerFabricRoutes(router, { coordinator, federation });
   const guard = HttpGuard.fromConfig(config);
-  const expectedKey = config.coordinator.apiKey ? keyDigest(config.coordinator.apiKey) : undefined;
   const server = createServer(requestDeadlineOptions(requestDeadlines(config)), (req, res) => {
     const u = requestUrl(req);
     res.on('finish', () =>

@@ -15,7 +15,7 @@ import { createRouterServer, workerRouter, type WorkerHttpOptions } from './work
 import { closeServer, listen } from '../net/httpServer.js';
 import type { RequestDeadlines, Router } from '../http/httpKit.js';
 import { createWorkerMcpEndpoint } from '../protocols/mcp/workerMcp.js';
-import { MCP_PROTOCOL } from '../protocols/mcp/mcpEndpoint.js';
+import { MCP_PROTOCOL, type McpSessionLimits } from '../protocols/mcp/mcpEndpoint.js';
 import { CoordinatorFingerprintRecord } from '../protocols/mcp/coordinatorFingerprint.js';
 import type { McpServerConfig } from '../config/config.js';
 import { McpClientHub, type McpClientHubOptions } from '../mcpClient/mcpClientHub.js';
@@ -51,6 +51,8 @@ export interface StartWorkerOptions {
   mcpClient?: McpClientHubOptions;
   /** Told when a coordinator calls `/mcp` with another fingerprint than the first one seen. */
   onCoordinatorFingerprintChange?: (first: string, seen: string) => void;
+  /** Bounds of the `/mcp` session table (config `mcp.session_idle_seconds`, `mcp.max_sessions*`). */
+  mcpSessions?: McpSessionLimits;
 }
 
 export interface RunningWorker {
@@ -127,6 +129,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
       tag: opts.tags[0]!,
       version: httpOpts.version,
       getWorker: () => worker,
+      ...(opts.mcpSessions ? { sessions: opts.mcpSessions } : {}),
     });
   const router = workerRouter(worker, httpOpts, endpoint);
   opts.routes?.(router);

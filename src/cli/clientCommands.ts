@@ -188,12 +188,14 @@ export async function publishCommand(
     process.stderr.write('amf publish: --data must be a JSON object\n');
     return 1;
   }
+  // The coordinator replaces the sender with the authenticated caller (anonymous, or the operator
+  // with --api-key); the CLI claims no role it does not have.
   const event = createEvent({
     type,
     sender: {
-      identity: 'urn:amf:cli',
+      identity: 'amf:cli',
       source: 'urn:amf:cli',
-      role: 'coordinator',
+      role: 'connector',
       trustDomain: config.identity.trustDomain,
     },
     payload,

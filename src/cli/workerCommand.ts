@@ -10,6 +10,7 @@ import { AmfError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { startWorker } from '../apps/workerApp.js';
 import { requestDeadlines } from '../apps/edgeLimits.js';
+import { mcpSessionLimits } from '../protocols/mcp/mcpEndpoint.js';
 import { loadHandler } from './handlerLoader.js';
 import { findCoordinatorByMdns } from '../discovery/findCoordinator.js';
 
@@ -109,6 +110,7 @@ export async function runWorkerCommand(
     ...(tls ? { tls } : {}),
     mcpServers: config.mcp.servers,
     mcpClient: { logger: log, requireTls: config.mcp.requireTls },
+    mcpSessions: mcpSessionLimits(config),
     onCoordinatorFingerprintChange: (first, seen) =>
       log.warn(
         { first, seen },

@@ -141,7 +141,16 @@ export interface AmfConfig {
     readonly handler: string;
     readonly concurrency: number;
   };
-  readonly mcp: { readonly requireTls: boolean; readonly servers: readonly McpServerConfig[] };
+  readonly mcp: {
+    readonly requireTls: boolean;
+    readonly servers: readonly McpServerConfig[];
+    /** An MCP session (coordinator and worker `/mcp`) unused this long is closed. */
+    readonly sessionIdleSeconds: number;
+    /** Sessions open at once on one `/mcp`, all clients together; more are refused (503). */
+    readonly maxSessions: number;
+    /** Sessions one client address may hold on one `/mcp`; more are refused (429). */
+    readonly maxSessionsPerClient: number;
+  };
   readonly a2a: {
     readonly agents: readonly A2aAgentConfig[];
     /** A2A tasks kept by the coordinator's task store (oldest terminal ones are evicted first). */
@@ -280,7 +289,13 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
     handler: 'echo',
     concurrency: 16,
   },
-  mcp: { requireTls: false, servers: [] },
+  mcp: {
+    requireTls: false,
+    servers: [],
+    sessionIdleSeconds: 600,
+    maxSessions: 1000,
+    maxSessionsPerClient: 32,
+  },
   a2a: { agents: [], taskStoreSize: 1000 },
   watcher: { integrityWarn: true },
 });

@@ -269,6 +269,14 @@ export class Coordinator {
         this.log('info', 'agent offline', { agent: change.agent.record.agent_id, reason: change.reason });
         return;
       }
+      // Not advertised to the mesh: an unverified agent is listed in /agents and offered nothing.
+      if (change.kind === 'unverified') {
+        this.log('warn', 'agent admitted unverified', {
+          agent: change.agent.record.agent_id,
+          reason: change.reason,
+        });
+        return;
+      }
       this.log('info', `agent ${change.kind}`, {
         agent: change.agent.record.agent_id,
         tags: change.agent.record.capability_tags,

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Subscription } from '@nats-io/transport-node';
 import type { AmfEvent } from '../events/cloudEvent.js';
+import type { AdvertisementRef } from '../events/payloads.js';
 import { validateAgentRecord } from '../events/validateEvent.js';
 import type { EventBus } from '../fabric/eventBus.js';
 import type { RawAdvertisement } from '../discovery/advertisement.js';
@@ -38,11 +39,19 @@ export class HeartbeatDoor {
     this.sub?.unsubscribe();
   }
 
-  private deny(agentKey: string, message: string): void {
+  private deny(agentKey: string, message: string, event?: AmfEvent): void {
+    // Named by who sent it and where it claims to live, even when it has no usable agent_id.
+    const endpoint = (event?.data.payload as { endpoint?: unknown } | undefined)?.endpoint;
+    const advertisement: AdvertisementRef = {
+      door: 'nats',
+      source: event ? `nats:${event.data.auth_context.identity.slice(0, 256)}` : 'nats:unknown',
+      ...(typeof endpoint === 'string' && endpoint !== '' ? { endpoint: endpoint.slice(0, 256) } : {}),
+    };
     this.denials.deny(`nats|${agentKey}|${message}`, {
       reason: 'advertisement_invalid',
       message,
       agent_id: agentKey,
+      advertisement,
       details: { door: 'nats' },
     });
   }
@@ -53,7 +62,11 @@ export class HeartbeatDoor {
       typeof payload.agent_id === 'string' ? payload.agent_id.slice(0, 256) : event.source.slice(0, 256);
     const result = validateAgentRecord(event.data.payload);
     if (!result.ok) {
-      this.deny(agentKey, `advertisement of ${agentKey} refused: ${result.errors.slice(0, 5).join('; ')}`);
+      this.deny(
+        agentKey,
+        `advertisement of ${agentKey} refused: ${result.errors.slice(0, 5).join('; ')}`,
+        event,
+      );
       return;
     }
     const record = result.value;
@@ -62,6 +75,7 @@ export class HeartbeatDoor {
       this.deny(
         agentKey,
         `advertisement refused: sender identity ${event.data.auth_context.identity} does not match agent_id ${record.agent_id}`,
+        event,
       );
       return;
     }
@@ -69,7 +83,7 @@ export class HeartbeatDoor {
     try {
       txt = agentRecordToTxt(record);
     } catch (err) {
-      this.deny(agentKey, `advertisement of ${agentKey} refused: ${(err as Error).message}`);
+      this.deny(agentKey, `advertisement of ${agentKey} refused: ${(err as Error).message}`, event);
       return;
     }
     const raw: RawAdvertisement = {

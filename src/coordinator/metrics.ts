@@ -47,14 +47,9 @@ export class CoordinatorMetrics {
       labelNames: ['status'],
       registers: [this.registry],
       collect() {
-        let live = 0;
-        let offline = 0;
-        for (const a of coordinator.registry.list()) {
-          if (a.status === 'live') live++;
-          else offline++;
-        }
-        this.set({ status: 'live' }, live);
-        this.set({ status: 'offline' }, offline);
+        const counts = { live: 0, offline: 0, unverified: 0 };
+        for (const a of coordinator.registry.list()) counts[a.status]++;
+        for (const [status, count] of Object.entries(counts)) this.set({ status }, count);
       },
     });
     coordinator.lifecycle.onTerminal(({ task, state, durationMs }) => {

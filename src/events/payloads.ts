@@ -91,12 +91,28 @@ export interface DelegatePayload {
   input?: Record<string, unknown>;
 }
 
+/**
+ * What an admission notice judged, named even when the advertisement carried no usable id: the
+ * door it came through, who sent it (mDNS sender address, or `nats:<identity>`), its mDNS instance
+ * name and advertised endpoint when it had them. Values are the sender's, cut to 256 characters.
+ */
+export interface AdvertisementRef {
+  door: 'mdns' | 'nats';
+  source: string;
+  raw_id?: string;
+  instance?: string;
+  endpoint?: string;
+  agent_id?: string;
+}
+
 /** Coordinator notices: warnings and denials, terminal when they end a task. */
 export interface PolicyPayload {
   reason: string;
   message: string;
   task_id?: string;
   agent_id?: string;
+  /** Admission notices: the advertisement judged (schema 1.1.0 payloads are open objects). */
+  advertisement?: AdvertisementRef;
   /** This notice ends the task (expired or failed). */
   terminal?: boolean;
   state?: 'expired' | 'failed';

@@ -5,7 +5,22 @@
  */
 import type { AgentRecord } from '../events/agentRecord.js';
 
-export type AgentStatus = 'live' | 'offline';
+/**
+ * `unverified`: admitted by policy, but what it advertised could not be checked against its card
+ * (the card did not load, or it names another agent). Shown in /agents with the reason; never
+ * offered tasks, tools or routes — everything that serves the mesh asks for `live`.
+ */
+export type AgentStatus = 'live' | 'offline' | 'unverified';
+
+/** Why an agent is `unverified`: a stable code (`card_fetch_failed`, `card_mismatch`) and a sentence. */
+export interface Unverified {
+  reason: string;
+  message: string;
+}
+
+/** What admission learned about an advertisement beyond policy: its card checked out, or not. */
+export type Verification =
+  { verified: true; card?: Record<string, unknown> } | { verified: false; reason: string; message: string };
 
 export interface RegisteredAgent {
   record: AgentRecord;
@@ -15,14 +30,18 @@ export interface RegisteredAgent {
   lastSeen: number;
   /** Heartbeat period the agent announced (seconds). */
   heartbeatSeconds: number;
-  /** The agent's card, fetched after admission (SSRF-guarded). */
+  /** The agent's card, fetched at admission (SSRF-guarded). */
   card?: Record<string, unknown>;
+  /** Set while the agent is admitted but not verified (kept across offline spells). */
+  unverified?: Unverified;
 }
 
 export type RegistryChange =
   | { kind: 'admitted'; agent: RegisteredAgent }
   | { kind: 'changed'; agent: RegisteredAgent; previous: AgentRecord }
   | { kind: 'online'; agent: RegisteredAgent }
+  /** Admitted, or re-advertised, without a verified card: listed, never served. */
+  | { kind: 'unverified'; agent: RegisteredAgent; reason: string }
   | { kind: 'offline'; agent: RegisteredAgent; reason: string };
 
 export interface RegistryOptions {
@@ -76,8 +95,11 @@ export class AgentRegistry {
     return known === undefined || !sameAdvertisement(known.record, record);
   }
 
-  /** Records an admitted advertisement or a heartbeat of an admitted agent. */
-  admit(record: AgentRecord): RegistryChange | undefined {
+  /**
+   * Records an admitted advertisement (with what admission verified) or a heartbeat of an admitted
+   * agent (no `verification`: the agent keeps the verification state it has).
+   */
+  admit(record: AgentRecord, verification?: Verification): RegistryChange | undefined {
     const now = this.now();
     const heartbeatSeconds = record.heartbeat_seconds ?? this.options.defaultHeartbeatSeconds;
     const known = this.agents.get(record.agent_id);
@@ -90,16 +112,40 @@ export class AgentRegistry {
         lastSeen: now,
         heartbeatSeconds,
       };
+      applyVerification(agent, verification);
+      if (agent.unverified) agent.status = 'unverified';
       this.agents.set(record.agent_id, agent);
-      const change: RegistryChange = { kind: 'admitted', agent };
+      const change: RegistryChange = agent.unverified
+        ? { kind: 'unverified', agent, reason: agent.unverified.reason }
+        : { kind: 'admitted', agent };
       this.emit(change);
+      if (agent.card) for (const l of this.cardListeners) l(record.agent_id);
       return change;
     }
     const previous = known.record;
+    const previousStatus = known.status;
+    const wasUnverified = known.unverified !== undefined;
     known.lastSeen = now;
     known.heartbeatSeconds = heartbeatSeconds;
     known.record = record;
+    applyVerification(known, verification);
     if ((previous.status ?? 'active') !== (record.status ?? 'active')) this.tagCache = undefined;
+    if (known.unverified) {
+      known.status = 'unverified';
+      if (previousStatus === 'unverified' && wasUnverified && sameAdvertisement(previous, record))
+        return undefined;
+      const change: RegistryChange = { kind: 'unverified', agent: known, reason: known.unverified.reason };
+      this.emit(change);
+      return change;
+    }
+    if (verification?.verified && verification.card) for (const l of this.cardListeners) l(record.agent_id);
+    if (previousStatus === 'unverified') {
+      // Verified at last: from now on the mesh may offer it work, as for a first admission.
+      known.status = 'live';
+      const change: RegistryChange = { kind: 'admitted', agent: known };
+      this.emit(change);
+      return change;
+    }
     if (!sameAdvertisement(previous, record)) {
       known.status = 'live';
       const change: RegistryChange = { kind: 'changed', agent: known, previous };
@@ -146,7 +192,7 @@ export class AgentRegistry {
     const now = this.now();
     const gone: string[] = [];
     for (const agent of this.agents.values()) {
-      if (agent.status !== 'live') continue;
+      if (agent.status === 'offline') continue;
       const silentMs = now - agent.lastSeen;
       if (silentMs > agent.heartbeatSeconds * 1000 * this.options.offlineAfterMissed) {
         agent.status = 'offline';
@@ -209,11 +255,27 @@ export class AgentRegistry {
   private evictIfFull(): void {
     const max = this.options.maxAgents ?? 10_000;
     if (this.agents.size < max) return;
-    // Forget the offline agent seen longest ago; live agents are never evicted.
+    // Forget the offline (else unverified) agent seen longest ago; live agents are never evicted.
     let oldest: RegisteredAgent | undefined;
-    for (const a of this.agents.values()) {
-      if (a.status === 'offline' && (!oldest || a.lastSeen < oldest.lastSeen)) oldest = a;
+    for (const status of ['offline', 'unverified'] as const) {
+      for (const a of this.agents.values()) {
+        if (a.status === status && (!oldest || a.lastSeen < oldest.lastSeen)) oldest = a;
+      }
+      if (oldest) break;
     }
     if (oldest) this.agents.delete(oldest.record.agent_id);
+  }
+}
+
+/** Records what admission verified on `agent`; no verification leaves its state as it was. */
+function applyVerification(agent: RegisteredAgent, verification: Verification | undefined): void {
+  if (!verification) return;
+  if (verification.verified) {
+    delete agent.unverified;
+    if (verification.card) agent.card = verification.card;
+  } else {
+    agent.unverified = { reason: verification.reason, message: verification.message };
+    // A card that failed verification is not kept: nothing may read a tool alias or skills from it.
+    delete agent.card;
   }
 }

@@ -390,6 +390,8 @@ export class MeshWorker {
   }
 
   private onDeny(event: AmfEventOf<'amf.policy.deny'>): void {
+    // Only a coordinator ends tasks (NATS ACLs keep others from publishing policy events; this is the second line).
+    if (event.amfagentrole !== 'coordinator') return;
     const p = event.data.payload;
     if (!p.terminal || typeof p.task_id !== 'string') return;
     this.inFlight.get(p.task_id)?.controller.abort();

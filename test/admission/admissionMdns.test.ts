@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { onlyLoopback } from '../discovery/mdnsTestKit.js';
+import type { PolicyPayload } from '../../src/events/payloads.js';
 import { startTestMesh, type ObservedEvent, type TestMesh } from '../helpers/meshFixture.js';
 
 const REGISTER = fileURLToPath(new URL('../fixtures/zeroconf_register.py', import.meta.url));
@@ -162,6 +163,35 @@ describe.skipIf(!onlyLoopback())('admission over mDNS (private network namespace
     expect(reasons).toContain(reason);
     expect(payloadOf(deny).details?.door).toBe('mdns');
     expect(mesh.coordinator.registry.get(agentId(name))).toBeUndefined();
+    child.kill('SIGTERM');
+  });
+
+  it('names the mDNS instance, source address and endpoint of a denied record that has no id', async () => {
+    const instance = `zc-noid-${run}`;
+    const txt = baseTxt('zc-noid');
+    delete txt.id;
+    const child = await zeroconfRegister(instance, txt);
+    children.push(child);
+    const deny = await mesh.waitForEvent(
+      (e) =>
+        e.subject === 'amf.policy.deny' &&
+        ((e.event.data.payload as PolicyPayload).advertisement?.instance ?? '').includes(instance),
+      15_000,
+      'the deny of the record without id',
+    );
+    const payload = deny.event.data.payload as PolicyPayload;
+    expect(payload.reason).toBe('missing_key');
+    expect(payload.agent_id).toBeUndefined();
+    expect(payload.advertisement).toMatchObject({
+      door: 'mdns',
+      source: '127.0.0.1',
+      endpoint: 'http://127.0.0.1:9',
+    });
+    expect(payload.advertisement?.agent_id).toBeUndefined();
+    // The message a person reads names them too.
+    expect(payload.message).toContain(instance);
+    expect(payload.message).toContain('from 127.0.0.1');
+    expect(payload.message).toContain('endpoint "http://127.0.0.1:9"');
     child.kill('SIGTERM');
   });
 

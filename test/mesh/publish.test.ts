@@ -1,6 +1,7 @@
-// `POST /publish`: CloudEvents from the official SDK (structured and binary mode) reach the fabric,
-// announcements run through the lifecycle, bad events are refused with reasons, and the API key
-// guards the route while the public routes stay open.
+// `POST /publish`: CloudEvents from the official SDK (structured and binary mode) reach the fabric
+// in the caller's name, the operator's announcements run through the lifecycle, bad events are
+// refused with reasons, and the API key guards the route while the public routes stay open. What
+// an anonymous caller may not publish is in publishAuthority.test.ts.
 import { randomUUID } from 'node:crypto';
 import { CloudEvent, HTTP, type Message } from 'cloudevents';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -54,7 +55,24 @@ function fetchHeaders(message: Message): Record<string, string> {
   return Object.fromEntries(Object.entries(message.headers).map(([k, v]) => [k, String(v)]));
 }
 
-function postMessage(url: string, message: Message, extra: Record<string, string> = {}): Promise<Response> {
+/** The API key of the first mesh: its caller is the operator, who may also announce tasks. */
+const OPERATOR_KEY = 'operator-key';
+const AS_OPERATOR = { authorization: `Bearer ${OPERATOR_KEY}` };
+
+/** What every accepted event says about its sender: the operator, whatever the body claimed. */
+const OPERATOR_AUTH = {
+  identity: 'amf:operator',
+  trust_domain: 'local',
+  scopes: [],
+  granted_by: 'amf:operator',
+  delegation_chain: [],
+};
+
+function postMessage(
+  url: string,
+  message: Message,
+  extra: Record<string, string> = AS_OPERATOR,
+): Promise<Response> {
   return fetch(`${url}/publish`, {
     method: 'POST',
     headers: { ...fetchHeaders(message), ...extra },
@@ -63,14 +81,18 @@ function postMessage(url: string, message: Message, extra: Record<string, string
 }
 
 function postRaw(url: string, body: string, contentType = 'application/cloudevents+json'): Promise<Response> {
-  return fetch(`${url}/publish`, { method: 'POST', headers: { 'content-type': contentType }, body });
+  return fetch(`${url}/publish`, {
+    method: 'POST',
+    headers: { 'content-type': contentType, ...AS_OPERATOR },
+    body,
+  });
 }
 
 describe('POST /publish', () => {
   let mesh: TestMesh;
 
   beforeAll(async () => {
-    mesh = await startTestMesh();
+    mesh = await startTestMesh({ config: { coordinator: { apiKey: OPERATOR_KEY } } });
     await mesh.startWorker('echo-1', ['echo'], echoHandler);
   });
   afterAll(() => mesh?.close());
@@ -84,12 +106,14 @@ describe('POST /publish', () => {
     expect(await res.json()).toMatchObject({ accepted: true, id: ce.id, subject: 'amf.evidence.publish' });
     const seen = await mesh.waitForEvent((e) => e.event.id === ce.id, 10_000, 'the structured event');
     expect(seen.subject).toBe('amf.evidence.publish');
+    // What the event says is kept; who sent it is the authenticated caller, not the body's claim.
     expect(seen.event).toMatchObject({
       specversion: '1.0',
       type: 'amf.evidence.publish',
-      source: 'urn:amf:test:publisher',
+      source: 'urn:amf:operator',
       ...AMF_EXTENSIONS,
-      data: { payload: { finding: 'structured', score: 3 }, auth_context: AUTH_CONTEXT },
+      amfagentrole: 'connector',
+      data: { payload: { finding: 'structured', score: 3 }, auth_context: OPERATOR_AUTH },
     });
   });
 
@@ -106,10 +130,10 @@ describe('POST /publish', () => {
     expect(seen.event.amfttl).toBe(60);
     expect(seen.event.amfconfidence).toBe('0.9');
     expect(seen.event.datacontenttype).toBe('application/json');
-    expect(seen.event.data).toEqual({ payload: { finding: 'binary' }, auth_context: AUTH_CONTEXT });
+    expect(seen.event.data).toEqual({ payload: { finding: 'binary' }, auth_context: OPERATOR_AUTH });
   });
 
-  it('runs a published amf.task.announce through the lifecycle: an echo worker completes it', async () => {
+  it("runs the operator's amf.task.announce through the lifecycle: an echo worker completes it", async () => {
     const taskId = randomUUID();
     const ce = sdkEvent('amf.task.announce', {
       task_id: taskId,
@@ -272,7 +296,7 @@ describe('POST /publish', () => {
   });
 });
 
-describe('POST /publish with an API key', () => {
+describe('POST /publish with an API key, without it', () => {
   let mesh: TestMesh;
 
   beforeAll(async () => {

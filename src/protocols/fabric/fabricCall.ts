@@ -88,7 +88,7 @@ async function callAgent(
     if (agent.status !== 'live' || agent.record.status === 'draining' || agent.record.status === 'offline')
       throw new FabricError(
         'AGENT_OFFLINE',
-        `agent "${agentId}" is ${agent.status === 'live' ? 'draining' : 'offline'}`,
+        `agent "${agentId}" is ${agent.status === 'live' ? 'draining' : agent.status}`,
       );
     if (!(agent.record.capability_tags ?? []).includes(capability))
       throw new FabricError(

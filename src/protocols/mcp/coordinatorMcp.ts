@@ -11,15 +11,20 @@ import {
   ListToolsRequestSchema,
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
-import { McpEndpoint } from './mcpEndpoint.js';
+import { McpEndpoint, type McpSessionLimits } from './mcpEndpoint.js';
 import type { McpFederation } from './federation.js';
 
 const INSTRUCTIONS =
   'AMF mesh: the tools of every admitted agent. Wire names are <agent>__<tool>; each description starts with the AMF name [<agent_id>/<tool>].';
 
 /** Builds the coordinator's `/mcp` endpoint over `federation`. */
-export function createCoordinatorMcpEndpoint(federation: McpFederation, version: string): McpEndpoint {
+export function createCoordinatorMcpEndpoint(
+  federation: McpFederation,
+  version: string,
+  limits: McpSessionLimits = {},
+): McpEndpoint {
   const endpoint: McpEndpoint = new McpEndpoint({
+    ...limits,
     createServer: ({ caller }) => {
       const server = new Server(
         { name: 'amf-coordinator', version },

@@ -5,11 +5,17 @@
  * `Server` per session (the SDK binds a server to one transport), a session table, `Origin`
  * validation, a bounded body, and broadcast of notifications to every open session. Given a
  * protocol-neutral tool surface, it also serves the stateless revision 2026-07-28 (statelessMcp.ts).
+ *
+ * Sessions cost memory (an SDK server and transport each) and `initialize` needs no credential, so
+ * the table is bounded per client and in total, and a session nobody uses expires. A client over its
+ * share is refused rather than served by evicting someone else's session: one noisy client can use
+ * up its own share, never another client's.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { AmfConfig } from '../../config/config.js';
 import { AmfError } from '../../errors.js';
 import { readBody } from '../../http/httpKit.js';
 import {
@@ -32,8 +38,17 @@ export interface McpEndpointOptions {
   createServer: (session: { caller: string }) => McpServer;
   /** Largest accepted request body (default 4 MiB: above the policy's 1 MiB argument limit). */
   maxBodyBytes?: number;
-  /** Most concurrent sessions kept; the oldest is closed beyond it (default 1000). */
+  /** Most sessions open at once, all clients together; a new one beyond it is refused (default 1000). */
   maxSessions?: number;
+  /** Most sessions one client may hold open; its next `initialize` is refused (default 32). */
+  maxSessionsPerClient?: number;
+  /** A session without a request (and without an open stream) for this long is closed (default 10 min). */
+  sessionIdleMs?: number;
+  /**
+   * Whom a request counts against (default: its remote address, IPv4-mapped IPv6 folded). The
+   * coordinator's API key is shared by every holder, so the address is the finer key.
+   */
+  clientKey?: (req: IncomingMessage) => string;
   /** Extra allowed `Origin` values besides localhost ones (exact match, e.g. `https://ide.example`). */
   allowedOrigins?: string[];
   /**
@@ -50,9 +65,39 @@ export interface McpEndpointOptions {
   tools?: McpToolSurface;
 }
 
+/** The bounds of an endpoint's session table (config `mcp.*`, see McpEndpointOptions). */
+export type McpSessionLimits = Pick<
+  McpEndpointOptions,
+  'maxSessions' | 'maxSessionsPerClient' | 'sessionIdleMs'
+>;
+
+/** The `/mcp` session bounds of `config` (the coordinator's and workers' alike). */
+export function mcpSessionLimits(config: AmfConfig): McpSessionLimits {
+  return {
+    sessionIdleMs: config.mcp.sessionIdleSeconds * 1000,
+    maxSessions: config.mcp.maxSessions,
+    maxSessionsPerClient: config.mcp.maxSessionsPerClient,
+  };
+}
+
 interface Session {
   server: McpServer;
   transport: StreamableHTTPServerTransport;
+  client: string;
+  /** Requests (and GET streams) of this session still open: a session in use is never idle. */
+  open: number;
+  /** Epoch ms when the last open request of the session ended. */
+  lastUsed: number;
+}
+
+export const DEFAULT_MAX_SESSIONS = 1000;
+export const DEFAULT_MAX_SESSIONS_PER_CLIENT = 32;
+export const DEFAULT_SESSION_IDLE_MS = 10 * 60_000;
+
+/** The remote address of a request, IPv4-mapped IPv6 folded (`::ffff:127.0.0.1` → `127.0.0.1`). */
+export function remoteAddressKey(req: IncomingMessage): string {
+  const addr = req.socket.remoteAddress ?? 'unknown';
+  return addr.startsWith('::ffff:') ? addr.slice(7) : addr;
 }
 
 /**
@@ -100,18 +145,33 @@ function isInitialize(body: unknown): boolean {
  */
 export class McpEndpoint {
   private readonly sessions = new Map<string, Session>();
+  /** Sessions per client, counting initializations still under way (so racing ones cannot overshoot). */
+  private readonly perClient = new Map<string, number>();
+  private starting = 0;
   private closed = false;
   private readonly stateless: StatelessMcp | undefined;
+  private readonly idleMs: number;
+  private readonly sweepTimer: NodeJS.Timeout;
 
   constructor(private readonly options: McpEndpointOptions) {
     this.stateless = options.tools
       ? new StatelessMcp(options.tools, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES)
       : undefined;
+    this.idleMs = options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
+    // One sweep for all sessions rather than a timer each; a quarter of the idle time keeps the
+    // overshoot small. Unref'd: an idle MCP endpoint must not keep the process alive.
+    this.sweepTimer = setInterval(() => this.expireIdle(), Math.min(60_000, Math.max(25, this.idleMs / 4)));
+    this.sweepTimer.unref();
   }
 
   /** Number of open sessions. */
   get sessionCount(): number {
     return this.sessions.size;
+  }
+
+  /** Number of open sessions of one client (as `clientKey` names it). */
+  sessionsOf(client: string): number {
+    return this.perClient.get(client) ?? 0;
   }
 
   /** Runs `fn` on the SDK server of every open session (e.g. `sendToolListChanged`). */
@@ -163,6 +223,12 @@ export class McpEndpoint {
         jsonRpcError(res, new AmfError('NOT_FOUND', 'Session not found'), MCP_SESSION_NOT_FOUND);
         return;
       }
+      session.open++;
+      // 'close' fires once the response is done or the client went away, also for a GET stream.
+      res.once('close', () => {
+        session.open--;
+        session.lastUsed = Date.now();
+      });
       await session.transport.handleRequest(req, res, parsed);
       return;
     }
@@ -172,45 +238,107 @@ export class McpEndpoint {
       jsonRpcError(res, e, JSONRPC_SERVER_ERROR);
       return;
     }
-    await this.startSession(req, res, parsed);
+    const client = (this.options.clientKey ?? remoteAddressKey)(req);
+    const refusal = this.admitSession(client);
+    if (refusal) {
+      jsonRpcError(res, refusal, JSONRPC_SERVER_ERROR);
+      return;
+    }
+    this.starting++;
+    this.perClient.set(client, this.sessionsOf(client) + 1);
+    let started = false;
+    try {
+      started = await this.startSession(req, res, parsed, client);
+    } finally {
+      this.starting--;
+      // Only an initialize that left no session gives its reservation back here; an open session
+      // gives it back when it ends (removeSession).
+      if (!started) this.release(client);
+    }
   }
 
-  private async startSession(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+  /** Why a new session for `client` is refused, or undefined when it may open one. */
+  private admitSession(client: string): AmfError | undefined {
+    const perClient = this.options.maxSessionsPerClient ?? DEFAULT_MAX_SESSIONS_PER_CLIENT;
+    const held = this.sessionsOf(client);
+    if (held >= perClient)
+      return new AmfError(
+        'RATE_LIMITED',
+        `too many MCP sessions from ${client}: ${held} open, at most ${perClient}; end unused sessions (HTTP DELETE with Mcp-Session-Id) or wait for them to expire (idle ${Math.round(this.idleMs / 1000)} s)`,
+        { client, open_sessions: held, max_sessions_per_client: perClient },
+      );
+    const max = this.options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+    if (this.sessions.size + this.starting >= max)
+      return new AmfError(
+        'OVERLOADED',
+        `the MCP endpoint holds its maximum of ${max} sessions; try again later`,
+        {
+          max_sessions: max,
+        },
+      );
+    return undefined;
+  }
+
+  private release(client: string): void {
+    const left = this.sessionsOf(client) - 1;
+    if (left > 0) this.perClient.set(client, left);
+    else this.perClient.delete(client);
+  }
+
+  /** Starts a session; true when one was opened (and now holds `client`'s reservation). */
+  private async startSession(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: unknown,
+    client: string,
+  ): Promise<boolean> {
     const server = this.options.createServer({ caller: req.socket.remoteAddress ?? 'unknown' });
+    let session: Session | undefined;
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       enableJsonResponse: this.options.jsonResponse === true,
       onsessioninitialized: (id) => {
-        this.sessions.set(id, { server, transport });
-        this.evictOldest();
+        session = { server, transport, client, open: 0, lastUsed: Date.now() };
+        this.sessions.set(id, session);
       },
-      onsessionclosed: (id) => {
-        this.sessions.delete(id);
-      },
+      onsessionclosed: (id) => this.removeSession(id),
     });
     transport.onclose = () => {
-      if (transport.sessionId) this.sessions.delete(transport.sessionId);
+      if (transport.sessionId) this.removeSession(transport.sessionId);
     };
     await server.connect(transport);
     await transport.handleRequest(req, res, body);
     // An initialize that failed validation leaves no session: release its server.
-    if (!transport.sessionId || !this.sessions.has(transport.sessionId)) await server.close();
+    if (!session) await server.close();
+    return session !== undefined;
   }
 
-  private evictOldest(): void {
-    const max = this.options.maxSessions ?? 1000;
-    while (this.sessions.size > max) {
-      const [id, oldest] = this.sessions.entries().next().value as [string, Session];
-      this.sessions.delete(id);
-      void oldest.server.close().catch(() => undefined);
+  /** Forgets a session once (DELETE, transport closed, expiry) and gives its client's slot back. */
+  private removeSession(id: string): void {
+    const session = this.sessions.get(id);
+    if (!session) return;
+    this.sessions.delete(id);
+    this.release(session.client);
+  }
+
+  /** Closes sessions nobody has used for the idle time; a session with an open request is in use. */
+  private expireIdle(): void {
+    const cutoff = Date.now() - this.idleMs;
+    for (const [id, session] of this.sessions) {
+      if (session.open > 0 || session.lastUsed > cutoff) continue;
+      this.removeSession(id);
+      // Closing the SDK server closes its transport: a later request with this id gets 404.
+      void session.server.close().catch(() => undefined);
     }
   }
 
   /** Closes every session (their SSE streams end). */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.sweepTimer);
     const all = [...this.sessions.values()];
     this.sessions.clear();
+    this.perClient.clear();
     await Promise.allSettled([...all.map((s) => s.server.close()), this.stateless?.close()]);
   }
 }

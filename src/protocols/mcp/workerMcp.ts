@@ -20,7 +20,7 @@ import {
   COORDINATOR_FINGERPRINT_HEADER,
   type CoordinatorFingerprintRecord,
 } from './coordinatorFingerprint.js';
-import { McpEndpoint } from './mcpEndpoint.js';
+import { McpEndpoint, type McpSessionLimits } from './mcpEndpoint.js';
 
 /** Input schema of a handler that declares none: one string argument `text` (the task text). */
 export const DEFAULT_TOOL_INPUT_SCHEMA: Tool['inputSchema'] = {
@@ -47,6 +47,8 @@ export interface WorkerMcpOptions {
   getWorker: () => MeshWorker;
   /** Records the `X-AMF-Coordinator-Fingerprint` of callers. */
   coordinatorFingerprint?: CoordinatorFingerprintRecord;
+  /** Bounds of the session table (per client, in total, idle expiry); defaults when absent. */
+  sessions?: McpSessionLimits;
 }
 
 function errorResult(text: string): CallToolResult {
@@ -94,6 +96,7 @@ export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint 
   };
   const serverInfo = { name: `amf-worker-${options.handler.name}`, version: options.version };
   return new McpEndpoint({
+    ...options.sessions,
     // A tool call sends nothing before its result, so a plain JSON answer carries it best.
     jsonResponse: true,
     ...(options.coordinatorFingerprint

@@ -1,0 +1,365 @@
+// MCP sessions tried as an attacker: `initialize` needs no credential, so the session table is
+// bounded per client address and in total, and idle sessions expire. A flood of initialize calls
+// from one address is refused once that address holds its share (429 in JSON-RPC shape) and never
+// evicts another client's session; sessions nobody uses are closed, so rounds of new sessions keep
+// the table (and the process's memory) flat.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { McpEndpoint } from '../../src/protocols/mcp/mcpEndpoint.js';
+import { nodeFetch } from '../../src/protocols/mcp/nodeFetch.js';
+import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
+import { echoHandler } from '../../src/worker/handlers/echo.js';
+import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
+
+const INITIALIZE = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'flood', version: '1' } },
+});
+
+interface RawReply {
+  status: number;
+  sessionId: string | undefined;
+  body: string;
+}
+
+/** One raw POST from `localAddress` (a loopback address of this host) over `agent`. */
+function rawPost(
+  url: string,
+  agent: http.Agent,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<RawReply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...headers,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const sid = res.headers['mcp-session-id'];
+          resolve({
+            status: res.statusCode ?? 0,
+            sessionId: typeof sid === 'string' ? sid : undefined,
+            body: Buffer.concat(chunks).toString('utf8'),
+          });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** `count` raw initialize calls from `agent`'s address, `parallel` at a time. */
+async function flood(url: string, agent: http.Agent, count: number, parallel = 16): Promise<RawReply[]> {
+  const replies: RawReply[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < count) {
+        next++;
+        replies.push(await rawPost(url, agent, INITIALIZE));
+      }
+    }),
+  );
+  return replies;
+}
+
+/** An official SDK client whose requests leave from `localAddress`. */
+async function sdkClientFrom(
+  url: string,
+  localAddress: string,
+): Promise<{ client: Client; agent: http.Agent }> {
+  const agent = new http.Agent({ keepAlive: true, localAddress });
+  const client = new Client({ name: `client-${localAddress}`, version: '1' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: nodeFetch(agent) }));
+  return { client, agent };
+}
+
+function expectTooManySessions(reply: RawReply, address: string): void {
+  expect(reply.status).toBe(429);
+  const body = JSON.parse(reply.body) as {
+    jsonrpc: string;
+    id: unknown;
+    error: { code: number; message: string };
+  };
+  expect(body.jsonrpc).toBe('2.0');
+  expect(body.id).toBeNull();
+  expect(body.error.code).toBe(-32000);
+  expect(body.error.message).toContain(`too many MCP sessions from ${address}`);
+}
+
+describe("the coordinator's /mcp under an initialize flood", () => {
+  let mesh: TestMesh;
+
+  beforeAll(async () => {
+    mesh = await startTestMesh();
+    await mesh.startWorker('echo-1', ['echo'], echoHandler);
+  });
+  afterAll(() => mesh?.close());
+
+  it("1,100 initialize calls from 127.0.0.1 do not evict 127.0.0.2's session; past 32 they are refused", async () => {
+    const url = `${mesh.url}/mcp`;
+    await mesh.waitFor(() => mesh.http.mcp.listTools().length > 0, 10_000, 'the federated echo tool');
+    const victim = await sdkClientFrom(url, '127.0.0.2');
+    const before = await victim.client.listTools();
+    expect(before.tools.length).toBeGreaterThan(0);
+
+    const attacker = new http.Agent({ keepAlive: true, localAddress: '127.0.0.1', maxSockets: 16 });
+    const replies = await flood(url, attacker, 1100);
+    const opened = replies.filter((r) => r.status === 200);
+    const refused = replies.filter((r) => r.status !== 200);
+    expect(opened).toHaveLength(32);
+    expect(new Set(opened.map((r) => r.sessionId)).size).toBe(32);
+    expect(refused).toHaveLength(1100 - 32);
+    for (const r of refused.slice(0, 5)) expectTooManySessions(r, '127.0.0.1');
+
+    // The victim's session survived the flood and still answers; another client still gets in.
+    const after = await victim.client.listTools();
+    expect(after.tools.map((t) => t.name)).toEqual(before.tools.map((t) => t.name));
+    const other = await sdkClientFrom(url, '127.0.0.2');
+    expect((await other.client.listTools()).tools.length).toBe(before.tools.length);
+
+    // Ending one of the attacker's sessions gives exactly one slot back to that address.
+    const del = await new Promise<number>((resolve, reject) => {
+      const req = http.request(url, {
+        method: 'DELETE',
+        agent: attacker,
+        headers: { 'mcp-session-id': opened[0]!.sessionId!, 'mcp-protocol-version': '2025-11-25' },
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(del).toBe(200);
+    const [again, beyond] = [
+      await rawPost(url, attacker, INITIALIZE),
+      await rawPost(url, attacker, INITIALIZE),
+    ];
+    expect(again.status).toBe(200);
+    expectTooManySessions(beyond, '127.0.0.1');
+
+    await victim.client.close();
+    await other.client.close();
+    victim.agent.destroy();
+    other.agent.destroy();
+    attacker.destroy();
+  });
+});
+
+/** A bare endpoint with one tool on node:http, so the test can read its session table. */
+async function bareEndpoint(options: {
+  sessionIdleMs: number;
+  maxSessionsPerClient?: number;
+  maxSessions?: number;
+}): Promise<{ endpoint: McpEndpoint; url: string; close(): Promise<void> }> {
+  const endpoint = new McpEndpoint({
+    ...options,
+    jsonResponse: true,
+    createServer: () => {
+      const server = new Server({ name: 'bare', version: '1' }, { capabilities: { tools: {} } });
+      server.setRequestHandler(ListToolsRequestSchema, () => ({
+        tools: [{ name: 'noop', inputSchema: { type: 'object' } }],
+      }));
+      return server;
+    },
+  });
+  const server = http.createServer((req, res) => {
+    endpoint.handle(req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint,
+    url: `http://127.0.0.1:${port}/mcp`,
+    async close() {
+      await endpoint.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+async function waitUntil(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('idle MCP sessions expire', () => {
+  it('closes a session unused for the idle time: its client then gets 404, and the slot is free again', async () => {
+    const bare = await bareEndpoint({ sessionIdleMs: 300, maxSessionsPerClient: 4 });
+    const agent = new http.Agent({ keepAlive: true, localAddress: '127.0.0.1' });
+    try {
+      // In use: requests closer together than the idle time keep a session.
+      const opened = await rawPost(bare.url, agent, INITIALIZE);
+      const session = { 'mcp-session-id': opened.sessionId!, 'mcp-protocol-version': '2025-11-25' };
+      for (let i = 0; i < 5; i++) {
+        await new Promise((r) => setTimeout(r, 150));
+        const ping = await rawPost(
+          bare.url,
+          agent,
+          JSON.stringify({ jsonrpc: '2.0', id: i + 2, method: 'ping' }),
+          session,
+        );
+        expect(ping.status, `ping ${i}`).toBe(200);
+      }
+      // An SDK client that goes away without ending its session (no DELETE) leaves it behind...
+      const sdk = await sdkClientFrom(bare.url, '127.0.0.1');
+      expect((await sdk.client.listTools()).tools).toHaveLength(1);
+      await sdk.client.close();
+      sdk.agent.destroy();
+      expect(bare.endpoint.sessionCount).toBe(2);
+      // ...until both are idle for the idle time: closed, the address's slots given back.
+      await waitUntil(() => bare.endpoint.sessionCount === 0, 3000, 'the idle sessions to expire');
+      expect(bare.endpoint.sessionsOf('127.0.0.1')).toBe(0);
+      const late = await rawPost(
+        bare.url,
+        agent,
+        JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'ping' }),
+        session,
+      );
+      expect(late.status).toBe(404);
+
+      // A full share expires too, and then the address may open sessions again.
+      const full = await flood(bare.url, agent, 6, 1);
+      expect(full.map((r) => r.status)).toEqual([200, 200, 200, 200, 429, 429]);
+      await waitUntil(() => bare.endpoint.sessionCount === 0, 3000, 'the full share to expire');
+      expect((await rawPost(bare.url, agent, INITIALIZE)).status).toBe(200);
+    } finally {
+      agent.destroy();
+      await bare.close();
+    }
+  });
+
+  it('keeps a session whose client holds its notification stream open (a connected IDE is not idle)', async () => {
+    const bare = await bareEndpoint({ sessionIdleMs: 200 });
+    try {
+      const sdk = await sdkClientFrom(bare.url, '127.0.0.1');
+      // The SDK client opens its GET stream after initialize; give it time, then outwait the idle time.
+      await new Promise((r) => setTimeout(r, 800));
+      expect(bare.endpoint.sessionCount).toBe(1);
+      expect((await sdk.client.listTools()).tools).toHaveLength(1);
+      await sdk.client.close();
+      sdk.agent.destroy();
+      await waitUntil(
+        () => bare.endpoint.sessionCount === 0,
+        3000,
+        'the session to expire once the client left',
+      );
+    } finally {
+      await bare.close();
+    }
+  });
+
+  it('rounds of new sessions leave the table, and the heap, flat', async () => {
+    // The idle time outlasts a round's flood, so each round meets the full cap before expiry.
+    const bare = await bareEndpoint({ sessionIdleMs: 1500, maxSessionsPerClient: 64 });
+    try {
+      const agent = new http.Agent({ keepAlive: true, localAddress: '127.0.0.1', maxSockets: 16 });
+      const heapAfterRound: number[] = [];
+      for (let round = 0; round < 4; round++) {
+        const replies = await flood(bare.url, agent, 100);
+        expect(replies.filter((r) => r.status === 200)).toHaveLength(64);
+        expect(bare.endpoint.sessionCount).toBe(64);
+        await waitUntil(() => bare.endpoint.sessionCount === 0, 5000, `round ${round} to expire`);
+        global.gc?.();
+        heapAfterRound.push(process.memoryUsage().heapUsed);
+      }
+      // No session survives its round; without a GC hook the heap check is only the table's size.
+      expect(bare.endpoint.sessionsOf('127.0.0.1')).toBe(0);
+      if (global.gc) expect(heapAfterRound.at(-1)! - heapAfterRound[1]!).toBeLessThan(20 * 1024 * 1024);
+      agent.destroy();
+    } finally {
+      await bare.close();
+    }
+  });
+
+  it('refuses beyond the global cap with 503, whoever asks', async () => {
+    const bare = await bareEndpoint({ sessionIdleMs: 60_000, maxSessionsPerClient: 10, maxSessions: 3 });
+    try {
+      const one = new http.Agent({ keepAlive: true, localAddress: '127.0.0.1' });
+      const two = new http.Agent({ keepAlive: true, localAddress: '127.0.0.2' });
+      expect((await flood(bare.url, one, 2, 1)).map((r) => r.status)).toEqual([200, 200]);
+      expect((await rawPost(bare.url, two, INITIALIZE)).status).toBe(200);
+      const full = await rawPost(bare.url, two, INITIALIZE);
+      expect(full.status).toBe(503);
+      expect((JSON.parse(full.body) as { error: { message: string } }).error.message).toMatch(
+        /maximum of 3 sessions/,
+      );
+      expect(bare.endpoint.sessionCount).toBe(3);
+      one.destroy();
+      two.destroy();
+    } finally {
+      await bare.close();
+    }
+  });
+});
+
+describe("a worker's /mcp with a configured idle time", () => {
+  let mesh: TestMesh;
+  let worker: RunningWorker | undefined;
+
+  beforeAll(async () => {
+    mesh = await startTestMesh();
+  });
+  afterAll(async () => {
+    await worker?.close(1000);
+    await mesh?.close();
+  });
+
+  it('expires a session it no longer hears from (404 on the next request)', async () => {
+    const w = await startWorker({
+      name: 'idle-echo',
+      tags: ['echo'],
+      handler: echoHandler,
+      natsUrl: mesh.coordinator.natsUrl,
+      credential: mesh.coordinator.credentials.specialist,
+      port: 0,
+      heartbeatSeconds: 1,
+      mcpSessions: { sessionIdleMs: 300 },
+    });
+    worker = w;
+    const { client, agent } = await sdkClientFrom(`${w.url}/mcp`, '127.0.0.1');
+    const result = await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+    expect(result.content).toEqual([{ type: 'text', text: 'hi' }]);
+    // A raw session beside it, which nobody uses after its initialize.
+    const raw = await rawPost(`${w.url}/mcp`, agent, INITIALIZE);
+    expect(raw.status).toBe(200);
+    const ping = (id: number) =>
+      rawPost(`${w.url}/mcp`, agent, JSON.stringify({ jsonrpc: '2.0', id, method: 'ping' }), {
+        'mcp-session-id': raw.sessionId!,
+        'mcp-protocol-version': '2025-11-25',
+      });
+    expect((await ping(2)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await ping(3)).status).toBe(404);
+    await client.close();
+    agent.destroy();
+  });
+});
