@@ -6,7 +6,9 @@
  * running. A second signal, or a stop that takes too long, forces the exit (the nats-server exit hook
  * still kills the server).
  */
+import { createServer } from 'node:net';
 import type { AmfConfig } from '../config/config.js';
+import { AmfError } from '../errors.js';
 import { startCoordinator, type RunningCoordinator } from '../apps/coordinatorApp.js';
 import { createLogger } from '../log.js';
 import { startWorker, type RunningWorker } from '../apps/workerApp.js';
@@ -47,6 +49,8 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
 
   let running: RunningCoordinator;
   try {
+    // Checked before nats-server is spawned, so a taken port costs no server start and no log lines.
+    await ensurePortFree(config.coordinator.host, config.coordinator.port);
     running = await startCoordinator({
       config,
       log: (level, message, fields) => log[level](fields ?? {}, message),
@@ -58,7 +62,7 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
     });
   } catch (err) {
     removeHandlers();
-    throw err;
+    throw await explainPortInUse(err, config);
   }
   const { coordinator, http } = running;
   const workers: RunningWorker[] = [];
@@ -117,4 +121,40 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
   removeHandlers();
   log.flush();
   if (fatal) throw fatal;
+}
+
+/**
+ * The HTTP port is taken (another `amf up` with another data dir, or another program): one line
+ * naming what answers there and the flag to use, instead of Node's bare EADDRINUSE.
+ */
+async function explainPortInUse(err: unknown, config: AmfConfig): Promise<unknown> {
+  if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') return err;
+  const { host, port } = config.coordinator;
+  const probeHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  const url = `http://${probeHost.includes(':') ? `[${probeHost}]` : probeHost}:${port}`;
+  let running = 'another program';
+  try {
+    const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
+    const body = (await res.json()) as { instance_id?: unknown };
+    if (typeof body.instance_id === 'string')
+      running = `an AMF coordinator (instance ${body.instance_id} at ${url})`;
+  } catch {
+    // Nothing that answers like a coordinator: the generic wording stays.
+  }
+  return new AmfError(
+    'UNAVAILABLE',
+    `port ${port} on ${host} is already in use by ${running}: stop it, or choose another port with --port (0 = any free port)`,
+    undefined,
+    { cause: err },
+  );
+}
+
+/** Rejects with the listen error (EADDRINUSE...) when host:port cannot be bound right now. */
+async function ensurePortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
 }
