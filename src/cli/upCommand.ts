@@ -120,6 +120,9 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
   clearTimeout(deadline);
   removeHandlers();
   log.flush();
+  // Everything is stopped; a handle something left open (e.g. a NATS client still waiting on a
+  // socket that never answered) must not keep the process alive. Unref'd: a clean exit is not delayed.
+  setTimeout(() => process.exit(), 2_000).unref();
   if (fatal) throw fatal;
 }
 
