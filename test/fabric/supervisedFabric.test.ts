@@ -118,7 +118,12 @@ describe('supervised nats-server (in process)', () => {
   it('SIGKILL of the spawned nats-server: /health is degraded (503), then ok, and a task completes', async () => {
     mesh = await startTestMesh();
     cleanup.push(() => mesh.close());
-    await mesh.startWorker('echo-supervised', ['echo'], echoHandler);
+    const worker = await mesh.startWorker('echo-supervised', ['echo'], echoHandler);
+    // An announcement published before the worker is back has no subscriber and waits out its TTL.
+    let workerReconnected = false;
+    void (async () => {
+      for await (const s of worker.nc.status()) if (s.type === 'reconnect') workerReconnected = true;
+    })();
     const before = await health(mesh.url);
     expect(before.code).toBe(200);
     expect(before.body.status).toBe('ok');
@@ -154,7 +159,8 @@ describe('supervised nats-server (in process)', () => {
     expect(metrics).toMatch(/^amf_nats_connected 1$/m);
     expect(metrics).toMatch(/^amf_nats_server_restarts 1$/m);
 
-    // The worker reconnects and re-registers by itself; a task sent now must complete.
+    // The worker reconnects and re-registers by itself; a task sent then must complete.
+    await waitFor(() => workerReconnected, 15_000, 'the worker reconnected');
     const answer = await waitFor(
       async () => {
         const res = await fetch(`${mesh.url}/v1/chat/completions`, {
@@ -169,7 +175,7 @@ describe('supervised nats-server (in process)', () => {
       'a completed task after the restart',
     );
     expect(answer.choices[0]?.message.content).toContain('after restart');
-  });
+  }, 60_000);
 });
 
 describe('amf up as a process (built CLI)', () => {
