@@ -105,13 +105,20 @@ function buildRouter(
     });
     res.end(uiCache);
   });
-  router.on('GET', '/health', (_req, res) =>
-    sendJson(res, 200, {
-      status: 'ok',
+  router.on('GET', '/health', (_req, res) => {
+    // 503 while degraded (NATS down, or the spawned server being restarted), so a load balancer or
+    // a script polling /health sees the outage; the body still says what is wrong.
+    const fabric = coordinator.fabricHealth;
+    sendJson(res, fabric.status === 'ok' ? 200 : 503, {
+      status: fabric.status,
       version: 'af-mcp-0.1',
       amf_version: VERSION,
       instance_id: coordinator.instanceId,
-      nats: { connected: coordinator.natsConnected, url: coordinator.natsUrl },
+      nats: {
+        connected: fabric.connected,
+        url: coordinator.natsUrl,
+        ...(fabric.server ? { server: fabric.server } : {}),
+      },
       policy: { engine: coordinator.policy.kind, detail: coordinator.policy.detail },
       identity: { mode: coordinator.identity.mode, svid_verified: coordinator.identity.svidVerified },
       discovery: { mdns: coordinator.config.mdns.enabled, nats_heartbeats: true },
@@ -121,8 +128,8 @@ function buildRouter(
         known: coordinator.registry.list().length,
       },
       tasks: { active: coordinator.lifecycle.activeCount },
-    }),
-  );
+    });
+  });
   const card = (_req: IncomingMessage, res: ServerResponse) =>
     sendJson(res, 200, coordinatorAgentCard(coordinator, getUrl()));
   router.on('GET', '/.well-known/agent-card.json', card);
@@ -281,6 +288,8 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
 export interface StartCoordinatorOptions {
   config: AmfConfig;
   log: LogFn;
+  /** Told when the coordinator cannot go on (its nats-server keeps dying); see CoordinatorOptions. */
+  onFatal?: (err: Error) => void;
 }
 
 /** A coordinator process: the core, its HTTP edge, discovery and the bridged external A2A agents. */
@@ -298,7 +307,11 @@ export interface RunningCoordinator {
  */
 export async function startCoordinator(options: StartCoordinatorOptions): Promise<RunningCoordinator> {
   const { config, log } = options;
-  const coordinator = await Coordinator.start({ config, log });
+  const coordinator = await Coordinator.start({
+    config,
+    log,
+    ...(options.onFatal ? { onFatal: options.onFatal } : {}),
+  });
   let http: CoordinatorHttp;
   try {
     http = await startCoordinatorHttp(coordinator);

@@ -3,7 +3,7 @@
  * NATS connection as the specialist role, then the mesh side. `close()` drains gracefully.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectAs } from '../fabric/connect.js';
+import { connectAs, drainOrClose, RECONNECT_FOREVER } from '../fabric/connect.js';
 import type { RoleCredential } from '../fabric/credentials.js';
 import { isCapabilityTag } from '../events/subjects.js';
 import { AmfError } from '../errors.js';
@@ -102,7 +102,8 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
   let nc: NatsConnection;
   try {
     endpoint = await listen(server, httpOpts.host, httpOpts.port);
-    nc = await connectAs(opts.natsUrl, opts.credential, `amf-worker-${opts.name}`);
+    // Reconnects forever: a NATS outage of any length must end with the worker back in the mesh.
+    nc = await connectAs(opts.natsUrl, opts.credential, `amf-worker-${opts.name}`, RECONNECT_FOREVER);
   } catch (err) {
     await hub?.close();
     await closeServer(server);
@@ -165,7 +166,8 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
         advertiser?.update(agentRecordToTxt(worker.agentRecord('draining')));
         await worker.drain(drainTimeoutMs);
         await advertiser?.close();
-        await nc.drain().catch(() => undefined);
+        // Bounded: with NATS unreachable a drain would never end.
+        await drainOrClose(nc, 2_000);
         await httpOpts.mcp?.close();
         await hub?.close();
         await closeServer(server);

@@ -9,6 +9,7 @@ import { access, mkdtemp, rm, stat } from 'node:fs/promises';
 import { createServer, connect } from 'node:net';
 import path from 'node:path';
 import type { AmfConfig } from '../config/config.js';
+import { readInstanceLock, type InstanceInfo } from '../fabric/instanceLock.js';
 
 /** How bad a check's outcome is: `fail` makes the whole report not ok, `warn` does not. */
 export type DoctorLevel = 'ok' | 'warn' | 'fail';
@@ -48,10 +49,12 @@ const NATS_INSTALL =
 /** Runs every check; never throws for a failed check (an unexpected error becomes a `fail`). */
 export async function runDoctor(opts: DoctorOptions): Promise<DoctorResult> {
   const { config } = opts;
+  // A mesh already running on this data dir owns its nats-server port: that is not a problem.
+  const running = await readInstanceLock(config.dataDir).catch(() => undefined);
   const checks: Array<Promise<DoctorCheck | DoctorCheck[]>> = [
     Promise.resolve(checkNode()),
     config.nats.url ? checkNatsUrl(config.nats.url) : checkNatsBinary(config.nats.serverBinary),
-    config.nats.url ? Promise.resolve([]) : checkNatsPort(config.nats.port),
+    config.nats.url ? Promise.resolve([]) : checkNatsPort(config.nats.port, running),
     checkOpa(),
     config.policy.opaUrl ? checkOpaServer(config.policy.opaUrl) : Promise.resolve([]),
     checkCoordinatorPort(config.coordinator.host, config.coordinator.port),
@@ -144,7 +147,16 @@ async function checkNatsUrl(url: string): Promise<DoctorCheck> {
   );
 }
 
-async function checkNatsPort(port: number): Promise<DoctorCheck> {
+async function checkNatsPort(port: number, running: InstanceInfo | undefined): Promise<DoctorCheck> {
+  const runningPort = running?.nats_url ? natsHostPort(running.nats_url)?.port : undefined;
+  // Whatever port is configured, the next `amf up` on this data dir is refused while this mesh runs.
+  if (running && runningPort !== undefined) {
+    const where = running.url ? ` at ${running.url}` : '';
+    return pass(
+      'nats-port',
+      `port ${runningPort} is used by the running mesh's nats-server (coordinator pid ${running.pid}${where})`,
+    );
+  }
   if (port === 0) return pass('nats-port', 'port 0: nats-server will take any free port');
   const state = await portState('127.0.0.1', port);
   if (state === 'free') return pass('nats-port', `port ${port} is free for nats-server`);

@@ -1,10 +1,15 @@
 /**
  * `amf up`: the coordinator, its HTTP edge and, with `--demo`, the demo workers in the same process.
  * SIGINT/SIGTERM stop everything in order: workers drain, the coordinator ends in-flight tasks, the
- * spawned nats-server exits.
+ * spawned nats-server exits. The handlers are installed before anything starts, so a signal during
+ * start-up stops the mesh as soon as it is up instead of killing the process with nats-server still
+ * running. A second signal, or a stop that takes too long, forces the exit (the nats-server exit hook
+ * still kills the server).
  */
+import { createServer } from 'node:net';
 import type { AmfConfig } from '../config/config.js';
-import { startCoordinator } from '../apps/coordinatorApp.js';
+import { AmfError } from '../errors.js';
+import { startCoordinator, type RunningCoordinator } from '../apps/coordinatorApp.js';
 import { createLogger } from '../log.js';
 import { startWorker, type RunningWorker } from '../apps/workerApp.js';
 import { BUILTIN_HANDLERS } from './handlerLoader.js';
@@ -14,60 +19,145 @@ const DEMO_WORKERS = [
   { name: 'demo-calc', tags: ['calc', 'math'], handler: 'calc' },
 ] as const;
 
-/** Starts the mesh and keeps it running until a signal arrives. */
+/** In-flight demo tasks get this long to finish before they are aborted (and ended by the coordinator). */
+const WORKER_DRAIN_MS = 3_000;
+/** A stop that has not ended by then is forced: one Ctrl-C must end the process. */
+const STOP_DEADLINE_MS = 10_000;
+
+/** Starts the mesh and keeps it running until a signal arrives (or the coordinator cannot go on). */
 export async function runUp(config: AmfConfig, options: { demo: boolean }): Promise<void> {
   const log = createLogger(config.logLevel, 'amf-coordinator');
-  const running = await startCoordinator({
-    config,
-    log: (level, message, fields) => log[level](fields ?? {}, message),
-  });
+  let stopReason: string | undefined;
+  let fatal: Error | undefined;
+  let wake: (() => void) | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stopReason !== undefined) {
+      log.warn({ signal }, 'second signal: exiting now');
+      log.flush();
+      process.exit(130);
+    }
+    stopReason = signal;
+    log.info({ signal }, 'shutting down');
+    wake?.();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const removeHandlers = (): void => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+
+  let running: RunningCoordinator;
+  try {
+    // Checked before nats-server is spawned, so a taken port costs no server start and no log lines.
+    await ensurePortFree(config.coordinator.host, config.coordinator.port);
+    running = await startCoordinator({
+      config,
+      log: (level, message, fields) => log[level](fields ?? {}, message),
+      onFatal: (err) => {
+        fatal = err;
+        stopReason ??= 'fatal';
+        wake?.();
+      },
+    });
+  } catch (err) {
+    removeHandlers();
+    throw await explainPortInUse(err, config);
+  }
   const { coordinator, http } = running;
   const workers: RunningWorker[] = [];
-  if (options.demo) {
-    for (const demo of DEMO_WORKERS) {
-      workers.push(
-        await startWorker({
-          name: demo.name,
-          tags: [...demo.tags],
-          handler: BUILTIN_HANDLERS[demo.handler]!,
-          natsUrl: coordinator.natsUrl,
-          credential: coordinator.credentials.specialist,
-          port: 0,
-          trustDomain: config.identity.trustDomain,
-          heartbeatSeconds: config.heartbeat.intervalSeconds,
-          ...(config.mdns.enabled
-            ? { mdns: config.mdns.interface ? { interfaceAddress: config.mdns.interface } : {} }
-            : {}),
-        }),
-      );
+  try {
+    if (options.demo) {
+      for (const demo of DEMO_WORKERS) {
+        if (stopReason !== undefined) break;
+        workers.push(
+          await startWorker({
+            name: demo.name,
+            tags: [...demo.tags],
+            handler: BUILTIN_HANDLERS[demo.handler]!,
+            natsUrl: coordinator.natsUrl,
+            credential: coordinator.credentials.specialist,
+            port: 0,
+            trustDomain: config.identity.trustDomain,
+            heartbeatSeconds: config.heartbeat.intervalSeconds,
+            ...(config.mdns.enabled
+              ? { mdns: config.mdns.interface ? { interfaceAddress: config.mdns.interface } : {} }
+              : {}),
+          }),
+        );
+      }
     }
+    if (stopReason === undefined) {
+      const lines = [
+        `AMF coordinator ${http.url}`,
+        `  UI            ${http.url}/`,
+        `  OpenAI API    ${http.url}/v1  (model amf/<tag>)`,
+        `  events (SSE)  ${http.url}/events`,
+        `  NATS          ${coordinator.natsUrl}`,
+        `  policy        ${coordinator.policy.kind} (${coordinator.policy.detail})`,
+        `  discovery     ${config.mdns.enabled ? 'mDNS _amf-agent._tcp + ' : ''}NATS heartbeats`,
+        ...workers.map((w) => `  demo worker   ${w.worker.agentId} at ${w.url}`),
+        ...config.a2a.agents.map((a) => `  A2A agent     ${a.name} at ${a.url} (bridged when reachable)`),
+      ];
+      process.stdout.write(lines.join('\n') + '\n');
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        if (stopReason !== undefined) resolve();
+      });
+    }
+  } catch (err) {
+    fatal ??= err instanceof Error ? err : new Error(String(err));
   }
-  const lines = [
-    `AMF coordinator ${http.url}`,
-    `  UI            ${http.url}/`,
-    `  OpenAI API    ${http.url}/v1  (model amf/<tag>)`,
-    `  events (SSE)  ${http.url}/events`,
-    `  NATS          ${coordinator.natsUrl}`,
-    `  policy        ${coordinator.policy.kind} (${coordinator.policy.detail})`,
-    `  discovery     ${config.mdns.enabled ? 'mDNS _amf-agent._tcp + ' : ''}NATS heartbeats`,
-    ...workers.map((w) => `  demo worker   ${w.worker.agentId} at ${w.url}`),
-    ...config.a2a.agents.map((a) => `  A2A agent     ${a.name} at ${a.url} (bridged when reachable)`),
-  ];
-  process.stdout.write(lines.join('\n') + '\n');
-  await new Promise<void>((resolve) => {
-    let stopping = false;
-    const stop = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      log.info({ signal }, 'shutting down');
-      void (async () => {
-        await Promise.all(workers.map((w) => w.close(10_000)));
-        await running.close();
-        resolve();
-      })();
-    };
-    process.once('SIGINT', () => stop('SIGINT'));
-    process.once('SIGTERM', () => stop('SIGTERM'));
-  });
+
+  const deadline = setTimeout(() => {
+    log.error({ after_ms: STOP_DEADLINE_MS }, 'shutdown did not finish in time: exiting now');
+    log.flush();
+    process.exit(1);
+  }, STOP_DEADLINE_MS);
+  deadline.unref();
+  await Promise.all(workers.map((w) => w.close(WORKER_DRAIN_MS)));
+  await running.close();
+  clearTimeout(deadline);
+  removeHandlers();
   log.flush();
+  // Everything is stopped; a handle something left open (e.g. a NATS client still waiting on a
+  // socket that never answered) must not keep the process alive. Unref'd: a clean exit is not delayed.
+  setTimeout(() => process.exit(), 2_000).unref();
+  if (fatal) throw fatal;
+}
+
+/**
+ * The HTTP port is taken (another `amf up` with another data dir, or another program): one line
+ * naming what answers there and the flag to use, instead of Node's bare EADDRINUSE.
+ */
+async function explainPortInUse(err: unknown, config: AmfConfig): Promise<unknown> {
+  if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') return err;
+  const { host, port } = config.coordinator;
+  const probeHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  const url = `http://${probeHost.includes(':') ? `[${probeHost}]` : probeHost}:${port}`;
+  let running = 'another program';
+  try {
+    const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
+    const body = (await res.json()) as { instance_id?: unknown };
+    if (typeof body.instance_id === 'string')
+      running = `an AMF coordinator (instance ${body.instance_id} at ${url})`;
+  } catch {
+    // Nothing that answers like a coordinator: the generic wording stays.
+  }
+  return new AmfError(
+    'UNAVAILABLE',
+    `port ${port} on ${host} is already in use by ${running}: stop it, or choose another port with --port (0 = any free port)`,
+    undefined,
+    { cause: err },
+  );
+}
+
+/** Rejects with the listen error (EADDRINUSE...) when host:port cannot be bound right now. */
+async function ensurePortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
 }

@@ -13,11 +13,16 @@ import {
   spawnedNatsMaxPayload,
 } from '../config/payloadLimits.js';
 import { createEvent, type EventSender } from '../events/cloudEvent.js';
-import { connectAs } from '../fabric/connect.js';
+import { connectAs, drainOrClose, RECONNECT_FOREVER } from '../fabric/connect.js';
+import { acquireInstanceLock, type InstanceLock } from '../fabric/instanceLock.js';
 import { loadOrCreateCredentials, type NatsCredentials } from '../fabric/credentials.js';
 import { EventBus } from '../fabric/eventBus.js';
 import { ensureFabricStores, type FabricStores } from '../fabric/jetstream.js';
-import { startNatsServer, type NatsServerHandle } from '../fabric/natsServer.js';
+import {
+  superviseNatsServer,
+  type NatsSupervisorEvent,
+  type SupervisedNatsServer,
+} from '../fabric/natsServer.js';
 import { AdmissionPipeline, type AdmissionOutcome } from '../admission/admissionPipeline.js';
 import { resolveIdentityMode, type IdentityMode } from '../identity/identityMode.js';
 import { createPolicyEngine } from '../policy/index.js';
@@ -49,6 +54,20 @@ export interface CoordinatorOptions {
   env?: NodeJS.ProcessEnv;
   /** Observes every admission outcome (benchmarks, tests). */
   onAdmission?: (outcome: AdmissionOutcome) => void;
+  /**
+   * Told when the coordinator cannot go on (its spawned nats-server keeps dying). `amf up` exits
+   * with the error; without this option the coordinator logs it and closes itself.
+   */
+  onFatal?: (err: Error) => void;
+}
+
+/** How the fabric looks from this coordinator, for `/health` and `/metrics`. */
+export interface FabricHealth {
+  /** `degraded` while the NATS connection is down or the spawned server is being restarted. */
+  status: 'ok' | 'degraded';
+  connected: boolean;
+  /** The spawned nats-server (absent with `--nats-url`). */
+  server?: { pid: number; state: 'running' | 'restarting' | 'failed'; restarts: number };
 }
 
 interface AdmissionParts {
@@ -85,6 +104,8 @@ export class Coordinator {
   private watcherService: WatcherService | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
+  /** Follows the connection's status events: nats.js reconnects by itself, this only tells the truth. */
+  private connected = true;
 
   private constructor(
     readonly config: AmfConfig,
@@ -92,7 +113,8 @@ export class Coordinator {
     readonly natsUrl: string,
     readonly credentials: NatsCredentials,
     readonly stores: FabricStores,
-    private readonly natsServer: NatsServerHandle | undefined,
+    private readonly natsServer: SupervisedNatsServer | undefined,
+    private readonly instanceLock: InstanceLock | undefined,
     private readonly parts: AdmissionParts,
     readonly log: LogFn,
     publicUrl: string,
@@ -181,25 +203,32 @@ export class Coordinator {
     const identity = resolveIdentityMode(config.identity.mode, env);
     if (identity.warning) log('warn', identity.warning);
     const policy = await createPolicyEngine({ opaUrl: config.policy.opaUrl, policyPath: config.policy.path });
-    const credentials = await loadOrCreateCredentials(config.dataDir);
-    let natsServer: NatsServerHandle | undefined;
+    let natsServer: SupervisedNatsServer | undefined;
+    let instanceLock: InstanceLock | undefined;
     let natsUrl = config.nats.url;
     const opened: NatsConnection[] = [];
+    // Supervisor events can arrive before the coordinator exists; they go to it once it does.
+    let onServerEvent: (event: NatsSupervisorEvent) => void = (event) => {
+      if (event.kind === 'gave-up') log('error', event.error.message);
+    };
     try {
+      const credentials = await loadOrCreateCredentials(config.dataDir);
       if (!natsUrl) {
-        natsServer = await startNatsServer({
+        // Before the server starts: two nats-servers must never open one JetStream directory.
+        instanceLock = await acquireInstanceLock(config.dataDir);
+        natsServer = await superviseNatsServer({
           dataDir: config.dataDir,
           credentials,
           port: config.nats.port,
           binary: config.nats.serverBinary,
           maxPayloadBytes: spawnedNatsMaxPayload(config),
+          onEvent: (event) => onServerEvent(event),
         });
         natsUrl = natsServer.url;
+        await instanceLock.update({ nats_url: natsUrl });
         log('info', 'nats-server started', { url: natsUrl, pid: natsServer.pid });
       }
-      const nc = await connectAs(natsUrl, credentials.coordinator, 'amf-coordinator', {
-        maxReconnectAttempts: -1,
-      });
+      const nc = await connectAs(natsUrl, credentials.coordinator, 'amf-coordinator', RECONNECT_FOREVER);
       opened.push(nc);
       const maxPayload = nc.info?.max_payload;
       if (maxPayload !== undefined && maxPayload < largestTaskEventBytes(config))
@@ -208,13 +237,9 @@ export class Coordinator {
           needed: largestTaskEventBytes(config),
         });
       // Each role of the admission path has its own connection, so NATS ACLs separate them.
-      const connector = await connectAs(natsUrl, credentials.connector, 'amf-connector', {
-        maxReconnectAttempts: -1,
-      });
+      const connector = await connectAs(natsUrl, credentials.connector, 'amf-connector', RECONNECT_FOREVER);
       opened.push(connector);
-      const watcherNc = await connectAs(natsUrl, credentials.watcher, 'amf-watcher', {
-        maxReconnectAttempts: -1,
-      });
+      const watcherNc = await connectAs(natsUrl, credentials.watcher, 'amf-watcher', RECONNECT_FOREVER);
       opened.push(watcherNc);
       const watcher = new DmzWatcher({ llmEnv: pickLlmEnv(env) });
       const stores = await ensureFabricStores(
@@ -230,22 +255,62 @@ export class Coordinator {
         credentials,
         stores,
         natsServer,
+        instanceLock,
         { policy, identity, connector, watcherNc, watcher },
         log,
         options.publicUrl ?? config.coordinator.url,
         options.onAdmission,
       );
+      onServerEvent = (event) => coordinator.onServerEvent(event, options.onFatal);
       await coordinator.startServices();
       return coordinator;
     } catch (err) {
       await Promise.allSettled(opened.map((c) => c.close()));
       await natsServer?.close();
+      await instanceLock?.release();
       await policy.close();
       throw err;
     }
   }
 
+  /** Logs what the nats-server supervisor did; giving up ends the coordinator. */
+  private onServerEvent(event: NatsSupervisorEvent, onFatal: ((err: Error) => void) | undefined): void {
+    if (this.closing) return;
+    switch (event.kind) {
+      case 'exited':
+        this.log('error', 'nats-server died; restarting it', { pid: event.pid, how: event.how });
+        return;
+      case 'restart-failed':
+        this.log('warn', 'nats-server restart failed', { attempt: event.attempt, err: event.error.message });
+        return;
+      case 'restarted':
+        this.log('info', 'nats-server restarted', { pid: event.pid, restarts: event.restarts });
+        return;
+      case 'gave-up':
+        this.log('error', event.error.message);
+        if (onFatal) onFatal(event.error);
+        else void this.close();
+        return;
+    }
+  }
+
+  /** Tracks the coordinator connection's state from its status events (ends when it closes). */
+  private watchConnection(): void {
+    void (async () => {
+      for await (const status of this.nc.status()) {
+        if (status.type === 'disconnect') {
+          this.connected = false;
+          this.log('warn', 'NATS connection lost; reconnecting', { server: status.server });
+        } else if (status.type === 'reconnect') {
+          this.connected = true;
+          this.log('info', 'NATS connection restored', { server: status.server });
+        }
+      }
+    })().catch(() => undefined);
+  }
+
   private async startServices(): Promise<void> {
+    this.watchConnection();
     await this.shared.attachRegistry(
       this.registry,
       (change) =>
@@ -308,6 +373,8 @@ export class Coordinator {
   /** Names the coordinator by the URL its HTTP edge really bound (with port 0 the configured one ends in :0). */
   setPublicUrl(url: string): void {
     this.sender.source = url;
+    // A second `amf up` on this data dir names this URL in its refusal.
+    this.instanceLock?.update({ url }).catch(() => undefined);
   }
 
   async startDiscovery(publicUrl: string): Promise<void> {
@@ -323,9 +390,19 @@ export class Coordinator {
     });
   }
 
-  /** True while the NATS connection is usable. */
+  /** True while the NATS connection is usable (not closed, not between a disconnect and a reconnect). */
   get natsConnected(): boolean {
-    return !this.nc.isClosed();
+    return this.connected && !this.nc.isClosed();
+  }
+
+  /** The fabric as `/health` and `/metrics` report it. */
+  get fabricHealth(): FabricHealth {
+    const connected = this.natsConnected;
+    const server = this.natsServer
+      ? { pid: this.natsServer.pid, state: this.natsServer.state, restarts: this.natsServer.restarts }
+      : undefined;
+    const status = connected && (server === undefined || server.state === 'running') ? 'ok' : 'degraded';
+    return { status, connected, ...(server ? { server } : {}) };
   }
 
   /** Stops everything this coordinator started; in-flight tasks end with a terminal event. */
@@ -343,10 +420,16 @@ export class Coordinator {
       await this.watcherService?.close().catch(() => undefined);
       await this.parts.watcher.close().catch(() => undefined);
       await this.shared.close().catch(() => undefined);
-      await Promise.allSettled([this.nc.drain(), this.parts.connector.drain(), this.parts.watcherNc.drain()]);
+      // A drain waits for the server to confirm; with NATS unreachable it would wait forever.
+      await Promise.allSettled(
+        [this.nc, this.parts.connector, this.parts.watcherNc].map((c) => drainOrClose(c, DRAIN_TIMEOUT_MS)),
+      );
       await this.natsServer?.close();
+      await this.instanceLock?.release();
       await this.policy.close().catch(() => undefined);
     })();
     return this.closing;
   }
 }
+
+const DRAIN_TIMEOUT_MS = 2_000;

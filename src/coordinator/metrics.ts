@@ -52,6 +52,23 @@ export class CoordinatorMetrics {
         for (const [status, count] of Object.entries(counts)) this.set({ status }, count);
       },
     });
+    new Gauge({
+      name: 'amf_nats_connected',
+      help: '1 while the coordinator is connected to NATS, 0 during an outage',
+      registers: [this.registry],
+      collect() {
+        this.set(coordinator.fabricHealth.connected ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'amf_nats_server_restarts',
+      help: 'Times the spawned nats-server was restarted after dying (absent with --nats-url)',
+      registers: [this.registry],
+      collect() {
+        const server = coordinator.fabricHealth.server;
+        if (server) this.set(server.restarts);
+      },
+    });
     coordinator.lifecycle.onTerminal(({ task, state, durationMs }) => {
       if (!task.owned) return;
       this.tasksFinished.inc({ tag: task.tag, state });

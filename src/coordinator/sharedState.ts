@@ -42,6 +42,8 @@ export class SharedState {
   private readonly dirtyTasks = new Map<string, TaskSnapshot>();
   private flushTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
+  /** Set by close(): the connection is about to go, so nothing new is written (or reported failing). */
+  private closed = false;
   private readonly encoder = new TextEncoder();
 
   constructor(
@@ -73,11 +75,14 @@ export class SharedState {
       }
     }
     registry.onChange((change) => {
+      if (this.closed) return;
       if (!mirrors(change)) return;
       const a = change.agent;
       this.agents
         .put(kvKey(a.record.agent_id), this.encoder.encode(JSON.stringify(a)))
-        .catch((err: unknown) => this.onError('registry write', err));
+        .catch((err: unknown) => {
+          if (!this.closed) this.onError('registry write', err);
+        });
     });
   }
 
@@ -149,6 +154,7 @@ export class SharedState {
 
   /** Writes what is pending and stops. */
   async close(): Promise<void> {
+    this.closed = true;
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
     await this.flushing;

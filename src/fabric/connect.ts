@@ -46,7 +46,16 @@ export function natsServers(url: string): string[] {
 export interface ConnectAsOptions {
   /** Reconnect attempts after a lost connection (-1 = forever); the nats.js default when omitted. */
   maxReconnectAttempts?: number;
+  /** Wait between reconnect attempts in ms; the nats.js default (2 s) when omitted. */
+  reconnectTimeWait?: number;
 }
+
+/**
+ * Reconnect settings of a long-lived mesh connection (coordinator, worker, AFM agent): retry
+ * forever, about once a second, so an outage of any length ends with the process connected again
+ * instead of a closed connection (the nats.js default gives up after 10 attempts, about 20 s).
+ */
+export const RECONNECT_FOREVER: ConnectAsOptions = { maxReconnectAttempts: -1, reconnectTimeWait: 1000 };
 
 /**
  * Connects to `url` as the given role user. The connection `name` shows up in the server's
@@ -67,10 +76,25 @@ export async function connectAs(
     inboxPrefix: inboxPrefixFor(cred.user),
   };
   if (opts.maxReconnectAttempts !== undefined) options.maxReconnectAttempts = opts.maxReconnectAttempts;
+  if (opts.reconnectTimeWait !== undefined) options.reconnectTimeWait = opts.reconnectTimeWait;
   try {
     return await connect(options);
   } catch (err) {
     if (err instanceof errors.AuthorizationError) throw new NatsAuthError(cred.user, url, { cause: err });
     throw err;
   }
+}
+
+/** Drains `nc` (flushing what was published), or closes it when the drain does not end in time. */
+export async function drainOrClose(nc: NatsConnection, timeoutMs: number): Promise<void> {
+  if (nc.isClosed()) return;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), timeoutMs);
+  });
+  const outcome = await Promise.race([nc.drain().then(() => 'drained' as const), timedOut]).catch(
+    () => 'failed' as const,
+  );
+  clearTimeout(timer);
+  if (outcome !== 'drained') await nc.close().catch(() => undefined);
 }

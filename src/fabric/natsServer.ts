@@ -1,7 +1,9 @@
 /**
  * Supervises the nats-server child process the coordinator runs when no external NATS is given:
- * writes its config, starts it, waits until it really accepts our users, and stops it (never
- * leaving it behind when this process exits).
+ * writes its config, starts it, waits until it really accepts our users, restarts it when it dies
+ * ({@link superviseNatsServer}), and stops it (never leaving it behind when this process exits).
+ * Its pid is recorded in `<data-dir>/nats-server.pid`, so a server orphaned by a SIGKILLed
+ * coordinator is ended by the next start instead of holding the port and the JetStream directory.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:fs';
@@ -33,6 +35,26 @@ export class NatsServerMissingError extends AmfError {
   }
 }
 
+/**
+ * Raised when the spawned server cannot bind its port: one line naming the flags to use, instead of
+ * the server's log (which is kept as `details.output` for whoever wants it).
+ */
+export class NatsPortInUseError extends AmfError {
+  declare readonly code: 'UNAVAILABLE';
+
+  constructor(output: string) {
+    const addr = /Listening for client connections on ([^\s]+)|listen tcp ([^\s:]+:\d+)/.exec(output);
+    const where = addr?.[1] ?? addr?.[2] ?? 'its port';
+    super(
+      'UNAVAILABLE',
+      `nats-server cannot listen on ${where}: the address is already in use (another amf up?). ` +
+        `Choose another port with --nats-port (0 = any free port), or share that NATS with --nats-url`,
+      { output },
+    );
+    this.name = 'NatsPortInUseError';
+  }
+}
+
 /** A running nats-server. */
 export interface NatsServerHandle {
   /** Client URL, e.g. `nats://127.0.0.1:41234`. */
@@ -41,6 +63,8 @@ export interface NatsServerHandle {
   port: number;
   pid: number;
   configPath: string;
+  /** Settles when the process has ended, with how it ended (`code 0`, `signal SIGKILL`). */
+  exited: Promise<string>;
   /** Stops the server (SIGTERM, SIGKILL if it lingers) and waits for it to exit; safe to repeat. */
   close(): Promise<void>;
 }
@@ -66,6 +90,8 @@ const DEFAULT_READY_TIMEOUT_MS = 15_000;
 const STOP_GRACE_MS = 5_000;
 const POLL_MS = 20;
 const KEPT_LOG_LINES = 20;
+/** Where the pid of the running server is recorded, relative to the data dir. */
+export const NATS_PID_FILE = 'nats-server.pid';
 
 /** Children still running; killed synchronously if this process exits without closing them. */
 const liveChildren = new Set<ChildProcess>();
@@ -97,6 +123,8 @@ export async function startNatsServer(opts: StartNatsServerOptions): Promise<Nat
     credentials: opts.credentials,
     ...(opts.maxPayloadBytes !== undefined ? { maxPayloadBytes: opts.maxPayloadBytes } : {}),
   });
+  // A server a SIGKILLed coordinator left behind holds the port and the store: end it first.
+  await endRecordedServer(opts.dataDir, configPath, opts.logger);
   await writePrivateFile(configPath, config);
 
   const server = await spawnServer(
@@ -105,7 +133,9 @@ export async function startNatsServer(opts: StartNatsServerOptions): Promise<Nat
     ['-c', configPath, '--ports_file_dir', natsDir],
     opts.logger,
   );
+  const pidFile = join(opts.dataDir, NATS_PID_FILE);
   try {
+    await writePrivateFile(pidFile, `${server.pid}\n`);
     const listenPort = await waitForPortsFile(
       server,
       natsDir,
@@ -120,12 +150,67 @@ export async function startNatsServer(opts: StartNatsServerOptions): Promise<Nat
     const close = async (): Promise<void> => {
       await server.stop();
       await unlink(join(natsDir, `${basename(binary)}_${server.pid}.ports`)).catch(() => undefined);
+      await removePidFile(pidFile, server.pid);
     };
-    return { url, host, port: listenPort, pid: server.pid, configPath, close };
+    const exited = server.exited.then(() => server.exitInfo() ?? 'unknown');
+    return { url, host, port: listenPort, pid: server.pid, configPath, exited, close };
   } catch (err) {
     await server.stop();
+    await removePidFile(pidFile, server.pid);
     throw err;
   }
+}
+
+/** Removes the pid file only while it still names `pid` (a restarted server may have rewritten it). */
+async function removePidFile(file: string, pid: number): Promise<void> {
+  const recorded = await readFile(file, 'utf8').catch(() => '');
+  if (Number(recorded.trim()) === pid) await unlink(file).catch(() => undefined);
+}
+
+/** True when `pid` is a live nats-server started with `configPath` (Linux /proc; false elsewhere). */
+async function isOurServer(pid: number, configPath: string): Promise<boolean> {
+  const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => undefined);
+  if (cmdline === undefined) return false;
+  const argv = cmdline.split('\0');
+  return basename(argv[0] ?? '').includes('nats-server') && argv.includes(configPath);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists but belongs to someone else, so it is not ours to end anyway.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Ends the nats-server recorded in `<dataDir>/nats-server.pid` when it is still running with our
+ * config (a pid reused by an unrelated process is left alone): SIGTERM, then SIGKILL after a grace.
+ */
+export async function endRecordedServer(
+  dataDir: string,
+  configPath: string,
+  logger?: (line: string) => void,
+): Promise<void> {
+  const file = join(dataDir, NATS_PID_FILE);
+  const pid = Number((await readFile(file, 'utf8').catch(() => '')).trim());
+  if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) return;
+  if (!(await isOurServer(pid, configPath))) {
+    await unlink(file).catch(() => undefined);
+    return;
+  }
+  logger?.(`ending orphaned nats-server pid ${pid} left by an earlier coordinator`);
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + STOP_GRACE_MS;
+  while (alive(pid) && (await isOurServer(pid, configPath)) && Date.now() < deadline) await delay(POLL_MS);
+  if (alive(pid) && (await isOurServer(pid, configPath))) {
+    process.kill(pid, 'SIGKILL');
+    const killDeadline = Date.now() + STOP_GRACE_MS;
+    while ((await isOurServer(pid, configPath)) && Date.now() < killDeadline) await delay(POLL_MS);
+  }
+  await unlink(file).catch(() => undefined);
 }
 
 interface SpawnedServer {
@@ -143,7 +228,10 @@ async function spawnServer(
   args: string[],
   logger: ((line: string) => void) | undefined,
 ): Promise<SpawnedServer> {
-  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group: a Ctrl-C in the terminal signals the whole foreground group, and a server
+  // that dies with it leaves the coordinator draining into a dead connection. The coordinator stops
+  // it last, after its clients have drained; the exit hook below and the pid file cover the rest.
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   await new Promise<void>((resolve, reject) => {
     child.once('spawn', () => resolve());
     // Kept for the child's lifetime: a later 'error' (e.g. a failed kill) must not crash the process.
@@ -213,6 +301,10 @@ async function waitForPortsFile(server: SpawnedServer, dir: string, timeoutMs: n
   for (;;) {
     const exit = server.exitInfo();
     if (exit !== undefined) {
+      const bindFailure = /listen.*bind: address already in use|address already in use/i.exec(
+        server.lastLines(),
+      );
+      if (bindFailure) throw new NatsPortInUseError(server.lastLines());
       throw new Error(
         `nats-server exited (${exit}) before it was ready; last output:\n${server.lastLines()}`,
       );
@@ -267,4 +359,140 @@ async function resolveBinary(binary: string): Promise<string> {
     }
   }
   throw new NatsServerMissingError(binary);
+}
+
+/** What the supervisor reports: the server died, came back, or is given up on. */
+export type NatsSupervisorEvent =
+  | { kind: 'exited'; how: string; pid: number }
+  | { kind: 'restarted'; pid: number; restarts: number }
+  | { kind: 'restart-failed'; error: Error; attempt: number }
+  | { kind: 'gave-up'; error: Error };
+
+/** Options of {@link superviseNatsServer}: those of {@link startNatsServer} plus the restart policy. */
+export interface SuperviseNatsServerOptions extends StartNatsServerOptions {
+  /** First restart delay; doubles on each failed attempt (default 200 ms). */
+  initialBackoffMs?: number;
+  /** Ceiling of the delay (default 5 s). */
+  maxBackoffMs?: number;
+  /** Give up after this many deaths or failed restarts within `failureWindowMs` (default 5). */
+  maxFailures?: number;
+  /** Default 60 s. */
+  failureWindowMs?: number;
+  onEvent?: (event: NatsSupervisorEvent) => void;
+}
+
+/** A supervised server: `pid` follows restarts; `state` says whether clients can reach it now. */
+export interface SupervisedNatsServer extends NatsServerHandle {
+  readonly state: 'running' | 'restarting' | 'failed';
+  /** Restarts that succeeded since start. */
+  readonly restarts: number;
+}
+
+/**
+ * Starts nats-server and keeps it running: when it dies it is started again on the same port (so
+ * clients reconnecting to the URL they know find it) after a back-off of `initialBackoffMs` doubling
+ * to `maxBackoffMs`. More than `maxFailures` deaths or failed restarts within `failureWindowMs` mean
+ * something is wrong that restarting will not fix: the supervisor reports `gave-up` and stops trying.
+ */
+export async function superviseNatsServer(opts: SuperviseNatsServerOptions): Promise<SupervisedNatsServer> {
+  const first = await startNatsServer(opts);
+  const initialBackoff = opts.initialBackoffMs ?? 200;
+  const maxBackoff = opts.maxBackoffMs ?? 5_000;
+  const maxFailures = opts.maxFailures ?? 5;
+  const windowMs = opts.failureWindowMs ?? 60_000;
+  let current: NatsServerHandle = first;
+  let state: SupervisedNatsServer['state'] = 'running';
+  let restarts = 0;
+  let stopping = false;
+  const failures: number[] = [];
+  // Aborts a pending back-off wait when close() is called.
+  const stopSignal = new AbortController();
+  let restarting: Promise<void> = Promise.resolve();
+
+  const countFailure = (): boolean => {
+    const now = Date.now();
+    failures.push(now);
+    while (failures.length > 0 && (failures[0] ?? now) < now - windowMs) failures.shift();
+    return failures.length > maxFailures;
+  };
+
+  const restart = async (how: string, pid: number): Promise<void> => {
+    opts.onEvent?.({ kind: 'exited', how, pid });
+    state = 'restarting';
+    let backoff = initialBackoff;
+    let lastError: Error = new Error(`nats-server pid ${pid} exited (${how})`);
+    for (let attempt = 1; ; attempt++) {
+      if (countFailure()) {
+        state = 'failed';
+        opts.onEvent?.({
+          kind: 'gave-up',
+          error: new Error(
+            `nats-server failed ${failures.length} times within ${Math.round(windowMs / 1000)} s ` +
+              `(last: ${firstLineOf(lastError.message)}); not restarting it again`,
+          ),
+        });
+        return;
+      }
+      const waited = await delay(backoff, true, { signal: stopSignal.signal }).catch(() => false);
+      if (!waited || stopping) return;
+      try {
+        const next = await startNatsServer({ ...opts, port: first.port });
+        if (stopping) {
+          await next.close();
+          return;
+        }
+        current = next;
+        restarts++;
+        state = 'running';
+        opts.onEvent?.({ kind: 'restarted', pid: next.pid, restarts });
+        watch(next);
+        return;
+      } catch (err) {
+        lastError = err instanceof Error ? err : new Error(String(err));
+        opts.onEvent?.({ kind: 'restart-failed', error: lastError, attempt });
+        backoff = Math.min(backoff * 2, maxBackoff);
+      }
+    }
+  };
+
+  const watch = (handle: NatsServerHandle): void => {
+    void handle.exited.then((how) => {
+      if (stopping || handle !== current) return;
+      restarting = restart(how, handle.pid);
+    });
+  };
+  watch(first);
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: first.url,
+    host: first.host,
+    port: first.port,
+    configPath: first.configPath,
+    get pid() {
+      return current.pid;
+    },
+    get exited() {
+      return current.exited;
+    },
+    get state() {
+      return state;
+    },
+    get restarts() {
+      return restarts;
+    },
+    close() {
+      closing ??= (async () => {
+        stopping = true;
+        stopSignal.abort();
+        await restarting;
+        await current.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+function firstLineOf(text: string): string {
+  return text.split('\n')[0] ?? text;
 }

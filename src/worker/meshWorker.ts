@@ -141,17 +141,37 @@ export class MeshWorker {
     this.heartbeat();
     this.heartbeatTimer = setInterval(() => this.heartbeat(), this.options.heartbeatSeconds * 1000);
     this.heartbeatTimer.unref();
+    this.heartbeatOnReconnect();
     await this.bus.flush();
   }
 
+  /**
+   * The coordinator may have marked this worker offline during a NATS outage: say we are here as
+   * soon as the connection is back, not a heartbeat interval later.
+   */
+  private heartbeatOnReconnect(): void {
+    void (async () => {
+      for await (const status of this.bus.nc.status()) {
+        if (status.type === 'reconnect' && !this.draining) this.heartbeat();
+      }
+    })().catch(() => undefined);
+  }
+
   private heartbeat(status: 'active' | 'draining' | 'offline' = this.draining ? 'draining' : 'active'): void {
-    this.bus.publish(
-      createEvent({
-        type: 'amf.discovery.agent.heartbeat',
-        sender: this.sender,
-        payload: this.agentRecord(status),
-      }),
-    );
+    try {
+      this.bus.publish(
+        createEvent({
+          type: 'amf.discovery.agent.heartbeat',
+          sender: this.sender,
+          payload: this.agentRecord(status),
+        }),
+      );
+    } catch (err) {
+      // Called from a timer: a closed connection must not throw out of it and crash the process.
+      this.options.log?.('warn', 'heartbeat not sent', {
+        err: err instanceof Error ? err.message : String(err),
+      });
+    }
   }
 
   private emit<T extends AmfEventType>(
@@ -419,7 +439,8 @@ export class MeshWorker {
     if (this.draining) return;
     this.draining = true;
     clearInterval(this.heartbeatTimer);
-    await Promise.all(this.subs.map((s) => s.drain().catch(() => undefined)));
+    // Bounded like the flush below: an unsubscribe waits for the server, which may be unreachable.
+    await within(Promise.all(this.subs.map((s) => s.drain().catch(() => undefined))), 2_000);
     this.heartbeat('draining');
     const all = Promise.all([...this.inFlight.values()].map((f) => f.done));
     let timer: NodeJS.Timeout | undefined;
@@ -434,6 +455,19 @@ export class MeshWorker {
     // The pull loops end once they see the drain (within one pull wait): nothing is taken after this.
     await Promise.all(this.pullLoops);
     this.heartbeat('offline');
-    await this.bus.flush().catch(() => undefined);
+    // Bounded: while NATS is unreachable a flush would wait for the reconnect, however long.
+    await within(this.bus.flush(), 2_000);
   }
+}
+
+/** Waits for `work` (its failure ignored) or `ms`, whichever comes first. */
+async function within(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    work.catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
 }

@@ -6,7 +6,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectAs, NatsAuthError } from '../../src/fabric/connect.js';
 import { loadOrCreateCredentials } from '../../src/fabric/credentials.js';
-import { NatsServerMissingError, startNatsServer } from '../../src/fabric/natsServer.js';
+import { NatsPortInUseError, NatsServerMissingError, startNatsServer } from '../../src/fabric/natsServer.js';
 import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
 
 function isAlive(pid: number): boolean {
@@ -91,16 +91,20 @@ describe('startNatsServer', () => {
     }
   });
 
-  it('reports the server output when it exits before it is ready (port taken)', async () => {
+  it('says in one line that the port is taken, keeping the server output in details', async () => {
     const blocker = await listenOn(0);
     const address = blocker.address();
     const port = typeof address === 'object' && address !== null ? address.port : 0;
     try {
       const dataDir = join(root, 'busy');
       const credentials = await loadOrCreateCredentials(dataDir, {});
-      await expect(startNatsServer({ dataDir, credentials, port })).rejects.toThrow(
-        /nats-server exited \(code 1\) before it was ready; last output:\n[\s\S]*address already in use/,
-      );
+      const err = await startNatsServer({ dataDir, credentials, port }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(NatsPortInUseError);
+      const message = (err as NatsPortInUseError).message;
+      expect(message).not.toContain('\n');
+      expect(message).toContain(`127.0.0.1:${port}`);
+      expect(message).toContain('--nats-port');
+      expect(String((err as NatsPortInUseError).details?.output)).toContain('address already in use');
     } finally {
       await closeServer(blocker);
     }
