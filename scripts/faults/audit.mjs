@@ -86,9 +86,23 @@ function toEvent(subject, ce) {
   };
 }
 
-/** A terminal event: the canonical final, or a coordinator's deny that says it ends the task. */
+/**
+ * A terminal event: the canonical final, or a coordinator notice that says it ends the task
+ * (`payload.terminal`). Failures are an `amf.policy.deny`; TTL expiry is, in today's code, an
+ * `amf.policy.warning` with terminal: true (taskRetries.ts), so both notice types count, and the
+ * report names the kind so the difference stays visible.
+ */
 export function isTerminal(e) {
-  return e.type === 'amf.result.final' || (e.type === 'amf.policy.deny' && e.payload.terminal === true);
+  return (
+    e.type === 'amf.result.final' ||
+    ((e.type === 'amf.policy.deny' || e.type === 'amf.policy.warning') && e.payload.terminal === true)
+  );
+}
+
+function terminalKind(e) {
+  return e.type === 'amf.result.final'
+    ? 'final'
+    : `${e.type.slice('amf.policy.'.length)} ${e.payload.reason ?? '?'}`;
 }
 
 /**
@@ -108,7 +122,7 @@ export function auditRecords(records, events, markerRe) {
     }
     if (isTerminal(e) && e.taskId) {
       terminals.set(e.taskId, (terminals.get(e.taskId) ?? 0) + 1);
-      const kind = e.type === 'amf.result.final' ? 'final' : `deny ${e.payload.reason ?? '?'}`;
+      const kind = terminalKind(e);
       terminalKinds.set(kind, (terminalKinds.get(kind) ?? 0) + 1);
     }
   }

@@ -183,12 +183,14 @@ async function ctrlC(ctx) {
       extra.exitSeconds = exited ? (Date.now() - started) / 1000 : undefined;
       notes.push(exited ? `exited after ${secs(Date.now() - started)}` : 'still running 30 s after SIGINT');
       await delay(500);
-      const ours = new Set(mesh.workers.map((w) => w.pid));
+      // Left behind: anything still naming the data dir, besides our own worker and, when it did
+      // not exit, the coordinator itself (reported above).
+      const ours = new Set([...mesh.workers.map((w) => w.pid), mesh.coordinator.proc.pid]);
       const left = (await processesMentioning(mesh.dataDir)).filter((p) => !ours.has(p.pid));
       extra.leftovers = left.length;
       notes.push(
         left.length === 0
-          ? 'no process left behind'
+          ? 'no other process left behind'
           : `left behind: ${left.map((p) => `${p.pid} ${p.cmdline.slice(0, 60)}`).join('; ')}`,
       );
       await mesh.coordinator.proc.kill();
