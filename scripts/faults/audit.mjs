@@ -77,7 +77,9 @@ export async function readEventsOffline(storeDir, credentials, run) {
 }
 
 function toEvent(subject, ce) {
-  const payload = typeof ce?.data === 'object' && ce.data !== null ? ce.data : {};
+  // AMF events carry `data: {payload, auth_context}`: the payload is one level down.
+  const data = typeof ce?.data === 'object' && ce.data !== null ? ce.data : {};
+  const payload = typeof data.payload === 'object' && data.payload !== null ? data.payload : data;
   return {
     type: ce?.type ?? subject,
     subject,
