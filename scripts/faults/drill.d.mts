@@ -1,0 +1,58 @@
+/** Types of drill.mjs for its TypeScript callers (test/faults/quickDrill.test.ts). */
+export interface DrillParams {
+  requests: number;
+  concurrency: number;
+  sleepMs: number;
+  faultAtMs: number;
+  stopMs: number;
+  natsShortMs: number;
+  natsLongMs: number;
+  timeoutMs: number;
+  probeBoundMs: number;
+  settleMs: number;
+}
+
+export interface DrillRow {
+  id: number;
+  name: string;
+  /** False for a fault that was not run (`note` says why). */
+  ran: boolean;
+  note?: string;
+  /** The drill itself failed (a process did not start, the fault overran its bound). */
+  error?: string;
+  seconds?: number;
+  requests?: number;
+  answered?: number;
+  errors?: { reason: string; n: number }[];
+  accepted?: number;
+  lost?: number;
+  double?: number;
+  lostSample?: { marker?: string; taskId: string; reason: string }[];
+  terminals?: Record<string, number>;
+  recovered?: boolean;
+  recoverySeconds?: number;
+  recoveryFailure?: string;
+  notes?: string[];
+  extra?: Record<string, unknown>;
+  logs?: string;
+}
+
+export interface DrillResult {
+  rows: DrillRow[];
+  params: DrillParams;
+  root: string;
+  seconds: number;
+}
+
+export const FULL: DrillParams;
+export const QUICK: DrillParams;
+export const BUDGET_MS: number;
+export function rowFails(row: DrillRow): boolean;
+export function runDrill(options?: {
+  quick?: boolean;
+  only?: number[];
+  params?: Partial<DrillParams>;
+  mdns?: boolean;
+  keep?: boolean;
+  log?: (line: string) => void;
+}): Promise<DrillResult>;

@@ -1,0 +1,280 @@
+/**
+ * The drill: runs each fault against real processes, in its own temp dir, within a time budget, and
+ * turns what the client saw and what AMF_EVENTS holds into one row per fault. Used by run.mjs (the
+ * `npm run faults` command) and by test/faults/quickDrill.test.ts.
+ */
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { auditRecords, readEventsLive, readEventsOffline } from './audit.mjs';
+import { FAULTS } from './faults.mjs';
+import {
+  TAG,
+  meshCredentials,
+  startCoordinator,
+  startExternalNats,
+  startWorker,
+  waitForModel,
+} from './mesh.mjs';
+import { probeRecovery, runLoad } from './load.mjs';
+import { killAllGroups, signalPid } from './procs.mjs';
+
+/** The issue's numbers, and the small ones CI runs. */
+export const FULL = {
+  requests: 200,
+  concurrency: 8,
+  sleepMs: 2000,
+  faultAtMs: 15_000,
+  stopMs: 65_000,
+  natsShortMs: 5_000,
+  natsLongMs: 40_000,
+  timeoutMs: 120_000,
+  probeBoundMs: 30_000,
+  // Longest a task may legitimately stay open after a fault: TTL 30 s, lost-worker detection
+  // (3 missed 5 s heartbeats) and one re-announcement fit in it.
+  settleMs: 65_000,
+};
+export const QUICK = {
+  ...FULL,
+  requests: 40,
+  concurrency: 4,
+  sleepMs: 500,
+  faultAtMs: 3_000,
+  stopMs: 20_000,
+  natsLongMs: 15_000,
+};
+/** Everything must fit in 10 minutes; a fault that would not is reported as not run. */
+export const BUDGET_MS = 9.5 * 60_000;
+
+/** Rough upper bound of one fault's duration, used to decide whether it still fits the budget. */
+function estimateMs(p, id) {
+  const load = (p.requests * p.sleepMs) / p.concurrency;
+  const fault = { 2: p.stopMs, 3: p.natsShortMs, 4: p.natsLongMs }[id] ?? 0;
+  return 15_000 + Math.max(load, p.faultAtMs + fault) + 10_000;
+}
+
+/** The per-fault context: its processes, its dirs, and the steps every fault shares. */
+function makeRun(root, id, mdns, log) {
+  const dir = join(root, `fault-${id}`);
+  const logDir = join(dir, 'logs');
+  mkdirSync(logDir, { recursive: true });
+  const procs = [];
+  const pids = [];
+  return {
+    mdns,
+    logDir,
+    dir: (name) => {
+      const d = join(dir, name);
+      mkdirSync(d, { recursive: true, mode: 0o700 });
+      return d;
+    },
+    track: (proc) => procs.push(proc),
+    trackPid: (pid) => pids.push(pid),
+    signalPid,
+    appendLog: (name, line) => appendFileSync(join(logDir, `${name}.log`), line + '\n'),
+    log,
+    /** SIGKILL everything this fault started, process groups first, then lone pids. */
+    async killAll() {
+      for (const p of procs) p.signalGroup('SIGKILL');
+      for (const pid of pids) signalPid(pid, 'SIGKILL');
+      await Promise.all(procs.map((p) => Promise.race([p.exited, delay(5000)])));
+    },
+  };
+}
+
+function makeCtx(run, p) {
+  const ctx = {
+    run,
+    p,
+    waitForModel: (url, tag = TAG) => waitForModel(url, tag, 30_000),
+    async spawnedMesh({ workers, demo = false, port = 0, natsPort = 0 }) {
+      const dataDir = run.dir('mesh');
+      const coordinator = await startCoordinator(run, { dataDir, demo, port, natsPort });
+      const mesh = { dataDir, coordinator, workers: [], credentials: await meshCredentials(dataDir) };
+      await addWorkers(mesh, workers);
+      // The NATS URL is asked anew: a supervised nats-server may come back on another port.
+      mesh.liveNatsUrl = async () => (await natsUrlOf(mesh.coordinator.url)) ?? mesh.coordinator.natsUrl;
+      return mesh;
+    },
+    async externalMesh({ workers }) {
+      const dataDir = run.dir('mesh');
+      const natsDir = run.dir('nats-ext');
+      const credentials = await meshCredentials(dataDir);
+      const nats = await startExternalNats(run, { dir: natsDir, credentials });
+      const coordinator = await startCoordinator(run, { dataDir, natsUrl: nats.url });
+      const mesh = { dataDir, natsDir, nats, coordinator, workers: [], credentials };
+      await addWorkers(mesh, workers);
+      return mesh;
+    },
+    /** Runs the load and, at faultAt, the fault; resolves when both are over. */
+    async loadWithFault(target, inject) {
+      const started = Date.now();
+      const load = runLoad({
+        target,
+        tag: TAG,
+        requests: p.requests,
+        concurrency: p.concurrency,
+        timeoutMs: p.timeoutMs,
+        marker: (i) => `drill-${run.marker}-${i}`,
+      });
+      const fault = delay(p.faultAtMs).then(async () => {
+        run.faultAt = Date.now();
+        run.log(`  fault injected at ${((run.faultAt - started) / 1000).toFixed(1)} s`);
+        await inject();
+      });
+      const [records] = await Promise.all([load, fault]);
+      return records;
+    },
+    probe: (url, tag = TAG) =>
+      probeRecovery({ url, tag, boundMs: p.probeBoundMs, text: `probe-${run.marker} after the fault` }),
+    /**
+     * Gives accepted tasks until `faultAt + settleMs` to reach their terminal event, watching the
+     * live stream so a healthy mesh is not kept waiting. The verdict is the offline audit after.
+     */
+    async settle(natsUrl, credentials, records) {
+      const deadline = (run.faultAt ?? Date.now()) + p.settleMs;
+      for (;;) {
+        const url = await natsUrl();
+        const events = url ? await readEventsLive(url, credentials) : undefined;
+        if (events && auditRecords(records, events, run.markerRe).lost.length === 0) return;
+        if (Date.now() >= deadline) return;
+        await delay(2000);
+      }
+    },
+  };
+  async function addWorkers(mesh, n) {
+    for (let k = 1; k <= n; k++) {
+      mesh.workers.push(
+        await startWorker(run, {
+          name: `drill-w${k}`,
+          coordinatorUrl: mesh.coordinator.url,
+          dataDir: mesh.dataDir,
+          sleepMs: p.sleepMs,
+        }),
+      );
+    }
+    await ctx.waitForModel(mesh.coordinator.url);
+  }
+  return ctx;
+}
+
+/** `x-amf.nats_url` of the coordinator's agent card, if it answers. */
+async function natsUrlOf(url) {
+  try {
+    const res = await fetch(`${url}/.well-known/agent-card.json`, { signal: AbortSignal.timeout(2000) });
+    return (await res.json())['x-amf']?.nats_url;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Client-visible errors grouped by reason, most frequent first: `12× network ECONNRESET; ...`. */
+function groupReasons(records) {
+  const counts = new Map();
+  for (const r of records) if (!r.ok) counts.set(r.reason, (counts.get(r.reason) ?? 0) + 1);
+  return [...counts.entries()].sort((a, b) => b[1] - a[1]).map(([reason, n]) => ({ reason, n }));
+}
+
+function faultName(fault, p) {
+  return typeof fault.name === 'function' ? fault.name(p) : fault.name;
+}
+
+/** Runs one fault and audits it; any failure of the drill itself becomes the row's error. */
+async function runFault(fault, p, root, mdns, log) {
+  const name = faultName(fault, p);
+  const row = { id: fault.id, name, ran: false };
+  if (fault.skip) return { ...row, note: fault.skip() };
+  const run = makeRun(root, fault.id, mdns, log);
+  run.marker = `${Date.now().toString(36)}f${fault.id}`;
+  run.markerRe = new RegExp(`drill-${run.marker}-\\d+`);
+  const started = Date.now();
+  const hardLimit = estimateMs(p, fault.id) + p.timeoutMs + p.settleMs;
+  let outcome;
+  const limit = new AbortController();
+  try {
+    outcome = await Promise.race([
+      fault.run(makeCtx(run, p)),
+      delay(hardLimit, undefined, { signal: limit.signal }).then(() => {
+        throw new Error(`fault did not finish within ${Math.round(hardLimit / 1000)} s`);
+      }),
+    ]);
+  } catch (err) {
+    await run.killAll();
+    return { ...row, ran: true, error: String(err.message).split('\n')[0], logs: run.logDir };
+  } finally {
+    limit.abort();
+  }
+  await run.killAll();
+  const events = await readEventsOffline(outcome.storeDir, outcome.credentials, run);
+  const audit = auditRecords(outcome.records, events, run.markerRe);
+  await run.killAll();
+  return {
+    ...row,
+    ran: true,
+    seconds: Math.round((Date.now() - started) / 1000),
+    requests: outcome.records.length,
+    answered: outcome.records.filter((r) => r.ok).length,
+    errors: groupReasons(outcome.records),
+    accepted: audit.accepted,
+    lost: audit.lost.length,
+    double: audit.double.length,
+    lostSample: audit.lost.slice(0, 3),
+    terminals: audit.terminalKinds,
+    recovered: outcome.probe.recovered,
+    recoverySeconds: outcome.probe.seconds,
+    recoveryFailure: outcome.probe.recovered ? undefined : outcome.probe.last?.reason,
+    notes: outcome.notes,
+    extra: outcome.extra,
+    logs: run.logDir,
+  };
+}
+
+/** True when the row breaks the promise: CI fails on it. Rows not run are not failures. */
+export function rowFails(row) {
+  if (!row.ran) return false;
+  return row.error !== undefined || row.lost > 0 || row.double > 0 || row.recovered !== true;
+}
+
+/**
+ * Runs the faults `only` (ids; default all) with the full or quick numbers and returns the rows.
+ * Every process is SIGKILLed and the temp dir removed before it returns, whatever happened,
+ * unless `keep` (then the dir with each process's log is left for reading).
+ */
+export async function runDrill({
+  quick = false,
+  only,
+  params = {},
+  mdns = true,
+  keep = false,
+  log = () => {},
+} = {}) {
+  const p = { ...(quick ? QUICK : FULL), ...params };
+  const root = await mkdtemp(join(tmpdir(), 'amf-drill-'));
+  const started = Date.now();
+  const rows = [];
+  try {
+    for (const fault of FAULTS) {
+      if (only && !only.includes(fault.id)) continue;
+      const left = BUDGET_MS - (Date.now() - started);
+      if (!fault.skip && estimateMs(p, fault.id) > left) {
+        rows.push({
+          id: fault.id,
+          name: faultName(fault, p),
+          ran: false,
+          note: 'not run: 10-minute budget used up',
+        });
+        continue;
+      }
+      log(`fault ${fault.id}: starting`);
+      const row = await runFault(fault, p, root, mdns, log);
+      log(`fault ${fault.id}: ${row.ran ? (rowFails(row) ? 'FAIL' : 'ok') : row.note}`);
+      rows.push(row);
+    }
+  } finally {
+    killAllGroups();
+    if (!keep) await rm(root, { recursive: true, force: true });
+  }
+  return { rows, params: p, root, seconds: Math.round((Date.now() - started) / 1000) };
+}

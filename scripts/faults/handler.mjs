@@ -1,0 +1,18 @@
+/**
+ * The drill's load handler (`amf worker --handler scripts/faults/handler.mjs`): sleeps
+ * AMF_DRILL_SLEEP_MS (default 2000) and answers with the task text, so every task is long enough
+ * to be in flight when a fault hits. It honours the task's abort signal, as a real handler should.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+
+const sleepMs = Number(process.env.AMF_DRILL_SLEEP_MS ?? 2000);
+
+export default {
+  name: 'drill-sleep',
+  description: `Fault drill load: sleeps ${sleepMs} ms, then echoes the task text.`,
+  readOnly: true,
+  async handle(ctx) {
+    await delay(sleepMs, undefined, { signal: ctx.signal });
+    return `done: ${ctx.text}`;
+  },
+};

@@ -1,0 +1,82 @@
+/**
+ * The drill's load: N chat completions at concurrency C against the coordinator's OpenAI endpoint,
+ * one task each. Every request carries a unique marker in its text, so the audit can find its task
+ * in AMF_EVENTS even when the client never learnt the task id (a reset connection, a timeout).
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+
+/** One request: what the client saw. `reason` is set for every request not answered 200. */
+export async function sendOne(url, tag, text, timeoutMs) {
+  const started = Date.now();
+  const record = { text, status: 0, ok: false, reason: undefined, taskId: undefined, ms: 0 };
+  try {
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: `amf/${tag}`, messages: [{ role: 'user', content: text }] }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    record.status = res.status;
+    record.taskId = res.headers.get('x-amf-task-id') ?? undefined;
+    const body = await res.text();
+    if (res.status === 200) record.ok = true;
+    else record.reason = `HTTP ${res.status} ${errorCode(body)}`;
+  } catch (err) {
+    record.reason = networkReason(err);
+  }
+  record.ms = Date.now() - started;
+  return record;
+}
+
+/** OpenAI error bodies say `{error: {code, type, message}}`; the code is what groups well. */
+function errorCode(body) {
+  try {
+    const e = JSON.parse(body).error;
+    return String(e?.code ?? e?.type ?? 'unknown');
+  } catch {
+    return 'non-JSON body';
+  }
+}
+
+/** fetch wraps socket errors as `TypeError: fetch failed` with the errno code in `cause`. */
+function networkReason(err) {
+  if (err?.name === 'TimeoutError') return 'client timeout';
+  const code = err?.cause?.code ?? err?.cause?.name ?? err?.name ?? 'error';
+  return `network ${code}`;
+}
+
+/**
+ * Runs the load. `target()` is read for every request, so a fault may move the client elsewhere;
+ * `marker(i)` names request i. Resolves with one record per request, in request order.
+ */
+export async function runLoad({ target, tag, requests, concurrency, timeoutMs, marker }) {
+  const records = new Array(requests);
+  let next = 0;
+  const lane = async () => {
+    while (next < requests) {
+      const i = next++;
+      records[i] = { i, ...(await sendOne(target(i), tag, `${marker(i)} please`, timeoutMs)) };
+      // A refused connection returns at once; without a pause one lane would burn the whole load
+      // in a few milliseconds of a coordinator restart instead of exercising it over time.
+      if (!records[i].ok && records[i].ms < 50) await delay(100);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, lane));
+  return records;
+}
+
+/**
+ * The recovery probe: a fresh request must be answered 200 within `boundMs` with no manual step.
+ * Retries (a mesh may need a few seconds to reconnect) and says how long recovery took.
+ */
+export async function probeRecovery({ url, tag, boundMs, text }) {
+  const started = Date.now();
+  let last;
+  while (Date.now() - started < boundMs) {
+    const left = boundMs - (Date.now() - started);
+    last = await sendOne(url(), tag, text, Math.max(1000, left));
+    if (last.ok) return { recovered: true, seconds: (Date.now() - started) / 1000, last };
+    await delay(1000);
+  }
+  return { recovered: false, seconds: (Date.now() - started) / 1000, last };
+}

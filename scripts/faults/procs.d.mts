@@ -1,0 +1,3 @@
+/** Types of the part of procs.mjs that TypeScript callers use. */
+export function inPrivateNetns(): Promise<boolean>;
+export function killAllGroups(): void;
