@@ -39,6 +39,7 @@ import { SharedState } from './sharedState.js';
 import { TaskDispatcher } from './taskDispatcher.js';
 import { TaskLifecycle } from './taskLifecycle.js';
 import { ResultIntake } from './resultIntake.js';
+import { adoptOrphanResult } from './orphanResults.js';
 import { WorkQueueWriter } from '../fabric/workQueue.js';
 import type { LogFn } from '../log.js';
 
@@ -154,6 +155,8 @@ export class Coordinator {
       nc,
       jsm: stores.jsm,
       accept: (event) => this.lifecycle.acceptResult(event),
+      adopt: (event) =>
+        adoptOrphanResult(event, { tasks: stores.tasks, bus: this.bus, sender: this.sender, log }),
       log: (level, message, fields) => log(level, message, fields),
     });
     this.admission = new AdmissionPipeline({

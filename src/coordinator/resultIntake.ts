@@ -20,6 +20,9 @@ import { RESULTS_CONSUMER, RESULTS_STREAM } from '../fabric/jetstream.js';
 import type { LogFn } from '../log.js';
 
 const NANOS_PER_MS = 1_000_000;
+/** Deliveries of a result whose task nobody knows, and the pause between them. */
+const UNKNOWN_TASK_REDELIVERIES = 5;
+const UNKNOWN_TASK_DELAY_MS = 1_000;
 
 export interface ResultIntakeOptions {
   nc: NatsConnection;
@@ -27,7 +30,7 @@ export interface ResultIntakeOptions {
   /** The lifecycle's decision on one result; `unknown` = a task this coordinator does not follow. */
   accept: (event: AmfEventOf<'amf.result.final'>) => 'accepted' | 'refused' | 'unknown';
   /** Asked about a result for a task nobody here follows (e.g. announced before a restart). */
-  adopt?: (event: AmfEventOf<'amf.result.final'>) => Promise<void>;
+  adopt?: (event: AmfEventOf<'amf.result.final'>) => Promise<'adopted' | 'ended' | 'unknown' | 'lost_race'>;
   log: LogFn;
 }
 
@@ -71,29 +74,34 @@ export class ResultIntake {
         } catch {
           raw = undefined; // not JSON: reported as invalid below
         }
-        await this.take(raw, msg.seq);
-        msg.ack();
+        const known = await this.take(raw, msg.seq);
+        // Nobody knows the task yet: another coordinator may (its announcement and this result
+        // travel on different paths), so offer it again a few times before giving up on it.
+        if (!known && msg.info.deliveryCount < UNKNOWN_TASK_REDELIVERIES) msg.nak(UNKNOWN_TASK_DELAY_MS);
+        else msg.ack();
       }
     })().catch((err: unknown) => {
       if (!this.closed) this.options.log('error', 'result intake stopped', { err: String(err) });
     });
   }
 
-  private async take(raw: unknown, seq: number): Promise<void> {
+  /** Hands one result to the lifecycle; false when no coordinator state knows its task. */
+  private async take(raw: unknown, seq: number): Promise<boolean> {
     const checked = validateEvent(raw);
     if (!checked.ok || checked.value.type !== 'amf.result.final') {
       this.options.log('warn', 'invalid result in the results stream dropped', {
         seq,
         errors: checked.ok ? [`type ${checked.value.type}`] : checked.errors,
       });
-      return;
+      return true;
     }
     const event = checked.value;
     try {
-      const verdict = this.options.accept(event);
-      if (verdict === 'unknown') await this.options.adopt?.(event);
+      if (this.options.accept(event) !== 'unknown') return true;
+      return (await this.options.adopt?.(event)) !== 'unknown';
     } catch (err) {
       this.options.log('error', 'result not processed', { seq, err: String(err) });
+      return true;
     }
   }
 

@@ -1,0 +1,97 @@
+/**
+ * A result for a task whose coordinator stopped: the adopting coordinator ends the still-open task
+ * once (KV revision), publishes one canonical final, and refuses a result from any other worker.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import type { KV } from '@nats-io/kv';
+import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
+import { ensureFabricStores, kvKey } from '../../src/fabric/jetstream.js';
+import { EventBus } from '../../src/fabric/eventBus.js';
+import { createEvent, type AnyAmfEvent, type EventSender } from '../../src/events/cloudEvent.js';
+import { adoptOrphanResult } from '../../src/coordinator/orphanResults.js';
+import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
+
+const WORKER = 'spiffe://local/worker/w1';
+const OTHER = 'spiffe://local/worker/w2';
+const coordinator: EventSender = {
+  identity: 'spiffe://local/coordinator/adopter',
+  source: 'http://127.0.0.1:1',
+  role: 'coordinator',
+  trustDomain: 'local',
+};
+
+let nats: TestNats;
+let tasks: KV;
+let bus: EventBus;
+const finals: AnyAmfEvent[] = [];
+
+function result(taskId: string, agentId: string) {
+  return createEvent({
+    type: 'amf.result.final',
+    sender: { ...coordinator, identity: agentId, role: 'specialist' },
+    payload: { task_id: taskId, agent_id: agentId, status: 'completed', result: { text: 'done' } },
+    taskId,
+  });
+}
+
+async function openTask(claimedBy?: string): Promise<string> {
+  const taskId = randomUUID();
+  const snap: TaskSnapshot = {
+    task_id: taskId,
+    tag: 'echo',
+    state: claimedBy ? 'claimed' : 'announced',
+    trace_id: taskId,
+    attempt: 1,
+    created_at: new Date().toISOString(),
+    ...(claimedBy ? { claimed_by: claimedBy } : {}),
+  };
+  await tasks.put(kvKey(taskId), JSON.stringify(snap));
+  return taskId;
+}
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  const nc = await nats.connect('coordinator');
+  tasks = (await ensureFabricStores(nc)).tasks;
+  bus = new EventBus(nc);
+  bus.subscribe('amf.result.final', (e) => finals.push(e));
+  await bus.flush();
+});
+
+afterAll(async () => {
+  await nats?.close();
+});
+
+const deps = () => ({ tasks, bus, sender: coordinator, log: () => undefined });
+
+describe('adopting the results of an orphaned task', () => {
+  it('ends an open task once even when two coordinators adopt it at the same time', async () => {
+    const taskId = await openTask(WORKER);
+    const verdicts = await Promise.all([
+      adoptOrphanResult(result(taskId, WORKER), deps()),
+      adoptOrphanResult(result(taskId, WORKER), deps()),
+    ]);
+    expect(verdicts.filter((v) => v === 'adopted')).toHaveLength(1);
+    const state = (await tasks.get(kvKey(taskId)))!.json<TaskSnapshot>();
+    expect(state).toMatchObject({ state: 'completed', claimed_by: WORKER });
+    await bus.flush();
+    await new Promise((r) => setTimeout(r, 100));
+    const mine = finals.filter((e) => e.amftaskid === taskId);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]!.amfagentrole).toBe('coordinator');
+  });
+
+  it('refuses a result from a worker that does not hold the task, and one for an ended task', async () => {
+    const held = await openTask(WORKER);
+    expect(await adoptOrphanResult(result(held, OTHER), deps())).toBe('ended');
+    expect((await tasks.get(kvKey(held)))!.json<TaskSnapshot>().state).toBe('claimed');
+    const open = await openTask();
+    expect(await adoptOrphanResult(result(open, WORKER), deps())).toBe('adopted');
+    expect(await adoptOrphanResult(result(open, OTHER), deps())).toBe('ended');
+  });
+
+  it('reports a task nobody recorded as unknown (the intake offers it again later)', async () => {
+    expect(await adoptOrphanResult(result(randomUUID(), WORKER), deps())).toBe('unknown');
+  });
+});
