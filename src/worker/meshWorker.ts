@@ -339,11 +339,18 @@ export class MeshWorker {
         resultSubject(task.taskId),
         {
           msgId: `${task.taskId}.${task.attempt}.${this.options.name}`,
-          onRetry: (err) =>
+          onRetry: (err) => {
             this.options.log?.('warn', 'result not stored yet; retrying', {
               task_id: task.taskId,
               err: String(err),
-            }),
+            });
+            // A sign of life for the coordinator's watchdog: the work is done, only storing waits.
+            this.emit('amf.task.progress', task.taskId, task.traceId, {
+              task_id: task.taskId,
+              agent_id: this.agentId,
+              message: 'result not stored yet; retrying',
+            });
+          },
         },
       );
     let outcome = await store(payload, confidence);

@@ -79,7 +79,7 @@ describe('AMF on a 3-node NATS cluster', () => {
         // Task announcements and results travel on core NATS (at most once): one published while a
         // client fails over to another node can be lost, and the lifecycle's retry after the TTL
         // is what recovers it. A short TTL keeps that recovery quick; retries make it happen.
-        tasks: { ttlSeconds: 3, maxRetries: 3, retryDelaySeconds: 0.2 },
+        tasks: { ttlSeconds: 5, maxRetries: 3, retryDelaySeconds: 0.2 },
         mdns: { enabled: false },
       } as ConfigOverrides,
     });
