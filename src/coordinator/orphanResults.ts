@@ -32,7 +32,10 @@ export async function adoptOrphanResult(
   const key = kvKey(p.task_id);
   const entry = await deps.tasks.get(key);
   if (!entry || entry.operation !== 'PUT') {
-    deps.log('info', 'result for a task no coordinator state knows (yet)', { task_id: p.task_id, agent_id: p.agent_id });
+    deps.log('info', 'result for a task no coordinator state knows (yet)', {
+      task_id: p.task_id,
+      agent_id: p.agent_id,
+    });
     return 'unknown';
   }
   const snap = entry.json<TaskSnapshot>();

@@ -76,9 +76,9 @@ describe('AMF on a 3-node NATS cluster', () => {
         coordinator: { port: 0 },
         nats: { url: cluster.urls, replicas: 3 },
         heartbeat: { intervalSeconds: 1, offlineAfterMissed: 3 },
-        // Task announcements and results travel on core NATS (at most once): one published while a
-        // client fails over to another node can be lost, and the lifecycle's retry after the TTL
-        // is what recovers it. A short TTL keeps that recovery quick; retries make it happen.
+        // Announcements and results go through replicated JetStream streams; while a node's streams
+        // elect new leaders a store can wait several seconds, and the watchdog (ttl × 2) and the
+        // retries bound how long a task may wait through that.
         tasks: { ttlSeconds: 5, maxRetries: 3, retryDelaySeconds: 0.2 },
         mdns: { enabled: false },
       } as ConfigOverrides,
