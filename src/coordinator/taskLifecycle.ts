@@ -5,8 +5,9 @@
  * lost workers, cancellation). Delegations become child tasks after the cycle and depth checks.
  *
  * This file wires the parts and reads the fabric; the parts are the task table and its state
- * changes (taskTable.ts), the timers (taskTimers.ts), retries (taskRetries.ts) and the
- * terminal-event writer (taskEndings.ts).
+ * changes (taskTable.ts), the timers (taskTimers.ts), retries (taskRetries.ts), the
+ * terminal-event writer (taskEndings.ts), results (taskResults.ts) and work-queue offers
+ * (taskWorkOffers.ts).
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -17,7 +18,6 @@ import {
   type EventSender,
 } from '../events/cloudEvent.js';
 import {
-  checkFinalPayload,
   payloadTaskId,
   type AnnouncePayload,
   type CancelPayload,
@@ -40,9 +40,9 @@ import {
 } from './taskRecord.js';
 import { TaskRetries } from './taskRetries.js';
 import { TaskTable } from './taskTable.js';
-import { isTerminal } from '../events/taskStateMachine.js';
+import { senderAgent, TaskResults } from './taskResults.js';
+import { TaskWorkOffers } from './taskWorkOffers.js';
 
-const encoder = new TextEncoder();
 import { systemClock, TaskTimers, type LifecycleClock } from './taskTimers.js';
 
 export type {
@@ -65,6 +65,8 @@ export class TaskLifecycle {
   private readonly timers: TaskTimers;
   private readonly endings: TaskEndings;
   private readonly retries: TaskRetries;
+  private readonly offers: TaskWorkOffers;
+  private readonly results: TaskResults;
   private closed = false;
 
   constructor(
@@ -93,42 +95,19 @@ export class TaskLifecycle {
       table: this.table,
       timers: this.timers,
       endings: this.endings,
-      offerWork: (task) => this.offerWork(task),
+      offerWork: (task) => this.offers.offer(task),
     });
+    this.offers = new TaskWorkOffers(options.workQueue, notices);
     // An ended task's offer is withdrawn, so no worker pulls a task that is already over.
-    this.endings.onTerminal(({ task }) => this.withdrawWork(task));
-  }
-
-  /**
-   * Offers the task's current announcement on the work queue (after the core announce, which seed
-   * workers in queue group `workers.<tag>` take). The offer's sequence is kept so a re-announcement
-   * or the end of the task can withdraw it.
-   */
-  private offerWork(task: TaskRecord): void {
-    const queue = this.options.workQueue;
-    if (!queue) return;
-    this.withdrawWork(task);
-    const event = task.announce;
-    const bytes = encoder.encode(JSON.stringify(event));
-    queue.offer(bytes, task.tag, `${task.taskId}.${task.attempt}`).then(
-      (seq) => {
-        // The task moved on while the offer was stored: take the stale offer back at once.
-        if (isTerminal(task.state) || task.announce !== event) queue.withdraw(seq);
-        else task.workSeq = seq;
-      },
-      (err: unknown) =>
-        this.notices.warn({
-          reason: 'work_queue_unavailable',
-          message: `task ${task.taskId} not offered on the work queue: ${String(err)}; its TTL and retries apply`,
-          task_id: task.taskId,
-        }),
-    );
-  }
-
-  private withdrawWork(task: TaskRecord): void {
-    if (task.workSeq === undefined) return;
-    this.options.workQueue?.withdraw(task.workSeq);
-    delete task.workSeq;
+    this.endings.onTerminal(({ task }) => this.offers.withdraw(task));
+    this.results = new TaskResults({
+      fabric: bus,
+      agents: registry,
+      notices,
+      sender,
+      table: this.table,
+      endings: this.endings,
+    });
   }
 
   /** Subscribes to the task and result events; delegations are shared among coordinators. */
@@ -172,9 +151,17 @@ export class TaskLifecycle {
     if (lookup) {
       const held = [...this.active.values()].filter((t) => t.claimedBy === agentId);
       const stored = await Promise.all(held.map((t) => lookup(t.taskId).catch(() => undefined)));
-      for (const event of stored) if (event) this.acceptResult(event);
+      for (const event of stored) if (event) this.results.accept(event);
     }
     if (!this.closed) this.retries.agentLost(agentId);
+  }
+
+  /**
+   * A worker's final result from the durable results stream: accepted only while the task is open
+   * and held by that worker, then published as the task's one canonical final (taskResults.ts).
+   */
+  acceptResult(event: AmfEventOf<'amf.result.final'>): 'accepted' | 'refused' | 'unknown' {
+    return this.results.accept(event);
   }
 
   /** Called with every task that reaches a terminal state. */
@@ -249,7 +236,7 @@ export class TaskLifecycle {
     this.active.set(taskId, task);
     this.timers.armTtl(task);
     this.bus.publish(event, announceSubject(req.tag));
-    this.offerWork(task);
+    this.offers.offer(task);
     this.table.changed(task);
     return task;
   }
@@ -308,7 +295,7 @@ export class TaskLifecycle {
           event.data.payload.parent_task_id ?? payloadTaskId(event.data.payload),
         );
       case 'amf.result.final':
-        return this.onFinal(event);
+        return this.results.onFinal(event);
       // Cancellations are the coordinators' own; the other types do not arrive on these subjects.
       case 'amf.task.cancel':
       case 'amf.discovery.capability.advertise':
@@ -347,8 +334,7 @@ export class TaskLifecycle {
   }
 
   private senderAgent(event: AmfEvent): string {
-    const agent = (event.data.payload as { agent_id?: unknown }).agent_id;
-    return typeof agent === 'string' ? agent : event.data.auth_context.identity;
+    return senderAgent(event);
   }
 
   private onClaim(event: AmfEventOf<'amf.task.claim'>): void {
@@ -411,69 +397,6 @@ export class TaskLifecycle {
     task.lastActivity = this.clock.now();
   }
 
-  /** A final on the canonical subject: a seed worker's own, or one a coordinator accepted and relayed. */
-  private onFinal(event: AmfEventOf<'amf.result.final'>): void {
-    const p = event.data.payload;
-    if (typeof p.task_id !== 'string') return;
-    const task = this.active.get(p.task_id);
-    const agentId = this.senderAgent(event);
-    if (!task) {
-      this.refuseLateResult(p.task_id, agentId);
-      return;
-    }
-    if (task.claimedBy !== undefined && agentId !== task.claimedBy) {
-      this.notices.warn({
-        reason: 'invalid_transition',
-        message: `result for task ${task.taskId} from ${agentId} ignored: the task is claimed by ${task.claimedBy}`,
-        task_id: task.taskId,
-        agent_id: agentId,
-      });
-      return;
-    }
-    this.endWithFinal(task, event, agentId);
-  }
-
-  /**
-   * A worker's final result from the durable results stream (`amf.internal.result.<task_id>`). It
-   * ends the task only while the task is open and this worker holds it; then the coordinator
-   * publishes it as the task's one canonical `amf.result.final` (and on the reply subject). A result
-   * from any other worker — a stale one that lost its claim, or one never admitted — is refused with
-   * a warning naming it. Returns `unknown` for a task this coordinator does not follow.
-   */
-  acceptResult(event: AmfEventOf<'amf.result.final'>): 'accepted' | 'refused' | 'unknown' {
-    const p = event.data.payload;
-    if (typeof p.task_id !== 'string') return 'refused';
-    const agentId = this.senderAgent(event);
-    const task = this.active.get(p.task_id);
-    if (!task) return this.refuseLateResult(p.task_id, agentId) ? 'refused' : 'unknown';
-    if (task.claimedBy === undefined && task.state === 'announced' && this.registry.isLive(agentId)) {
-      // The result overtook the claim (they travel on different paths): the claim is implied.
-      if (!this.table.transition(task, 'amf.task.claim', agentId)) return 'refused';
-      task.claimedBy = agentId;
-    }
-    if (task.claimedBy !== agentId) {
-      this.notices.warn({
-        reason: 'stale_result',
-        message: `result for task ${task.taskId} from ${agentId} refused: the task is held by ${task.claimedBy ?? 'no worker'}`,
-        task_id: task.taskId,
-        agent_id: agentId,
-      });
-      return 'refused';
-    }
-    const relayed = createEvent({
-      type: 'amf.result.final',
-      sender: this.sender,
-      payload: p,
-      taskId: task.taskId,
-      traceId: task.traceId,
-      ...(event.amfconfidence !== undefined ? { confidence: Number(event.amfconfidence) } : {}),
-    });
-    const reply = task.announce.data.payload.reply_subject;
-    this.bus.publish(relayed, 'amf.result.final', ...(reply ? [reply] : []));
-    this.endWithFinal(task, relayed, agentId);
-    return 'accepted';
-  }
-
   /** Tells the one worker whose claim lost to stop its handler (first valid claim wins). */
   private refuseClaim(task: TaskRecord, agentId: string, why: string): void {
     const payload: CancelPayload = {
@@ -491,35 +414,6 @@ export class TaskLifecycle {
         traceId: task.traceId,
       }),
     );
-  }
-
-  /** Warns about a result for a task that already ended; false when the task is not known at all. */
-  private refuseLateResult(taskId: string, agentId: string): boolean {
-    const ended = this.table.get(taskId);
-    if (!ended) return false;
-    // The relayed copy of a result this coordinator accepted comes back here: that is no news.
-    if (ended.final && ended.final.data.payload.agent_id === agentId) return true;
-    this.notices.warn({
-      reason: 'stale_result',
-      message: `result for task ${taskId} from ${agentId} refused: the task already ended (${ended.state})`,
-      task_id: taskId,
-      agent_id: agentId,
-    });
-    return true;
-  }
-
-  private endWithFinal(task: TaskRecord, event: AmfEventOf<'amf.result.final'>, agentId: string): void {
-    const p = event.data.payload;
-    const problem = checkFinalPayload(p);
-    task.final = event;
-    if (problem || p.status === 'failed') {
-      const message = problem
-        ? `malformed result: ${problem}`
-        : (p.error?.message ?? 'worker reported failure');
-      this.endings.finish(task, 'fail', { reason: p.error?.code ?? 'worker_error', message }, agentId);
-      return;
-    }
-    this.endings.finish(task, 'amf.result.final', { reason: 'completed', message: 'completed' }, agentId);
   }
 
   /** A deny published by another coordinator ends the task here too. */

@@ -1,0 +1,127 @@
+/**
+ * Final results and the one canonical final of each task: a seed worker's own `amf.result.final`, or
+ * an AMF worker's stored result (AMF_RESULTS) that the coordinator accepts and publishes. A result
+ * from a worker that does not hold the task, or for a task that ended, is refused and warned
+ * (`stale_result`), so no task gets a second ending.
+ */
+import { createEvent, type AmfEvent, type AmfEventOf, type EventSender } from '../events/cloudEvent.js';
+import { checkFinalPayload } from '../events/payloads.js';
+import type { TaskEndings } from './taskEndings.js';
+import type { TaskAgents, TaskFabric, TaskNotices, TaskRecord } from './taskRecord.js';
+import type { TaskTable } from './taskTable.js';
+
+/** The agent an event speaks for: its payload's `agent_id`, else the envelope's identity. */
+export function senderAgent(event: AmfEvent): string {
+  const agent = (event.data.payload as { agent_id?: unknown }).agent_id;
+  return typeof agent === 'string' ? agent : event.data.auth_context.identity;
+}
+
+export interface TaskResultsDeps {
+  fabric: TaskFabric;
+  agents: TaskAgents;
+  notices: TaskNotices;
+  sender: EventSender;
+  table: TaskTable;
+  endings: TaskEndings;
+}
+
+export class TaskResults {
+  constructor(private readonly deps: TaskResultsDeps) {}
+
+  /** A final on the canonical subject: a seed worker's own, or one a coordinator accepted and relayed. */
+  onFinal(event: AmfEventOf<'amf.result.final'>): void {
+    const p = event.data.payload;
+    if (typeof p.task_id !== 'string') return;
+    const task = this.deps.table.active.get(p.task_id);
+    const agentId = senderAgent(event);
+    if (!task) {
+      this.refuseLateResult(p.task_id, agentId);
+      return;
+    }
+    if (task.claimedBy !== undefined && agentId !== task.claimedBy) {
+      this.deps.notices.warn({
+        reason: 'invalid_transition',
+        message: `result for task ${task.taskId} from ${agentId} ignored: the task is claimed by ${task.claimedBy}`,
+        task_id: task.taskId,
+        agent_id: agentId,
+      });
+      return;
+    }
+    this.endWithFinal(task, event, agentId);
+  }
+
+  /**
+   * A worker's final result from the durable results stream (`amf.internal.result.<task_id>`). It
+   * ends the task only while the task is open and this worker holds it; then the coordinator
+   * publishes it as the task's one canonical `amf.result.final` (and on the reply subject). A result
+   * from any other worker — a stale one that lost its claim, or one never admitted — is refused with
+   * a warning naming it. Returns `unknown` for a task this coordinator does not follow.
+   */
+  accept(event: AmfEventOf<'amf.result.final'>): 'accepted' | 'refused' | 'unknown' {
+    const p = event.data.payload;
+    if (typeof p.task_id !== 'string') return 'refused';
+    const agentId = senderAgent(event);
+    const task = this.deps.table.active.get(p.task_id);
+    if (!task) return this.refuseLateResult(p.task_id, agentId) ? 'refused' : 'unknown';
+    if (task.claimedBy === undefined && task.state === 'announced' && this.deps.agents.isLive(agentId)) {
+      // The result overtook the claim (they travel on different paths): the claim is implied.
+      if (!this.deps.table.transition(task, 'amf.task.claim', agentId)) return 'refused';
+      task.claimedBy = agentId;
+    }
+    if (task.claimedBy !== agentId) {
+      this.deps.notices.warn({
+        reason: 'stale_result',
+        message: `result for task ${task.taskId} from ${agentId} refused: the task is held by ${task.claimedBy ?? 'no worker'}`,
+        task_id: task.taskId,
+        agent_id: agentId,
+      });
+      return 'refused';
+    }
+    const relayed = createEvent({
+      type: 'amf.result.final',
+      sender: this.deps.sender,
+      payload: p,
+      taskId: task.taskId,
+      traceId: task.traceId,
+      ...(event.amfconfidence !== undefined ? { confidence: Number(event.amfconfidence) } : {}),
+    });
+    const reply = task.announce.data.payload.reply_subject;
+    this.deps.fabric.publish(relayed, 'amf.result.final', ...(reply ? [reply] : []));
+    this.endWithFinal(task, relayed, agentId);
+    return 'accepted';
+  }
+
+  /** Warns about a result for a task that already ended; false when the task is not known at all. */
+  private refuseLateResult(taskId: string, agentId: string): boolean {
+    const ended = this.deps.table.get(taskId);
+    if (!ended) return false;
+    // The relayed copy of a result this coordinator accepted comes back here: that is no news.
+    if (ended.final && ended.final.data.payload.agent_id === agentId) return true;
+    this.deps.notices.warn({
+      reason: 'stale_result',
+      message: `result for task ${taskId} from ${agentId} refused: the task already ended (${ended.state})`,
+      task_id: taskId,
+      agent_id: agentId,
+    });
+    return true;
+  }
+
+  private endWithFinal(task: TaskRecord, event: AmfEventOf<'amf.result.final'>, agentId: string): void {
+    const p = event.data.payload;
+    const problem = checkFinalPayload(p);
+    task.final = event;
+    if (problem || p.status === 'failed') {
+      const message = problem
+        ? `malformed result: ${problem}`
+        : (p.error?.message ?? 'worker reported failure');
+      this.deps.endings.finish(task, 'fail', { reason: p.error?.code ?? 'worker_error', message }, agentId);
+      return;
+    }
+    this.deps.endings.finish(
+      task,
+      'amf.result.final',
+      { reason: 'completed', message: 'completed' },
+      agentId,
+    );
+  }
+}
