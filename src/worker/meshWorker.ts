@@ -8,11 +8,9 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { createEvent, type AmfEventOf, type EventSender } from '../events/cloudEvent.js';
 import type { LogFn } from '../log.js';
 import type { AgentRecord } from '../events/agentRecord.js';
-import type { AmfPayloadMap, ChatMessage, FinalPayload } from '../events/payloads.js';
-import { parseAnnouncement } from '../events/announcement.js';
-import { resultSubject, workConsumerName } from '../events/subjects.js';
-import { validateEvent } from '../events/validateEvent.js';
-import { WorkQueueReader, type WorkItem } from '../fabric/workQueue.js';
+import type { AmfPayloadMap, FinalPayload } from '../events/payloads.js';
+import { resultSubject } from '../events/subjects.js';
+import { WorkIntake } from './workIntake.js';
 import type { AmfEventType } from '../events/eventTypes.js';
 import { EventBus } from '../fabric/eventBus.js';
 import type { TaskContext, TaskTools, WorkerHandler } from './handlerApi.js';
@@ -21,11 +19,6 @@ import { TaskSlots } from './taskSlots.js';
 import { DelegationClient } from './delegationClient.js';
 
 export type { LocalOutcome };
-
-/** How long one pull waits for a task before the loop checks for a drain and asks again. */
-const PULL_WAIT_MS = 2_000;
-/** In-progress signals keep a running task's message from redelivery (the consumer's ack wait is 30 s). */
-const WORK_PROGRESS_MS = 10_000;
 
 export interface MeshWorkerOptions {
   name: string;
@@ -125,7 +118,13 @@ export class MeshWorker {
 
   /** Starts pulling each tag's work queue, listens for cancellations and starts heartbeating. */
   async start(): Promise<void> {
-    for (const tag of this.options.tags) this.pullLoops.push(this.pullWork(tag));
+    const intake = new WorkIntake({
+      nc: this.bus.nc,
+      slots: this.slots,
+      draining: () => this.draining,
+      run: (task, options) => this.run(task, options),
+    });
+    for (const tag of this.options.tags) this.pullLoops.push(intake.pull(tag));
     // Cancellations arrive on the public fabric (specialists cannot read amf.internal.>); delegation
     // results too, but that subscription exists only while delegations are pending (see delegate()).
     this.subs.push(
@@ -192,60 +191,6 @@ export class MeshWorker {
     });
     if (reply) this.bus.publish(event, type, reply);
     else this.bus.publish(event);
-  }
-
-  /**
-   * The work-queue loop of one tag: take a slot first, then pull one announcement, so this worker
-   * only ever holds tasks it can start at once and an idle worker gets the next one. NATS outages
-   * just make `next()` come back empty; the loop ends when the worker drains.
-   */
-  private async pullWork(tag: string): Promise<void> {
-    const reader = new WorkQueueReader(this.bus.nc, workConsumerName(tag));
-    while (!this.draining) {
-      const release = await this.slots.acquire();
-      if (this.draining) {
-        release();
-        break;
-      }
-      const item = await reader.next(PULL_WAIT_MS);
-      if (item) this.takeWork(item, tag, release);
-      else release();
-    }
-  }
-
-  /** Runs one pulled announcement, keeping its message in progress until the result is stored. */
-  private takeWork(item: WorkItem, tag: string, slot: () => void): void {
-    const checked = validateEvent(item.body);
-    const event = checked.ok && checked.value.type === 'amf.task.announce' ? checked.value : undefined;
-    // Only the coordinator's reply subject for this task is honoured (LOCKED #8); another is ignored.
-    const parsed = event && parseAnnouncement(event.data.payload, { otherReplySubject: 'ignore' });
-    if (!event || !parsed?.ok) {
-      item.term();
-      slot();
-      return;
-    }
-    const { payload: p, replySubject: reply } = parsed;
-    const messages: ChatMessage[] = p.messages ?? [{ role: 'user', content: p.task }];
-    const keepAlive = setInterval(() => item.working(), WORK_PROGRESS_MS);
-    keepAlive.unref();
-    void this.run(
-      {
-        taskId: p.task_id,
-        traceId: event.amftraceid ?? p.task_id,
-        tag,
-        text: p.task,
-        messages,
-        stream: p.stream === true,
-        // A redelivered message (its worker died holding it) is a further attempt.
-        attempt: (p.attempt ?? 1) + item.deliveryCount - 1,
-        ...(p.input ? { input: p.input } : {}),
-      },
-      { origin: 'mesh', slot, ...(reply ? { replySubject: reply } : {}) },
-    ).then((outcome) => {
-      clearInterval(keepAlive);
-      if (!outcome.ok && outcome.code === 'draining') item.nak();
-      else item.ack();
-    });
   }
 
   /**
