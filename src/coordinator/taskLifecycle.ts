@@ -98,8 +98,12 @@ export class TaskLifecycle {
       offerWork: (task) => this.offers.offer(task),
     });
     this.offers = new TaskWorkOffers(options.workQueue, notices);
-    // An ended task's offer is withdrawn, so no worker pulls a task that is already over.
-    this.endings.onTerminal(({ task }) => this.offers.withdraw(task));
+    // An ended task's offer is withdrawn, so no worker pulls a task that is already over. A task its
+    // worker answered needs nothing: the worker acknowledges (removes) the message itself.
+    this.endings.onTerminal(({ task }) => {
+      if (task.final) this.offers.forget(task);
+      else this.offers.withdraw(task);
+    });
     this.results = new TaskResults({
       fabric: bus,
       agents: registry,

@@ -45,4 +45,9 @@ export class TaskWorkOffers {
     this.queue?.withdraw(task.workSeq);
     delete task.workSeq;
   }
+
+  /** The offer was taken and will be acknowledged by its worker: only the bookkeeping goes. */
+  forget(task: TaskRecord): void {
+    delete task.workSeq;
+  }
 }

@@ -218,8 +218,15 @@ export class MeshWorker {
       { task_id: task.taskId, agent_id: this.agentId, required_capability: task.tag, attempt: task.attempt },
       options.replySubject,
     );
+    // The slot bounds handler runs only: storing a mesh result (which may wait out a NATS outage)
+    // happens after the slot is free, but the task stays in flight (drain waits) until it is stored.
+    let storing: Promise<void> = Promise.resolve();
     const done = this.slots
-      .run(() => this.execute(task, controller, options), options.slot)
+      .run(() => this.execute(task, controller, options, (stored) => (storing = stored)), options.slot)
+      .then(async (outcome) => {
+        await storing;
+        return outcome;
+      })
       .finally(() => {
         this.inFlight.delete(task.taskId);
         signal?.removeEventListener('abort', onCallerAbort);
@@ -232,6 +239,7 @@ export class MeshWorker {
     task: TaskInput,
     controller: AbortController,
     options: RunTaskOptions,
+    onStoring: (stored: Promise<void>) => void,
   ): Promise<LocalOutcome> {
     const { signal } = controller;
     // Aborted while waiting for a slot: the handler never starts.
@@ -259,7 +267,7 @@ export class MeshWorker {
           error: { code: outcome.code, message: outcome.message },
         };
     const confidence = outcome.ok ? outcome.result.confidence : 0;
-    if (options.origin === 'mesh') await this.submitResult(task, payload, confidence);
+    if (options.origin === 'mesh') onStoring(this.submitResult(task, payload, confidence));
     else this.emit('amf.result.final', task.taskId, task.traceId, payload, undefined, confidence);
     return outcome;
   }
