@@ -71,6 +71,14 @@ export class PolicyNotices {
       ...(payload.task_id !== undefined ? { taskId: payload.task_id } : {}),
       ...(options.traceId !== undefined ? { traceId: options.traceId } : {}),
     });
+    if (payload.terminal === true) {
+      // A task's ending must reach the record (AMF_EVENTS) even when it is decided while NATS is
+      // away: stored through JetStream, retried until the fabric is back (duplicates are dropped by
+      // the event id). Live subscribers get it from the same publish.
+      void this.bus.publishDurable(event, type, { msgId: event.id, giveUpMs: 120_000 });
+      if (options.extraSubject) this.bus.publish(event, options.extraSubject);
+      return;
+    }
     if (options.extraSubject) this.bus.publish(event, type, options.extraSubject);
     else this.bus.publish(event);
   }
