@@ -26,6 +26,9 @@ export interface WorkItem {
   nak(): void;
 }
 
+/** How long past its own expiry a pull may go unanswered before it is abandoned. */
+const PULL_GRACE_MS = 3_000;
+
 export class WorkQueueReader {
   private consumer: Consumer | undefined;
 
@@ -42,7 +45,21 @@ export class WorkQueueReader {
   async next(waitMs: number): Promise<WorkItem | undefined> {
     try {
       this.consumer ??= await jetstream(this.nc).consumers.get(WORK_STREAM, this.consumerName);
-      const msg = await this.consumer.next({ expires: waitMs });
+      // A pull sent just before the server went away may never be answered: give up on it after a
+      // grace period and pull afresh (a message it still brings later is redelivered after the ack
+      // wait, since nobody acknowledges it).
+      let timer: NodeJS.Timeout | undefined;
+      const stuck = new Promise<'stuck'>((resolve) => {
+        timer = setTimeout(() => resolve('stuck'), waitMs + PULL_GRACE_MS);
+        timer.unref();
+      });
+      const msg = await Promise.race([this.consumer.next({ expires: waitMs }), stuck]).finally(() =>
+        clearTimeout(timer),
+      );
+      if (msg === 'stuck') {
+        this.consumer = undefined;
+        return undefined;
+      }
       return msg ? toWorkItem(msg) : undefined;
     } catch {
       this.consumer = undefined;
