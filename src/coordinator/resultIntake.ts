@@ -65,24 +65,44 @@ export class ResultIntake {
     }
     const consumer = await jetstream(nc).consumers.get(RESULTS_STREAM, RESULTS_CONSUMER);
     this.messages = await consumer.consume({ max_messages: 512 });
-    const messages = this.messages;
-    this.loop = (async () => {
-      for await (const msg of messages) {
-        let raw: unknown;
-        try {
-          raw = msg.json<unknown>();
-        } catch {
-          raw = undefined; // not JSON: reported as invalid below
+    this.loop = this.run(this.messages);
+  }
+
+  /**
+   * Takes results until closed. If the subscription ends on its own (the server went away long
+   * enough for the client to give the pull up), it is opened again: results wait in the stream.
+   */
+  private async run(first: ConsumerMessages): Promise<void> {
+    let messages = first;
+    for (;;) {
+      try {
+        for await (const msg of messages) {
+          let raw: unknown;
+          try {
+            raw = msg.json<unknown>();
+          } catch {
+            raw = undefined; // not JSON: reported as invalid below
+          }
+          const known = await this.take(raw, msg.seq);
+          // Nobody knows the task yet: another coordinator may (its announcement and this result
+          // travel on different paths), so offer it again a few times before giving up on it.
+          if (!known && msg.info.deliveryCount < UNKNOWN_TASK_REDELIVERIES) msg.nak(UNKNOWN_TASK_DELAY_MS);
+          else msg.ack();
         }
-        const known = await this.take(raw, msg.seq);
-        // Nobody knows the task yet: another coordinator may (its announcement and this result
-        // travel on different paths), so offer it again a few times before giving up on it.
-        if (!known && msg.info.deliveryCount < UNKNOWN_TASK_REDELIVERIES) msg.nak(UNKNOWN_TASK_DELAY_MS);
-        else msg.ack();
+      } catch (err) {
+        if (!this.closed)
+          this.options.log('warn', 'result intake interrupted; reopening', { err: String(err) });
       }
-    })().catch((err: unknown) => {
-      if (!this.closed) this.options.log('error', 'result intake stopped', { err: String(err) });
-    });
+      if (this.closed) return;
+      await new Promise((resolve) => setTimeout(resolve, 1_000).unref());
+      if (this.closed) return;
+      try {
+        const consumer = await jetstream(this.options.nc).consumers.get(RESULTS_STREAM, RESULTS_CONSUMER);
+        messages = this.messages = await consumer.consume({ max_messages: 512 });
+      } catch (err) {
+        this.options.log('warn', 'result intake not reopened yet', { err: String(err) });
+      }
+    }
   }
 
   /** Hands one result to the lifecycle; false when no coordinator state knows its task. */
