@@ -97,7 +97,7 @@ describe('deterministic advertisement validation', () => {
     ['card on another host', raw({ ...good, card: 'http://10.0.0.9:8766/c' }), 'card_url_refused'],
     [
       'card on a lookalike host',
-      raw({ ...good, card: 'http://127.0.0.1.nip.io:8766/c' }),
+      raw({ ...good, card: 'http://127.0.0.1.lookalike.invalid:8766/c' }),
       'card_url_refused',
     ],
     [

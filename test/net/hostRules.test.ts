@@ -51,7 +51,7 @@ describe('hostRules: loopback', () => {
   const notLoopback = [
     '127.evil.example',
     '127.0.0.1.evil.example',
-    '127.0.0.1.nip.io',
+    '127.0.0.1.lookalike.invalid',
     'localhost.evil.example',
     'evil-localhost',
     'mylocalhost',
@@ -113,7 +113,7 @@ describe('hostRules: private, link-local, metadata', () => {
     'febf::1',
     '::ffff:169.254.1.1',
   ])('%s is link-local', (host) => expect(isLinkLocal(host)).toBe(true));
-  it.each(['169.253.0.1', '169.255.0.1', 'fec0::1', 'fe7f::1', '169.254.1.1.nip.io'])(
+  it.each(['169.253.0.1', '169.255.0.1', 'fec0::1', 'fe7f::1', '169.254.1.1.lookalike.invalid'])(
     '%s is not link-local',
     (host) => expect(isLinkLocal(host)).toBe(false),
   );
@@ -147,7 +147,7 @@ describe('hostRules: private, link-local, metadata', () => {
     (host) => expect(isMetadataHost(viaUrl(host))).toBe(true),
   );
   it.each([
-    '169.254.169.254.nip.io',
+    '169.254.169.254.lookalike.invalid',
     'metadata.google.internal.evil.example',
     'evil-metadata',
     'metadata.example',
@@ -159,9 +159,13 @@ describe('hostRules: private, link-local, metadata', () => {
   ])('%s is not a metadata host', (host) => expect(isMetadataHost(host)).toBe(false));
 
   it('a name that spells an address is just a name', () => {
-    for (const host of ['169.254.169.254.nip.io', '127.0.0.1.sslip.io', '10.0.0.1.example'])
+    for (const host of [
+      '169.254.169.254.lookalike.invalid',
+      '127.0.0.1.lookalike2.invalid',
+      '10.0.0.1.example',
+    ])
       expect(hostKind(host), host).toBe('name');
-    expect(isNeverFetchedHost('169.254.169.254.nip.io')).toBe(false);
+    expect(isNeverFetchedHost('169.254.169.254.lookalike.invalid')).toBe(false);
   });
 
   it('link-local addresses are never fetched even when not a known metadata endpoint', () => {
@@ -226,7 +230,7 @@ describe('hostRules: sameHost', () => {
     ['localhost', 'localhost.evil.example'],
     ['10.0.0.1', '10.0.0.2'],
     ['127.0.0.1', '0.0.0.0'],
-    ['169.254.169.254', '169.254.169.254.nip.io'],
+    ['169.254.169.254', '169.254.169.254.lookalike.invalid'],
   ])('%s and %s are different hosts', (a, b) => expect(sameHost(a, b)).toBe(false));
 });
 
