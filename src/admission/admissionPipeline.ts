@@ -18,6 +18,8 @@ import type { AdvertisementRef } from '../events/payloads.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
 import type { PolicyEngine } from '../policy/policyEngine.js';
 import type { WatcherSummary } from '../watcher/watcherSummary.js';
+import { openClassified, type SummaryVerification } from '../watcher/summarySigning.js';
+import type { SvidProof } from '../identity/svidProof.js';
 import { BoundedCache } from '../util/boundedCache.js';
 import { GcraLimiter } from '../util/gcraLimiter.js';
 import { crossVerify } from './crossVerify.js';
@@ -39,6 +41,17 @@ export interface AdmissionPipelineOptions {
   mcpRequireTls: boolean;
   /** Emit `watcher_output_unverified` on every admission cycle (AMF_WATCHER_INTEGRITY_WARN). */
   integrityWarn: boolean;
+  /**
+   * SPIFFE active: watcher summaries must be signed (watcher/summarySigning.ts); unsigned or badly
+   * signed ones are denied. Absent: plain summaries, and the integrity warning above.
+   */
+  summaryVerification?: SummaryVerification;
+  /**
+   * SPIFFE active: proves that a mesh/public advertiser holds the SVID of its agent id
+   * (identity/svidProof.ts); the result is the policy's `identity.svid_verified`. Absent: only the
+   * coordinator's own mode is reported, which admits local visibility alone.
+   */
+  proveSvid?: (record: AgentRecord) => Promise<SvidProof>;
   /**
    * Fetch and check the agent card (`card=`) before an admitted agent is offered anything (guarded
    * against SSRF). A card that does not load or does not match leaves the agent `unverified`.
@@ -146,13 +159,13 @@ export class AdmissionPipeline {
     this.sub = this.options.coordinator.subscribe(SUBJECT_INTERNAL_CLASSIFIED, {
       callback: (err, msg) => {
         if (err) return;
-        let summary: unknown;
+        let value: unknown;
         try {
-          summary = JSON.parse(decoder.decode(msg.data));
+          value = JSON.parse(decoder.decode(msg.data));
         } catch {
           return;
         }
-        if (isSummary(summary)) void this.onSummary(summary);
+        void this.onClassified(value);
       },
     });
   }
@@ -271,10 +284,24 @@ export class AdmissionPipeline {
     );
   }
 
-  private async onSummary(summary: WatcherSummary): Promise<void> {
+  /** Opens a classified message (checking its signature under SPIFFE), then judges the summary. */
+  private async onClassified(value: unknown): Promise<void> {
+    const opened = await openClassified(value, this.options.summaryVerification);
+    if (!opened.ok) {
+      // Only an advertisement we are waiting for is denied: stray output changes nothing.
+      const p = opened.rawId !== undefined ? this.finish(opened.rawId) : undefined;
+      if (p) this.deny(p.raw, p.record.agent_id, [opened.reason], opened.message, 'watcher');
+      else this.options.log?.('warn', `watcher output refused: ${opened.message}`, { reason: opened.reason });
+      return;
+    }
+    if (isSummary(opened.summary)) await this.onSummary(opened.summary, opened.signer !== undefined);
+  }
+
+  private async onSummary(summary: WatcherSummary, signed: boolean): Promise<void> {
     const p = this.finish(summary.raw_id);
     if (!p) return;
     const { record, raw } = p;
+    const svidVerified = await this.svidVerified(record);
     let risk = summary.risk_score;
     const mismatches = crossVerify(record, summary);
     if (mismatches.length > 0) {
@@ -306,7 +333,7 @@ export class AdmissionPipeline {
           scorer: summary.scorer === 'llm' ? 'llm' : 'rules',
         },
         summary_mismatch: mismatches.length > 0,
-        identity: { mode: this.options.identity.mode, svid_verified: this.options.identity.svidVerified },
+        identity: { mode: this.options.identity.mode, svid_verified: svidVerified },
         coordinator_trust_domain: this.options.trustDomain,
         mcp_require_tls: this.options.mcpRequireTls,
       });
@@ -320,7 +347,7 @@ export class AdmissionPipeline {
       );
       return;
     }
-    if (this.options.integrityWarn) {
+    if (this.options.integrityWarn && !signed) {
       this.options.notices.warn({
         reason: 'watcher_output_unverified',
         message: `watcher summary for ${record.agent_id} is unsigned: SPIFFE is not active, so watcher output integrity is not verified`,
@@ -368,6 +395,24 @@ export class AdmissionPipeline {
       latencyMs: Date.now() - p.startedAt,
       ...(verification.verified ? {} : { unverified: verification.reason }),
     });
+  }
+
+  /**
+   * `identity.svid_verified` for the policy: under SPIFFE a mesh/public advertiser must prove its
+   * SVID (a failed proof is warned about, and the policy then denies visibility_requires_svid).
+   */
+  private async svidVerified(record: AgentRecord): Promise<boolean> {
+    const { proveSvid, identity } = this.options;
+    if (!proveSvid) return identity.svidVerified;
+    if ((record.visibility ?? 'local') === 'local') return identity.svidVerified;
+    const proof = await proveSvid(record);
+    if (!proof.verified)
+      this.options.notices.warn({
+        reason: proof.reason,
+        message: `${record.agent_id} did not prove its SVID: ${proof.message}`,
+        agent_id: record.agent_id,
+      });
+    return proof.verified;
   }
 
   /** Tries the card of an unverified agent again; on success the agent becomes live. */

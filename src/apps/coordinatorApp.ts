@@ -36,6 +36,8 @@ import { McpFederation } from '../protocols/mcp/federation.js';
 import { createCoordinatorMcpEndpoint } from '../protocols/mcp/coordinatorMcp.js';
 import { loadCoordinatorFingerprint } from '../protocols/mcp/coordinatorFingerprint.js';
 import { TlsPinStore } from '../protocols/mcp/tlsPins.js';
+import type { McpCallCredentials } from '../protocols/mcp/callAuth.js';
+import type { IdentityProvider } from '../identity/identityProvider.js';
 import { mcpSessionLimits, type McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
 import { registerAmpRoutes } from '../protocols/amp/ampRoutes.js';
 import { registerFabricRoutes } from '../protocols/fabric/fabricRoutes.js';
@@ -217,6 +219,7 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     pins: new TlsPinStore(coordinator.stores.mcpPins),
     coordinatorFingerprint: await loadCoordinatorFingerprint(config.dataDir),
     log: (level, message, fields) => coordinator.log(level, message, fields),
+    ...(coordinator.identity.mode === 'spiffe' ? { credentials: spiffeCallCredentials(coordinator.identity) } : {}),
   });
   federation.start();
   const mcpEndpoint = createCoordinatorMcpEndpoint(federation, VERSION, mcpSessionLimits(config));
@@ -343,5 +346,16 @@ export async function startCoordinator(options: StartCoordinatorOptions): Promis
       })();
       return closing;
     },
+  };
+}
+
+/**
+ * The SPIFFE tier of MCP call authentication: a JWT-SVID for the agent's SPIFFE ID as bearer on
+ * every call (the provider caches each token until half its lifetime, so this is cheap).
+ */
+function spiffeCallCredentials(identity: IdentityProvider): McpCallCredentials {
+  return {
+    kind: 'spiffe',
+    headersFor: async (agentId) => ({ authorization: `Bearer ${await identity.jwtSvid([agentId])}` }),
   };
 }

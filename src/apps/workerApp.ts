@@ -12,6 +12,8 @@ import { agentRecordToTxt } from '../discovery/txtRecord.js';
 import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdvertiser.js';
 import type { WorkerHandler } from '../worker/handlerApi.js';
 import { createRouterServer, workerRouter, type WorkerHttpOptions } from './workerHttp.js';
+import { addSvidProofRoute, svidGate } from './svidGate.js';
+import type { IdentityProvider } from '../identity/identityProvider.js';
 import { closeServer, listen } from '../net/httpServer.js';
 import type { RequestDeadlines, Router } from '../http/httpKit.js';
 import { createWorkerMcpEndpoint } from '../protocols/mcp/workerMcp.js';
@@ -53,6 +55,14 @@ export interface StartWorkerOptions {
   onCoordinatorFingerprintChange?: (first: string, seen: string) => void;
   /** Bounds of the `/mcp` session table (config `mcp.session_idle_seconds`, `mcp.max_sessions*`). */
   mcpSessions?: McpSessionLimits;
+  /**
+   * Under SPIFFE (`mode: 'spiffe'`): every call but discovery needs a JWT-SVID bearer for this agent
+   * (audience `spiffeAudience`, default the SVID's SPIFFE ID), and the SVID proof is answered.
+   */
+  identity?: IdentityProvider;
+  spiffeAudience?: string;
+  /** Advertised visibility (default local; mesh/public are admitted only with a proven SVID). */
+  visibility?: 'local' | 'mesh' | 'public';
 }
 
 export interface RunningWorker {
@@ -79,7 +89,9 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
   for (const tag of opts.tags)
     if (!isCapabilityTag(tag))
       throw new AmfError('INVALID_REQUEST', `invalid capability tag "${tag}": expected [a-z0-9-]+`);
-  const trustDomain = opts.trustDomain ?? 'local';
+  const spiffe = opts.identity?.mode === 'spiffe' ? opts.identity : undefined;
+  // Under SPIFFE the worker is who its SVID says, in the SVID's trust domain.
+  const trustDomain = spiffe?.trustDomain ?? opts.trustDomain ?? 'local';
   const httpOpts: WorkerHttpOptions = {
     host: opts.host ?? '127.0.0.1',
     port: opts.port ?? 8766,
@@ -117,6 +129,8 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     endpoint,
     handler: opts.handler,
     heartbeatSeconds: opts.heartbeatSeconds ?? 5,
+    ...(opts.visibility ? { visibility: opts.visibility } : {}),
+    ...(spiffe?.agentId ? { agentId: spiffe.agentId } : {}),
     concurrency: opts.concurrency ?? 16,
     version: httpOpts.version,
     ...(hub ? { tools: (signal: AbortSignal) => bindTaskTools(hub, signal) } : {}),
@@ -134,7 +148,13 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     });
   const router = workerRouter(worker, httpOpts, endpoint);
   opts.routes?.(router);
-  edge.serve(router);
+  if (spiffe) addSvidProofRoute(router, spiffe);
+  edge.serve(
+    router,
+    spiffe
+      ? svidGate({ identity: spiffe, ...(opts.spiffeAudience ? { audience: opts.spiffeAudience } : {}) })
+      : undefined,
+  );
   await worker.start();
   let advertiser: MdnsAdvertiser | undefined;
   if (opts.mdns) {

@@ -21,6 +21,7 @@ import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
 import { workerAgentCard } from '../protocols/a2a/agentCards.js';
 import { createWorkerA2a } from '../protocols/a2a/index.js';
 import { UUID_PATTERN } from '../protocols/a2a/messageParts.js';
+import type { RequestGate } from './svidGate.js';
 
 export { workerAgentCard };
 
@@ -140,23 +141,31 @@ export function createRouterServer(
   deadlines?: RequestDeadlines,
 ): {
   server: Server;
-  serve(router: Router): void;
+  /** Starts answering with `router`; `gate` (SPIFFE bearer check) sees every request first. */
+  serve(router: Router, gate?: RequestGate): void;
 } {
   let router: Router | undefined;
+  let gate: RequestGate | undefined;
   const handle: Parameters<typeof createServer>[1] = (req, res) => {
     if (!router) {
       res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
       res.end(JSON.stringify({ error: { code: 'unavailable', message: 'the worker is starting' } }));
       return;
     }
-    router.handle(req, res, requestUrl(req)).catch((err: unknown) => sendError(res, err));
+    const url = requestUrl(req);
+    const r = router;
+    const handled = gate
+      ? gate(req, res, url).then((pass) => (pass ? r.handle(req, res, url) : undefined))
+      : r.handle(req, res, url);
+    handled.catch((err: unknown) => sendError(res, err));
   };
   const limits = requestDeadlineOptions(deadlines);
   const server = tls ? createHttpsServer({ ...limits, ...tls }, handle) : createServer(limits, handle);
   return {
     server,
-    serve(r) {
+    serve(r, g) {
       router = r;
+      gate = g;
     },
   };
 }

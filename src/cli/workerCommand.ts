@@ -9,6 +9,7 @@ import { readCredentials, ROLE_USERS, type RoleCredential } from '../fabric/cred
 import { AmfError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { startWorker } from '../apps/workerApp.js';
+import { openIdentity } from '../identity/identityMode.js';
 import { requestDeadlines } from '../apps/edgeLimits.js';
 import { mcpSessionLimits } from '../protocols/mcp/mcpEndpoint.js';
 import { loadHandler } from './handlerLoader.js';
@@ -95,7 +96,15 @@ export async function runWorkerCommand(
     config.nats.url ??
     (await natsUrlFromCoordinator(await locateCoordinator(config, options.explicitCoordinator)));
   const credential = await specialistCredential(config);
+  // Decision #18: SPIFFE when a Workload API socket is there (required with AMF_IDENTITY_MODE=spiffe).
+  const identity = await openIdentity(config.identity.mode, process.env, {
+    log: (level, message, fields) => log[level](fields ?? {}, message),
+  });
+  if (identity.warning) log.warn(identity.warning);
   const running = await startWorker({
+    identity,
+    // A worker that can prove its SVID joins the mesh beyond this machine's trust domain.
+    ...(identity.mode === 'spiffe' ? { visibility: 'mesh' as const } : {}),
     name: w.name,
     tags: [...w.tags],
     handler,
@@ -129,7 +138,10 @@ export async function runWorkerCommand(
       if (stopping) return;
       stopping = true;
       log.info({ signal, inFlight: running.worker.inFlightCount }, 'draining');
-      void running.close().then(resolve);
+      void running
+        .close()
+        .then(() => identity.close())
+        .then(resolve);
     };
     process.once('SIGINT', () => stop('SIGINT'));
     process.once('SIGTERM', () => stop('SIGTERM'));

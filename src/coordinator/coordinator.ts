@@ -24,7 +24,10 @@ import {
   type SupervisedNatsServer,
 } from '../fabric/natsServer.js';
 import { AdmissionPipeline, type AdmissionOutcome } from '../admission/admissionPipeline.js';
-import { resolveIdentityMode, type IdentityMode } from '../identity/identityMode.js';
+import { openIdentity } from '../identity/identityMode.js';
+import type { IdentityProvider } from '../identity/identityProvider.js';
+import { requestSvidProof } from '../identity/svidProof.js';
+import { createSummarySealer, type SummaryVerification } from '../watcher/summarySigning.js';
 import { createPolicyEngine } from '../policy/index.js';
 import type { PolicyEngine } from '../policy/policyEngine.js';
 import { DmzWatcher } from '../watcher/watcherPool.js';
@@ -73,7 +76,7 @@ export interface FabricHealth {
 
 interface AdmissionParts {
   policy: PolicyEngine;
-  identity: IdentityMode;
+  identity: IdentityProvider;
   connector: NatsConnection;
   watcherNc: NatsConnection;
   watcher: DmzWatcher;
@@ -90,7 +93,7 @@ export class Coordinator {
   readonly notices: PolicyNotices;
   readonly admission: AdmissionPipeline;
   readonly policy: PolicyEngine;
-  readonly identity: IdentityMode;
+  readonly identity: IdentityProvider;
   /**
    * Held by one coordinator of those sharing this NATS at a time: only its holder writes what its
    * sweeps decide into shared state (agents gone silent now; expiring tasks whose owner died is
@@ -125,7 +128,8 @@ export class Coordinator {
     this.policy = parts.policy;
     this.identity = parts.identity;
     this.sender = {
-      identity: `spiffe://${td}/coordinator/${this.instanceId}`,
+      // Under SPIFFE the coordinator is who its SVID says; otherwise a self-asserted id.
+      identity: parts.identity.agentId ?? `spiffe://${td}/coordinator/${this.instanceId}`,
       source: publicUrl,
       role: 'coordinator',
       trustDomain: td,
@@ -169,6 +173,7 @@ export class Coordinator {
       identity: { mode: parts.identity.mode, svidVerified: parts.identity.svidVerified },
       mcpRequireTls: config.mcp.requireTls,
       integrityWarn: config.watcher.integrityWarn,
+      ...spiffeAdmission(parts.identity),
       fetchCards: true,
       log,
       ...(onAdmission ? { onDecision: onAdmission } : {}),
@@ -203,9 +208,16 @@ export class Coordinator {
     const { config } = options;
     const env = options.env ?? process.env;
     const log: LogFn = options.log ?? (() => undefined);
-    const identity = resolveIdentityMode(config.identity.mode, env);
+    const identity = await openIdentity(config.identity.mode, env, { log });
     if (identity.warning) log('warn', identity.warning);
-    const policy = await createPolicyEngine({ opaUrl: config.policy.opaUrl, policyPath: config.policy.path });
+    if (identity.mode === 'spiffe') log('info', 'SPIFFE identity active', { spiffe_id: identity.agentId });
+    let policy: PolicyEngine;
+    try {
+      policy = await createPolicyEngine({ opaUrl: config.policy.opaUrl, policyPath: config.policy.path });
+    } catch (err) {
+      await identity.close();
+      throw err;
+    }
     let natsServer: SupervisedNatsServer | undefined;
     let instanceLock: InstanceLock | undefined;
     let natsUrl = config.nats.url;
@@ -272,6 +284,7 @@ export class Coordinator {
       await natsServer?.close();
       await instanceLock?.release();
       await policy.close();
+      await identity.close();
       throw err;
     }
   }
@@ -326,7 +339,15 @@ export class Coordinator {
     this.sweeperLease.onLost((reason) => this.log('info', 'sweeper lease lost', { reason }));
     this.sweeperLease.start();
     this.shared.attachLifecycle(this.lifecycle);
-    this.watcherService = startWatcherService({ nc: this.parts.watcherNc, watcher: this.parts.watcher });
+    const { identity } = this.parts;
+    this.watcherService = startWatcherService({
+      nc: this.parts.watcherNc,
+      watcher: this.parts.watcher,
+      // Under SPIFFE each judged advertisement's summary is signed by a key its own SVID vouches for.
+      ...(identity.mode === 'spiffe' && identity.agentId
+        ? { seal: createSummarySealer(identity, identity.agentId) }
+        : {}),
+    });
     this.admission.start();
     this.heartbeatDoor.start();
     this.lifecycle.start();
@@ -430,9 +451,26 @@ export class Coordinator {
       await this.natsServer?.close();
       await this.instanceLock?.release();
       await this.policy.close().catch(() => undefined);
+      await this.identity.close().catch(() => undefined);
     })();
     return this.closing;
   }
 }
 
 const DRAIN_TIMEOUT_MS = 2_000;
+
+/**
+ * What admission checks under SPIFFE: signed watcher summaries (the watcher runs in this process,
+ * so its SVID is the coordinator's own), and an SVID proof from every mesh/public advertiser.
+ */
+function spiffeAdmission(identity: IdentityProvider): {
+  summaryVerification?: SummaryVerification;
+  proveSvid?: (record: { agent_id: string; endpoint: string }) => ReturnType<typeof requestSvidProof>;
+} {
+  const own = identity.agentId;
+  if (identity.mode !== 'spiffe' || !own) return {};
+  return {
+    summaryVerification: { identity, audience: own, signerAllowed: (id) => id === own },
+    proveSvid: (record) => requestSvidProof({ identity, agentId: record.agent_id, endpoint: record.endpoint }),
+  };
+}

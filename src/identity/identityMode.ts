@@ -1,47 +1,90 @@
 /**
- * Which identity mode the mesh runs in (decision #18, notes/amf.md section 10):
- * - AMF_IDENTITY_MODE=spiffe without a Workload API socket → hard failure at start;
- * - a socket without an explicit mode → SPIFFE would be tried; this release has no SPIFFE client, so
- *   it falls back to static identities restricted to `local` visibility, and says so;
- * - neither → static identities, `local` visibility only.
- * Static identities are self-asserted, so `svidVerified` is false and mesh/public advertisements are
- * denied by policy.
+ * Which identity the process runs with (decision #18, notes/amf.md section 10):
+ * - AMF_IDENTITY_MODE=spiffe without a Workload API socket → hard failure at start; with a socket
+ *   that gives no SVID in time → hard failure too (an explicit SPIFFE request is never downgraded);
+ * - a socket (SPIFFE_ENDPOINT_SOCKET) without an explicit mode → SPIFFE is used; when the agent does
+ *   not answer, static identity with a warning (`local` visibility only; mesh/public denied by OPA);
+ * - AMF_IDENTITY_MODE=static, or neither → static identity, `local` visibility only.
+ * Static identities are self-asserted: `svidVerified` is false, and the admission policy admits
+ * mesh/public advertisements only with a verified SVID.
  */
 import { existsSync } from 'node:fs';
 import { AmfError } from '../errors.js';
+import type { LogFn } from '../log.js';
+import { StaticIdentity, type IdentityProvider } from './identityProvider.js';
+import { SpiffeIdentity } from './spiffeIdentity.js';
+import { workloadApiSocketPath } from './workloadApiClient.js';
 
-export interface IdentityMode {
-  mode: 'static' | 'spiffe';
-  svidVerified: boolean;
-  /** Shown to the operator when the mode is a fallback. */
-  warning?: string;
-}
+/** The decision before anything is opened. */
+export type IdentityModeDecision =
+  | { mode: 'static'; warning?: string }
+  | { mode: 'spiffe'; socket: string; required: boolean };
 
-/** Resolves the identity mode from the configured mode and the environment. */
+/** Applies the mode rules to the configured mode and the environment (no I/O but a stat). */
 export function resolveIdentityMode(
   configured: 'static' | 'spiffe' | null,
   env: NodeJS.ProcessEnv = process.env,
-): IdentityMode {
+): IdentityModeDecision {
   const socket = env.SPIFFE_ENDPOINT_SOCKET;
-  const socketPath = socket?.replace(/^unix:\/\//, '');
-  const socketPresent = socketPath !== undefined && socketPath !== '' && existsSync(socketPath);
+  let socketPath: string | undefined;
+  try {
+    socketPath = socket ? workloadApiSocketPath(socket) : undefined;
+  } catch (err) {
+    if (configured === 'spiffe') throw err;
+    return { mode: 'static', warning: `${(err as Error).message}: static identities, local visibility only` };
+  }
+  const socketPresent = socketPath !== undefined && existsSync(socketPath);
   if (configured === 'spiffe') {
     if (!socketPresent)
       throw new AmfError(
         'UNAVAILABLE',
         `AMF_IDENTITY_MODE=spiffe but no SPIFFE Workload API socket is available (SPIFFE_ENDPOINT_SOCKET=${socket ?? 'unset'}); refusing to start`,
       );
-    throw new AmfError(
-      'UNAVAILABLE',
-      'AMF_IDENTITY_MODE=spiffe: SPIFFE identities are not supported by this release yet',
-    );
+    return { mode: 'spiffe', socket: socket!, required: true };
   }
-  if (configured === null && socket) {
+  if (configured === 'static') return { mode: 'static' };
+  if (socket) {
+    if (socketPresent) return { mode: 'spiffe', socket, required: false };
     return {
       mode: 'static',
-      svidVerified: false,
-      warning: `SPIFFE_ENDPOINT_SOCKET is set but SPIFFE is not supported yet: static identities, local visibility only`,
+      warning: `SPIFFE_ENDPOINT_SOCKET=${socket} does not exist: static identities, local visibility only`,
     };
   }
-  return { mode: 'static', svidVerified: false };
+  return { mode: 'static' };
+}
+
+/** Options of {@link openIdentity}. */
+export interface OpenIdentityOptions {
+  log?: LogFn;
+  /** Which SPIFFE ID to be when the agent issues several. */
+  spiffeId?: string;
+  /** How long to wait for the Workload API (default 10 s). */
+  timeoutMs?: number;
+}
+
+/** Resolves the mode and opens the identity provider it names. */
+export async function openIdentity(
+  configured: 'static' | 'spiffe' | null,
+  env: NodeJS.ProcessEnv = process.env,
+  options: OpenIdentityOptions = {},
+): Promise<IdentityProvider> {
+  const decision = resolveIdentityMode(configured, env);
+  if (decision.mode === 'static') return new StaticIdentity(decision.warning);
+  try {
+    return await SpiffeIdentity.open({
+      socket: decision.socket,
+      ...(options.spiffeId ? { spiffeId: options.spiffeId } : {}),
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.log ? { log: options.log } : {}),
+    });
+  } catch (err) {
+    if (decision.required)
+      throw new AmfError(
+        'UNAVAILABLE',
+        `AMF_IDENTITY_MODE=spiffe but the SPIFFE Workload API gave no identity: ${(err as Error).message}; refusing to start`,
+      );
+    return new StaticIdentity(
+      `SPIFFE Workload API unavailable (${(err as Error).message}): static identities, local visibility only`,
+    );
+  }
 }

@@ -16,6 +16,7 @@ import { SUBJECT_INTERNAL_CLASSIFIED, SUBJECT_INTERNAL_RAW } from '../events/sub
 import { reportedFields, summaryText, validCapabilities } from './riskRules.js';
 import { WatcherError, type DmzWatcher } from './watcherPool.js';
 import type { WatcherSummary } from './watcherSummary.js';
+import type { SummarySealer } from './summarySigning.js';
 
 /** A raw-advertisement message larger than this is garbage (the TXT itself is at most 512 bytes). */
 export const MAX_RAW_MESSAGE_BYTES = 16 * 1024;
@@ -32,6 +33,8 @@ export interface WatcherServiceOptions {
   nc: NatsConnection;
   watcher: DmzWatcher;
   log?: Logger;
+  /** Signs each summary (SPIFFE active); without it summaries go out plain. */
+  seal?: SummarySealer;
 }
 
 /** A running watcher service. */
@@ -116,27 +119,36 @@ export function failClosedSummary(ad: RawAdvertisement, code: string): WatcherSu
 
 /** Subscribes to `amf.internal.raw` and answers every valid advertisement on `amf.internal.classified`. */
 export function startWatcherService(opts: WatcherServiceOptions): WatcherService {
-  const { nc, watcher, log } = opts;
+  const { nc, watcher, log, seal } = opts;
   const inFlight = new Set<Promise<void>>();
   const decoder = new TextDecoder('utf-8', { fatal: true });
 
-  const publish = (summary: WatcherSummary): void => {
+  const publish = async (summary: WatcherSummary): Promise<void> => {
     try {
-      nc.publish(SUBJECT_INTERNAL_CLASSIFIED, JSON.stringify(summary));
+      // A summary that cannot be signed goes out plain: the coordinator denies it as unsigned.
+      const message = seal
+        ? await seal(summary).catch((err: unknown) => {
+            log?.warn({ raw_id: summary.raw_id, err: String(err) }, 'watcher: could not sign summary');
+            return summary;
+          })
+        : summary;
+      nc.publish(SUBJECT_INTERNAL_CLASSIFIED, JSON.stringify(message));
     } catch (err) {
       log?.warn({ raw_id: summary.raw_id, err: String(err) }, 'watcher: could not publish summary');
     }
   };
 
   const handle = async (ad: RawAdvertisement): Promise<void> => {
+    let summary: WatcherSummary;
     try {
-      publish(await watcher.judge(ad));
+      summary = await watcher.judge(ad);
     } catch (err) {
       const code = err instanceof WatcherError ? err.code : 'WATCHER_CRASHED';
       // Only the id and the code: the advertisement's content is untrusted and stays out of logs.
       log?.warn({ raw_id: ad.raw_id, code }, 'watcher: no verdict, publishing a fail-closed summary');
-      publish(failClosedSummary(ad, code));
+      summary = failClosedSummary(ad, code);
     }
+    await publish(summary);
   };
 
   const sub = nc.subscribe(SUBJECT_INTERNAL_RAW, {

@@ -32,6 +32,10 @@ export interface MeshWorkerOptions {
   version?: string;
   /** Extra protocols announced in the AgentRecord (e.g. MCP). */
   protocols?: string[];
+  /** The agent id (under SPIFFE: the SVID's SPIFFE ID); default `spiffe://<trust>/worker/<name>`. */
+  agentId?: string;
+  /** Advertised visibility (default local; mesh/public need a proven SPIFFE SVID at admission). */
+  visibility?: 'local' | 'mesh' | 'public';
   mcpEndpoint?: string;
   /** Gives each task its `ctx.tools` (the worker's MCP servers), bound to the task's signal. */
   tools?: (signal: AbortSignal) => TaskTools;
@@ -84,7 +88,7 @@ export class MeshWorker {
     private readonly options: MeshWorkerOptions,
   ) {
     this.bus = new EventBus(nc);
-    this.agentId = `spiffe://${options.trustDomain}/worker/${options.name}`;
+    this.agentId = options.agentId ?? `spiffe://${options.trustDomain}/worker/${options.name}`;
     this.sender = {
       identity: this.agentId,
       source: options.endpoint,
@@ -106,7 +110,7 @@ export class MeshWorker {
       protocols_supported: ['A2A/1.0', ...(this.options.protocols ?? [])],
       capability_tags: this.options.tags,
       trust_domain: this.options.trustDomain,
-      visibility: 'local',
+      visibility: this.options.visibility ?? 'local',
       version: this.options.version ?? '0.1.0',
       status,
       card_url: `${this.options.endpoint}/.well-known/agent-card.json`,
