@@ -56,7 +56,7 @@ export function resolveIdentityMode(
 /** Options of {@link openIdentity}. */
 export interface OpenIdentityOptions {
   log?: LogFn;
-  /** Which SPIFFE ID to be when the agent issues several. */
+  /** Which SPIFFE ID to be when the agent issues several (default `AMF_SPIFFE_ID`, else the first). */
   spiffeId?: string;
   /** How long to wait for the Workload API (default 10 s). */
   timeoutMs?: number;
@@ -70,10 +70,11 @@ export async function openIdentity(
 ): Promise<IdentityProvider> {
   const decision = resolveIdentityMode(configured, env);
   if (decision.mode === 'static') return new StaticIdentity(decision.warning);
+  const spiffeId = options.spiffeId ?? env.AMF_SPIFFE_ID;
   try {
     return await SpiffeIdentity.open({
       socket: decision.socket,
-      ...(options.spiffeId ? { spiffeId: options.spiffeId } : {}),
+      ...(spiffeId ? { spiffeId } : {}),
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
       ...(options.log ? { log: options.log } : {}),
     });
