@@ -53,6 +53,8 @@ export interface TestMesh {
 
 export interface TestMeshOptions {
   config?: ConfigOverrides;
+  /** The coordinator's environment (identity mode, SPIFFE socket); default process.env. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Starts a coordinator with its own nats-server and HTTP edge on random ports. */
@@ -77,7 +79,7 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
       mdns: { enabled: false, ...((overrides.mdns as object | undefined) ?? {}) },
     } as ConfigOverrides,
   });
-  const coordinator = await Coordinator.start({ config });
+  const coordinator = await Coordinator.start({ config, ...(options.env ? { env: options.env } : {}) });
   const http = await startCoordinatorHttp(coordinator);
   const connections: NatsConnection[] = [];
   const workers: RunningWorker[] = [];

@@ -1,0 +1,173 @@
+// SPIFFE in the running mesh, against real SPIRE: a coordinator and a worker process attested by
+// the unix workload attestor as two workloads (same uid, different gid), each with its own entry.
+// Proves: admission at `mesh` visibility through the SVID proof (and its refusal for an impostor);
+// the worker's edge refuses calls without a bearer, with a wrong-audience or an expired JWT-SVID.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEvent, type EventSender } from '../../src/events/cloudEvent.js';
+import type { AgentRecord } from '../../src/events/agentRecord.js';
+import { EventBus } from '../../src/fabric/eventBus.js';
+import { WorkloadApiClient } from '../../src/identity/workloadApiClient.js';
+import { startTestMesh, type ObservedEvent, type TestMesh } from '../helpers/meshFixture.js';
+import { startTestSpire, TRUST_DOMAIN, type TestSpire } from './spireFixture.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const COORDINATOR = `spiffe://${TRUST_DOMAIN}/coordinator`;
+const SHORT_LIVED = `spiffe://${TRUST_DOMAIN}/short-lived`;
+const WORKER_NAME = 'spiffe-echo';
+const WORKER = `spiffe://${TRUST_DOMAIN}/worker/${WORKER_NAME}`;
+/** The worker process runs with this primary group, which is what tells SPIRE it apart. */
+const WORKER_GID = 4242;
+const uid = process.getuid!();
+const gid = process.getgid!();
+
+const payloadOf = (e: ObservedEvent) =>
+  e.event.data.payload as { reason?: string; agent_id?: string; details?: { reasons?: string[] } };
+
+describe('SPIFFE mesh with real SPIRE', () => {
+  let spire: TestSpire;
+  let mesh: TestMesh;
+  let worker: ChildProcess | undefined;
+  let workerUrl: string;
+  let workload: WorkloadApiClient;
+  const workerOutput: string[] = [];
+
+  beforeAll(async () => {
+    if (!existsSync(join(ROOT, 'dist/cli/main.js')))
+      throw new Error('dist/ is missing: run `npx tsc -p tsconfig.json` (scripts/test.sh builds first)');
+    spire = await startTestSpire();
+    await spire.register({ spiffeId: COORDINATOR, selectors: [`unix:uid:${uid}`, `unix:gid:${gid}`] });
+    // A second identity of the test process whose JWT-SVIDs live one second (the expiry proof).
+    await spire.register({
+      spiffeId: SHORT_LIVED,
+      selectors: [`unix:uid:${uid}`, `unix:gid:${gid}`],
+      jwtSvidTtlSeconds: 1,
+    });
+    await spire.register({ spiffeId: WORKER, selectors: [`unix:uid:${uid}`, `unix:gid:${WORKER_GID}`] });
+    mesh = await startTestMesh({
+      config: { identity: { mode: 'spiffe', trustDomain: TRUST_DOMAIN } } as never,
+      env: { SPIFFE_ENDPOINT_SOCKET: spire.socket, AMF_SPIFFE_ID: COORDINATOR },
+    });
+    worker = spawn(
+      process.execPath,
+      [join(ROOT, 'bin/amf.js'), 'worker', '--name', WORKER_NAME, '--tags', 'echo', '--handler', 'echo', '--port', '0', '--no-mdns'],
+      {
+        gid: WORKER_GID,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: {
+          PATH: process.env.PATH,
+          HOME: mesh.config.dataDir,
+          AMF_DATA_DIR: mesh.config.dataDir,
+          AMF_NATS_URL: mesh.coordinator.natsUrl,
+          AMF_IDENTITY_MODE: 'spiffe',
+          SPIFFE_ENDPOINT_SOCKET: spire.socket,
+          AMF_LOG_LEVEL: 'warn',
+        },
+      },
+    );
+    worker.stdout!.on('data', (b: Buffer) => workerOutput.push(b.toString()));
+    worker.stderr!.on('data', (b: Buffer) => workerOutput.push(b.toString()));
+    workerUrl = await mesh.waitFor(
+      () => /serving echo at (\S+)/.exec(workerOutput.join(''))?.[1],
+      90_000,
+      `worker start (${workerOutput.join('')})`,
+    );
+    workload = new WorkloadApiClient(spire.socket);
+  }, 240_000);
+
+  afterAll(async () => {
+    workload?.close();
+    if (worker && worker.exitCode === null) {
+      const exited = new Promise((r) => worker!.once('exit', r));
+      worker.kill('SIGTERM');
+      await exited;
+    }
+    await mesh?.close();
+    await spire?.close();
+  });
+
+  const jwtFor = async (audience: string, as = COORDINATOR) =>
+    (await workload.fetchJwtSvid([audience], as)).svids[0]!.svid;
+
+  const send = (token: string | undefined) =>
+    fetch(`${workerUrl}/tasks/send`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify({ text: 'hello' }),
+    });
+
+  it('admits the SPIRE-attested worker at mesh visibility after it proves its SVID', async () => {
+    await mesh.waitFor(() => mesh.coordinator.registry.isLive(WORKER), 60_000, 'worker admitted');
+    const entry = mesh.coordinator.registry.get(WORKER)!;
+    expect(entry.record.visibility).toBe('mesh');
+    expect(entry.record.trust_domain).toBe(TRUST_DOMAIN);
+    expect(mesh.coordinator.identity).toMatchObject({ mode: 'spiffe', agentId: COORDINATOR });
+  });
+
+  it('denies a mesh advertisement whose endpoint cannot prove the advertised SVID', async () => {
+    const impostor = `spiffe://${TRUST_DOMAIN}/worker/impostor`;
+    const bus = new EventBus(await mesh.connect('specialist', 'impostor'));
+    const record: AgentRecord = {
+      agent_id: impostor,
+      endpoint: workerUrl,
+      protocols_supported: ['A2A/1.0'],
+      capability_tags: ['echo'],
+      trust_domain: TRUST_DOMAIN,
+      visibility: 'mesh',
+      heartbeat_seconds: 5,
+    };
+    const sender: EventSender = { identity: impostor, source: 'urn:test', role: 'specialist', trustDomain: TRUST_DOMAIN };
+    bus.publish(createEvent({ type: 'amf.discovery.agent.heartbeat', sender, payload: record }));
+    const deny = await mesh.waitForEvent(
+      (e) => e.subject === 'amf.policy.deny' && payloadOf(e).agent_id === impostor,
+      20_000,
+      'deny of the impostor',
+    );
+    expect(payloadOf(deny).details?.reasons).toContain('visibility_requires_svid');
+    const warning = await mesh.waitForEvent(
+      (e) => e.subject === 'amf.policy.warning' && payloadOf(e).agent_id === impostor,
+      5_000,
+      'proof warning',
+    );
+    // The coordinator's bearer named the impostor as audience, so the real worker behind that
+    // endpoint refused to answer (401): no SVID for the advertised id, no mesh admission.
+    expect(payloadOf(warning).reason).toBe('svid_proof_failed');
+    expect((warning.event.data.payload as { message: string }).message).toMatch(/HTTP 401/);
+    expect(mesh.coordinator.registry.get(impostor)).toBeUndefined();
+  });
+
+  it('the worker accepts a JWT-SVID for its own SPIFFE ID and refuses no bearer or a wrong audience', async () => {
+    const ok = await send(await jwtFor(WORKER));
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toMatchObject({ status: 'completed', agent_id: WORKER });
+
+    const none = await send(undefined);
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expect(await none.json()).toMatchObject({ error: { reason: 'missing_bearer' } });
+
+    const wrong = await send(await jwtFor(`spiffe://${TRUST_DOMAIN}/someone-else`));
+    expect(wrong.status).toBe(401);
+    expect(await wrong.json()).toMatchObject({ error: { reason: 'wrong_audience' } });
+    // Discovery stays open: the card is how a caller learns whom to ask a token for.
+    expect((await fetch(`${workerUrl}/.well-known/agent-card.json`)).status).toBe(200);
+  });
+
+  it('the worker refuses an expired JWT-SVID', async () => {
+    const token = await jwtFor(WORKER, SHORT_LIVED);
+    const exp = (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { exp: number }).exp;
+    // Issued by SPIRE with a one-second lifetime; refused once past it (and the verifier's skew allowance).
+    const refused = await mesh.waitFor(
+      async () => {
+        if (Date.now() / 1000 < exp) return undefined;
+        const res = await send(token);
+        return res.status === 401 ? ((await res.json()) as { error: { reason: string } }) : undefined;
+      },
+      30_000,
+      'expired token refused',
+    );
+    expect(refused.error.reason).toBe('expired');
+  });
+});
