@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openIdentity, resolveIdentityMode } from '../../src/identity/identityMode.js';
 import { SpiffeIdentity } from '../../src/identity/spiffeIdentity.js';
 import { WorkloadApiClient } from '../../src/identity/workloadApiClient.js';
+import type { JwtBundlesResponse } from '../../src/identity/workloadApiSchema.js';
 import { startTestSpire, TRUST_DOMAIN, type TestSpire } from './spireFixture.js';
 
 const SELF = `spiffe://${TRUST_DOMAIN}/coordinator`;
@@ -73,7 +74,7 @@ describe('SpiffeIdentity over a real SPIRE agent', () => {
   it('follows the bundle stream: a one-shot fetch gives the same JWT keys', async () => {
     const client = new WorkloadApiClient(spire.socket);
     try {
-      const bundles = await client.first((cb) => client.watchJwtBundles(cb));
+      const bundles = await client.first<JwtBundlesResponse>((cb) => client.watchJwtBundles(cb));
       const jwks = JSON.parse(Buffer.from(Object.values(bundles.bundles)[0]!).toString()) as {
         keys: { kid: string }[];
       };

@@ -10,7 +10,22 @@ import { createEvent, type EventSender } from '../../src/events/cloudEvent.js';
 import type { AgentRecord } from '../../src/events/agentRecord.js';
 import { EventBus } from '../../src/fabric/eventBus.js';
 import { WorkloadApiClient } from '../../src/identity/workloadApiClient.js';
+import { randomUUID } from 'node:crypto';
 import { startTestMesh, type ObservedEvent, type TestMesh } from '../helpers/meshFixture.js';
+import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
+import { AdmissionPipeline, type AdmissionOutcome } from '../../src/admission/admissionPipeline.js';
+import { agentRecordToTxt } from '../../src/discovery/txtRecord.js';
+import type { RawAdvertisement } from '../../src/discovery/advertisement.js';
+import { SUBJECT_INTERNAL_CLASSIFIED, SUBJECT_INTERNAL_RAW } from '../../src/events/subjects.js';
+import { SpiffeIdentity } from '../../src/identity/spiffeIdentity.js';
+import { VouchedSigner } from '../../src/identity/vouchedSigner.js';
+import { createPolicyEngine } from '../../src/policy/index.js';
+import type { PolicyEngine } from '../../src/policy/policyEngine.js';
+import { AgentRegistry } from '../../src/registry/agentRegistry.js';
+import { PolicyNotices } from '../../src/registry/policyNotices.js';
+import { createSummarySealer } from '../../src/watcher/summarySigning.js';
+import { failClosedSummary } from '../../src/watcher/watcherService.js';
+import type { WatcherSummary } from '../../src/watcher/watcherSummary.js';
 import { startTestSpire, TRUST_DOMAIN, type TestSpire } from './spireFixture.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -104,6 +119,12 @@ describe('SPIFFE mesh with real SPIRE', () => {
     expect(entry.record.visibility).toBe('mesh');
     expect(entry.record.trust_domain).toBe(TRUST_DOMAIN);
     expect(mesh.coordinator.identity).toMatchObject({ mode: 'spiffe', agentId: COORDINATOR });
+    // Its watcher summary was signed and verified: no integrity warning under SPIFFE.
+    expect(
+      mesh.events.some(
+        (e) => payloadOf(e).reason === 'watcher_output_unverified' && payloadOf(e).agent_id === WORKER,
+      ),
+    ).toBe(false);
   });
 
   it('denies a mesh advertisement whose endpoint cannot prove the advertised SVID', async () => {
@@ -169,5 +190,129 @@ describe('SPIFFE mesh with real SPIRE', () => {
       'expired token refused',
     );
     expect(refused.error.reason).toBe('expired');
+  });
+
+  describe('watcher summaries under SPIFFE (an admission pipeline on its own NATS, no watcher)', () => {
+    let nats: TestNats;
+    let identity: SpiffeIdentity;
+    let policy: PolicyEngine;
+    let pipeline: AdmissionPipeline;
+    const outcomes: AdmissionOutcome[] = [];
+    const raws = new Map<string, RawAdvertisement>();
+
+    beforeAll(async () => {
+      nats = await startTestNats();
+      identity = await SpiffeIdentity.open({ socket: spire.socket, spiffeId: COORDINATOR });
+      policy = await createPolicyEngine();
+      const coordinatorNc = await nats.connect('coordinator', 'pipeline');
+      const sender: EventSender = { identity: COORDINATOR, source: 'urn:test', role: 'coordinator', trustDomain: TRUST_DOMAIN };
+      pipeline = new AdmissionPipeline({
+        registry: new AgentRegistry({ defaultHeartbeatSeconds: 5, offlineAfterMissed: 3 }),
+        notices: new PolicyNotices(new EventBus(coordinatorNc), sender),
+        policy,
+        connector: await nats.connect('connector', 'pipeline-connector'),
+        coordinator: coordinatorNc,
+        trustDomain: TRUST_DOMAIN,
+        identity,
+        mcpRequireTls: false,
+        integrityWarn: true,
+        summaryVerification: { identity, audience: COORDINATOR, signerAllowed: (id) => id === COORDINATOR },
+        onDecision: (o) => outcomes.push(o),
+      });
+      pipeline.start();
+      // Plays the watcher: sees every raw advertisement the pipeline hands out.
+      const watcherNc = await nats.connect('watcher', 'fake-watcher');
+      watcherNc.subscribe(SUBJECT_INTERNAL_RAW, {
+        callback: (_err, msg) => {
+          const raw = msg.json<RawAdvertisement>();
+          raws.set(raw.txt.id!, raw);
+        },
+      });
+      await watcherNc.flush();
+    });
+    afterAll(async () => {
+      pipeline?.close();
+      await identity?.close();
+      await policy?.close();
+      await nats?.close();
+    });
+
+    /** Submits an advertisement for `name` and resolves with the raw one the watcher received. */
+    const submit = async (name: string): Promise<RawAdvertisement> => {
+      const record: AgentRecord = {
+        agent_id: `spiffe://${TRUST_DOMAIN}/worker/${name}`,
+        endpoint: 'http://127.0.0.1:9',
+        protocols_supported: ['A2A/1.0'],
+        capability_tags: ['probe'],
+        trust_domain: TRUST_DOMAIN,
+        visibility: 'local',
+      };
+      const txt = agentRecordToTxt(record);
+      pipeline.submit({
+        raw_id: randomUUID(),
+        door: 'nats',
+        source: `test-${name}`,
+        received_at: new Date().toISOString(),
+        txt,
+        txt_bytes: JSON.stringify(txt).length,
+      });
+      return mesh.waitFor(() => raws.get(record.agent_id), 10_000, `raw advertisement of ${name}`);
+    };
+    /** A summary the rules would give: harmless. */
+    const summaryOf = (raw: RawAdvertisement): WatcherSummary => ({
+      ...failClosedSummary(raw, 'ok'),
+      risk_score: 0,
+      risk_reason: 'clean',
+    });
+    const publish = async (value: unknown) => {
+      const nc = await nats.connect('watcher', `fake-watcher-${randomUUID()}`);
+      nc.publish(SUBJECT_INTERNAL_CLASSIFIED, JSON.stringify(value));
+      await nc.flush();
+    };
+    const outcomeFor = (agentId: string) =>
+      mesh.waitFor(
+        () => outcomes.find((o) => (o.kind === 'admitted' || o.kind === 'denied') && o.agentId === agentId),
+        10_000,
+        `decision on ${agentId}`,
+      );
+
+    it('denies an unsigned summary', async () => {
+      const raw = await submit('unsigned');
+      await publish(summaryOf(raw));
+      expect(await outcomeFor(raw.txt.id!)).toMatchObject({
+        kind: 'denied',
+        stage: 'watcher',
+        reasons: ['watcher_output_unsigned'],
+      });
+    });
+
+    it('denies a summary changed after signing, and one signed by a key the SVID does not vouch for', async () => {
+      const seal = createSummarySealer(identity, COORDINATOR);
+      const tamperedRaw = await submit('tampered');
+      const sealed = await seal({ ...summaryOf(tamperedRaw), risk_score: 0.9 });
+      const [h, , sig] = sealed.signed_summary.jws.split('.');
+      const lowered = Buffer.from(JSON.stringify(summaryOf(tamperedRaw))).toString('base64url');
+      await publish({ signed_summary: { ...sealed.signed_summary, jws: `${h}.${lowered}.${sig}` } });
+      expect(await outcomeFor(tamperedRaw.txt.id!)).toMatchObject({
+        kind: 'denied',
+        reasons: ['watcher_signature_invalid'],
+      });
+
+      const swappedRaw = await submit('swapped');
+      const vouched = await VouchedSigner.create(identity, COORDINATOR);
+      const other = await VouchedSigner.create(identity, COORDINATOR);
+      const signedByOther = await other.sign(summaryOf(swappedRaw));
+      await publish({ signed_summary: { jws: signedByOther.jws, svid: vouched.svid } });
+      expect(await outcomeFor(swappedRaw.txt.id!)).toMatchObject({
+        kind: 'denied',
+        reasons: ['watcher_signature_invalid'],
+      });
+    });
+
+    it('admits on a properly signed summary', async () => {
+      const raw = await submit('signed');
+      await publish(await createSummarySealer(identity, COORDINATOR)(summaryOf(raw)));
+      expect(await outcomeFor(raw.txt.id!)).toMatchObject({ kind: 'admitted' });
+    });
   });
 });
