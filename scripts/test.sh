@@ -12,6 +12,10 @@ ensure_debian_package 'command -v nats-server' nats-server
 # The pinned newer nats-server that the 3-node cluster tests (test/cluster) run on.
 AMF_NATS_CLUSTER_BIN="$(bash scripts/install-nats.sh)"; export AMF_NATS_CLUSTER_BIN
 
+# Pinned spire-server and spire-agent for the SPIFFE identity tests (test/identity run real SPIRE).
+# Cached by version; a cold build is ~13 CPU-minutes, paid once per machine.
+AMF_SPIRE_DIR="$(bash scripts/install-spire.sh)"; export AMF_SPIRE_DIR
+
 # Debian's python3-zeroconf is the independent mDNS implementation our records are checked against.
 ensure_debian_package "/usr/bin/python3 -c 'import zeroconf'" python3-zeroconf
 

@@ -51,7 +51,9 @@ export function addSvidProofRoute(router: Router, identity: IdentityProvider): R
   return router.on('GET', SVID_PROOF_PATH, async (req, res, url) => {
     const caller = verifiedCaller(req);
     if (!caller) {
-      sendJson(res, 401, { error: { code: 'UNAUTHORIZED', reason: 'missing_bearer', message: 'no verified caller' } });
+      sendJson(res, 401, {
+        error: { code: 'UNAUTHORIZED', reason: 'missing_bearer', message: 'no verified caller' },
+      });
       return;
     }
     try {

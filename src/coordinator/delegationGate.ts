@@ -6,7 +6,8 @@
 import { checkDelegatePayload, type DelegatePayload } from '../events/payloads.js';
 import { isCapabilityTag, isTaskId } from '../events/subjects.js';
 import { isTerminal } from '../events/taskStateMachine.js';
-import type { AmfEventOf } from '../events/cloudEvent.js';
+import type { AmfEventOf, AuthContext } from '../events/cloudEvent.js';
+import { checkDelegation } from '../identity/delegationChain.js';
 import type { AnnounceRequest, LifecycleOptions, TaskNotices, TaskRecord } from './taskRecord.js';
 
 export type DelegationVerdict =
@@ -18,6 +19,8 @@ export interface DelegationContext {
   activeTask(id: string): TaskRecord | undefined;
   servesTag(tag: string): boolean;
   decideDelegation: LifecycleOptions['decideDelegation'];
+  /** Scopes held by a grantor of delegated authority (default: the whole vocabulary). */
+  grantorScopes?: (grantor: string | undefined) => readonly string[] | 'all';
 }
 
 const refuse = (reason: string, message: string): DelegationVerdict => ({
@@ -30,9 +33,16 @@ const refuse = (reason: string, message: string): DelegationVerdict => ({
 export async function judgeDelegation(
   p: DelegatePayload,
   ctx: DelegationContext,
+  auth?: AuthContext,
 ): Promise<DelegationVerdict> {
   const problem = checkDelegatePayload(p);
   if (problem) return refuse('delegation_invalid', problem);
+  // Authority delegated to the sender must be well-formed, unexpired and no wider than its grantor's
+  // (#3b); a worker's grantor holds at most a specialist's scopes unless it is the coordinator.
+  if (auth) {
+    const authority = checkDelegation(auth, { grantorScopes: ctx.grantorScopes?.(auth.granted_by) ?? 'all' });
+    if (!authority.ok) return refuse(authority.reason, authority.message);
+  }
   if (!isTaskId(p.child_task_id) || ctx.isKnownTask(p.child_task_id))
     return refuse('delegation_invalid', 'child_task_id must be a new id of [A-Za-z0-9-]{1,64}');
   if (!isCapabilityTag(p.required_capability))
@@ -76,7 +86,7 @@ export interface DelegationRunner extends DelegationContext {
 /** Child task for an accepted delegation, else a terminal deny for the proposed child id. */
 export async function delegate(event: AmfEventOf<'amf.task.delegate'>, ctx: DelegationRunner): Promise<void> {
   const p = event.data.payload;
-  const verdict = await judgeDelegation(p, ctx);
+  const verdict = await judgeDelegation(p, ctx, event.data.auth_context);
   const deny = (reason: string, message: string) => {
     const childId = typeof p?.child_task_id === 'string' ? p.child_task_id : undefined;
     ctx.notices.deny(

@@ -28,16 +28,28 @@ const BEARER = /^Bearer ([A-Za-z0-9_.~+/-]+=*)$/;
 function refused(reason: BearerRefusal, message: string): BearerCheck {
   const quoted = message.replace(/["\\]/g, "'");
   const error = reason === 'missing_bearer' ? '' : ', error="invalid_token"';
-  return { ok: false, reason, message, wwwAuthenticate: `Bearer realm="amf"${error}, error_description="${quoted}"` };
+  return {
+    ok: false,
+    reason,
+    message,
+    wwwAuthenticate: `Bearer realm="amf"${error}, error_description="${quoted}"`,
+  };
 }
 
 /** Checks one request's Authorization header. */
-export async function checkBearer(authorization: string | undefined, options: BearerOptions): Promise<BearerCheck> {
+export async function checkBearer(
+  authorization: string | undefined,
+  options: BearerOptions,
+): Promise<BearerCheck> {
   const match = authorization ? BEARER.exec(authorization) : null;
   if (!match)
-    return refused('missing_bearer', 'SPIFFE is active: this agent needs a JWT-SVID as Authorization: Bearer');
+    return refused(
+      'missing_bearer',
+      'SPIFFE is active: this agent needs a JWT-SVID as Authorization: Bearer',
+    );
   const audience = options.audience ?? options.identity.agentId;
-  if (!audience) return refused('unknown_trust_domain', 'this agent has no SPIFFE ID to be the audience of a token');
+  if (!audience)
+    return refused('unknown_trust_domain', 'this agent has no SPIFFE ID to be the audience of a token');
   const check = await options.identity.verifyJwtSvid(match[1]!, audience);
   if (!check.ok) return refused(check.reason, check.message);
   if (options.callerAllowed && !options.callerAllowed(check.spiffeId))

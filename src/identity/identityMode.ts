@@ -17,8 +17,7 @@ import { workloadApiSocketPath } from './workloadApiClient.js';
 
 /** The decision before anything is opened. */
 export type IdentityModeDecision =
-  | { mode: 'static'; warning?: string }
-  | { mode: 'spiffe'; socket: string; required: boolean };
+  { mode: 'static'; warning?: string } | { mode: 'spiffe'; socket: string; required: boolean };
 
 /** Applies the mode rules to the configured mode and the environment (no I/O but a stat). */
 export function resolveIdentityMode(

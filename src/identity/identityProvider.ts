@@ -46,7 +46,9 @@ export class StaticIdentity implements IdentityProvider {
     return new Map();
   }
   jwtSvid(): Promise<string> {
-    return Promise.reject(new AmfError('UNAVAILABLE', 'static identity has no JWT-SVID (SPIFFE is not active)'));
+    return Promise.reject(
+      new AmfError('UNAVAILABLE', 'static identity has no JWT-SVID (SPIFFE is not active)'),
+    );
   }
   verifyJwtSvid(): Promise<JwtSvidCheck> {
     return Promise.resolve({

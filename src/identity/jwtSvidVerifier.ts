@@ -45,8 +45,7 @@ export interface VerifiedJwtSvid {
 }
 
 export type JwtSvidCheck =
-  | ({ ok: true } & VerifiedJwtSvid)
-  | { ok: false; reason: JwtSvidRefusal; message: string };
+  ({ ok: true } & VerifiedJwtSvid) | { ok: false; reason: JwtSvidRefusal; message: string };
 
 /** The JWKS of each trust domain (keyed by trust domain name, without `spiffe://`). */
 export type JwtBundles = ReadonlyMap<string, JSONWebKeySet>;

@@ -82,8 +82,18 @@ export class SpiffeIdentity implements IdentityProvider {
           }
         };
         identity.listeners.add(check);
-        identity.follow<X509SvidResponse>('x509', (cb) => identity.client.watchX509Svids(cb), (m) => identity.onX509(m), reject);
-        identity.follow<JwtBundlesResponse>('jwt_bundles', (cb) => identity.client.watchJwtBundles(cb), (m) => identity.onJwt(m), reject);
+        identity.follow<X509SvidResponse>(
+          'x509',
+          (cb) => identity.client.watchX509Svids(cb),
+          (m) => identity.onX509(m),
+          reject,
+        );
+        identity.follow<JwtBundlesResponse>(
+          'jwt_bundles',
+          (cb) => identity.client.watchJwtBundles(cb),
+          (m) => identity.onJwt(m),
+          reject,
+        );
       });
     } catch (err) {
       await identity.close();
@@ -121,7 +131,8 @@ export class SpiffeIdentity implements IdentityProvider {
 
   async jwtSvid(audience: readonly string[]): Promise<string> {
     if (this.closed) throw new AmfError('UNAVAILABLE', 'the SPIFFE identity is closed');
-    if (audience.length === 0) throw new AmfError('INVALID_REQUEST', 'a JWT-SVID needs at least one audience');
+    if (audience.length === 0)
+      throw new AmfError('INVALID_REQUEST', 'a JWT-SVID needs at least one audience');
     const key = audience.join('\n');
     const cached = this.jwtCache.get(key);
     if (cached && Date.now() < cached.refreshAt) return cached.token;
@@ -130,7 +141,8 @@ export class SpiffeIdentity implements IdentityProvider {
     if (!svid?.svid) throw new AmfError('UNAVAILABLE', 'the SPIFFE Workload API returned no JWT-SVID');
     const check = await this.verifier.verify(svid.svid, audience[0]!);
     // Only a token that verifies against our own bundle is handed out (and cached until half-life).
-    if (!check.ok) throw new AmfError('UNAVAILABLE', `the JWT-SVID from the agent does not verify: ${check.message}`);
+    if (!check.ok)
+      throw new AmfError('UNAVAILABLE', `the JWT-SVID from the agent does not verify: ${check.message}`);
     const now = Date.now();
     const lifetimeMs = Math.max(0, check.expiresAt * 1000 - now);
     if (this.jwtCache.size >= MAX_CACHED_JWT_SVIDS) this.jwtCache.delete(this.jwtCache.keys().next().value!);
@@ -159,7 +171,11 @@ export class SpiffeIdentity implements IdentityProvider {
   private onX509(m: X509SvidResponse): void {
     const wanted = this.options.spiffeId;
     const chosen = wanted ? m.svids.find((s) => s.spiffe_id === wanted) : m.svids[0];
-    if (!chosen) throw new AmfError('UNAVAILABLE', `the Workload API sent no X.509-SVID${wanted ? ` for ${wanted}` : ''}`);
+    if (!chosen)
+      throw new AmfError(
+        'UNAVAILABLE',
+        `the Workload API sent no X.509-SVID${wanted ? ` for ${wanted}` : ''}`,
+      );
     const svid = parseX509Svid(chosen.spiffe_id, chosen.x509_svid, chosen.x509_svid_key);
     const bundles = new Map<string, readonly X509Certificate[]>();
     bundles.set(parseSpiffeId(svid.spiffeId)!.trustDomain, parseCertificates(chosen.bundle));
@@ -175,7 +191,8 @@ export class SpiffeIdentity implements IdentityProvider {
     const bundles = new Map<string, JSONWebKeySet>();
     for (const [td, json] of Object.entries(m.bundles ?? {})) {
       const jwks = JSON.parse(Buffer.from(json).toString('utf8')) as JSONWebKeySet;
-      if (!Array.isArray(jwks.keys)) throw new AmfError('UNAVAILABLE', `the JWT bundle of ${td} is not a JWKS`);
+      if (!Array.isArray(jwks.keys))
+        throw new AmfError('UNAVAILABLE', `the JWT bundle of ${td} is not a JWKS`);
       bundles.set(trustDomainName(td), jwks);
     }
     this.jwt = bundles;
@@ -206,7 +223,9 @@ export class SpiffeIdentity implements IdentityProvider {
         this.unwatch.delete(unwatch);
       }
       if (this.closed) return;
-      this.options.log?.('warn', `SPIFFE Workload API ${what} stream failed; reopening`, { err: err.message });
+      this.options.log?.('warn', `SPIFFE Workload API ${what} stream failed; reopening`, {
+        err: err.message,
+      });
       const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** attempt);
       const t = setTimeout(() => {
         this.timers.delete(t);

@@ -42,7 +42,11 @@ export interface SvidProofRequest {
 export async function requestSvidProof(req: SvidProofRequest): Promise<SvidProof> {
   const own = req.identity.agentId;
   if (req.identity.mode !== 'spiffe' || !own)
-    return { verified: false, reason: 'svid_unavailable', message: 'SPIFFE is not active on the coordinator' };
+    return {
+      verified: false,
+      reason: 'svid_unavailable',
+      message: 'SPIFFE is not active on the coordinator',
+    };
   const challenge = randomBytes(24).toString('base64url');
   let answer: unknown;
   try {
@@ -67,7 +71,11 @@ export async function requestSvidProof(req: SvidProofRequest): Promise<SvidProof
     );
     if (!res.ok) {
       await res.body?.cancel();
-      return { verified: false, reason: 'svid_proof_failed', message: `the agent answered HTTP ${res.status}` };
+      return {
+        verified: false,
+        reason: 'svid_proof_failed',
+        message: `the agent answered HTTP ${res.status}`,
+      };
     }
     answer = await res.json();
   } catch (err) {
@@ -85,6 +93,10 @@ export async function requestSvidProof(req: SvidProofRequest): Promise<SvidProof
       message: `the SVID is for ${check.spiffeId}, not the advertised ${req.agentId}`,
     };
   if (!check.audience.includes(`${CHALLENGE_AUDIENCE_PREFIX}${challenge}`))
-    return { verified: false, reason: 'svid_challenge_mismatch', message: 'the SVID does not answer our challenge' };
+    return {
+      verified: false,
+      reason: 'svid_challenge_mismatch',
+      message: 'the SVID does not answer our challenge',
+    };
   return { verified: true };
 }

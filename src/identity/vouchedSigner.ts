@@ -33,11 +33,11 @@ export interface SignedEnvelope {
 }
 
 /** Why a signed envelope was refused. */
-export type EnvelopeRefusal = 'unsigned' | 'svid_invalid' | 'signer_not_allowed' | 'key_not_vouched' | 'bad_signature';
+export type EnvelopeRefusal =
+  'unsigned' | 'svid_invalid' | 'signer_not_allowed' | 'key_not_vouched' | 'bad_signature';
 
 export type EnvelopeCheck =
-  | { ok: true; payload: unknown; signer: string }
-  | { ok: false; reason: EnvelopeRefusal; message: string };
+  { ok: true; payload: unknown; signer: string } | { ok: false; reason: EnvelopeRefusal; message: string };
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -112,14 +112,23 @@ export async function verifyEnvelope(
   let jwk: JWK;
   try {
     const header = decodeProtectedHeader(envelope.jws);
-    if (header.alg !== 'EdDSA' || typeof header.jwk !== 'object' || header.jwk === null) throw new Error('header');
+    if (header.alg !== 'EdDSA' || typeof header.jwk !== 'object' || header.jwk === null)
+      throw new Error('header');
     jwk = header.jwk as JWK;
   } catch {
-    return { ok: false, reason: 'bad_signature', message: 'the signature header is not EdDSA with an embedded key' };
+    return {
+      ok: false,
+      reason: 'bad_signature',
+      message: 'the signature header is not EdDSA with an embedded key',
+    };
   }
   const thumbprint = await calculateJwkThumbprint(jwk).catch(() => '');
   if (!thumbprint || !svid.audience.includes(`${KEY_AUDIENCE_PREFIX}${thumbprint}`))
-    return { ok: false, reason: 'key_not_vouched', message: 'the signing key is not the one the signer SVID vouches for' };
+    return {
+      ok: false,
+      reason: 'key_not_vouched',
+      message: 'the signing key is not the one the signer SVID vouches for',
+    };
   try {
     const key = await importJWK(jwk, 'EdDSA');
     const { payload } = await compactVerify(envelope.jws, key, { algorithms: ['EdDSA'] });

@@ -22,8 +22,13 @@ export const DEFAULT_CALL_TIMEOUT_MS = 5_000;
 const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 // The descriptor is plain JSON; protobuf.js types ask for optional fields (comments) it does not need.
-const definition = fromJSON(WORKLOAD_API_SCHEMA as unknown as Parameters<typeof fromJSON>[0], { keepCase: true, defaults: true, longs: String });
-const ServiceClient = grpc.loadPackageDefinition(definition).SpiffeWorkloadAPI as grpc.ServiceClientConstructor;
+const definition = fromJSON(WORKLOAD_API_SCHEMA as unknown as Parameters<typeof fromJSON>[0], {
+  keepCase: true,
+  defaults: true,
+  longs: String,
+});
+const ServiceClient = grpc.loadPackageDefinition(definition)
+  .SpiffeWorkloadAPI as grpc.ServiceClientConstructor;
 
 type Unary<Req, Res> = (
   req: Req,
@@ -90,7 +95,11 @@ export class WorkloadApiClient {
   }
 
   /** JWT-SVIDs for `audience` (first is the default identity; `spiffeId` asks for one of several). */
-  fetchJwtSvid(audience: string[], spiffeId = '', timeoutMs = DEFAULT_CALL_TIMEOUT_MS): Promise<JwtSvidResponse> {
+  fetchJwtSvid(
+    audience: string[],
+    spiffeId = '',
+    timeoutMs = DEFAULT_CALL_TIMEOUT_MS,
+  ): Promise<JwtSvidResponse> {
     return this.unary('FetchJWTSVID', { audience, spiffe_id: spiffeId }, timeoutMs);
   }
 

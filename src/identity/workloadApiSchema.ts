@@ -15,7 +15,11 @@ export const WORKLOAD_API_SCHEMA = {
   nested: {
     SpiffeWorkloadAPI: {
       methods: {
-        FetchX509SVID: { requestType: 'X509SVIDRequest', responseType: 'X509SVIDResponse', responseStream: true },
+        FetchX509SVID: {
+          requestType: 'X509SVIDRequest',
+          responseType: 'X509SVIDResponse',
+          responseStream: true,
+        },
         FetchX509Bundles: {
           requestType: 'X509BundlesRequest',
           responseType: 'X509BundlesResponse',
@@ -32,7 +36,11 @@ export const WORKLOAD_API_SCHEMA = {
     },
     X509SVIDRequest: { fields: {} },
     X509SVIDResponse: {
-      fields: { svids: repeated('X509SVID', 1), crl: repeated('bytes', 2), federated_bundles: map('bytes', 3) },
+      fields: {
+        svids: repeated('X509SVID', 1),
+        crl: repeated('bytes', 2),
+        federated_bundles: map('bytes', 3),
+      },
     },
     X509SVID: {
       fields: {
@@ -50,7 +58,9 @@ export const WORKLOAD_API_SCHEMA = {
     X509BundlesResponse: { fields: { crl: repeated('bytes', 1), bundles: map('bytes', 2) } },
     JWTSVIDRequest: { fields: { audience: repeated('string', 1), spiffe_id: single('string', 2) } },
     JWTSVIDResponse: { fields: { svids: repeated('JWTSVID', 1) } },
-    JWTSVID: { fields: { spiffe_id: single('string', 1), svid: single('string', 2), hint: single('string', 3) } },
+    JWTSVID: {
+      fields: { spiffe_id: single('string', 1), svid: single('string', 2), hint: single('string', 3) },
+    },
     JWTBundlesRequest: { fields: {} },
     /** Trust domain → JWKS document (JSON bytes). */
     JWTBundlesResponse: { fields: { bundles: map('bytes', 1) } },

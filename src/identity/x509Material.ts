@@ -23,7 +23,8 @@ export function splitDer(der: Uint8Array): Buffer[] {
   const out: Buffer[] = [];
   let at = 0;
   while (at < der.length) {
-    if (der[at] !== 0x30 || at + 2 > der.length) throw new AmfError('UNAVAILABLE', 'malformed DER certificate list');
+    if (der[at] !== 0x30 || at + 2 > der.length)
+      throw new AmfError('UNAVAILABLE', 'malformed DER certificate list');
     let len = der[at + 1]!;
     let header = 2;
     if (len & 0x80) {

@@ -82,11 +82,17 @@ export async function openClassified(
       message: 'the signed watcher summary is not {jws, svid}',
       rawId: undefined,
     };
-  const check = await verifyEnvelope(envelope, verification.identity, verification.audience, verification.signerAllowed);
+  const check = await verifyEnvelope(
+    envelope,
+    verification.identity,
+    verification.audience,
+    verification.signerAllowed,
+  );
   if (!check.ok)
     return {
       ok: false,
-      reason: check.reason === 'signer_not_allowed' ? 'watcher_signer_not_allowed' : 'watcher_signature_invalid',
+      reason:
+        check.reason === 'signer_not_allowed' ? 'watcher_signer_not_allowed' : 'watcher_signature_invalid',
       message: check.message,
       rawId: rawIdOf(unverifiedPayload(envelope.jws)),
     };

@@ -64,7 +64,9 @@ describe('SpiffeIdentity over a real SPIRE agent', () => {
       reason: 'expired',
     });
     const [h, p, s] = token.split('.');
-    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), sub: OTHER }));
+    const forged = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), sub: OTHER }),
+    );
     expect(await identity.verifyJwtSvid(`${h}.${forged.toString('base64url')}.${s}`, OTHER)).toMatchObject({
       ok: false,
       reason: 'bad_signature',
@@ -78,7 +80,12 @@ describe('SpiffeIdentity over a real SPIRE agent', () => {
       const jwks = JSON.parse(Buffer.from(Object.values(bundles.bundles)[0]!).toString()) as {
         keys: { kid: string }[];
       };
-      expect(jwks.keys.map((k) => k.kid)).toEqual(identity.jwtBundles().get(TRUST_DOMAIN)!.keys.map((k) => k.kid));
+      expect(jwks.keys.map((k) => k.kid)).toEqual(
+        identity
+          .jwtBundles()
+          .get(TRUST_DOMAIN)!
+          .keys.map((k) => k.kid),
+      );
     } finally {
       client.close();
     }
@@ -118,9 +125,9 @@ describe('identity mode rules without a working agent', () => {
 
   it('AMF_IDENTITY_MODE=spiffe without a socket is a hard failure', async () => {
     await expect(openIdentity('spiffe', {})).rejects.toThrow(/no SPIFFE Workload API socket/);
-    await expect(openIdentity('spiffe', { SPIFFE_ENDPOINT_SOCKET: `unix://${dir}/none.sock` })).rejects.toThrow(
-      /refusing to start/,
-    );
+    await expect(
+      openIdentity('spiffe', { SPIFFE_ENDPOINT_SOCKET: `unix://${dir}/none.sock` }),
+    ).rejects.toThrow(/refusing to start/);
   });
 
   it('neither mode nor socket → static, local only', async () => {

@@ -161,7 +161,16 @@ plugins {
     return {
       socket: `unix://${agentSock}`,
       async register(entry) {
-        const args = ['entry', 'create', '-socketPath', serverSock, '-parentID', parentId, '-spiffeID', entry.spiffeId];
+        const args = [
+          'entry',
+          'create',
+          '-socketPath',
+          serverSock,
+          '-parentID',
+          parentId,
+          '-spiffeID',
+          entry.spiffeId,
+        ];
         for (const s of entry.selectors) args.push('-selector', s);
         if (entry.jwtSvidTtlSeconds !== undefined) args.push('-jwtSVIDTTL', String(entry.jwtSvidTtlSeconds));
         await run(server, args);

@@ -67,7 +67,19 @@ describe('SPIFFE mesh with real SPIRE', () => {
     });
     worker = spawn(
       process.execPath,
-      [join(ROOT, 'bin/amf.js'), 'worker', '--name', WORKER_NAME, '--tags', 'echo', '--handler', 'echo', '--port', '0', '--no-mdns'],
+      [
+        join(ROOT, 'bin/amf.js'),
+        'worker',
+        '--name',
+        WORKER_NAME,
+        '--tags',
+        'echo',
+        '--handler',
+        'echo',
+        '--port',
+        '0',
+        '--no-mdns',
+      ],
       {
         gid: WORKER_GID,
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -139,7 +151,12 @@ describe('SPIFFE mesh with real SPIRE', () => {
       visibility: 'mesh',
       heartbeat_seconds: 5,
     };
-    const sender: EventSender = { identity: impostor, source: 'urn:test', role: 'specialist', trustDomain: TRUST_DOMAIN };
+    const sender: EventSender = {
+      identity: impostor,
+      source: 'urn:test',
+      role: 'specialist',
+      trustDomain: TRUST_DOMAIN,
+    };
     bus.publish(createEvent({ type: 'amf.discovery.agent.heartbeat', sender, payload: record }));
     const deny = await mesh.waitForEvent(
       (e) => e.subject === 'amf.policy.deny' && payloadOf(e).agent_id === impostor,
@@ -178,7 +195,8 @@ describe('SPIFFE mesh with real SPIRE', () => {
 
   it('the worker refuses an expired JWT-SVID', async () => {
     const token = await jwtFor(WORKER, SHORT_LIVED);
-    const exp = (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { exp: number }).exp;
+    const exp = (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { exp: number })
+      .exp;
     // Issued by SPIRE with a one-second lifetime; refused once past it (and the verifier's skew allowance).
     const refused = await mesh.waitFor(
       async () => {
@@ -205,7 +223,12 @@ describe('SPIFFE mesh with real SPIRE', () => {
       identity = await SpiffeIdentity.open({ socket: spire.socket, spiffeId: COORDINATOR });
       policy = await createPolicyEngine();
       const coordinatorNc = await nats.connect('coordinator', 'pipeline');
-      const sender: EventSender = { identity: COORDINATOR, source: 'urn:test', role: 'coordinator', trustDomain: TRUST_DOMAIN };
+      const sender: EventSender = {
+        identity: COORDINATOR,
+        source: 'urn:test',
+        role: 'coordinator',
+        trustDomain: TRUST_DOMAIN,
+      };
       pipeline = new AdmissionPipeline({
         registry: new AgentRegistry({ defaultHeartbeatSeconds: 5, offlineAfterMissed: 3 }),
         notices: new PolicyNotices(new EventBus(coordinatorNc), sender),
