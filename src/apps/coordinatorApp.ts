@@ -219,7 +219,9 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     pins: new TlsPinStore(coordinator.stores.mcpPins),
     coordinatorFingerprint: await loadCoordinatorFingerprint(config.dataDir),
     log: (level, message, fields) => coordinator.log(level, message, fields),
-    ...(coordinator.identity.mode === 'spiffe' ? { credentials: spiffeCallCredentials(coordinator.identity) } : {}),
+    ...(coordinator.identity.mode === 'spiffe'
+      ? { credentials: spiffeCallCredentials(coordinator.identity) }
+      : {}),
   });
   federation.start();
   const mcpEndpoint = createCoordinatorMcpEndpoint(federation, VERSION, mcpSessionLimits(config));

@@ -471,6 +471,7 @@ function spiffeAdmission(identity: IdentityProvider): {
   if (identity.mode !== 'spiffe' || !own) return {};
   return {
     summaryVerification: { identity, audience: own, signerAllowed: (id) => id === own },
-    proveSvid: (record) => requestSvidProof({ identity, agentId: record.agent_id, endpoint: record.endpoint }),
+    proveSvid: (record) =>
+      requestSvidProof({ identity, agentId: record.agent_id, endpoint: record.endpoint }),
   };
 }
