@@ -15,6 +15,20 @@ import { startTestSpire, TRUST_DOMAIN, type TestSpire } from './spireFixture.js'
 const SELF = `spiffe://${TRUST_DOMAIN}/coordinator`;
 const OTHER = `spiffe://${TRUST_DOMAIN}/other`;
 const uid = process.getuid!();
+
+async function waitUntil<T>(
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  ms: number,
+  what: string,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
 const gid = process.getgid!();
 
 describe('SpiffeIdentity over a real SPIRE agent', () => {
@@ -91,6 +105,41 @@ describe('SpiffeIdentity over a real SPIRE agent', () => {
     }
     expect(identity.updates.jwtBundles).toBeGreaterThanOrEqual(1);
   });
+
+  it('follows a JWT authority rotation: the new key arrives on the stream and signs new SVIDs', async () => {
+    const kids = () =>
+      identity
+        .jwtBundles()
+        .get(TRUST_DOMAIN)!
+        .keys.map((k) => k.kid);
+    const before = kids();
+    const oldToken = await identity.jwtSvid(['rotation-before']);
+    const prepared = await spire.serverCommand(['localauthority', 'jwt', 'prepare', '-output', 'json']);
+    const authorityId = /"authority_id"\s*:\s*"([^"]+)"/.exec(prepared)?.[1];
+    expect(authorityId).toBeDefined();
+    // The agent syncs with the server every few seconds and pushes the grown bundle on the stream.
+    await waitUntil(() => kids().length > before.length, 60_000, 'rotated JWT bundle');
+    await spire.serverCommand(['localauthority', 'jwt', 'activate', '-authorityID', authorityId!]);
+    const newKid = kids().find((k) => !before.includes(k))!;
+    // New JWT-SVIDs are signed by the new key once the agent has the new authority.
+    const client = new WorkloadApiClient(spire.socket);
+    const token = await waitUntil(
+      async () => {
+        const t = (await client.fetchJwtSvid([`rotation-${Date.now()}`])).svids[0]!.svid;
+        const kid = (JSON.parse(Buffer.from(t.split('.')[0]!, 'base64url').toString()) as { kid: string })
+          .kid;
+        return kid === newKid ? t : undefined;
+      },
+      60_000,
+      'JWT-SVID signed by the new authority',
+    ).finally(() => client.close());
+    const aud = (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { aud: string[] })
+      .aud[0]!;
+    expect(await identity.verifyJwtSvid(token, aud)).toMatchObject({ ok: true, spiffeId: SELF });
+    // Tokens of the old authority stay valid while its key is still in the bundle.
+    expect(await identity.verifyJwtSvid(oldToken, 'rotation-before')).toMatchObject({ ok: true });
+    expect(identity.updates.jwtBundles).toBeGreaterThanOrEqual(2);
+  }, 150_000);
 
   it('mode rules: socket without explicit mode → SPIFFE; explicit static → static', async () => {
     const env = { SPIFFE_ENDPOINT_SOCKET: spire.socket };

@@ -28,6 +28,8 @@ export interface TestSpire {
   /** `unix://` address of the agent's Workload API (for SPIFFE_ENDPOINT_SOCKET). */
   socket: string;
   register(entry: SpireEntry): Promise<void>;
+  /** Runs a spire-server CLI command against this server (its socket added); resolves with stdout. */
+  serverCommand(args: string[]): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -174,6 +176,9 @@ plugins {
         for (const s of entry.selectors) args.push('-selector', s);
         if (entry.jwtSvidTtlSeconds !== undefined) args.push('-jwtSVIDTTL', String(entry.jwtSvidTtlSeconds));
         await run(server, args);
+      },
+      async serverCommand(args) {
+        return (await run(server, [...args, '-socketPath', serverSock])).stdout;
       },
       close,
     };
