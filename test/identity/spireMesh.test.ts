@@ -11,6 +11,9 @@ import type { AgentRecord } from '../../src/events/agentRecord.js';
 import { EventBus } from '../../src/fabric/eventBus.js';
 import { WorkloadApiClient } from '../../src/identity/workloadApiClient.js';
 import { randomUUID } from 'node:crypto';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { startTestMesh, type ObservedEvent, type TestMesh } from '../helpers/meshFixture.js';
 import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
 import { AdmissionPipeline, type AdmissionOutcome } from '../../src/admission/admissionPipeline.js';
@@ -191,6 +194,34 @@ describe('SPIFFE mesh with real SPIRE', () => {
     expect(await wrong.json()).toMatchObject({ error: { reason: 'wrong_audience' } });
     // Discovery stays open: the card is how a caller learns whom to ask a token for.
     expect((await fetch(`${workerUrl}/.well-known/agent-card.json`)).status).toBe(200);
+  });
+
+  it('the coordinator presents its JWT-SVID on MCP calls: a federated tool call reaches the gated worker', async () => {
+    await mesh.waitFor(() => mesh.coordinator.registry.isLive(WORKER), 60_000, 'worker admitted');
+    const client = new Client({ name: 'amf-spiffe-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${mesh.url}/mcp`)));
+    try {
+      const name = await mesh.waitFor(
+        async () =>
+          (await client.listTools()).tools.find((t) => t.description?.includes(`[${WORKER}/echo]`))?.name,
+        30_000,
+        'federated echo tool',
+      );
+      const result = (await client.callTool({
+        name,
+        arguments: { text: 'through the bearer' },
+      })) as CallToolResult;
+      expect(result.isError).toBeFalsy();
+      expect(JSON.stringify(result.content)).toContain('through the bearer');
+      // No plaintext-call warning: the SPIFFE tier authenticated the call.
+      expect(
+        mesh.events.some(
+          (e) => payloadOf(e).reason === 'mcp_call_unauthenticated' && payloadOf(e).agent_id === WORKER,
+        ),
+      ).toBe(false);
+    } finally {
+      await client.close();
+    }
   });
 
   it('the worker refuses an expired JWT-SVID', async () => {
