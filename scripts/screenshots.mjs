@@ -13,9 +13,24 @@ const out = process.argv.includes('--out') ? process.argv[process.argv.indexOf('
 const port = 18000 + Math.floor(Math.random() * 2000);
 const base = `http://127.0.0.1:${port}`;
 const dataDir = await mkdtemp(join(tmpdir(), 'amf-shots-'));
-const mesh = spawn(process.execPath, ['bin/amf.js', 'up', '--demo', '--no-mdns', '--port', String(port), '--nats-port', '0', '--data-dir', dataDir], {
-  stdio: ['ignore', 'ignore', 'inherit'],
-});
+const mesh = spawn(
+  process.execPath,
+  [
+    'bin/amf.js',
+    'up',
+    '--demo',
+    '--no-mdns',
+    '--port',
+    String(port),
+    '--nats-port',
+    '0',
+    '--data-dir',
+    dataDir,
+  ],
+  {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  },
+);
 
 async function waitFor(check, what, ms = 30000) {
   const end = Date.now() + ms;
@@ -41,7 +56,10 @@ async function chat(tag, text) {
 
 let browser;
 try {
-  await waitFor(async () => (await (await fetch(`${base}/health`)).json()).agents.live >= 2, 'the demo workers');
+  await waitFor(
+    async () => (await (await fetch(`${base}/health`)).json()).agents.live >= 2,
+    'the demo workers',
+  );
   await chat('echo', 'hello mesh');
   await chat('calc', '2 * (3 + 4) ^ 2');
   await chat('calc', 'sqrt(');
@@ -52,8 +70,16 @@ try {
     executablePath: process.env.AMF_CHROMIUM ?? '/usr/bin/chromium',
     headless: true,
     viewport: { width: 1280, height: 800 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   const page = browser.pages()[0] ?? (await browser.newPage());
   const shoot = async (hash, name, ready) => {
@@ -67,7 +93,11 @@ try {
   const failed = page.locator('tr.failed a').first();
   const id = await failed.getAttribute('href');
   await shoot(id ?? '#/tasks', 'task', 'ol.timeline li');
-  await shoot('#/agents/' + encodeURIComponent('spiffe://local/worker/demo-calc'), 'agents', '#view-agents article pre.json');
+  await shoot(
+    '#/agents/' + encodeURIComponent('spiffe://local/worker/demo-calc'),
+    'agents',
+    '#view-agents article pre.json',
+  );
   await shoot('#/tools/demo-calc__calc', 'tools', '#view-tools form button.primary');
   await page.getByLabel('text').fill('6 * 7');
   await page.getByRole('button', { name: 'Call demo-calc__calc' }).click();

@@ -39,13 +39,16 @@ interface Summary {
   processed_at?: string;
 }
 
+/** An `amf.policy.deny` CloudEvent: the payload sits under data.payload (next to auth_context). */
 interface Denial {
-  data?: {
-    reason?: string;
-    message?: string;
-    agent_id?: string;
-    details?: { reasons?: unknown; stage?: unknown; door?: unknown; raw_id?: unknown };
-  };
+  data?: { payload?: DenialPayload };
+}
+
+interface DenialPayload {
+  reason?: string;
+  message?: string;
+  agent_id?: string;
+  details?: { reasons?: unknown; stage?: unknown; door?: unknown; raw_id?: unknown };
 }
 
 function str(v: unknown): string | null {
@@ -62,13 +65,13 @@ export async function recentAdmissions(
     readHistory(jsm, INTERNAL_STREAM, { subject: SUBJECT_INTERNAL_CLASSIFIED, limit }),
     readHistory(jsm, EVENTS_STREAM, { subject: 'amf.policy.deny', limit }),
   ]);
-  const denialByRaw = new Map<string, { time: string; denial: Denial }>();
-  const unmatched: Array<{ time: string; denial: Denial }> = [];
+  const denialByRaw = new Map<string, { time: string; denial: DenialPayload }>();
+  const unmatched: Array<{ time: string; denial: DenialPayload }> = [];
   for (const entry of denials.events) {
-    const denial = entry.event as Denial;
+    const denial = (entry.event as Denial | null)?.data?.payload;
     // Only advertisement denials carry a stage; task and MCP denials are not admission decisions.
-    if (!denial?.data?.details || denial.data.details.stage === undefined) continue;
-    const rawId = str(denial.data.details.raw_id);
+    if (!denial?.details || denial.details.stage === undefined) continue;
+    const rawId = str(denial.details.raw_id);
     if (rawId) denialByRaw.set(rawId, { time: entry.time, denial });
     else unmatched.push({ time: entry.time, denial });
   }
@@ -80,7 +83,7 @@ export async function recentAdmissions(
     const denied = rawId ? denialByRaw.get(rawId) : undefined;
     if (rawId) denialByRaw.delete(rawId);
     const known = agentId ? registry.get(agentId) : undefined;
-    const d = denied?.denial.data;
+    const d = denied?.denial;
     out.push({
       time: entry.time,
       agent_id: agentId,
@@ -97,7 +100,7 @@ export async function recentAdmissions(
     });
   }
   for (const { time, denial } of [...denialByRaw.values(), ...unmatched]) {
-    const d = denial.data!;
+    const d = denial;
     out.push({
       time,
       agent_id: str(d.agent_id),

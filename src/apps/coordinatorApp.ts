@@ -177,7 +177,9 @@ function routeLabel(pathname: string): string {
   if (pathname.startsWith('/a2a/rest/')) return '/a2a/rest';
   if (/^\/(mcp\/call|api\/amp\/(message|discover))$/.test(pathname)) return pathname;
   return PUBLIC_PATHS.has(pathname) ||
-    /^\/(v1\/[a-z/]+|events|events\/history|publish|agents|admissions|tools|metrics|mcp|audit)$/.test(pathname)
+    /^\/(v1\/[a-z/]+|events|events\/history|publish|agents|admissions|tools|metrics|mcp|audit)$/.test(
+      pathname,
+    )
     ? pathname
     : 'other';
 }

@@ -71,8 +71,7 @@ export function eventTaskId(event: unknown): string | undefined {
   if (typeof e.amftaskid === 'string') return e.amftaskid;
   const d = e.data;
   if (d && typeof d === 'object') {
-    for (const key of ['task_id', 'child_task_id'] as const)
-      if (typeof d[key] === 'string') return d[key];
+    for (const key of ['task_id', 'child_task_id'] as const) if (typeof d[key] === 'string') return d[key];
   }
   return undefined;
 }

@@ -91,7 +91,7 @@ export const agentsView = {
       ? h('button', { type: 'button', class: 'danger', onclick: () => this.forget(id) }, 'Forget agent')
       : null;
     fill(this.detail, h('article', { class: 'card', 'aria-label': `Agent ${id}` },
-      h('div', { class: 'toolbar' }, h('h3', { style: 'margin:0' }, agentName(id)), badge(a.status), h('span', { class: 'grow' }), forget,
+      h('div', { class: 'toolbar' }, h('h3', { class: 'flush' }, agentName(id)), badge(a.status), h('span', { class: 'grow' }), forget,
         h('a', { href: '#/agents' }, 'Close')),
       h('div', { class: 'split' },
         h('div', {},

@@ -13,7 +13,7 @@ export const chatView = {
     this.input = h('textarea', { id: 'chat-input', 'aria-label': 'Message', placeholder: 'Ask the mesh… (Enter sends, Shift+Enter for a new line)' });
     this.send = h('button', { type: 'submit', class: 'primary' }, 'Send');
     this.stop = h('button', { type: 'button', disabled: true, onclick: () => this.abort?.abort() }, 'Stop');
-    const form = h('form', { class: 'chat-form', 'aria-label': 'Send a message' }, this.input, h('div', { style: 'display:grid;gap:6px' }, this.send, this.stop));
+    const form = h('form', { class: 'chat-form', 'aria-label': 'Send a message' }, this.input, h('div', { class: 'stack' }, this.send, this.stop));
     form.addEventListener('submit', (e) => {
       e.preventDefault();
       void this.ask();

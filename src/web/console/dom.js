@@ -60,7 +60,7 @@ export function table(headers, rows, caption) {
   return h(
     'table',
     {},
-    caption ? h('caption', { class: 'muted', style: 'text-align:left;padding:6px 10px' }, caption) : null,
+    caption ? h('caption', { class: 'muted' }, caption) : null,
     h('thead', {}, h('tr', {}, headers.map((x) => h('th', { scope: 'col' }, x)))),
     h('tbody', {}, rows),
   );

@@ -46,7 +46,10 @@ export const eventsView = {
         h('span', { class: 'grow' }), this.count),
       this.list);
     const again = throttle(() => this.visible && !this.paused && this.render(), 250);
-    store.subscribe(again);
+    store.subscribe((e) => {
+      if (!e || e.type !== HEARTBEAT || this.heartbeats.checked) again();
+      else this.count.textContent = this.countText();
+    });
   },
   show() {
     this.visible = true;
@@ -61,7 +64,14 @@ export const eventsView = {
     this.pause.setAttribute('aria-pressed', String(this.paused));
     if (!this.paused) this.render();
   },
+  countText() {
+    const all = this.store.events;
+    const hidden = all.filter((e) => e.type === HEARTBEAT).length;
+    return `${this.shownCount ?? 0} shown of ${all.length} events${this.heartbeats.checked ? '' : ` (${hidden} heartbeats hidden)`} · history ${this.store.historyState}`;
+  },
   render() {
+    // A re-render replaces the rows: the row that had keyboard focus gets it back.
+    const focused = document.activeElement?.dataset?.eventId;
     const q = this.filter.value.trim().toLowerCase();
     const all = this.store.events;
     const shown = all
@@ -69,8 +79,8 @@ export const eventsView = {
       .filter((e) => !q || e.type.includes(q) || summarize(e).toLowerCase().includes(q) || (e.amftaskid ?? '').includes(q))
       .slice(-SHOWN)
       .reverse();
-    const hidden = all.filter((e) => e.type === HEARTBEAT).length;
-    this.count.textContent = `${shown.length} shown of ${all.length} events${this.heartbeats.checked ? '' : ` (${hidden} heartbeats hidden)`} · history ${this.store.historyState}`;
+    this.shownCount = shown.length;
+    this.count.textContent = this.countText();
     if (shown.length === 0) return fill(this.list, empty(this.store.historyState === 'loading' ? 'Loading history…' : 'Waiting for events…'));
     const rows = shown.flatMap((e) => {
       const toggle = () => {
@@ -78,7 +88,7 @@ export const eventsView = {
         else this.open.add(e.id);
         this.render();
       };
-      const row = h('tr', { class: `ev-row ${tone(e) === 'failed' ? 'failed' : ''}`, tabindex: '0', 'aria-expanded': String(this.open.has(e.id)),
+      const row = h('tr', { class: `ev-row ${tone(e) === 'failed' ? 'failed' : ''}`, tabindex: '0', 'data-event-id': e.id, 'aria-expanded': String(this.open.has(e.id)),
         onclick: toggle, onkeydown: (k) => (k.key === 'Enter' || k.key === ' ') && (k.preventDefault(), toggle()) },
         h('td', {}, clock(e.time)), h('td', {}, badge(tone(e), e.type.replace(/^amf\./, ''))),
         h('td', {}, e.amftaskid ? h('a', { href: `#/tasks/${encodeURIComponent(e.amftaskid)}`, onclick: (c) => c.stopPropagation() }, e.amftaskid.slice(0, 8)) : ''),
@@ -86,5 +96,6 @@ export const eventsView = {
       return this.open.has(e.id) ? [row, h('tr', {}, h('td', { colspan: '4' }, json(e)))] : [row];
     });
     fill(this.list, table(['Time', 'Type', 'Task', 'Summary'], rows));
+    if (focused) this.list.querySelector(`tr[data-event-id="${CSS.escape(focused)}"]`)?.focus();
   },
 };

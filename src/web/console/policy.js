@@ -12,9 +12,9 @@ export const policyView = {
     this.store = store;
     this.search = h('input', { type: 'search', placeholder: 'search agent, tool, reason, decision…', 'aria-label': 'Search decisions', size: 36 });
     this.search.addEventListener('input', () => this.render());
-    this.admissions = h('div', { class: 'panel' });
-    this.audit = h('div', { class: 'panel' });
-    this.notices = h('div', { class: 'panel' });
+    this.admissions = h('div', { class: 'panel', role: 'region', 'aria-labelledby': 'h-admissions' });
+    this.audit = h('div', { class: 'panel', role: 'region', 'aria-labelledby': 'h-mcp' });
+    this.notices = h('div', { class: 'panel', role: 'region', 'aria-labelledby': 'h-notices' });
     fill(section, h('h2', { id: 'h-policy' }, 'Policy and audit'),
       h('div', { class: 'toolbar' }, this.search, h('button', { type: 'button', onclick: () => this.load() }, 'Refresh')),
       h('h3', { id: 'h-admissions' }, 'Admission decisions'), this.admissions,

@@ -204,7 +204,7 @@ export const tasksView = {
     const state = snap?.state ?? t?.state;
     const reason = snap?.outcome ? `${snap.outcome.reason}: ${snap.outcome.message}` : t?.reason;
     fill(this.detail, h('article', { class: 'card', 'aria-label': `Task ${id}` },
-      h('div', { class: 'toolbar' }, h('h3', { style: 'margin:0' }, `Task ${id}`), badge(state), h('span', { class: 'grow' }),
+      h('div', { class: 'toolbar' }, h('h3', { class: 'flush' }, `Task ${id}`), badge(state), h('span', { class: 'grow' }),
         h('a', { href: '#/tasks' }, 'Close')),
       h('div', { class: 'split' },
         h('div', {},

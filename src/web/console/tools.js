@@ -95,7 +95,7 @@ export const toolsView = {
       }
     });
     fill(this.playground, h('div', { class: 'card' },
-      h('h3', { style: 'margin-top:0' }, `Playground: ${tool.wire_name}`),
+      h('h3', { class: 'flush' }, `Playground: ${tool.wire_name}`),
       h('p', { class: 'muted' }, tool.description),
       form, output,
       h('details', {}, h('summary', {}, 'Input schema'), json(schema))));
