@@ -17,7 +17,7 @@ function amf(args: string[]): Promise<{ code: number; stdout: string; stderr: st
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('AMF_')) env[k] = v;
   return new Promise((resolve) => {
-    execFile(process.execPath, [AMF_BIN, ...args], { env, timeout: 20_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [AMF_BIN, ...args], { env, timeout: 60_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
     });
   });
@@ -107,7 +107,7 @@ describe('console endpoints', () => {
     const again = await amf(['agents', 'forget', id, '--coordinator', mesh.url, '--api-key', KEY]);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain(`HTTP 404: no agent ${id} is known`);
-  });
+  }, 90_000);
 
   it('the CLI names the coordinator URL it could not reach and what to do', async () => {
     // A port that was just free: nothing listens there.
@@ -116,16 +116,17 @@ describe('console endpoints', () => {
     const { port } = server.address() as AddressInfo;
     await new Promise((resolve) => server.close(resolve));
     const closed = new URL(`http://127.0.0.1:${port}`);
-    for (const args of [['agents'], ['send', '--tag', 'echo', 'hi'], ['events'], ['agents', 'forget', 'x']]) {
-      const run = await amf([...args, '--coordinator', closed.origin]);
+    const commands = [['agents'], ['send', '--tag', 'echo', 'hi'], ['events'], ['agents', 'forget', 'x']];
+    const runs = await Promise.all(commands.map((args) => amf([...args, '--coordinator', closed.origin])));
+    runs.forEach((run, i) => {
       expect(run.code).toBe(1);
       expect(run.stderr).toMatch(
         new RegExp(
-          `^amf ${args[0]}[a-z ]*: cannot reach the coordinator at ${closed.origin.replace(/\./g, '\\.')} \\(`,
+          `^amf ${commands[i]![0]}[a-z ]*: cannot reach the coordinator at ${closed.origin.replace(/\./g, '\\.')} \\(`,
         ),
       );
       expect(run.stderr).toContain('(connection refused)');
       expect(run.stderr).toContain('Start one with `amf up`');
-    }
-  });
+    });
+  }, 90_000);
 });

@@ -51,7 +51,7 @@ async function rows(page: Page, view: string, panel = ''): Promise<string[]> {
   return page.locator(`#view-${view} ${panel} tbody tr`).allInnerTexts();
 }
 
-describe('the console (Chromium, real mesh)', () => {
+describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
   let mesh: TestMesh;
   let browser: Browser;
   let page: Page;
