@@ -190,7 +190,7 @@ export const tasksView = {
   async renderDetail() {
     const id = this.param;
     if (!id) return fill(this.detail);
-    const t = this.tasks.get(id);
+    let t = this.tasks.get(id);
     const token = (this.token = Symbol());
     let snap;
     let snapError;
@@ -198,6 +198,15 @@ export const tasksView = {
       snap = await getJson(`/tasks/${encodeURIComponent(id)}`);
     } catch (err) {
       snapError = err;
+    }
+    // Older than the loaded history: ask JetStream for this task's own events.
+    if (!t) {
+      try {
+        const page = await getJson(`/events/history?task=${encodeURIComponent(id)}&limit=500`);
+        t = foldTasks(page.events.map((e) => e.event)).get(id);
+      } catch {
+        /* the snapshot, if any, is shown alone */
+      }
     }
     if (this.token !== token) return;
     if (!t && !snap) return fill(this.detail, errorBox(`task ${id}: ${snapError?.message ?? 'not found'}`));
