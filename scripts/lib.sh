@@ -1,14 +1,45 @@
 # Shared by scripts/up.sh and scripts/test.sh (sourced, not run).
+# shellcheck shell=bash
 
-# Runs a command as root: directly when we are root, else through sudo.
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+# Runs a command as root: directly when we are root, else through sudo; without either it says what
+# to run instead of dying with `sudo: command not found`.
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    echo "!! this step needs root and sudo is not installed: run as root, or run yourself: $*" >&2
+    return 1
+  fi
+}
 
 # Installs Debian package $2 unless command $1 already works.
 ensure_debian_package() {
   local probe="$1" package="$2"
-  if ! bash -c "$probe" >/dev/null 2>&1; then
-    echo "==> installing $package (Debian package)"
-    as_root apt-get update -qq
-    as_root apt-get install -y -qq "$package"
+  if bash -c "$probe" >/dev/null 2>&1; then return 0; fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "!! $package is missing and this is not a Debian/Ubuntu system (no apt-get): install $package with your package manager, then run this again" >&2
+    return 1
   fi
+  echo "==> installing $package (Debian package)"
+  as_root apt-get update -qq || {
+    echo "!! could not install $package: install it yourself (apt-get install $package) and run this again" >&2
+    return 1
+  }
+  as_root apt-get install -y -qq "$package"
+}
+
+# Runs "$@" and prints a line every 15 s while it works, so a long step is not mistaken for a hang.
+with_progress() {
+  local what="$1"
+  shift
+  local started=$SECONDS
+  (while sleep 15; do echo "    ... $what: $((SECONDS - started)) s so far"; done) &
+  local ticker=$!
+  local status=0
+  "$@" || status=$?
+  kill "$ticker" 2>/dev/null
+  wait "$ticker" 2>/dev/null || true
+  return "$status"
 }

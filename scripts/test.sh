@@ -22,6 +22,9 @@ ensure_debian_package "/usr/bin/python3 -c 'import zeroconf'" python3-zeroconf
 # The openssl CLI makes the self-signed certificates of the MCP TOFU pinning tests.
 ensure_debian_package 'command -v openssl' openssl
 
+# Debian's Chromium: test/web/console.test.ts drives the console in it (through playwright-core).
+ensure_debian_package 'test -x /usr/bin/chromium' chromium
+
 # The Python OpenAI client is one of the interop peers of the OpenAI-compatible API.
 if ! python3 -c 'import openai' >/dev/null 2>&1; then
   echo "==> installing the Python openai client"

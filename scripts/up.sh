@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing (npm packages, nats-server), builds, and starts the mesh with the demo
-# workers and the UI. Extra arguments go to `amf up` (e.g. --port 0, --no-mdns).
+# Installs what is missing (npm packages, nats-server), builds what changed, and starts the mesh with
+# the demo workers and the console. Extra arguments go to `amf up` (e.g. --port 0, --no-mdns).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,6 +8,26 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 ensure_debian_package 'command -v nats-server' nats-server
-if [ ! -d node_modules ]; then npm ci --no-audit --no-fund --loglevel=error; fi
-npm run --silent build
+
+# npm ci is complete only when it wrote the stamp (the lock file's hash) at its end: an interrupted
+# install, or a changed package-lock.json, installs again.
+install_stamp=node_modules/.amf-install-stamp
+lock_hash="$(sha256sum package-lock.json | cut -d' ' -f1) node $(node -p 'process.versions.modules')"
+if [ ! -f "$install_stamp" ] || [ "$(cat "$install_stamp")" != "$lock_hash" ] || [ ! -x node_modules/.bin/tsc ]; then
+  echo "==> installing npm packages (npm ci; the first run takes a minute or two)"
+  with_progress 'npm ci' npm ci --no-audit --no-fund --loglevel=error
+  echo "$lock_hash" >"$install_stamp"
+fi
+
+# Rebuild only when a source, the compiler settings or the packages changed since the last build.
+build_stamp=dist/.amf-build-stamp
+# src/web is served as it is (no build step), so it does not count.
+changed() { find src tsconfig.json "$install_stamp" -path src/web -prune -o -newer "$build_stamp" -print -quit; }
+if [ ! -f "$build_stamp" ] || [ -n "$(changed)" ]; then
+  echo "==> building (tsc)"
+  with_progress 'tsc' npm run --silent build
+  touch "$build_stamp"
+fi
+
+echo "==> starting the mesh: console at http://127.0.0.1:8765/ (unless --port says otherwise)"
 exec node bin/amf.js up --demo "$@"

@@ -4,8 +4,6 @@
  * cards, `/health` and the UI page itself.
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AmfError } from '../errors.js';
 import { Coordinator } from '../coordinator/coordinator.js';
@@ -44,6 +42,8 @@ import { registerFabricRoutes } from '../protocols/fabric/fabricRoutes.js';
 import { HttpGuard, sendFamilyError } from './httpGuards.js';
 import { eventStreamLimits, registerEventStreamMetrics, requestDeadlines } from './edgeLimits.js';
 import { ANONYMOUS_CALLER, OPERATOR_CALLER, handlePublish } from './publishRoute.js';
+import { CONSOLE_PREFIX, registerConsoleAssets } from './consoleAssets.js';
+import { registerConsoleRoutes } from './consoleRoutes.js';
 
 const PUBLIC_PATHS = new Set([
   '/',
@@ -52,8 +52,6 @@ const PUBLIC_PATHS = new Set([
   '/.well-known/agent.json',
   '/favicon.ico',
 ]);
-const UI_PATH = fileURLToPath(new URL('../web/index.html', import.meta.url));
-const UI_FALLBACK_PATH = fileURLToPath(new URL('../../src/web/index.html', import.meta.url));
 
 export interface CoordinatorHttp {
   server: Server;
@@ -78,14 +76,6 @@ function authorized(req: IncomingMessage, url: URL, expected: Buffer): boolean {
   return timingSafeEqual(keyDigest(given), expected);
 }
 
-async function loadUi(): Promise<string> {
-  try {
-    return await readFile(UI_PATH, 'utf8');
-  } catch {
-    return readFile(UI_FALLBACK_PATH, 'utf8');
-  }
-}
-
 /** Builds the router for a coordinator. */
 function buildRouter(
   coordinator: Coordinator,
@@ -97,16 +87,8 @@ function buildRouter(
 ): Router {
   const { config } = coordinator;
   const router = new Router();
-  let uiCache: string | undefined;
-  router.on('GET', '/', async (_req, res) => {
-    uiCache ??= await loadUi();
-    res.writeHead(200, {
-      'content-type': 'text/html; charset=utf-8',
-      'content-security-policy': "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
-      'x-content-type-options': 'nosniff',
-    });
-    res.end(uiCache);
-  });
+  // The console: the page at `/`, its files under /console/ (both public: they hold no data).
+  registerConsoleAssets(router);
   router.on('GET', '/health', (_req, res) => {
     // 503 while degraded (NATS down, or the spawned server being restarted), so a load balancer or
     // a script polling /health sees the outage; the body still says what is wrong.
@@ -190,12 +172,16 @@ function buildRouter(
 /** Route label for metrics: known paths as they are, anything else collapsed. */
 function routeLabel(pathname: string): string {
   if (pathname.startsWith('/tasks/')) return '/tasks/:id';
+  if (pathname.startsWith('/agents/')) return '/agents/:id';
+  if (pathname.startsWith(CONSOLE_PREFIX)) return '/console/:file';
   if (pathname.startsWith('/api/amp/jobs/')) return '/api/amp/jobs/:id';
   if (pathname === '/a2a') return '/a2a';
   if (pathname.startsWith('/a2a/rest/')) return '/a2a/rest';
   if (/^\/(mcp\/call|api\/amp\/(message|discover))$/.test(pathname)) return pathname;
   return PUBLIC_PATHS.has(pathname) ||
-    /^\/(v1\/[a-z/]+|events|publish|agents|metrics|mcp|audit)$/.test(pathname)
+    /^\/(v1\/[a-z/]+|events|events\/history|publish|agents|admissions|tools|metrics|mcp|audit)$/.test(
+      pathname,
+    )
     ? pathname
     : 'other';
 }
@@ -247,6 +233,7 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     card: () => coordinatorAgentCard(coordinator, url),
   });
   registerFabricRoutes(router, { coordinator, federation });
+  registerConsoleRoutes(router, coordinator, federation);
   const guard = HttpGuard.fromConfig(config);
   const server = createServer(requestDeadlineOptions(requestDeadlines(config)), (req, res) => {
     const u = requestUrl(req);
@@ -254,7 +241,8 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
       metrics.httpRequests.inc({ route: routeLabel(u.pathname), status: String(res.statusCode) }),
     );
     if (!guard.admit(req, res, u)) return;
-    if (expectedKey && !PUBLIC_PATHS.has(u.pathname) && !authorized(req, u, expectedKey)) {
+    const isPublic = PUBLIC_PATHS.has(u.pathname) || u.pathname.startsWith(CONSOLE_PREFIX);
+    if (expectedKey && !isPublic && !authorized(req, u, expectedKey)) {
       const err = new AmfError('UNAUTHORIZED', 'missing or wrong API key: send Authorization: Bearer <key>');
       sendFamilyError(res, u.pathname, err);
       return;

@@ -1,6 +1,7 @@
 /**
- * Commands that talk to a running coordinator over HTTP: `send`, `events`, `agents`, `publish`.
- * They return an exit code and print errors the coordinator sent, so scripts can rely on both.
+ * Commands that talk to a running coordinator over HTTP: `send`, `events`, `agents`, `agents forget`,
+ * `audit`, `publish`. They return an exit code and print errors the coordinator sent, so scripts can
+ * rely on both; a coordinator that cannot be reached is named with its URL and what to do.
  */
 import type { AmfConfig } from '../config/config.js';
 import { createEvent } from '../events/cloudEvent.js';
@@ -14,6 +15,35 @@ function headers(config: AmfConfig, extra: Record<string, string> = {}): Record<
 
 function endpoint(config: AmfConfig, path: string): URL {
   return new URL(path, config.coordinator.url);
+}
+
+const NETWORK_CODES: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'host not found',
+  ETIMEDOUT: 'timed out',
+  ECONNRESET: 'connection reset',
+  EHOSTUNREACH: 'host unreachable',
+};
+
+/** What to tell a person whose command could not reach the coordinator at all. */
+export function unreachableMessage(command: string, url: URL, err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  const why = (cause?.code && NETWORK_CODES[cause.code]) ?? cause?.message ?? (err as Error).message;
+  return (
+    `amf ${command}: cannot reach the coordinator at ${url.origin} (${why}).\n` +
+    `  Start one with \`amf up\` (or \`npm start\` in a checkout), or point --coordinator or ` +
+    `AMF_COORDINATOR_URL at a running one.\n`
+  );
+}
+
+/** fetch, or undefined after printing which coordinator URL could not be reached. */
+async function reach(command: string, url: URL, init: RequestInit): Promise<Response | undefined> {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    process.stderr.write(unreachableMessage(command, url, err));
+    return undefined;
+  }
 }
 
 async function failure(res: Response): Promise<string> {
@@ -58,11 +88,12 @@ export async function sendCommand(
   text: string,
   stream: boolean,
 ): Promise<number> {
-  const res = await fetch(endpoint(config, '/v1/chat/completions'), {
+  const res = await reach('send', endpoint(config, '/v1/chat/completions'), {
     method: 'POST',
     headers: headers(config, { 'content-type': 'application/json' }),
     body: JSON.stringify({ model: `amf/${tag}`, messages: [{ role: 'user', content: text }], stream }),
   });
+  if (!res) return 1;
   if (!res.ok) {
     process.stderr.write(`amf send: ${await failure(res)}\n`);
     return 1;
@@ -92,7 +123,8 @@ export async function sendCommand(
 export async function eventsCommand(config: AmfConfig, subject: string): Promise<number> {
   const url = endpoint(config, '/events');
   url.searchParams.set('subject', subject);
-  const res = await fetch(url, { headers: headers(config, { accept: 'text/event-stream' }) });
+  const res = await reach('events', url, { headers: headers(config, { accept: 'text/event-stream' }) });
+  if (!res) return 1;
   if (!res.ok) {
     process.stderr.write(`amf events: ${await failure(res)}\n`);
     return 1;
@@ -103,7 +135,8 @@ export async function eventsCommand(config: AmfConfig, subject: string): Promise
 
 /** `amf agents`: a table (or JSON) of the registry. */
 export async function agentsCommand(config: AmfConfig, json: boolean): Promise<number> {
-  const res = await fetch(endpoint(config, '/agents'), { headers: headers(config) });
+  const res = await reach('agents', endpoint(config, '/agents'), { headers: headers(config) });
+  if (!res) return 1;
   if (!res.ok) {
     process.stderr.write(`amf agents: ${await failure(res)}\n`);
     return 1;
@@ -126,11 +159,25 @@ export async function agentsCommand(config: AmfConfig, json: boolean): Promise<n
   return 0;
 }
 
+/** `amf agents forget ID`: removes an offline agent from the coordinator's registry. */
+export async function forgetAgentCommand(config: AmfConfig, agentId: string): Promise<number> {
+  const url = endpoint(config, `/agents/${encodeURIComponent(agentId)}`);
+  const res = await reach('agents forget', url, { method: 'DELETE', headers: headers(config) });
+  if (!res) return 1;
+  if (!res.ok) {
+    process.stderr.write(`amf agents forget: ${await failure(res)}\n`);
+    return 1;
+  }
+  process.stdout.write(`forgot ${agentId}\n`);
+  return 0;
+}
+
 /** `amf audit [--limit N] [--json]`: the newest MCP call audit records, newest first. */
 export async function auditCommand(config: AmfConfig, limit: number, json: boolean): Promise<number> {
   const url = endpoint(config, '/audit');
   url.searchParams.set('limit', String(limit));
-  const res = await fetch(url, { headers: headers(config) });
+  const res = await reach('audit', url, { headers: headers(config) });
+  if (!res) return 1;
   if (!res.ok) {
     process.stderr.write(`amf audit: ${await failure(res)}\n`);
     return 1;
@@ -201,11 +248,12 @@ export async function publishCommand(
     payload,
     ...(taskId ? { taskId } : {}),
   });
-  const res = await fetch(endpoint(config, '/publish'), {
+  const res = await reach('publish', endpoint(config, '/publish'), {
     method: 'POST',
     headers: headers(config, { 'content-type': 'application/cloudevents+json' }),
     body: JSON.stringify(event),
   });
+  if (!res) return 1;
   if (!res.ok) {
     process.stderr.write(`amf publish: ${await failure(res)}\n`);
     return 1;

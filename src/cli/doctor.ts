@@ -54,7 +54,9 @@ export async function runDoctor(opts: DoctorOptions): Promise<DoctorResult> {
   const checks: Array<Promise<DoctorCheck | DoctorCheck[]>> = [
     Promise.resolve(checkNode()),
     config.nats.url ? checkNatsUrl(config.nats.url) : checkNatsBinary(config.nats.serverBinary),
-    config.nats.url ? Promise.resolve([]) : checkNatsPort(config.nats.port, running),
+    config.nats.url
+      ? Promise.resolve([])
+      : checkNatsPort(config.nats.port, running, coordinatorHealthUrl(config.coordinator)),
     checkOpa(),
     config.policy.opaUrl ? checkOpaServer(config.policy.opaUrl) : Promise.resolve([]),
     checkCoordinatorPort(config.coordinator.host, config.coordinator.port),
@@ -147,7 +149,30 @@ async function checkNatsUrl(url: string): Promise<DoctorCheck> {
   );
 }
 
-async function checkNatsPort(port: number, running: InstanceInfo | undefined): Promise<DoctorCheck> {
+/** Where the configured coordinator answers /health (a wildcard bind is probed on loopback). */
+function coordinatorHealthUrl(c: { host: string; port: number; url: string }): string {
+  if (c.port === 0) return new URL('/health', c.url).toString();
+  const host = c.host === '0.0.0.0' || c.host === '::' ? '127.0.0.1' : c.host;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${c.port}/health`;
+}
+
+/**
+ * True when the coordinator answering at `healthUrl` runs its nats-server on `port`: a mesh started
+ * with another data dir (so no instance lock here) still owns that port, and that is not a problem.
+ */
+async function portOfRunningMesh(healthUrl: string, port: number): Promise<string | undefined> {
+  const health = await getJson(healthUrl, HEALTH_TIMEOUT_MS);
+  if (!health.ok || !isHealth(health.body)) return undefined;
+  const nats = (health.body as { nats?: { url?: unknown } }).nats;
+  if (typeof nats?.url !== 'string' || natsHostPort(nats.url)?.port !== port) return undefined;
+  return healthUrl.replace(/\/health$/, '');
+}
+
+async function checkNatsPort(
+  port: number,
+  running: InstanceInfo | undefined,
+  coordinatorHealth: string,
+): Promise<DoctorCheck> {
   const runningPort = running?.nats_url ? natsHostPort(running.nats_url)?.port : undefined;
   // Whatever port is configured, the next `amf up` on this data dir is refused while this mesh runs.
   if (running && runningPort !== undefined) {
@@ -161,6 +186,12 @@ async function checkNatsPort(port: number, running: InstanceInfo | undefined): P
   const state = await portState('127.0.0.1', port);
   if (state === 'free') return pass('nats-port', `port ${port} is free for nats-server`);
   if (state === 'in-use') {
+    const mesh = await portOfRunningMesh(coordinatorHealth, port);
+    if (mesh)
+      return pass(
+        'nats-port',
+        `port ${port} is used by the running mesh's nats-server (coordinator at ${mesh})`,
+      );
     return fail(
       'nats-port',
       `port ${port} is already in use (another nats-server?)`,
@@ -380,11 +411,13 @@ async function getJson(url: string, timeoutMs: number): Promise<JsonGet> {
   }
 }
 
-function isHealth(body: unknown): body is { status: unknown; version?: unknown } {
+function isHealth(body: unknown): body is { status: unknown; version?: unknown; amf_version?: unknown } {
   return typeof body === 'object' && body !== null && 'status' in body;
 }
 
-function versionOf(body: { version?: unknown }): string {
+function versionOf(body: { version?: unknown; amf_version?: unknown }): string {
+  // amf_version is the release; `version` is the wire profile (af-mcp-0.1) on current coordinators.
+  if (typeof body.amf_version === 'string') return ` (amf ${body.amf_version})`;
   return typeof body.version === 'string' ? ` (version ${body.version})` : '';
 }
 

@@ -7,7 +7,14 @@ import { loadConfig, type AmfConfig, type ConfigOverrides } from '../config/conf
 import { VERSION } from '../version.js';
 import { runUp } from './upCommand.js';
 import { runWorkerCommand } from './workerCommand.js';
-import { agentsCommand, auditCommand, eventsCommand, publishCommand, sendCommand } from './clientCommands.js';
+import {
+  agentsCommand,
+  auditCommand,
+  eventsCommand,
+  forgetAgentCommand,
+  publishCommand,
+  sendCommand,
+} from './clientCommands.js';
 import { formatDoctorReport, runDoctor } from './doctor.js';
 import { mcpCommand } from './mcpCommand.js';
 import { validateCommand } from './validateCommand.js';
@@ -148,12 +155,20 @@ export function buildProgram(): Command {
       process.exitCode = await eventsCommand(config, opts.subject);
     });
 
-  client(program.command('agents'))
+  const agents = client(program.command('agents'))
     .description('list the agents the coordinator knows')
     .option('--json', 'print JSON')
     .action(async (opts: CommonFlags & { json?: boolean }) => {
       const config = await configFrom(opts);
       process.exitCode = await agentsCommand(config, opts.json === true);
+    });
+  client(agents.command('forget'))
+    .description('forget an offline agent (remove it from the registry)')
+    .argument('<agent-id>', 'the agent id, e.g. spiffe://local/worker/my-echo')
+    .action(async (agentId: string, _opts: CommonFlags, cmd: Command) => {
+      // --coordinator and --api-key may be parsed by `agents` itself: read them from both.
+      const config = await configFrom(cmd.optsWithGlobals<CommonFlags>());
+      process.exitCode = await forgetAgentCommand(config, agentId);
     });
 
   client(program.command('audit'))

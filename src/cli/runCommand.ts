@@ -12,6 +12,7 @@ import { createLogger } from '../log.js';
 import { parsePort, splitTags } from './cliArgs.js';
 import { loadAfmFile } from '../afm/index.js';
 import { createAgentRuntime } from '../afm/runtime/index.js';
+import { resolveModelSettings } from '../llm/modelSettings.js';
 import { runtimeResponder } from '../afm/interfaces/runtimeResponder.js';
 import { runAgent, type RunAgentMeshOptions } from '../apps/afmAgentApp.js';
 import { locateCoordinator, natsUrlFromCoordinator, specialistCredential } from './workerCommand.js';
@@ -32,6 +33,9 @@ export interface RunFlags {
 
 function describeRunning(agent: Awaited<ReturnType<typeof runAgent>>): string {
   const lines = [`AFM agent "${agent.definition.name}" v${agent.definition.version}`];
+  // Which model endpoint answers (never the key): a newcomer's first question when nothing replies.
+  const model = resolveModelSettings(agent.definition.model);
+  lines.push(`  model    ${model.provider} "${model.model}" at ${model.baseUrl}`);
   const { webchat, webhook } = agent.interfaces;
   if (agent.url) {
     if (webchat)

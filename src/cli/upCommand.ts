@@ -90,7 +90,7 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
     if (stopReason === undefined) {
       const lines = [
         `AMF coordinator ${http.url}`,
-        `  UI            ${http.url}/`,
+        `  console       ${http.url}/`,
         `  OpenAI API    ${http.url}/v1  (model amf/<tag>)`,
         `  events (SSE)  ${http.url}/events`,
         `  NATS          ${coordinator.natsUrl}`,

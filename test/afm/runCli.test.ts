@@ -107,6 +107,9 @@ describe('amf run FILE in a running mesh', () => {
   it('prints where it serves: webchat on the worker port, and the mesh worker with its tag', () => {
     expect(seen.out).toContain('AFM agent "math-tutor" v1.0.0');
     expect(seen.out).toContain(`webchat  POST ${agentUrl}/tutor`);
+    // Which model endpoint it uses (the scripted server behind OPENAI_BASE_URL), never the key.
+    expect(seen.out).toContain(`model    openai "gpt-4o-mini" at ${llm.url.replace(/\/$/, '')}`);
+    expect(seen.out).not.toContain('sk-e2e');
   });
 
   it('answers model amf/math-tutor through the coordinator, using its MCP tools', async () => {

@@ -156,6 +156,31 @@ describe('runDoctor', () => {
     expect(check(result.checks, 'coordinator').detail).toContain('version 0.1.0');
   });
 
+  it("accepts the NATS port of a running mesh found through its coordinator's /health (another data dir)", async () => {
+    const natsPort = await listen(createServer());
+    const port = await listen(
+      createHttpServer((req, res) => {
+        if (req.url !== '/health') return void res.writeHead(404).end();
+        const body = { status: 'ok', amf_version: '9.9.9', nats: { url: `nats://127.0.0.1:${natsPort}` } };
+        res.setHeader('content-type', 'application/json').end(JSON.stringify(body));
+      }),
+    );
+    const result = await runDoctor({
+      config: await configWith({ coordinator: { port }, nats: { port: natsPort } }),
+    });
+    expect(check(result.checks, 'nats-port')).toMatchObject({
+      level: 'ok',
+      detail: `port ${natsPort} is used by the running mesh's nats-server (coordinator at http://127.0.0.1:${port})`,
+    });
+    expect(check(result.checks, 'coordinator-port').detail).toContain('(amf 9.9.9)');
+    // Another program on the port (its /health does not name that NATS port) is still a failure.
+    const other = await listen(createServer());
+    const failed = await runDoctor({
+      config: await configWith({ coordinator: { port }, nats: { port: other } }),
+    });
+    expect(check(failed.checks, 'nats-port').level).toBe('fail');
+  });
+
   it('warns when the given coordinator url does not answer', async () => {
     const dead = await closedPort();
     const result = await runDoctor({

@@ -1,0 +1,126 @@
+// Agents: admitted (live, unverified, offline) and denied, with the risk score and reasons of each
+// admission decision, identity and visibility; one agent opened with its card and tools; an offline
+// agent can be forgotten (DELETE /agents/<id>, also `amf agents forget <id>`).
+import { h, fill, badge, clock, agentName, table, empty, errorBox, json, throttle } from './dom.js';
+import { getJson, sendJson } from './api.js';
+
+function risk(decision) {
+  if (!decision || decision.risk_score === null || decision.risk_score === undefined) return '—';
+  return decision.risk_score.toFixed(2);
+}
+
+export const agentsView = {
+  name: 'agents',
+  title: 'Agents',
+  mount(section, { store }) {
+    this.status = h('span', { class: 'muted', role: 'status' });
+    this.list = h('div', { class: 'panel' });
+    this.detail = h('div');
+    this.notice = h('div', { 'aria-live': 'polite' });
+    fill(section, h('h2', { id: 'h-agents' }, 'Agents'), this.notice, this.detail,
+      h('div', { class: 'toolbar' }, h('button', { type: 'button', onclick: () => this.load() }, 'Refresh'), h('span', { class: 'grow' }), this.status),
+      this.list);
+    const again = throttle(() => this.visible && this.load(), 1000);
+    store.subscribe((e) => {
+      if (e && /^amf\.(discovery\.capability|policy\.deny)/.test(e.type)) again();
+    });
+  },
+  show(param) {
+    this.visible = true;
+    this.param = param;
+    void this.load();
+  },
+  hide() {
+    this.visible = false;
+  },
+  async load() {
+    let agents;
+    let decisions;
+    try {
+      [{ agents }, { decisions }] = await Promise.all([getJson('/agents'), getJson('/admissions?limit=200')]);
+    } catch (err) {
+      fill(this.list, errorBox(err));
+      return;
+    }
+    this.decisions = decisions;
+    const latest = new Map();
+    for (const d of decisions) if (d.agent_id && !latest.has(d.agent_id)) latest.set(d.agent_id, d);
+    const known = new Set(agents.map((a) => a.agent_id));
+    const denied = [...latest.values()].filter((d) => d.decision === 'denied' && !known.has(d.agent_id));
+    this.status.textContent = `${agents.length} admitted, ${denied.length} denied`;
+    const rows = [
+      ...agents.map((a) => {
+        const d = latest.get(a.agent_id);
+        const why = a.unverified ? `${a.unverified.reason}: ${a.unverified.message}` : d?.risk_reason ?? '';
+        return h('tr', {},
+          h('td', {}, badge(a.status)),
+          h('td', {}, h('a', { href: `#/agents/${encodeURIComponent(a.agent_id)}` }, agentName(a.agent_id))),
+          h('td', {}, a.capability_tags.map((t) => h('span', { class: 'tag' }, t))),
+          h('td', {}, risk(d)),
+          h('td', { class: 'wrap' }, why),
+          h('td', { class: 'mono wrap hide-sm' }, a.agent_id),
+          h('td', {}, a.visibility ?? 'local'),
+          h('td', {}, clock(a.last_seen)));
+      }),
+      ...denied.map((d) =>
+        h('tr', { class: 'failed' },
+          h('td', {}, badge('denied')),
+          h('td', {}, agentName(d.agent_id)),
+          h('td', {}),
+          h('td', {}, risk(d)),
+          h('td', { class: 'wrap reason' }, `${d.reasons.join(', ')}${d.stage ? ` (${d.stage})` : ''}`),
+          h('td', { class: 'mono wrap hide-sm' }, d.agent_id),
+          h('td', {}, ''),
+          h('td', {}, clock(d.time)))),
+    ];
+    fill(this.list, rows.length ? table(['Status', 'Agent', 'Tags', 'Risk', 'Decision reasons', 'Identity', 'Visibility', 'Last seen'], rows)
+      : empty('No agents yet. Start one: amf worker --name my-echo --tags echo'));
+    await this.renderDetail();
+  },
+  async renderDetail() {
+    const id = this.param;
+    if (!id) return fill(this.detail);
+    let a;
+    try {
+      a = await getJson(`/agents/${encodeURIComponent(id)}`);
+    } catch (err) {
+      return fill(this.detail, errorBox(err));
+    }
+    const mine = (this.decisions ?? []).filter((d) => d.agent_id === id);
+    const forget = a.status === 'offline'
+      ? h('button', { type: 'button', class: 'danger', onclick: () => this.forget(id) }, 'Forget agent')
+      : null;
+    fill(this.detail, h('article', { class: 'card', 'aria-label': `Agent ${id}` },
+      h('div', { class: 'toolbar' }, h('h3', { class: 'flush' }, agentName(id)), badge(a.status), h('span', { class: 'grow' }), forget,
+        h('a', { href: '#/agents' }, 'Close')),
+      h('div', { class: 'split' },
+        h('div', {},
+          h('dl', { class: 'kv' },
+            h('dt', {}, 'Identity'), h('dd', { class: 'mono' }, a.agent_id),
+            h('dt', {}, 'Trust domain'), h('dd', {}, a.trust_domain ?? 'local'),
+            h('dt', {}, 'Visibility'), h('dd', {}, a.visibility ?? 'local'),
+            h('dt', {}, 'Endpoint'), h('dd', { class: 'mono' }, a.endpoint),
+            h('dt', {}, 'MCP'), h('dd', { class: 'mono' }, a.mcp_endpoint ?? '—'),
+            h('dt', {}, 'Protocols'), h('dd', {}, (a.protocols_supported ?? []).join(', ')),
+            h('dt', {}, 'Admitted'), h('dd', {}, clock(a.admitted_at)),
+            h('dt', {}, 'Last seen'), h('dd', {}, clock(a.last_seen)),
+            a.unverified ? [h('dt', {}, 'Unverified'), h('dd', { class: 'reason' }, `${a.unverified.reason}: ${a.unverified.message}`)] : null),
+          h('h3', {}, 'Tools'),
+          a.tools.length ? h('ul', {}, a.tools.map((t) => h('li', {}, h('a', { href: `#/tools/${encodeURIComponent(t.wire_name)}` }, t.wire_name), ' ', h('span', { class: 'muted' }, t.description))))
+            : h('p', { class: 'muted' }, 'No MCP tools.'),
+          h('h3', {}, 'Admission decisions'),
+          mine.length ? table(['Time', 'Decision', 'Risk', 'Reason'], mine.map((d) => h('tr', {}, h('td', {}, clock(d.time)), h('td', {}, badge(d.decision)), h('td', {}, risk(d)),
+            h('td', { class: 'wrap' }, d.reasons.length ? d.reasons.join(', ') : d.risk_reason ?? ''))))
+            : h('p', { class: 'muted' }, 'No decision in the kept history.')),
+        h('div', {}, h('h3', {}, 'Agent card'), a.card ? json(a.card) : h('p', { class: 'muted' }, 'No verified card.')))));
+  },
+  async forget(id) {
+    try {
+      await sendJson('DELETE', `/agents/${encodeURIComponent(id)}`);
+      fill(this.notice, h('div', { class: 'notice', role: 'status' }, `Forgot ${id}.`));
+      location.hash = '#/agents';
+    } catch (err) {
+      fill(this.notice, errorBox(err));
+    }
+  },
+};

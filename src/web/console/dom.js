@@ -1,0 +1,92 @@
+// DOM helpers: elements are built with textContent only (never HTML strings), so nothing a remote
+// agent says can become markup in the operator's page.
+
+/** Creates an element: h('td', { class: 'x', onclick: fn }, 'text', child, ...). */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs ?? {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith('on') && typeof value === 'function') el.addEventListener(key.slice(2), value);
+    else if (key === 'class') el.className = value;
+    else if (key === 'text') el.textContent = value;
+    else el.setAttribute(key, value === true ? '' : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+/** Replaces the children of `el`. */
+export function fill(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+/** A status badge whose colour follows the value (s-<value> classes in console.css). */
+export function badge(value, label) {
+  return h('span', { class: `badge s-${String(value).replace(/[^a-z-]/gi, '')}` }, label ?? value);
+}
+
+/** hh:mm:ss of an ISO time (local clock); the full time in the title. */
+export function clock(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  return h('time', { datetime: d.toISOString(), title: d.toLocaleString() }, d.toLocaleTimeString([], { hour12: false }));
+}
+
+/** A short form of a long id, the full one in the title. */
+export function shortId(id, keep = 8) {
+  if (!id) return '';
+  const s = String(id);
+  return h('span', { class: 'mono', title: s }, s.length > keep + 1 ? `${s.slice(0, keep)}…` : s);
+}
+
+/** The last path segment of an agent id (spiffe://local/worker/demo-echo → demo-echo). */
+export function agentName(id) {
+  if (!id) return '';
+  const s = String(id);
+  return s.slice(s.lastIndexOf('/') + 1) || s;
+}
+
+export function table(headers, rows, caption) {
+  return h(
+    'table',
+    {},
+    caption ? h('caption', { class: 'muted' }, caption) : null,
+    h('thead', {}, h('tr', {}, headers.map((x) => h('th', { scope: 'col' }, x)))),
+    h('tbody', {}, rows),
+  );
+}
+
+export function empty(text) {
+  return h('div', { class: 'empty' }, text);
+}
+
+export function errorBox(err) {
+  return h('div', { class: 'notice bad', role: 'alert' }, String(err && err.message ? err.message : err));
+}
+
+/** Pretty JSON in a <pre>. */
+export function json(value) {
+  return h('pre', { class: 'json' }, JSON.stringify(value, null, 2));
+}
+
+/** Calls fn at most once per `ms` (trailing), for re-rendering on bursts of live events. */
+export function throttle(fn, ms) {
+  let timer;
+  return () => {
+    if (timer) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      fn();
+    }, ms);
+  };
+}

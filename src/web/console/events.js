@@ -1,0 +1,101 @@
+// Events: the history replayed from JetStream on load, then the live stream; heartbeats are hidden
+// unless asked for; a row opens the full CloudEvent. Failed results are red, not green.
+import { h, fill, badge, clock, agentName, table, empty, json, throttle } from './dom.js';
+
+const HEARTBEAT = 'amf.discovery.agent.heartbeat';
+const SHOWN = 500;
+
+/** One line a person can read instead of the raw payload. */
+export function summarize(e) {
+  const p = e.data?.payload ?? e.data ?? {};
+  switch (e.type) {
+    case 'amf.task.announce': return `${p.required_capability}: ${String(p.task ?? '').slice(0, 100)}`;
+    case 'amf.task.claim': return `claimed by ${agentName(p.agent_id)}`;
+    case 'amf.task.progress': return `${agentName(p.agent_id)} ${p.percent ?? ''}${p.percent !== undefined ? '%' : ''} ${p.message ?? ''}`;
+    case 'amf.task.delegate': return `${agentName(p.agent_id)} delegated to ${p.required_capability}`;
+    case 'amf.result.partial': return `chunk ${p.seq}: ${String(p.delta ?? '').slice(0, 80)}`;
+    case 'amf.result.final': return p.status === 'failed' ? `failed: ${p.error?.code} ${p.error?.message ?? ''}` : `completed: ${String(p.result?.text ?? '').slice(0, 100)}`;
+    case 'amf.discovery.capability.advertise': return `${agentName(p.agent_id)} ${p.change ?? ''} [${(p.capability_tags ?? []).join(', ')}]`;
+    case HEARTBEAT: return `${agentName(p.agent_id)} alive`;
+    default: return p.message ?? p.reason ?? '';
+  }
+}
+
+function tone(e) {
+  const p = e.data?.payload ?? {};
+  if (e.type === 'amf.policy.deny' || (e.type === 'amf.result.final' && p.status === 'failed') || e.type === 'amf.task.cancel') return 'failed';
+  if (e.type === 'amf.result.final') return 'completed';
+  if (e.type === 'amf.policy.warning') return 'unverified';
+  return 'info';
+}
+
+export const eventsView = {
+  name: 'events',
+  title: 'Events',
+  mount(section, { store }) {
+    this.store = store;
+    this.heartbeats = h('input', { type: 'checkbox', id: 'show-heartbeats' });
+    this.filter = h('input', { type: 'search', placeholder: 'type or text, e.g. amf.task', 'aria-label': 'Filter events', size: 26 });
+    this.pause = h('button', { type: 'button', 'aria-pressed': 'false', onclick: () => this.togglePause() }, 'Pause');
+    this.count = h('span', { class: 'muted', role: 'status' });
+    this.list = h('div', { class: 'panel' });
+    this.open = new Set();
+    for (const el of [this.heartbeats, this.filter]) el.addEventListener('input', () => this.render());
+    fill(section, h('h2', { id: 'h-events' }, 'Events'),
+      h('div', { class: 'toolbar' }, this.filter, h('label', { for: 'show-heartbeats' }, this.heartbeats, ' show heartbeats'), this.pause,
+        h('span', { class: 'grow' }), this.count),
+      this.list);
+    const again = throttle(() => this.visible && !this.paused && this.render(), 250);
+    store.subscribe((e) => {
+      if (!e || e.type !== HEARTBEAT || this.heartbeats.checked) again();
+      else this.count.textContent = this.countText();
+    });
+  },
+  show() {
+    this.visible = true;
+    this.render();
+  },
+  hide() {
+    this.visible = false;
+  },
+  togglePause() {
+    this.paused = !this.paused;
+    this.pause.textContent = this.paused ? 'Resume' : 'Pause';
+    this.pause.setAttribute('aria-pressed', String(this.paused));
+    if (!this.paused) this.render();
+  },
+  countText() {
+    const all = this.store.events;
+    const hidden = all.filter((e) => e.type === HEARTBEAT).length;
+    return `${this.shownCount ?? 0} shown of ${all.length} events${this.heartbeats.checked ? '' : ` (${hidden} heartbeats hidden)`} · history ${this.store.historyState}`;
+  },
+  render() {
+    // A re-render replaces the rows: the row that had keyboard focus gets it back.
+    const focused = document.activeElement?.dataset?.eventId;
+    const q = this.filter.value.trim().toLowerCase();
+    const all = this.store.events;
+    const shown = all
+      .filter((e) => this.heartbeats.checked || e.type !== HEARTBEAT)
+      .filter((e) => !q || e.type.includes(q) || summarize(e).toLowerCase().includes(q) || (e.amftaskid ?? '').includes(q))
+      .slice(-SHOWN)
+      .reverse();
+    this.shownCount = shown.length;
+    this.count.textContent = this.countText();
+    if (shown.length === 0) return fill(this.list, empty(this.store.historyState === 'loading' ? 'Loading history…' : 'Waiting for events…'));
+    const rows = shown.flatMap((e) => {
+      const toggle = () => {
+        if (this.open.has(e.id)) this.open.delete(e.id);
+        else this.open.add(e.id);
+        this.render();
+      };
+      const row = h('tr', { class: `ev-row ${tone(e) === 'failed' ? 'failed' : ''}`, tabindex: '0', 'data-event-id': e.id, 'aria-expanded': String(this.open.has(e.id)),
+        onclick: toggle, onkeydown: (k) => (k.key === 'Enter' || k.key === ' ') && (k.preventDefault(), toggle()) },
+        h('td', {}, clock(e.time)), h('td', {}, badge(tone(e), e.type.replace(/^amf\./, ''))),
+        h('td', {}, e.amftaskid ? h('a', { href: `#/tasks/${encodeURIComponent(e.amftaskid)}`, onclick: (c) => c.stopPropagation() }, e.amftaskid.slice(0, 8)) : ''),
+        h('td', { class: 'wrap' }, summarize(e)));
+      return this.open.has(e.id) ? [row, h('tr', {}, h('td', { colspan: '4' }, json(e)))] : [row];
+    });
+    fill(this.list, table(['Time', 'Type', 'Task', 'Summary'], rows));
+    if (focused) this.list.querySelector(`tr[data-event-id="${CSS.escape(focused)}"]`)?.focus();
+  },
+};

@@ -1,0 +1,284 @@
+/**
+ * The console in real Chromium against a real mesh (coordinator with its nats-server, real workers,
+ * an API key): every view is driven as a person would and checked for what it shows.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
+import { echoHandler } from '../../src/worker/handlers/echo.js';
+import { HandlerError, type WorkerHandler } from '../../src/worker/handlerApi.js';
+import { VERSION } from '../../src/version.js';
+import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
+import { openBrowser, type Browser } from './browser.js';
+
+const KEY = 'console-test-key';
+const WAIT = { timeout: 20_000 };
+/** Visible controls of the view with no accessible name (no label, aria-label or text); run in the page. */
+const UNNAMED_CONTROLS = `[...document.querySelectorAll('main :is(button, input, select, textarea, a)')]
+  .filter((el) => el.offsetParent !== null)
+  .filter((el) => !(el.labels && el.labels.length) && !el.getAttribute('aria-label') && !el.textContent.trim())
+  .map((el) => el.outerHTML.slice(0, 80))`;
+
+const planner: WorkerHandler = {
+  name: 'planner',
+  description: 'plans, then has the echo agent say the plan',
+  handle: async (ctx) => {
+    ctx.progress('drafting the plan', 50);
+    return `plan: ${await ctx.delegate('echo', `step one of ${ctx.text}`, { timeoutMs: 10_000 })}`;
+  },
+};
+
+const broken: WorkerHandler = {
+  name: 'broken',
+  description: 'fails every task',
+  handle: () => {
+    throw new HandlerError('bad_input', 'the input is not a plan');
+  },
+};
+
+async function chat(mesh: TestMesh, tag: string, text: string): Promise<number> {
+  const res = await fetch(`${mesh.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+    body: JSON.stringify({ model: `amf/${tag}`, messages: [{ role: 'user', content: text }] }),
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+/** Text of the visible view's rows, one string per row. */
+async function rows(page: Page, view: string, panel = ''): Promise<string[]> {
+  return page.locator(`#view-${view} ${panel} tbody tr`).allInnerTexts();
+}
+
+describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
+  let mesh: TestMesh;
+  let browser: Browser;
+  let page: Page;
+  let spare: RunningWorker;
+  let foreign: RunningWorker | undefined;
+
+  beforeAll(async () => {
+    mesh = await startTestMesh({ config: { coordinator: { apiKey: KEY } } });
+    await mesh.startWorker('echoer', ['echo'], echoHandler, { concurrency: 4 });
+    await mesh.startWorker('planner', ['plan'], planner);
+    await mesh.startWorker('breaker', ['broken'], broken);
+    spare = await mesh.startWorker('spare', ['spare'], echoHandler);
+    // An agent of another trust domain: policy denies it (foreign_trust_domain).
+    foreign = await startWorker({
+      name: 'stranger',
+      tags: ['strange'],
+      handler: echoHandler,
+      natsUrl: mesh.coordinator.natsUrl,
+      credential: mesh.coordinator.credentials.specialist,
+      trustDomain: 'other.example',
+      port: 0,
+      heartbeatSeconds: 1,
+    });
+    await mesh.waitForEvent(
+      (e) => e.subject === 'amf.policy.deny' && JSON.stringify(e.event.data).includes('foreign_trust_domain'),
+      15_000,
+      'the foreign agent denied',
+    );
+    // Tasks before the page opens: the console must replay them from JetStream.
+    expect(await chat(mesh, 'echo', 'hello from history')).toBe(200);
+    expect(await chat(mesh, 'plan', 'the launch')).toBe(200);
+    expect(await chat(mesh, 'broken', 'anything')).not.toBe(200);
+    browser = await openBrowser();
+    page = browser.page;
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await foreign?.close(1000);
+    await mesh?.close();
+  });
+
+  it('shows the real version and asks for the API key the coordinator requires', async () => {
+    await page.goto(`${mesh.url}/#/tasks`);
+    await expect.poll(() => page.locator('#version').innerText(), WAIT).toBe(`amf ${VERSION}`);
+    expect(await page.content()).not.toContain('vaf-mcp');
+    await page.locator('#live-text').filter({ hasText: 'API key' }).waitFor(WAIT);
+    await page.getByLabel('API key').fill(KEY);
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page
+      .locator('#live-text')
+      .filter({ hasText: /^live$/ })
+      .waitFor(WAIT);
+  });
+
+  it('Tasks: replays history, shows failures in red with their reason, filters, opens a task from a link', async () => {
+    await page.locator('#view-tasks tbody tr').nth(3).waitFor(WAIT);
+    const all = await rows(page, 'tasks');
+    expect(all.some((r) => r.includes('completed') && r.includes('hello from history'))).toBe(true);
+    const failed = page.locator('#view-tasks tr.failed');
+    await expect.poll(() => failed.count()).toBe(1);
+    expect(await failed.innerText()).toMatch(/failed[\s\S]*broken[\s\S]*bad_input: the input is not a plan/);
+    const color = (selector: string) =>
+      page.evaluate(`getComputedStyle(document.querySelector(${JSON.stringify(selector)})).color`);
+    expect(await color('#view-tasks tr.failed .reason')).not.toBe(
+      await color('#view-tasks .badge.s-completed'),
+    );
+
+    await page.getByLabel('Filter by state').selectOption('failed');
+    expect(await rows(page, 'tasks')).toHaveLength(1);
+    await page.getByLabel('Filter by state').selectOption('');
+    await page.getByLabel('Filter by tag').selectOption('plan');
+    expect(await rows(page, 'tasks')).toHaveLength(1);
+    await page.getByLabel('Filter by tag').selectOption('');
+    await page.getByLabel('Filter by agent').selectOption('echoer');
+    const byEcho = await rows(page, 'tasks');
+    expect(byEcho.length).toBe(2); // the direct echo task and the planner's delegated one
+    await page.getByLabel('Filter by agent').selectOption('');
+
+    // A task opened from a link: the planner's task, with its progress and delegation tree.
+    const planTask = mesh.events.find(
+      (e) => e.event.type === 'amf.task.announce' && e.subject.endsWith('.plan'),
+    );
+    const planId = planTask!.event.amftaskid!;
+    await page.goto(`${mesh.url}/#/tasks/${planId}`);
+    const detail = page.getByRole('article', { name: `Task ${planId}` });
+    await detail.waitFor(WAIT);
+    const timeline = await detail.locator('ol.timeline li').allInnerTexts();
+    expect(timeline.join('\n')).toMatch(
+      /announced for plan[\s\S]*claimed by planner[\s\S]*progress 50%: drafting the plan/,
+    );
+    expect(timeline.join('\n')).toMatch(/delegated to echo[\s\S]*completed by planner/);
+    const tree = detail.getByRole('list', { name: 'Delegation tree' });
+    expect(await tree.locator('li').count()).toBe(2);
+    expect(await tree.innerText()).toMatch(/completed plan[\s\S]*completed echo/);
+  });
+
+  it('Tasks and Events: a task sent while the page is open appears live', async () => {
+    await page.goto(`${mesh.url}/#/tasks`);
+    await page.locator('#view-tasks tbody tr').nth(3).waitFor(WAIT);
+    expect(await chat(mesh, 'echo', 'live one')).toBe(200);
+    await page.locator('#view-tasks tbody tr', { hasText: 'live one' }).waitFor(WAIT);
+  });
+
+  it('Agents: admitted with risk score, denied with reasons, card and tools, forgetting an offline agent', async () => {
+    await page.goto(`${mesh.url}/#/agents`);
+    const echoer = page.locator('#view-agents tbody tr', { hasText: 'spiffe://local/worker/echoer' });
+    await echoer.waitFor(WAIT);
+    expect(await echoer.innerText()).toMatch(/live[\s\S]*echoer[\s\S]*echo[\s\S]*0\.00[\s\S]*local/);
+    const denied = page.locator('#view-agents tbody tr.failed', { hasText: 'stranger' });
+    await denied.waitFor(WAIT);
+    expect(await denied.innerText()).toMatch(/denied[\s\S]*foreign_trust_domain/);
+
+    await page.getByRole('link', { name: 'echoer', exact: true }).click();
+    const card = page.getByRole('article', { name: 'Agent spiffe://local/worker/echoer' });
+    await card.waitFor(WAIT);
+    expect(await card.innerText()).toMatch(/Identity\s+spiffe:\/\/local\/worker\/echoer/);
+    expect(await card.getByRole('link', { name: 'echoer__echo' }).count()).toBe(1);
+    expect(await card.locator('pre.json').innerText()).toContain('"name": "echoer"');
+    expect(await card.getByRole('button', { name: 'Forget agent' }).count()).toBe(0);
+
+    await spare.close(1000);
+    await mesh.waitFor(
+      () => mesh.coordinator.registry.get('spiffe://local/worker/spare')?.status === 'offline',
+    );
+    await page.goto(`${mesh.url}/#/agents/${encodeURIComponent('spiffe://local/worker/spare')}`);
+    const offline = page.getByRole('article', { name: 'Agent spiffe://local/worker/spare' });
+    await offline.locator('.badge.s-offline').waitFor(WAIT);
+    await offline.getByRole('button', { name: 'Forget agent' }).click();
+    await page.getByRole('status').filter({ hasText: 'Forgot spiffe://local/worker/spare' }).waitFor(WAIT);
+    await expect
+      .poll(() => rows(page, 'agents').then((r) => r.some((x) => x.includes('worker/spare'))), WAIT)
+      .toBe(false);
+    expect(mesh.coordinator.registry.get('spiffe://local/worker/spare')).toBeUndefined();
+  });
+
+  it('Tools: the federated catalog and a playground form built from the input schema, called through /mcp', async () => {
+    await page.goto(`${mesh.url}/#/tools/echoer__echo`);
+    const catalog = await page.locator('#view-tools tbody tr').allInnerTexts();
+    expect(catalog.some((r) => r.includes('echoer__echo') && r.includes('echoer'))).toBe(true);
+    await page.getByLabel('text *').fill('through the playground');
+    await page.getByRole('button', { name: 'Call echoer__echo' }).click();
+    await expect.poll(() => page.getByLabel('Tool result').innerText(), WAIT).toBe('through the playground');
+  });
+
+  it('Policy and audit: admission decisions and MCP calls, searchable', async () => {
+    await page.goto(`${mesh.url}/#/policy`);
+    const mcpRow = page
+      .getByRole('region', { name: 'MCP calls' })
+      .locator('tbody tr', { hasText: 'echoer/echo' });
+    await mcpRow.waitFor(WAIT);
+    expect(await mcpRow.innerText()).toMatch(/allow[\s\S]*ok/);
+    const admissions = page.getByRole('region', { name: 'Admission decisions' });
+    const admitted = admissions.locator('tbody tr', { hasText: 'planner' });
+    expect(await admitted.innerText()).toMatch(/admitted[\s\S]*0\.00/);
+    await page.getByLabel('Search decisions').fill('foreign_trust');
+    await expect.poll(() => page.locator('#view-policy tbody tr', { hasText: 'echoer' }).count()).toBe(0);
+    expect(await admissions.locator('tbody tr').allInnerTexts()).toEqual([
+      expect.stringMatching(/denied[\s\S]*stranger[\s\S]*foreign_trust_domain/),
+    ]);
+  });
+
+  it('Chat: multi-turn and streamed with an amf/<tag> model', async () => {
+    await page.goto(`${mesh.url}/#/chat`);
+    await expect
+      .poll(() => page.getByLabel('Model').locator('option').allInnerTexts(), WAIT)
+      .toContain('amf/echo');
+    await page.getByLabel('Model').selectOption('amf/echo');
+    const box = page.getByRole('textbox', { name: 'Message' });
+    await box.fill('first turn');
+    await box.press('Enter');
+    await page.locator('.msg.assistant', { hasText: 'first turn' }).waitFor(WAIT);
+    await box.fill('second turn');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.locator('.msg.assistant', { hasText: 'second turn' }).waitFor(WAIT);
+    expect(await page.locator('.msg').allInnerTexts()).toEqual([
+      'first turn',
+      'first turn',
+      'second turn',
+      'second turn',
+    ]);
+    // The second request carried the whole conversation (the echo worker saw three messages).
+    const announce = mesh.events.filter((e) => e.event.type === 'amf.task.announce').at(-1)!;
+    expect((announce.event.data.payload as { messages: unknown[] }).messages).toHaveLength(3);
+  });
+
+  it('Events: history then live, heartbeats hidden unless asked, a row opens the CloudEvent by keyboard', async () => {
+    await page.goto(`${mesh.url}/#/events`);
+    const row = page.locator('#view-events tr.ev-row', { hasText: 'hello from history' }).first();
+    await row.waitFor(WAIT);
+    expect(
+      await page.locator('#view-events tr.ev-row', { hasText: 'discovery.agent.heartbeat' }).count(),
+    ).toBe(0);
+    await page.getByLabel('show heartbeats').check();
+    await page
+      .locator('#view-events tr.ev-row', { hasText: 'discovery.agent.heartbeat' })
+      .first()
+      .waitFor(WAIT);
+    await page.getByLabel('show heartbeats').uncheck();
+    const failedFinal = page.locator('#view-events tr.ev-row.failed', { hasText: 'bad_input' });
+    expect(await failedFinal.count()).toBeGreaterThan(0);
+    await row.focus();
+    await page.keyboard.press('Enter');
+    await page.locator('#view-events pre.json', { hasText: '"specversion": "1.0"' }).waitFor(WAIT);
+  });
+
+  it('is keyboard usable with accessible names, and fits a phone screen', async () => {
+    await page.goto('about:blank');
+    await page.goto(`${mesh.url}/#/tasks`);
+    await page.locator('#view-tasks tbody tr').first().waitFor(WAIT);
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement.textContent')).toBe('Skip to content');
+    await page.getByRole('link', { name: 'Agents' }).focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.evaluate('location.hash')).toBe('#/agents');
+    expect(await page.getByRole('link', { name: 'Agents' }).getAttribute('aria-current')).toBe('page');
+    for (const view of ['tasks', 'agents', 'policy', 'tools', 'chat', 'events']) {
+      await page.goto(`${mesh.url}/#/${view}`);
+      await page.locator(`#view-${view} h2`).waitFor(WAIT);
+      const unnamed = await page.evaluate(UNNAMED_CONTROLS);
+      expect(unnamed, view).toEqual([]);
+    }
+    await page.setViewportSize({ width: 390, height: 800 });
+    await page.goto(`${mesh.url}/#/tasks`);
+    await page.locator('#view-tasks tbody tr').first().waitFor(WAIT);
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    await page.setViewportSize({ width: 1280, height: 800 });
+    expect(browser.errors.filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
+  });
+});
