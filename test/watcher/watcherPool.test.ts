@@ -52,6 +52,25 @@ describe('fresh thread per advertisement', () => {
     await expect.poll(() => w.running).toBe(0);
   });
 
+  it('keeps threads started on standby, each handed exactly one advertisement', async () => {
+    const w = watcher({ standby: 2, maxConcurrent: 4 });
+    await expect.poll(() => w.standby).toBe(2);
+    const first = await w.judge(makeAd({ id: 'spiffe://local/worker/s1' }));
+    const second = await w.judge(makeAd({ id: 'spiffe://local/worker/s2' }));
+    expect(first.watcher_id).not.toBe(second.watcher_id);
+    // A used thread is terminated, never put back: the standby is refilled with new threads.
+    await expect.poll(() => w.standby).toBe(2);
+    expect(w.running).toBe(0);
+  });
+
+  it('with standby 0, no thread is started before an advertisement arrives', async () => {
+    const w = watcher({ standby: 0 });
+    expect(w.standby).toBe(0);
+    const s = await w.judge(makeAd());
+    expect(s.scorer).toBe('rules');
+    expect(w.standby).toBe(0);
+  });
+
   it('a thread reporting a second judgement is refused', async () => {
     const err = await rejection(fixtureWatcher().judge(makeAd({ fixture: 'reused' })));
     expect(err.code).toBe('WATCHER_CRASHED');
