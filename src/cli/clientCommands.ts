@@ -5,6 +5,7 @@
 import type { AmfConfig } from '../config/config.js';
 import { createEvent } from '../events/cloudEvent.js';
 import { AMF_EVENT_TYPES, isAmfEventType } from '../events/eventTypes.js';
+import { plainGet } from './plainGet.js';
 
 function headers(config: AmfConfig, extra: Record<string, string> = {}): Record<string, string> {
   return config.coordinator.apiKey
@@ -17,13 +18,16 @@ function endpoint(config: AmfConfig, path: string): URL {
 }
 
 async function failure(res: Response): Promise<string> {
-  const text = await res.text();
+  return failureText(res.status, await res.text());
+}
+
+function failureText(status: number, text: string): string {
   try {
     const body = JSON.parse(text) as { error?: { message?: string; reasons?: string[] } };
     const reasons = body.error?.reasons ? `\n  - ${body.error.reasons.join('\n  - ')}` : '';
-    return `HTTP ${res.status}: ${body.error?.message ?? text}${reasons}`;
+    return `HTTP ${status}: ${body.error?.message ?? text}${reasons}`;
   } catch {
-    return `HTTP ${res.status}: ${text.slice(0, 500)}`;
+    return `HTTP ${status}: ${text.slice(0, 500)}`;
   }
 }
 
@@ -103,12 +107,12 @@ export async function eventsCommand(config: AmfConfig, subject: string): Promise
 
 /** `amf agents`: a table (or JSON) of the registry. */
 export async function agentsCommand(config: AmfConfig, json: boolean): Promise<number> {
-  const res = await fetch(endpoint(config, '/agents'), { headers: headers(config) });
+  const res = await plainGet(endpoint(config, '/agents'), headers(config));
   if (!res.ok) {
-    process.stderr.write(`amf agents: ${await failure(res)}\n`);
+    process.stderr.write(`amf agents: ${failureText(res.status, res.text)}\n`);
     return 1;
   }
-  const body = (await res.json()) as {
+  const body = JSON.parse(res.text) as {
     agents: Array<{ agent_id: string; status: string; capability_tags: string[]; endpoint: string }>;
   };
   if (json) {
@@ -130,12 +134,12 @@ export async function agentsCommand(config: AmfConfig, json: boolean): Promise<n
 export async function auditCommand(config: AmfConfig, limit: number, json: boolean): Promise<number> {
   const url = endpoint(config, '/audit');
   url.searchParams.set('limit', String(limit));
-  const res = await fetch(url, { headers: headers(config) });
+  const res = await plainGet(url, headers(config));
   if (!res.ok) {
-    process.stderr.write(`amf audit: ${await failure(res)}\n`);
+    process.stderr.write(`amf audit: ${failureText(res.status, res.text)}\n`);
     return 1;
   }
-  const body = (await res.json()) as {
+  const body = JSON.parse(res.text) as {
     records: Array<{
       time: string;
       caller: string;
