@@ -93,6 +93,8 @@ export function defaultThreadUrl(): URL {
 
 interface Job {
   ad: RawAdvertisement;
+  /** performance.now() when judge() queued it. */
+  queuedAt: number;
   resolve(summary: WatcherSummary): void;
   reject(err: WatcherError): void;
 }
@@ -232,7 +234,7 @@ export class DmzWatcher {
         );
         return;
       }
-      this.waiting.push({ ad, resolve, reject });
+      this.waiting.push({ ad, resolve, reject, queuedAt: performance.now() });
       this.pump(true);
     });
   }
@@ -256,6 +258,7 @@ export class DmzWatcher {
    */
   private pump(refill: boolean): void {
     if (this.closed) return;
+    this.dropStale();
     while (this.waiting.length > 0 && this.standbyThreads.length > 0)
       this.assign(this.standbyThreads.shift()!, this.waiting.shift()!);
     while (
@@ -267,6 +270,24 @@ export class DmzWatcher {
       const job = this.waiting.shift();
       if (job) this.assign(worker, job);
       else this.standbyThreads.push(worker);
+    }
+  }
+
+  /**
+   * Rejects (WATCHER_TIMEOUT) queued advertisements that have waited the time limit already: by
+   * then the admission pipeline has given up on them, and judging them anyway would only delay the
+   * fresh ones behind them (under overload the queue would never catch up).
+   */
+  private dropStale(): void {
+    const now = performance.now();
+    while (this.waiting.length > 0 && now - this.waiting[0]!.queuedAt >= this.timeoutMs) {
+      const job = this.waiting.shift()!;
+      job.reject(
+        new WatcherError(
+          'WATCHER_TIMEOUT',
+          `advertisement waited ${Math.round(now - job.queuedAt)} ms for a watcher thread (limit ${this.timeoutMs} ms); not judged`,
+        ),
+      );
     }
   }
 
@@ -307,12 +328,14 @@ export class DmzWatcher {
     worker.on('error', onIdleFailure);
     const exited = new Promise<void>((resolveExit) => {
       worker.once('exit', () => {
+        const diedIdle = this.standbyThreads.includes(worker);
         onIdleFailure();
         this.live.delete(worker);
         this.exits.delete(exited);
         resolveExit();
         // The slot is free only once the thread is really gone, so `maxConcurrent` bounds live threads.
-        this.pump(true);
+        // Waiting work still gets threads; the standby is refilled only after a thread that was used.
+        this.pump(!diedIdle);
       });
     });
     this.exits.add(exited);

@@ -158,6 +158,18 @@ describe('limits', () => {
     expect(w.queued).toBe(0);
   });
 
+  it('an advertisement that waited the time limit for a thread is not judged (WATCHER_TIMEOUT)', async () => {
+    const w = fixtureWatcher({ maxConcurrent: 1, standby: 0, timeoutMs: 300 });
+    const stuck = rejection(w.judge(makeAd({ fixture: 'loop' })));
+    const behind = rejection(w.judge(makeAd()));
+    expect((await stuck).code).toBe('WATCHER_TIMEOUT');
+    const err = await behind;
+    expect(err.code).toBe('WATCHER_TIMEOUT');
+    expect(err.message).toMatch(/waited \d+ ms for a watcher thread/);
+    // A fresh advertisement is judged again.
+    expect((await w.judge(makeAd({ fixture: 'slow', delay: '10' }))).summary).toBe('fixture');
+  });
+
   it.each([
     ['approve', /may not approve/],
     ['other-ad', /another advertisement/],
