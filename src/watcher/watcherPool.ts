@@ -72,6 +72,11 @@ export interface DmzWatcherOptions {
    * starting) to its answer, after which the thread is terminated (default 5000 ms). */
   timeoutMs?: number;
   /**
+   * How long an advertisement may wait in the queue for a thread; past it, it is rejected with
+   * WATCHER_TIMEOUT instead of judged late (default: `timeoutMs`).
+   */
+  maxWaitMs?: number;
+  /**
    * The LLM settings handed to each thread (see `pickLlmEnv`). The thread's process.env is empty,
    * so without this the rules decide alone.
    */
@@ -166,6 +171,7 @@ export class DmzWatcher {
   private readonly standbyTarget: number;
   private readonly maxQueue: number;
   private readonly timeoutMs: number;
+  private readonly maxWaitMs: number;
   private readonly llmEnv: Record<string, string>;
   private readonly limits: ResourceLimits;
   private readonly threadUrl: URL;
@@ -183,6 +189,7 @@ export class DmzWatcher {
     this.standbyTarget = Math.min(this.maxConcurrent, Math.max(0, opts.standby ?? 2));
     this.maxQueue = Math.max(0, opts.maxQueue ?? 256);
     this.timeoutMs = Math.max(1, opts.timeoutMs ?? 5000);
+    this.maxWaitMs = Math.max(1, opts.maxWaitMs ?? this.timeoutMs);
     this.llmEnv = { ...(opts.llmEnv ?? {}) };
     this.limits = { ...(opts.resourceLimits ?? DEFAULT_THREAD_LIMITS) };
     this.threadUrl = opts.threadUrl ?? defaultThreadUrl();
@@ -274,18 +281,18 @@ export class DmzWatcher {
   }
 
   /**
-   * Rejects (WATCHER_TIMEOUT) queued advertisements that have waited the time limit already: by
+   * Rejects (WATCHER_TIMEOUT) queued advertisements that have waited `maxWaitMs` already: by
    * then the admission pipeline has given up on them, and judging them anyway would only delay the
    * fresh ones behind them (under overload the queue would never catch up).
    */
   private dropStale(): void {
     const now = performance.now();
-    while (this.waiting.length > 0 && now - this.waiting[0]!.queuedAt >= this.timeoutMs) {
+    while (this.waiting.length > 0 && now - this.waiting[0]!.queuedAt >= this.maxWaitMs) {
       const job = this.waiting.shift()!;
       job.reject(
         new WatcherError(
           'WATCHER_TIMEOUT',
-          `advertisement waited ${Math.round(now - job.queuedAt)} ms for a watcher thread (limit ${this.timeoutMs} ms); not judged`,
+          `advertisement waited ${Math.round(now - job.queuedAt)} ms for a watcher thread (limit ${this.maxWaitMs} ms); not judged`,
         ),
       );
     }

@@ -158,10 +158,11 @@ describe('limits', () => {
     expect(w.queued).toBe(0);
   });
 
-  it('an advertisement that waited the time limit for a thread is not judged (WATCHER_TIMEOUT)', async () => {
-    const w = fixtureWatcher({ maxConcurrent: 1, standby: 0, timeoutMs: 300 });
+  it('an advertisement that waited too long for a thread is not judged (WATCHER_TIMEOUT)', async () => {
+    // The one slot stays busy for 300 ms: the advertisement behind it waits longer than 100 ms.
+    const w = fixtureWatcher({ maxConcurrent: 1, standby: 0, timeoutMs: 300, maxWaitMs: 100 });
     const stuck = rejection(w.judge(makeAd({ fixture: 'loop' })));
-    const behind = rejection(w.judge(makeAd()));
+    const behind = rejection(w.judge(makeAd({ fixture: 'slow', delay: '10' })));
     expect((await stuck).code).toBe('WATCHER_TIMEOUT');
     const err = await behind;
     expect(err.code).toBe('WATCHER_TIMEOUT');
