@@ -140,9 +140,10 @@ the AFM runtime): 1.1–1.3 s of CPU for \`--version\`. Now \`bin/amf.js\` answe
 \`dist/version.js\` alone, and \`src/cli/main.ts\` imports a command's module inside its action. What
 is left in \`amf agents\` is Node's own start-up (the floor row), commander, the configuration
 (yaml, and ajv compiling the configuration schema: the largest single item, about a third of the
-command's CPU; its code optimiser is off, as the validator runs a few times per process) and the
-fetch of \`/agents\` (undici is loaded on first use). A precompiled (standalone) ajv validator would
-remove most of the schema cost.
+command's CPU; its code optimiser is off, as the validator runs a few times per process) and the GET of \`/agents\`, now one plain
+node:http request: with the global fetch, loading undici and its pooled keep-alive socket (which
+kept the process alive) made the command about a second slower. A precompiled (standalone) ajv
+validator would remove most of the schema cost.
 `,
   );
   log(`bench/startup.js: wrote ${OUT}`);
