@@ -8,8 +8,13 @@
  * generator costs the same on both paths. Every answer is checked to be a completed task carrying
  * the text.
  *
+ * Each round measures every path, in an order rotated every round; the report gives medians over
+ * rounds, the CPU time per message of every process (load generator, coordinator, worker,
+ * nats-server), the RSS of every process after each round, the load average, and every setting of
+ * the bench mesh that differs from the defaults.
+ *
  * Environment: BENCH_A2A_CONCURRENCY (default "1,32"), BENCH_SECONDS (5), BENCH_WARMUP_SECONDS (1),
- * BENCH_ROUNDS (1; medians over interleaved rounds), BENCH_A2A_OUT (default docs/benchmarks-a2a.md;
+ * BENCH_ROUNDS (3; medians over rotated rounds), BENCH_A2A_OUT (default docs/benchmarks-a2a.md;
  * "-" writes none), BENCH_SEPARATE_WORKER (default 1).
  */
 import { randomUUID } from 'node:crypto';
@@ -18,6 +23,17 @@ import http from 'node:http';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { formatMs, formatRate, medianRow, runLoad } from './lib/load.js';
+import {
+  cpuNow,
+  cpuPerCall,
+  fmt,
+  loadPhrase,
+  medianPerProcess,
+  meshProcesses,
+  rotated,
+  rssNow,
+  settingsList,
+} from './lib/rounds.js';
 import {
   ROOT,
   envConcurrencies,
@@ -31,7 +47,7 @@ const envNumber = (key, fallback, min) => envNumberOf('bench/a2a.js', key, fallb
 const CONCURRENCIES = envConcurrencies('BENCH_A2A_CONCURRENCY');
 const SECONDS = envNumber('BENCH_SECONDS', 5, 0.1);
 const WARMUP_SECONDS = envNumber('BENCH_WARMUP_SECONDS', 1);
-const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 1, 1));
+const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 3, 1));
 const OUT = process.env.BENCH_A2A_OUT ?? fileURLToPath(new URL('docs/benchmarks-a2a.md', ROOT));
 const SEPARATE_WORKER = process.env.BENCH_SEPARATE_WORKER ?? '1';
 const TEXT = 'Hello from the AMF A2A benchmark: please echo this sentence back, word for word.';
@@ -128,10 +144,13 @@ async function chatSender(url, concurrency) {
 
 // --- measurement ------------------------------------------------------------------------------------
 
-async function measure(caller, concurrency) {
+/** One measurement: warm-up, then the timed run with the CPU every process spent on it. */
+async function measure(caller, concurrency, procs) {
   if (WARMUP_SECONDS > 0)
     await runLoad({ concurrency, durationMs: WARMUP_SECONDS * 1000, issue: caller.issue });
+  const before = cpuNow(procs);
   const r = await runLoad({ concurrency, durationMs: SECONDS * 1000, issue: caller.issue });
+  r.cpuUsPerCall = cpuPerCall(before, cpuNow(procs), r.ok);
   if (r.errors > 0) throw new Error(`${r.errors} failed messages; first: ${r.firstError?.message}`);
   return r;
 }
@@ -139,39 +158,44 @@ async function measure(caller, concurrency) {
 const ms = formatMs;
 const rate = formatRate;
 
+const PATHS = ['direct', 'coordinator', 'openai'];
+
 async function main() {
   const mesh = await startMeshProcess();
   stopMesh = mesh.stop;
   const info = mesh.info;
+  const procs = meshProcesses(info);
   log(`bench/a2a.js: mesh up (coordinator ${info.coordinatorUrl}, worker ${info.workerUrl})`);
   const results = [];
+  const rssRounds = [];
   try {
     for (const concurrency of CONCURRENCIES) {
-      const direct = await sender(`${info.workerUrl}/a2a`, concurrency);
-      const coordinator = await sender(`${info.coordinatorUrl}/a2a`, concurrency);
-      const chat = await chatSender(`${info.coordinatorUrl}/v1/chat/completions`, concurrency);
+      const callers = {
+        direct: await sender(`${info.workerUrl}/a2a`, concurrency),
+        coordinator: await sender(`${info.coordinatorUrl}/a2a`, concurrency),
+        openai: await chatSender(`${info.coordinatorUrl}/v1/chat/completions`, concurrency),
+      };
       const rounds = { direct: [], coordinator: [], openai: [] };
       for (let round = 0; round < ROUNDS; round++) {
-        rounds.direct.push(await measure(direct, concurrency));
-        rounds.coordinator.push(await measure(coordinator, concurrency));
-        rounds.openai.push(await measure(chat, concurrency));
+        const order = rotated(PATHS, round);
+        for (const path of order) rounds[path].push(await measure(callers[path], concurrency, procs));
+        rssRounds.push({ concurrency, round: round + 1, order, rss: rssNow(procs) });
       }
-      direct.close();
-      coordinator.close();
-      chat.close();
-      for (const path of ['direct', 'coordinator', 'openai']) {
+      for (const caller of Object.values(callers)) caller.close();
+      for (const path of PATHS) {
         const { count, ...rest } = medianRow(path, concurrency, rounds[path]);
-        const row = { ...rest, messages: count };
+        const cpu = medianPerProcess(rounds[path].map((r) => r.cpuUsPerCall));
+        const row = { ...rest, messages: count, cpu };
         results.push(row);
         log(
-          `  c=${concurrency} ${path.padEnd(11)} p50 ${ms(row.p50)}  p99 ${ms(row.p99)}  ${rate(row.throughput)}`,
+          `  c=${concurrency} ${path.padEnd(11)} p50 ${ms(row.p50)}  p99 ${ms(row.p99)}  ${rate(row.throughput)}  CPU µs/message ${cpu.map((c) => fmt(c, 0)).join(' / ')}`,
         );
       }
     }
   } finally {
     await stopMesh();
   }
-  return results;
+  return { info, procs, results, rssRounds };
 }
 
 const PATH_LABELS = {
@@ -180,47 +204,65 @@ const PATH_LABELS = {
   openai: 'context: `/v1/chat/completions` through the mesh (no A2A)',
 };
 
-function report(results) {
+function report({ procs, results, rssRounds }) {
   const find = (path, c) => results.find((r) => r.path === path && r.concurrency === c);
+  const names = procs.map((p) => p.name);
   const lines = [];
-  lines.push('| path | concurrency | p50 | p99 | throughput | messages measured |');
-  lines.push('|---|---|---|---|---|---|');
+  lines.push(
+    `| path | concurrency | p50 | p99 | throughput | messages measured | CPU µs per message: ${names.join(' / ')} |`,
+  );
+  lines.push('|---|---|---|---|---|---|---|');
   for (const r of results)
     lines.push(
-      `| ${PATH_LABELS[r.path]} | ${r.concurrency} | ${ms(r.p50)} | ${ms(r.p99)} | ${rate(r.throughput)} | ${r.messages.toLocaleString('en-US')} |`,
+      `| ${PATH_LABELS[r.path]} | ${r.concurrency} | ${ms(r.p50)} | ${ms(r.p99)} | ${rate(r.throughput)} | ${r.messages.toLocaleString('en-US')} | ${r.cpu.map((c) => fmt(c, 0)).join(' / ')} |`,
     );
   lines.push('');
   lines.push(
     '| concurrency | added p50 (coordinator − direct) | p50 ratio | p99 ratio | throughput ratio (coordinator / direct) | throughput ratio (A2A coordinator / OpenAI mesh) |',
   );
   lines.push('|---|---|---|---|---|---|');
+  const verdicts = [];
   for (const c of CONCURRENCIES) {
     const d = find('direct', c);
     const f = find('coordinator', c);
     const o = find('openai', c);
     if (!d || !f) continue;
+    const ratio = f.throughput / d.throughput;
     lines.push(
-      `| ${c} | ${ms(f.p50 - d.p50)} | ${(f.p50 / d.p50).toFixed(2)} | ${(f.p99 / d.p99).toFixed(2)} | ${(f.throughput / d.throughput).toFixed(2)} | ${o ? (f.throughput / o.throughput).toFixed(2) : '–'} |`,
+      `| ${c} | ${ms(f.p50 - d.p50)} | ${(f.p50 / d.p50).toFixed(2)} | ${(f.p99 / d.p99).toFixed(2)} | ${ratio.toFixed(2)} | ${o ? (f.throughput / o.throughput).toFixed(2) : '–'} |`,
+    );
+    verdicts.push(
+      `throughput ratio at concurrency ${c}: ${ratio.toFixed(2)} (target ≥ 0.9 of the worker's own /a2a: ${ratio >= 0.9 ? 'PASS' : 'FAIL'})`,
     );
   }
+  lines.push('');
+  lines.push(`RSS (MB) after each round: ${names.join(' / ')}`);
+  lines.push('');
+  lines.push('| concurrency | round | order | RSS |');
+  lines.push('|---|---|---|---|');
+  for (const r of rssRounds)
+    lines.push(
+      `| ${r.concurrency} | ${r.round} | ${r.order.join(', ')} | ${r.rss.map((x) => fmt(x, 0)).join(' / ')} |`,
+    );
+  lines.push('');
+  lines.push(verdicts.map((v) => `- ${v}`).join('\n'));
   return lines.join('\n');
 }
 
-const results = await main();
-const table = report(results);
-process.stdout.write(`\n${table}\n`);
+const measured = await main();
+const table = report(measured);
+const settings = settingsList(measured.info);
+const load = loadPhrase();
+process.stdout.write(`\n${table}\n\nSettings that differ from the defaults:\n${settings}\n\n${load}\n`);
 if (OUT !== '-') {
   const cpus = os.cpus();
   const markdown = `# A2A benchmark
 
-<!-- Generated by \`npm run bench\` (bench/a2a.js); every run overwrites this file. -->
+<!-- Generated by \`npm run bench\` (bench/a2a.js); every run overwrites this file. Findings: docs/benchmarks-protocols.md. -->
 
 Generated on ${new Date().toISOString()} by \`node bench/a2a.js\` (part of \`npm run bench\`, after
-\`npm run build\`); ${SECONDS} s per measurement after ${WARMUP_SECONDS} s of warm-up, ${ROUNDS} round(s) (medians).
-Machine: ${cpus[0]?.model.trim() ?? 'unknown'} × ${cpus.length}, Node ${process.version}; load average at end ${os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ')}.
+\`npm run build\`); ${SECONDS} s per measurement after ${WARMUP_SECONDS} s of warm-up, ${ROUNDS} round(s), the order of the paths rotated each round (medians).
+Machine: ${cpus[0]?.model.trim() ?? 'unknown'} × ${cpus.length}, Node ${process.version}; ${load} at the end.
 
 The same A2A 1.0 JSON-RPC \`SendMessage\` (blocking; one text part of ${TEXT.length} characters;
 \`metadata.tag: "echo"\`) sent directly to the echo worker's \`/a2a\` and through the coordinator's
@@ -234,7 +276,12 @@ goes through the same mesh as a non-streaming \`/v1/chat/completions\` (model \`
 mesh path without A2A, measured in the same run.
 
 Numbers from a loaded machine are noisy (the load average is printed above): compare the ratios of
-one run, not absolute numbers across runs.
+one run, not absolute numbers across runs. CPU per message is each process's user + system time
+during the timed run divided by the messages answered.
+
+Settings of the bench mesh that differ from the defaults:
+
+${settings}
 
 ${table}
 `;

@@ -11,15 +11,34 @@
  *
  * The echo worker runs in a process of its own (BENCH_SEPARATE_WORKER=1 unless set to 0).
  *
+ * Each round measures both paths, in an order rotated every round; the report gives medians over
+ * rounds, the CPU time per call of every process (load generator, coordinator, worker, nats-server),
+ * the RSS of every process after each round, the load average, and every setting of the bench mesh
+ * that differs from the defaults. A last phase opens rounds of new MCP sessions that are never
+ * ended (the worst client) at the worker and at the coordinator, and records both RSS after each:
+ * the session tables are capped and idle sessions expire, so memory must level off.
+ *
  * Environment: BENCH_MCP_CONCURRENCY (default "1,32"), BENCH_SECONDS (5), BENCH_WARMUP_SECONDS (1),
- * BENCH_ROUNDS (1; medians over interleaved rounds), BENCH_MCP_OUT (default docs/benchmarks-mcp.md;
- * "-" writes none), BENCH_CHILD_FLAGS (extra node flags for the mesh process, e.g. --cpu-prof).
+ * BENCH_ROUNDS (3; medians over rotated rounds), BENCH_MCP_SESSION_ROUNDS (10),
+ * BENCH_MCP_SESSIONS_PER_ROUND (200), BENCH_MCP_OUT (default docs/benchmarks-mcp.md; "-" writes
+ * none), BENCH_CHILD_FLAGS (extra node flags for the mesh process, e.g. --cpu-prof).
  */
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { formatMs, formatRate, medianRow, runLoad } from './lib/load.js';
+import {
+  cpuNow,
+  cpuPerCall,
+  fmt,
+  loadPhrase,
+  medianPerProcess,
+  meshProcesses,
+  rotated,
+  rssNow,
+  settingsList,
+} from './lib/rounds.js';
 import {
   ROOT,
   envConcurrencies,
@@ -33,7 +52,9 @@ const envNumber = (key, fallback, min) => envNumberOf('bench/mcp.js', key, fallb
 const CONCURRENCIES = envConcurrencies('BENCH_MCP_CONCURRENCY');
 const SECONDS = envNumber('BENCH_SECONDS', 5, 0.1);
 const WARMUP_SECONDS = envNumber('BENCH_WARMUP_SECONDS', 1);
-const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 1, 1));
+const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 3, 1));
+const SESSION_ROUNDS = Math.round(envNumber('BENCH_MCP_SESSION_ROUNDS', 10, 0));
+const SESSIONS_PER_ROUND = Math.round(envNumber('BENCH_MCP_SESSIONS_PER_ROUND', 200, 1));
 const OUT = process.env.BENCH_MCP_OUT ?? fileURLToPath(new URL('docs/benchmarks-mcp.md', ROOT));
 const CHILD_FLAGS = (process.env.BENCH_CHILD_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const TEXT = 'Hello from the AMF MCP benchmark: please echo this sentence back, word for word.';
@@ -163,12 +184,43 @@ async function waitForTool(url, name, timeoutMs = 30_000) {
 
 // --- measurement ------------------------------------------------------------------------------------
 
-async function measure(caller, concurrency) {
+/** One measurement: warm-up, then the timed run with the CPU every process spent on it. */
+async function measure(caller, concurrency, procs) {
   if (WARMUP_SECONDS > 0)
     await runLoad({ concurrency, durationMs: WARMUP_SECONDS * 1000, issue: caller.issue });
+  const before = cpuNow(procs);
   const r = await runLoad({ concurrency, durationMs: SECONDS * 1000, issue: caller.issue });
+  r.cpuUsPerCall = cpuPerCall(before, cpuNow(procs), r.ok);
   if (r.errors > 0) throw new Error(`${r.errors} failed calls; first: ${r.firstError?.message}`);
   return r;
+}
+
+/**
+ * Rounds of `perRound` new sessions at `url`, opened and never ended; RSS of every process after
+ * each round, and how many sessions were refused (the table's cap).
+ */
+async function sessionChurn(url, procs) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+  const rows = [];
+  try {
+    for (let round = 0; round < SESSION_ROUNDS; round++) {
+      let opened = 0;
+      let refused = 0;
+      for (let i = 0; i < SESSIONS_PER_ROUND; i += 16) {
+        const batch = Array.from({ length: Math.min(16, SESSIONS_PER_ROUND - i) }, () =>
+          openSession(agent, url).then(
+            () => opened++,
+            () => refused++,
+          ),
+        );
+        await Promise.all(batch);
+      }
+      rows.push({ round: round + 1, opened, refused, rss: rssNow(procs) });
+    }
+  } finally {
+    agent.destroy();
+  }
+  return rows;
 }
 
 const ms = formatMs;
@@ -178,46 +230,60 @@ async function main() {
   const mesh = await startMeshProcess({ childFlags: CHILD_FLAGS });
   stopMesh = mesh.stop;
   const info = mesh.info;
+  const procs = meshProcesses(info);
   log(`bench/mcp.js: mesh up (coordinator ${info.coordinatorUrl}, worker ${info.workerUrl})`);
   const results = [];
+  const rssRounds = [];
+  const churn = {};
   try {
     // The federated wire name of the echo worker's tool (`<slug>__echo`), as tools/list shows it.
     const wireName = 'bench-echo__echo';
     await waitForTool(`${info.coordinatorUrl}/mcp`, wireName);
     for (const concurrency of CONCURRENCIES) {
-      const direct = await toolCaller(`${info.workerUrl}/mcp`, 'echo', concurrency);
-      const federated = await toolCaller(`${info.coordinatorUrl}/mcp`, wireName, concurrency);
+      const callers = {
+        direct: await toolCaller(`${info.workerUrl}/mcp`, 'echo', concurrency),
+        coordinator: await toolCaller(`${info.coordinatorUrl}/mcp`, wireName, concurrency),
+      };
       const rounds = { direct: [], coordinator: [] };
       for (let round = 0; round < ROUNDS; round++) {
-        rounds.direct.push(await measure(direct, concurrency));
-        rounds.coordinator.push(await measure(federated, concurrency));
+        const order = rotated(['direct', 'coordinator'], round);
+        for (const path of order) rounds[path].push(await measure(callers[path], concurrency, procs));
+        rssRounds.push({ concurrency, round: round + 1, order, rss: rssNow(procs) });
       }
-      direct.close();
-      federated.close();
+      callers.direct.close();
+      callers.coordinator.close();
       for (const path of ['direct', 'coordinator']) {
         const { count, ...rest } = medianRow(path, concurrency, rounds[path]);
-        const row = { ...rest, calls: count };
+        const cpu = medianPerProcess(rounds[path].map((r) => r.cpuUsPerCall));
+        const row = { ...rest, calls: count, cpu };
         results.push(row);
         log(
-          `  c=${concurrency} ${path.padEnd(11)} p50 ${ms(row.p50)}  p99 ${ms(row.p99)}  ${rate(row.throughput)}`,
+          `  c=${concurrency} ${path.padEnd(11)} p50 ${ms(row.p50)}  p99 ${ms(row.p99)}  ${rate(row.throughput)}  CPU µs/call ${cpu.map((c) => fmt(c, 0)).join(' / ')}`,
         );
       }
+    }
+    if (SESSION_ROUNDS > 0) {
+      churn.worker = await sessionChurn(`${info.workerUrl}/mcp`, procs);
+      churn.coordinator = await sessionChurn(`${info.coordinatorUrl}/mcp`, procs);
     }
   } finally {
     await stopMesh();
   }
-  return { info, results };
+  return { info, procs, results, rssRounds, churn };
 }
 
-function report(results) {
+function report({ info, procs, results, rssRounds, churn }) {
   const find = (path, c) => results.find((r) => r.path === path && r.concurrency === c);
+  const names = procs.map((p) => p.name);
   const lines = [];
   const verdicts = [];
-  lines.push('| path | concurrency | p50 | p99 | throughput | calls measured |');
-  lines.push('|---|---|---|---|---|---|');
+  lines.push(
+    `| path | concurrency | p50 | p99 | throughput | calls measured | CPU µs per call: ${names.join(' / ')} |`,
+  );
+  lines.push('|---|---|---|---|---|---|---|');
   for (const r of results)
     lines.push(
-      `| ${r.path === 'direct' ? 'direct to the worker `/mcp`' : 'through the coordinator `/mcp`'} | ${r.concurrency} | ${ms(r.p50)} | ${ms(r.p99)} | ${rate(r.throughput)} | ${r.calls.toLocaleString('en-US')} |`,
+      `| ${r.path === 'direct' ? 'direct to the worker `/mcp`' : 'through the coordinator `/mcp`'} | ${r.concurrency} | ${ms(r.p50)} | ${ms(r.p99)} | ${rate(r.throughput)} | ${r.calls.toLocaleString('en-US')} | ${r.cpu.map((c) => fmt(c, 0)).join(' / ')} |`,
     );
   lines.push('');
   lines.push('| concurrency | added p50 (coordinator − direct) | throughput ratio (coordinator / direct) |');
@@ -237,12 +303,35 @@ function report(results) {
       `throughput ratio at concurrency ${c}: ${ratio.toFixed(2)} (target ≥ ${TARGETS.throughputRatio}: ${ratio >= TARGETS.throughputRatio ? 'PASS' : 'FAIL'})`,
     );
   }
-  return { table: lines.join('\n'), verdicts };
+  lines.push('');
+  lines.push(`RSS (MB) after each round: ${names.join(' / ')}`);
+  lines.push('');
+  lines.push('| concurrency | round | order | RSS |');
+  lines.push('|---|---|---|---|');
+  for (const r of rssRounds)
+    lines.push(
+      `| ${r.concurrency} | ${r.round} | ${r.order.join(', ')} | ${r.rss.map((x) => fmt(x, 0)).join(' / ')} |`,
+    );
+  for (const [where, rows] of Object.entries(churn)) {
+    lines.push('');
+    lines.push(
+      `New MCP sessions at the ${where} (${SESSIONS_PER_ROUND} per round, never ended): RSS (MB) after each round, ${names.join(' / ')}`,
+    );
+    lines.push('');
+    lines.push('| round | opened | refused (table full) | RSS |');
+    lines.push('|---|---|---|---|');
+    for (const r of rows)
+      lines.push(`| ${r.round} | ${r.opened} | ${r.refused} | ${r.rss.map((x) => fmt(x, 0)).join(' / ')} |`);
+  }
+  return { table: lines.join('\n'), verdicts, settings: settingsList(info) };
 }
 
-const { results } = await main();
-const { table, verdicts } = report(results);
-process.stdout.write(`\n${table}\n\n${verdicts.map((v) => `- ${v}`).join('\n')}\n`);
+const measured = await main();
+const { table, verdicts, settings } = report(measured);
+const load = loadPhrase();
+process.stdout.write(
+  `\n${table}\n\n${verdicts.map((v) => `- ${v}`).join('\n')}\n\nSettings that differ from the defaults:\n${settings}\n\n${load}\n`,
+);
 if (OUT !== '-') {
   const cpus = os.cpus();
   // Both paths cross processes; on an oversubscribed machine every hop waits for a core, and the
@@ -255,14 +344,11 @@ if (OUT !== '-') {
     OUT,
     `# MCP benchmark
 
-<!-- Generated by \`npm run bench\` (bench/mcp.js); every run overwrites this file. -->
+<!-- Generated by \`npm run bench\` (bench/mcp.js); every run overwrites this file. Findings: docs/benchmarks-protocols.md. -->
 
 Generated on ${new Date().toISOString()} by \`node bench/mcp.js\` (part of \`npm run bench\`, after \`npm run build\`);
-${SECONDS} s per measurement after ${WARMUP_SECONDS} s of warm-up, ${ROUNDS} round(s) (medians).
-Machine: ${cpus[0]?.model.trim() ?? 'unknown'} × ${cpus.length}, Node ${process.version}; load average at end ${os
-      .loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}.
+${SECONDS} s per measurement after ${WARMUP_SECONDS} s of warm-up, ${ROUNDS} round(s), the order of the paths rotated each round (medians).
+Machine: ${cpus[0]?.model.trim() ?? 'unknown'} × ${cpus.length}, Node ${process.version}; ${load} at the end.
 
 The same MCP \`tools/call\` (the echo worker's \`echo\` tool, ${TEXT.length} characters of text) made
 directly to the worker's \`/mcp\` and through the coordinator's federated \`/mcp\`, in one run. The
@@ -272,7 +358,12 @@ coordinator path adds: its own MCP session and SDK server, the catalog lookup, a
 decision, the \`mcp_call_unauthenticated\` warning event (the worker serves plain http), the audit
 record stored in JetStream, and the forward over the coordinator's pooled SDK client to the worker.
 Each virtual client keeps one MCP session (2025-11-25) and sends its next call when the previous
-one is answered.
+one is answered. CPU per call is each process's user + system time during the timed run divided by
+the calls answered (the coordinator and nats-server also run heartbeats, a few µs per call).
+
+Settings of the bench mesh that differ from the defaults:
+
+${settings}
 
 ${table}
 

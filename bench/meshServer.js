@@ -218,6 +218,14 @@ async function runMeshProcess() {
         dataDir,
         floorSubject: FLOOR_SUBJECT,
         workerConcurrency: WORKER_CONCURRENCY,
+        // What the flags above change from the defaults, for the reports to print.
+        nonDefaults: {
+          'http.rate_limit_per_second': '1000000 (default 1000): one load generator is one client',
+          'http.rate_limit_burst': '1000000 (default 2000)',
+          'mcp.max_sessions_per_client': `${BENCH_MCP_SESSIONS} (default 32), coordinator and worker: the virtual clients share one address`,
+          log_level: 'silent (default info)',
+          ...(heartbeat ? { 'heartbeat.interval_seconds': `${heartbeat} (default 5)` } : {}),
+        },
       }) + '\n',
     );
   } catch (err) {

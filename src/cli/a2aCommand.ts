@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import { AmfError } from '../errors.js';
-import { RemoteA2aAgent, type SendOptions } from '../a2aClient/remoteAgent.js';
+import type { RemoteA2aAgent, SendOptions } from '../a2aClient/remoteAgent.js';
 import type { A2aReply } from '../a2aClient/replyMapping.js';
 import { isCapabilityTag } from '../events/subjects.js';
 
@@ -58,6 +58,8 @@ export async function a2aSendCommand(
         `--tag "${options.tag}" is not a capability tag ([a-z0-9-]{1,64})`,
       );
     const headers = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : undefined;
+    // Loaded on use: the A2A SDK would otherwise slow the start-up of every `amf` command.
+    const { RemoteA2aAgent } = await import('../a2aClient/remoteAgent.js');
     const agent = await RemoteA2aAgent.connect(url, headers ? { headers } : {});
     const send: SendOptions = {
       ...(options.tag ? { metadata: { tag: options.tag } } : {}),

@@ -6,6 +6,7 @@
 import type { AmfConfig } from '../config/config.js';
 import { createEvent } from '../events/cloudEvent.js';
 import { AMF_EVENT_TYPES, isAmfEventType } from '../events/eventTypes.js';
+import { plainGet, type PlainAnswer } from './plainGet.js';
 
 function headers(config: AmfConfig, extra: Record<string, string> = {}): Record<string, string> {
   return config.coordinator.apiKey
@@ -27,7 +28,10 @@ const NETWORK_CODES: Record<string, string> = {
 
 /** What to tell a person whose command could not reach the coordinator at all. */
 export function unreachableMessage(command: string, url: URL, err: unknown): string {
-  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  // fetch wraps the socket error in `cause`; node:http (plainGet) rejects with it directly.
+  const cause =
+    (err as { cause?: { code?: string; message?: string } }).cause ??
+    (err as { code?: string; message?: string });
   const why = (cause?.code && NETWORK_CODES[cause.code]) ?? cause?.message ?? (err as Error).message;
   return (
     `amf ${command}: cannot reach the coordinator at ${url.origin} (${why}).\n` +
@@ -46,14 +50,31 @@ async function reach(command: string, url: URL, init: RequestInit): Promise<Resp
   }
 }
 
+/** plainGet, or undefined after printing which coordinator URL could not be reached. */
+async function reachPlain(
+  command: string,
+  url: URL,
+  requestHeaders: Record<string, string>,
+): Promise<PlainAnswer | undefined> {
+  try {
+    return await plainGet(url, requestHeaders);
+  } catch (err) {
+    process.stderr.write(unreachableMessage(command, url, err));
+    return undefined;
+  }
+}
+
 async function failure(res: Response): Promise<string> {
-  const text = await res.text();
+  return failureText(res.status, await res.text());
+}
+
+function failureText(status: number, text: string): string {
   try {
     const body = JSON.parse(text) as { error?: { message?: string; reasons?: string[] } };
     const reasons = body.error?.reasons ? `\n  - ${body.error.reasons.join('\n  - ')}` : '';
-    return `HTTP ${res.status}: ${body.error?.message ?? text}${reasons}`;
+    return `HTTP ${status}: ${body.error?.message ?? text}${reasons}`;
   } catch {
-    return `HTTP ${res.status}: ${text.slice(0, 500)}`;
+    return `HTTP ${status}: ${text.slice(0, 500)}`;
   }
 }
 
@@ -135,13 +156,13 @@ export async function eventsCommand(config: AmfConfig, subject: string): Promise
 
 /** `amf agents`: a table (or JSON) of the registry. */
 export async function agentsCommand(config: AmfConfig, json: boolean): Promise<number> {
-  const res = await reach('agents', endpoint(config, '/agents'), { headers: headers(config) });
+  const res = await reachPlain('agents', endpoint(config, '/agents'), headers(config));
   if (!res) return 1;
   if (!res.ok) {
-    process.stderr.write(`amf agents: ${await failure(res)}\n`);
+    process.stderr.write(`amf agents: ${failureText(res.status, res.text)}\n`);
     return 1;
   }
-  const body = (await res.json()) as {
+  const body = JSON.parse(res.text) as {
     agents: Array<{ agent_id: string; status: string; capability_tags: string[]; endpoint: string }>;
   };
   if (json) {
@@ -176,13 +197,13 @@ export async function forgetAgentCommand(config: AmfConfig, agentId: string): Pr
 export async function auditCommand(config: AmfConfig, limit: number, json: boolean): Promise<number> {
   const url = endpoint(config, '/audit');
   url.searchParams.set('limit', String(limit));
-  const res = await reach('audit', url, { headers: headers(config) });
+  const res = await reachPlain('audit', url, headers(config));
   if (!res) return 1;
   if (!res.ok) {
-    process.stderr.write(`amf audit: ${await failure(res)}\n`);
+    process.stderr.write(`amf audit: ${failureText(res.status, res.text)}\n`);
     return 1;
   }
-  const body = (await res.json()) as {
+  const body = JSON.parse(res.text) as {
     records: Array<{
       time: string;
       caller: string;

@@ -3,25 +3,16 @@
  * flags), then calls the runtime or talks to a running coordinator over its HTTP API.
  */
 import { Command } from 'commander';
-import { loadConfig, type AmfConfig, type ConfigOverrides } from '../config/config.js';
+import type { AmfConfig, ConfigOverrides } from '../config/config.js';
 import { VERSION } from '../version.js';
-import { runUp } from './upCommand.js';
-import { runWorkerCommand } from './workerCommand.js';
-import {
-  agentsCommand,
-  auditCommand,
-  eventsCommand,
-  forgetAgentCommand,
-  publishCommand,
-  sendCommand,
-} from './clientCommands.js';
-import { formatDoctorReport, runDoctor } from './doctor.js';
-import { mcpCommand } from './mcpCommand.js';
-import { validateCommand } from './validateCommand.js';
 import { registerA2aCommand } from './a2aCommand.js';
 import { registerRunCommand } from './runCommand.js';
-import { createLogger } from '../log.js';
 import { parsePort, splitTags } from './cliArgs.js';
+
+// Each command imports what it runs inside its action: `amf --version` or `amf agents` must not load
+// the coordinator, NATS, OPA or the SDKs (start-up time, issue 14).
+const loadConfig: (typeof import('../config/config.js'))['loadConfig'] = async (options) =>
+  (await import('../config/config.js')).loadConfig(options);
 
 interface CommonFlags {
   config?: string;
@@ -102,6 +93,7 @@ export function buildProgram(): Command {
         ...(opts.config ? { configPath: opts.config } : {}),
         flags: overrides as ConfigOverrides,
       });
+      const { runUp } = await import('./upCommand.js');
       await runUp(config, { demo: opts.demo === true });
     });
 
@@ -130,6 +122,7 @@ export function buildProgram(): Command {
         worker,
         ...(Object.keys(mdns).length ? { mdns } : {}),
       } as ConfigOverrides);
+      const { runWorkerCommand } = await import('./workerCommand.js');
       await runWorkerCommand(config, {
         explicitCoordinator: opts.coordinator !== undefined || Boolean(process.env.AMF_COORDINATOR_URL),
         tlsCert: opts.tlsCert as string | undefined,
@@ -144,6 +137,7 @@ export function buildProgram(): Command {
     .argument('<text...>', 'task text')
     .action(async (text: string[], opts: CommonFlags & { tag: string; stream: boolean }) => {
       const config = await configFrom(opts);
+      const { sendCommand } = await import('./clientCommands.js');
       process.exitCode = await sendCommand(config, opts.tag, text.join(' '), opts.stream);
     });
 
@@ -152,6 +146,7 @@ export function buildProgram(): Command {
     .option('--subject <pattern>', 'NATS subject filter', 'amf.>')
     .action(async (opts: CommonFlags & { subject: string }) => {
       const config = await configFrom(opts);
+      const { eventsCommand } = await import('./clientCommands.js');
       process.exitCode = await eventsCommand(config, opts.subject);
     });
 
@@ -160,6 +155,7 @@ export function buildProgram(): Command {
     .option('--json', 'print JSON')
     .action(async (opts: CommonFlags & { json?: boolean }) => {
       const config = await configFrom(opts);
+      const { agentsCommand } = await import('./clientCommands.js');
       process.exitCode = await agentsCommand(config, opts.json === true);
     });
   client(agents.command('forget'))
@@ -168,6 +164,7 @@ export function buildProgram(): Command {
     .action(async (agentId: string, _opts: CommonFlags, cmd: Command) => {
       // --coordinator and --api-key may be parsed by `agents` itself: read them from both.
       const config = await configFrom(cmd.optsWithGlobals<CommonFlags>());
+      const { forgetAgentCommand } = await import('./clientCommands.js');
       process.exitCode = await forgetAgentCommand(config, agentId);
     });
 
@@ -183,6 +180,7 @@ export function buildProgram(): Command {
         process.exitCode = 2;
         return;
       }
+      const { auditCommand } = await import('./clientCommands.js');
       process.exitCode = await auditCommand(config, limit, opts.json === true);
     });
 
@@ -193,6 +191,7 @@ export function buildProgram(): Command {
     .option('--task-id <id>', 'amftaskid of the event')
     .action(async (type: string, opts: CommonFlags & { data: string; taskId?: string }) => {
       const config = await configFrom(opts);
+      const { publishCommand } = await import('./clientCommands.js');
       process.exitCode = await publishCommand(config, type, opts.data, opts.taskId);
     });
 
@@ -200,6 +199,7 @@ export function buildProgram(): Command {
     .description('check nats-server, opa, ports and the data directory')
     .action(async (opts: CommonFlags) => {
       const config = await configFrom(opts);
+      const { formatDoctorReport, runDoctor } = await import('./doctor.js');
       const result = await runDoctor({ config });
       process.stdout.write(formatDoctorReport(result) + '\n');
       process.exitCode = result.ok ? 0 : 1;
@@ -212,6 +212,10 @@ export function buildProgram(): Command {
     .action(async (opts: CommonFlags) => {
       const config = await configFrom(opts);
       // stdout is the MCP protocol: the logger writes to stderr only.
+      const [{ mcpCommand }, { createLogger }] = await Promise.all([
+        import('./mcpCommand.js'),
+        import('../log.js'),
+      ]);
       process.exitCode = await mcpCommand({
         coordinatorUrl: config.coordinator.url,
         apiKey: config.coordinator.apiKey,
@@ -226,6 +230,7 @@ export function buildProgram(): Command {
     .description('check AFM files (.afm.md, .afm): every problem as file:line:col, exit 1 on any error')
     .argument('<files...>', 'AFM files to check')
     .action(async (files: string[]) => {
+      const { validateCommand } = await import('./validateCommand.js');
       process.exitCode = await validateCommand(files);
     });
 

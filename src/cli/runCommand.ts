@@ -6,16 +6,10 @@
  */
 import type { Command } from 'commander';
 import type { ConfigOverrides } from '../config/config.js';
-import { loadConfig } from '../config/config.js';
 import { AmfError } from '../errors.js';
-import { createLogger } from '../log.js';
 import { parsePort, splitTags } from './cliArgs.js';
-import { loadAfmFile } from '../afm/index.js';
-import { createAgentRuntime } from '../afm/runtime/index.js';
 import { resolveModelSettings } from '../llm/modelSettings.js';
-import { runtimeResponder } from '../afm/interfaces/runtimeResponder.js';
-import { runAgent, type RunAgentMeshOptions } from '../apps/afmAgentApp.js';
-import { locateCoordinator, natsUrlFromCoordinator, specialistCredential } from './workerCommand.js';
+import type { runAgent, RunAgentMeshOptions } from '../apps/afmAgentApp.js';
 
 export interface RunFlags {
   config?: string;
@@ -54,6 +48,17 @@ function describeRunning(agent: Awaited<ReturnType<typeof runAgent>>): string {
 
 /** Runs `amf run`; resolves when the agent has stopped. */
 export async function runAgentCommand(file: string, flags: RunFlags): Promise<void> {
+  // Loaded here, not at the top: every other `amf` command would pay for the agent runtime at start-up.
+  const [{ loadConfig }, { createLogger }, { loadAfmFile }, { createAgentRuntime }, { runtimeResponder }] =
+    await Promise.all([
+      import('../config/config.js'),
+      import('../log.js'),
+      import('../afm/index.js'),
+      import('../afm/runtime/index.js'),
+      import('../afm/interfaces/runtimeResponder.js'),
+    ]);
+  const [{ runAgent }, { locateCoordinator, natsUrlFromCoordinator, specialistCredential }] =
+    await Promise.all([import('../apps/afmAgentApp.js'), import('./workerCommand.js')]);
   const overrides: Record<string, unknown> = {};
   if (flags.dataDir) overrides.dataDir = flags.dataDir;
   if (flags.coordinator) overrides.coordinator = { url: flags.coordinator };

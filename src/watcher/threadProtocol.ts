@@ -9,10 +9,16 @@ import type { WatcherSummary } from './watcherSummary.js';
 /** Marks a watcher thread's workerData, so the entry never acts inside some other kind of thread. */
 export const THREAD_INPUT_KIND = 'amf.watcher.input';
 
-/** What a watcher thread is started with: one advertisement and the LLM settings, nothing else. */
+/** Marks the one message that hands a standby thread its advertisement. */
+export const THREAD_AD_KIND = 'amf.watcher.advertisement';
+
+/**
+ * What a watcher thread is started with: the LLM settings, nothing else. The thread is started
+ * ahead of need (standby, so its start-up is off the admission path) and then receives exactly one
+ * {@link WatcherThreadAd}.
+ */
 export interface WatcherThreadInput {
   kind: typeof THREAD_INPUT_KIND;
-  ad: RawAdvertisement;
   /**
    * Milliseconds the LLM call may take at most, whatever AMF_WATCHER_LLM_TIMEOUT_MS says: the pool
    * terminates the thread at its own deadline, and a late LLM must fall back to the rules before
@@ -24,6 +30,12 @@ export interface WatcherThreadInput {
    * `process.env`); see `pickLlmEnv`.
    */
   llmEnv: Record<string, string>;
+}
+
+/** The one message a standby thread receives: the advertisement it judges. */
+export interface WatcherThreadAd {
+  kind: typeof THREAD_AD_KIND;
+  ad: RawAdvertisement;
 }
 
 /** Marks the thread's one reply, so a stray message is not mistaken for a verdict. */

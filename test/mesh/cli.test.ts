@@ -68,6 +68,21 @@ describe('amf CLI against a running mesh', () => {
     expect(line).toContain(echo.url);
   });
 
+  it('amf -V prints the version too, and amf --help lists every command', async () => {
+    expect((await amf(['-V'])).stdout.trim()).toBe(PACKAGE_VERSION);
+    const help = await amf(['--help']);
+    expect(help.code).toBe(0);
+    // Every command is registered even though each loads its module only when it runs.
+    for (const command of ['up', 'worker', 'agents', 'audit', 'mcp', 'a2a', 'validate', 'run'])
+      expect(help.stdout).toMatch(new RegExp(`\\n\\s+${command}\\b`));
+  });
+
+  it('amf agents says why when no coordinator answers (exit 1)', async () => {
+    const run = await amf(['agents', '--coordinator', 'http://127.0.0.1:1']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/ECONNREFUSED 127\.0\.0\.1:1/);
+  });
+
   it('amf agents --json prints parseable JSON', async () => {
     const run = await amf(['agents', '--json', '--coordinator', mesh.url]);
     expect(run.code, run.stderr).toBe(0);

@@ -52,6 +52,25 @@ describe('fresh thread per advertisement', () => {
     await expect.poll(() => w.running).toBe(0);
   });
 
+  it('keeps threads started on standby, each handed exactly one advertisement', async () => {
+    const w = watcher({ standby: 2, maxConcurrent: 4 });
+    await expect.poll(() => w.standby).toBe(2);
+    const first = await w.judge(makeAd({ id: 'spiffe://local/worker/s1' }));
+    const second = await w.judge(makeAd({ id: 'spiffe://local/worker/s2' }));
+    expect(first.watcher_id).not.toBe(second.watcher_id);
+    // A used thread is terminated, never put back: the standby is refilled with new threads.
+    await expect.poll(() => w.standby).toBe(2);
+    expect(w.running).toBe(0);
+  });
+
+  it('with standby 0, no thread is started before an advertisement arrives', async () => {
+    const w = watcher({ standby: 0 });
+    expect(w.standby).toBe(0);
+    const s = await w.judge(makeAd());
+    expect(s.scorer).toBe('rules');
+    expect(w.standby).toBe(0);
+  });
+
   it('a thread reporting a second judgement is refused', async () => {
     const err = await rejection(fixtureWatcher().judge(makeAd({ fixture: 'reused' })));
     expect(err.code).toBe('WATCHER_CRASHED');
@@ -137,6 +156,19 @@ describe('limits', () => {
     const summaries = await Promise.all(accepted);
     expect(summaries).toHaveLength(5);
     expect(w.queued).toBe(0);
+  });
+
+  it('an advertisement that waited too long for a thread is not judged (WATCHER_TIMEOUT)', async () => {
+    // The one slot stays busy for 300 ms: the advertisement behind it waits longer than 100 ms.
+    const w = fixtureWatcher({ maxConcurrent: 1, standby: 0, timeoutMs: 300, maxWaitMs: 100 });
+    const stuck = rejection(w.judge(makeAd({ fixture: 'loop' })));
+    const behind = rejection(w.judge(makeAd({ fixture: 'slow', delay: '10' })));
+    expect((await stuck).code).toBe('WATCHER_TIMEOUT');
+    const err = await behind;
+    expect(err.code).toBe('WATCHER_TIMEOUT');
+    expect(err.message).toMatch(/waited \d+ ms for a watcher thread/);
+    // A fresh advertisement is judged again.
+    expect((await w.judge(makeAd({ fixture: 'slow', delay: '10' }))).summary).toBe('fixture');
   });
 
   it.each([

@@ -43,9 +43,11 @@ export class McpAuditLog {
   private readonly js: JetStreamClient;
   /** Appends not yet acknowledged by JetStream; `recent()` waits for them. */
   private readonly pending = new Set<Promise<void>>();
+  /** Records appended during this turn of the event loop, published together at its end. */
+  private batch: Array<{ data: string; stored: () => void }> = [];
 
   constructor(
-    nc: NatsConnection,
+    private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
     private readonly onError: (err: unknown) => void = () => undefined,
   ) {
@@ -59,13 +61,42 @@ export class McpAuditLog {
    * call on this coordinator always sees it.
    */
   append(record: McpAuditRecord): Promise<void> {
-    const done = this.js.publish(MCP_AUDIT_SUBJECT, JSON.stringify(record)).then(
-      () => undefined,
-      (err: unknown) => this.onError(err),
-    );
+    const done = new Promise<void>((stored) => {
+      if (this.batch.length === 0) setImmediate(() => this.publishBatch());
+      this.batch.push({ data: JSON.stringify(record), stored });
+    });
     this.pending.add(done);
     void done.finally(() => this.pending.delete(done));
     return done;
+  }
+
+  /**
+   * One record per message as before, but one store acknowledgement per batch: the records before
+   * the last go out as plain publishes (the stream captures its subject either way) and the last as
+   * a JetStream publish. The server stores one connection's messages in order, so the last one's
+   * acknowledgement covers the whole batch. Under concurrent calls this saves most of the
+   * request/reply round trips the audit cost the coordinator and nats-server (issue 14).
+   */
+  private publishBatch(): void {
+    const batch = this.batch;
+    this.batch = [];
+    const last = batch.pop();
+    if (!last) return;
+    try {
+      for (const item of batch) this.nc.publish(MCP_AUDIT_SUBJECT, item.data);
+    } catch (err) {
+      this.onError(err);
+    }
+    void this.js
+      .publish(MCP_AUDIT_SUBJECT, last.data)
+      .then(
+        () => undefined,
+        (err: unknown) => this.onError(err),
+      )
+      .finally(() => {
+        for (const item of batch) item.stored();
+        last.stored();
+      });
   }
 
   /** Resolves once every append made so far is stored (or reported as failed). */
