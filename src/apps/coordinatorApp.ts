@@ -217,6 +217,7 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     pins: new TlsPinStore(coordinator.stores.mcpPins),
     coordinatorFingerprint: await loadCoordinatorFingerprint(config.dataDir),
     log: (level, message, fields) => coordinator.log(level, message, fields),
+    bareNames: config.mcp.bareNames,
   });
   federation.start();
   const mcpEndpoint = createCoordinatorMcpEndpoint(federation, VERSION, mcpSessionLimits(config));
