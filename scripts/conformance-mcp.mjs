@@ -61,7 +61,9 @@ async function main() {
       heartbeat: { intervalSeconds: 1, offlineAfterMissed: 3 },
       mdns: { enabled: false },
       // The suite calls the fixtures by their bare names (docs/mcp-server.md, "Bare names").
-      mcp: { bareNames: true },
+      // The suite opens ~40 sessions and never ends them (no DELETE): above the default share of
+      // 32 sessions per client address, which would refuse the last scenarios.
+      mcp: { bareNames: true, maxSessionsPerClient: 256 },
     },
   });
   const coordinator = await Coordinator.start({ config });
@@ -76,6 +78,7 @@ async function main() {
       credential: coordinator.credentials.specialist,
       port: 0,
       heartbeatSeconds: 1,
+      mcpSessions: { maxSessionsPerClient: 256 },
     });
     const deadline = Date.now() + 15_000;
     while (!http.mcp.listTools().some((t) => t.name === 'test_image_content')) {

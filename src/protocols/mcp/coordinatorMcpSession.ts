@@ -6,6 +6,7 @@
  * call reaches exactly that caller (on the call's own stream) and the call's log messages too.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
@@ -40,6 +41,9 @@ type Extra = RequestHandlerExtra<ServerRequest | ClientRequest, ServerNotificati
 
 const bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value ?? {}));
 
+/** A session's own connection to an agent is ended after this long without a call in flight. */
+const SESSION_CLIENT_IDLE_MS = 2000;
+
 /** The capabilities the coordinator announces for what its agents offer right now. */
 export function federatedCapabilities(federation: McpFederation): ServerCapabilities {
   const { offers } = federation.extras();
@@ -59,6 +63,7 @@ export class CoordinatorMcpSession {
   /** Calls of this session in flight, per agent (the newest last). */
   private readonly inflight = new Map<string, Extra[]>();
   private readonly agentClients = new Map<string, Promise<Client>>();
+  private readonly idleTimers = new Map<string, NodeJS.Timeout>();
   private readonly stops: Array<() => void> = [];
   private closed = false;
 
@@ -191,10 +196,19 @@ export class CoordinatorMcpSession {
     const list = this.inflight.get(agentId) ?? [];
     list.push(extra);
     this.inflight.set(agentId, list);
+    clearTimeout(this.idleTimers.get(agentId));
+    this.idleTimers.delete(agentId);
     return () => {
       const i = list.indexOf(extra);
       if (i >= 0) list.splice(i, 1);
-      if (list.length === 0) this.inflight.delete(agentId);
+      if (list.length > 0) return;
+      this.inflight.delete(agentId);
+      // Idle own connections are ended (and the agent's session with them): callers that never end
+      // their own sessions must not pile up sessions at the agent.
+      if (!this.agentClients.has(agentId)) return;
+      const timer = setTimeout(() => this.endAgentClient(agentId), SESSION_CLIENT_IDLE_MS);
+      timer.unref();
+      this.idleTimers.set(agentId, timer);
     };
   }
 
@@ -253,6 +267,13 @@ export class CoordinatorMcpSession {
     return client;
   }
 
+  private endAgentClient(agentId: string): void {
+    this.idleTimers.delete(agentId);
+    const pending = this.agentClients.get(agentId);
+    this.agentClients.delete(agentId);
+    void pending?.then(endClient).catch(() => undefined);
+  }
+
   /** Ends the session's subscriptions, own agent connections and listeners. */
   close(): void {
     if (this.closed) return;
@@ -260,8 +281,14 @@ export class CoordinatorMcpSession {
     for (const stop of this.stops) stop();
     for (const uri of [...this.subs.byUri.keys()]) this.unsubscribe(uri);
     this.federation.logLevels.forget(this);
-    for (const pending of this.agentClients.values())
-      void pending.then((c) => c.close()).catch(() => undefined);
-    this.agentClients.clear();
+    for (const timer of this.idleTimers.values()) clearTimeout(timer);
+    for (const agentId of [...this.agentClients.keys()]) this.endAgentClient(agentId);
   }
+}
+
+/** Ends an agent session (HTTP DELETE) and closes the client. */
+async function endClient(client: Client): Promise<void> {
+  const transport = client.transport as StreamableHTTPClientTransport | undefined;
+  await transport?.terminateSession().catch(() => undefined);
+  await client.close();
 }
