@@ -30,16 +30,21 @@ export function runSuite(url, scenario) {
     void mkdtemp(join(tmpdir(), 'amf-mcp-conformance-')).then((cwd) => {
       const argv = ['--import', SHIM, SUITE, 'server', '--url', url];
       argv.push(...(scenario ? ['--scenario', scenario] : ['--suite', 'all']));
-      execFile(process.execPath, argv, { cwd, timeout: 300_000, maxBuffer: 64 << 20 }, (_err, stdout, stderr) => {
-        void rm(cwd, { recursive: true, force: true });
-        const output = `${stdout}\n${stderr}`;
-        const results = [];
-        for (const m of output.matchAll(/^[✓✗] ([\w.-]+): (\d+) passed, (\d+) failed/gmu))
-          results.push({ scenario: m[1], passed: Number(m[2]), failed: Number(m[3]) });
-        const single = scenario ? /Passed: (\d+)\/\d+, (\d+) failed/.exec(output) : null;
-        if (single) results.push({ scenario, passed: Number(single[1]), failed: Number(single[2]) });
-        resolve({ results, output });
-      });
+      execFile(
+        process.execPath,
+        argv,
+        { cwd, timeout: 300_000, maxBuffer: 64 << 20 },
+        (_err, stdout, stderr) => {
+          void rm(cwd, { recursive: true, force: true });
+          const output = `${stdout}\n${stderr}`;
+          const results = [];
+          for (const m of output.matchAll(/^[✓✗] ([\w.-]+): (\d+) passed, (\d+) failed/gmu))
+            results.push({ scenario: m[1], passed: Number(m[2]), failed: Number(m[3]) });
+          const single = scenario ? /Passed: (\d+)\/\d+, (\d+) failed/.exec(output) : null;
+          if (single) results.push({ scenario, passed: Number(single[1]), failed: Number(single[2]) });
+          resolve({ results, output });
+        },
+      );
     });
   });
 }
@@ -49,7 +54,8 @@ async function main() {
   const { Coordinator } = await dist('coordinator/coordinator.js');
   const { startCoordinatorHttp } = await dist('apps/coordinatorApp.js');
   const { startWorker } = await dist('apps/workerApp.js');
-  const handler = (await import(pathToFileURL(join(ROOT, 'examples/handlers/mcp-conformance.mjs')).href)).default;
+  const handler = (await import(pathToFileURL(join(ROOT, 'examples/handlers/mcp-conformance.mjs')).href))
+    .default;
   const dataDir = await mkdtemp(join(tmpdir(), 'amf-mcp-conformance-mesh-'));
   const config = await loadConfig({
     env: { HOME: tmpdir() },
@@ -108,9 +114,16 @@ async function main() {
     lines.push(`| **total** | **${total('worker')}** | **${total('coordinator')}** |`);
     console.log(lines.join('\n'));
     const json = option('--json');
-    if (json) await writeFile(json, `${JSON.stringify(Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, v.results])), null, 2)}\n`);
-    if (process.env.AMF_CONFORMANCE_VERBOSE) for (const [k, v] of Object.entries(runs)) console.log(`--- ${k}\n${v.output}`);
-    const failed = Object.values(runs).some((r) => r.results.length === 0 || r.results.some((x) => x.failed > 0));
+    if (json)
+      await writeFile(
+        json,
+        `${JSON.stringify(Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, v.results])), null, 2)}\n`,
+      );
+    if (process.env.AMF_CONFORMANCE_VERBOSE)
+      for (const [k, v] of Object.entries(runs)) console.log(`--- ${k}\n${v.output}`);
+    const failed = Object.values(runs).some(
+      (r) => r.results.length === 0 || r.results.some((x) => x.failed > 0),
+    );
     process.exitCode = failed ? 1 : 0;
   } finally {
     await worker?.close?.().catch(() => undefined);

@@ -8,9 +8,11 @@
 // The handler itself is the suite's `test_simple_text` tool; everything else is `mcp` (the
 // WorkerHandler MCP surface, docs/mcp-server.md).
 import { Buffer } from 'node:buffer';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** A 1×1 transparent PNG. */
-const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+const PNG =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
 
 /** A valid 8 kHz mono 8-bit WAV of 8 silent samples. */
 function silentWav() {
@@ -32,25 +34,35 @@ function silentWav() {
 }
 
 const NO_ARGS = { type: 'object', properties: {} };
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const text = (t) => ({ content: [{ type: 'text', text: t }] });
 
 /** A tool that always answers `result`. */
 function fixed(name, description, result) {
-  return { definition: { name, description, inputSchema: NO_ARGS }, call: async () => structuredClone(result) };
+  return {
+    definition: { name, description, inputSchema: NO_ARGS },
+    call: async () => JSON.parse(JSON.stringify(result)),
+  };
 }
 
 /** Subscribers of resource updates (the endpoint wires one per session). */
 const updateListeners = new Set();
 
 const tools = [
-  fixed('test_image_content', 'returns an image', { content: [{ type: 'image', data: PNG, mimeType: 'image/png' }] }),
-  fixed('test_audio_content', 'returns audio', { content: [{ type: 'audio', data: silentWav(), mimeType: 'audio/wav' }] }),
+  fixed('test_image_content', 'returns an image', {
+    content: [{ type: 'image', data: PNG, mimeType: 'image/png' }],
+  }),
+  fixed('test_audio_content', 'returns audio', {
+    content: [{ type: 'audio', data: silentWav(), mimeType: 'audio/wav' }],
+  }),
   fixed('test_embedded_resource', 'returns an embedded resource', {
     content: [
       {
         type: 'resource',
-        resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' },
+        resource: {
+          uri: 'test://embedded-resource',
+          mimeType: 'text/plain',
+          text: 'This is an embedded resource content.',
+        },
       },
     ],
   }),
@@ -60,7 +72,11 @@ const tools = [
       { type: 'image', data: PNG, mimeType: 'image/png' },
       {
         type: 'resource',
-        resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: '{"test":"data","value":123}' },
+        resource: {
+          uri: 'test://mixed-content-resource',
+          mimeType: 'application/json',
+          text: '{"test":"data","value":123}',
+        },
       },
     ],
   }),
@@ -69,7 +85,11 @@ const tools = [
     isError: true,
   }),
   {
-    definition: { name: 'test_tool_with_logging', description: 'logs three messages while it runs', inputSchema: NO_ARGS },
+    definition: {
+      name: 'test_tool_with_logging',
+      description: 'logs three messages while it runs',
+      inputSchema: NO_ARGS,
+    },
     async call(_args, ctx) {
       await ctx.log('info', 'Tool execution started', 'conformance');
       await sleep(50);
@@ -80,7 +100,11 @@ const tools = [
     },
   },
   {
-    definition: { name: 'test_tool_with_progress', description: 'reports progress 0, 50, 100', inputSchema: NO_ARGS },
+    definition: {
+      name: 'test_tool_with_progress',
+      description: 'reports progress 0, 50, 100',
+      inputSchema: NO_ARGS,
+    },
     async call(_args, ctx) {
       for (const step of [0, 50, 100]) {
         await ctx.progress(step, 100, `Completed step ${step / 50 + 1} of 3`);
@@ -126,7 +150,11 @@ const tools = [
     },
   },
   {
-    definition: { name: 'test_elicitation_sep1034_defaults', description: 'elicits with defaults', inputSchema: NO_ARGS },
+    definition: {
+      name: 'test_elicitation_sep1034_defaults',
+      description: 'elicits with defaults',
+      inputSchema: NO_ARGS,
+    },
     async call(_args, ctx) {
       const answer = await ctx.elicit({
         message: 'Please review and update the form fields with defaults',
@@ -141,11 +169,17 @@ const tools = [
           },
         },
       });
-      return text(`Elicitation completed: action=${answer.action}, content=${JSON.stringify(answer.content ?? {})}`);
+      return text(
+        `Elicitation completed: action=${answer.action}, content=${JSON.stringify(answer.content ?? {})}`,
+      );
     },
   },
   {
-    definition: { name: 'test_elicitation_sep1330_enums', description: 'elicits five kinds of enum', inputSchema: NO_ARGS },
+    definition: {
+      name: 'test_elicitation_sep1330_enums',
+      description: 'elicits five kinds of enum',
+      inputSchema: NO_ARGS,
+    },
     async call(_args, ctx) {
       const answer = await ctx.elicit({
         message: 'Please choose',
@@ -166,7 +200,10 @@ const tools = [
               enum: ['opt1', 'opt2', 'opt3'],
               enumNames: ['Option One', 'Option Two', 'Option Three'],
             },
-            untitledMulti: { type: 'array', items: { type: 'string', enum: ['option1', 'option2', 'option3'] } },
+            untitledMulti: {
+              type: 'array',
+              items: { type: 'string', enum: ['option1', 'option2', 'option3'] },
+            },
             titledMulti: {
               type: 'array',
               items: {
@@ -180,7 +217,9 @@ const tools = [
           },
         },
       });
-      return text(`Elicitation completed: action=${answer.action}, content=${JSON.stringify(answer.content ?? {})}`);
+      return text(
+        `Elicitation completed: action=${answer.action}, content=${JSON.stringify(answer.content ?? {})}`,
+      );
     },
   },
   {
@@ -190,7 +229,9 @@ const tools = [
       inputSchema: {
         $schema: 'https://json-schema.org/draft/2020-12/schema',
         type: 'object',
-        $defs: { address: { type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } } },
+        $defs: {
+          address: { type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } },
+        },
         properties: { name: { type: 'string' }, address: { $ref: '#/$defs/address' } },
         additionalProperties: false,
       },
@@ -199,7 +240,11 @@ const tools = [
   },
   {
     // Not a suite fixture: lets tests and demos see a subscription's update notification.
-    definition: { name: 'touch_watched_resource', description: 'marks test://watched-resource as changed', inputSchema: NO_ARGS },
+    definition: {
+      name: 'touch_watched_resource',
+      description: 'marks test://watched-resource as changed',
+      inputSchema: NO_ARGS,
+    },
     async call() {
       for (const notify of updateListeners) notify('test://watched-resource');
       return text('test://watched-resource updated');
@@ -209,18 +254,43 @@ const tools = [
 
 const resources = [
   {
-    resource: { uri: 'test://static-text', name: 'static-text', description: 'a static text resource', mimeType: 'text/plain' },
+    resource: {
+      uri: 'test://static-text',
+      name: 'static-text',
+      description: 'a static text resource',
+      mimeType: 'text/plain',
+    },
     read: async () => ({
-      contents: [{ uri: 'test://static-text', mimeType: 'text/plain', text: 'This is the content of the static text resource.' }],
+      contents: [
+        {
+          uri: 'test://static-text',
+          mimeType: 'text/plain',
+          text: 'This is the content of the static text resource.',
+        },
+      ],
     }),
   },
   {
-    resource: { uri: 'test://static-binary', name: 'static-binary', description: 'a static PNG', mimeType: 'image/png' },
+    resource: {
+      uri: 'test://static-binary',
+      name: 'static-binary',
+      description: 'a static PNG',
+      mimeType: 'image/png',
+    },
     read: async () => ({ contents: [{ uri: 'test://static-binary', mimeType: 'image/png', blob: PNG }] }),
   },
   {
-    resource: { uri: 'test://watched-resource', name: 'watched-resource', description: 'a resource to subscribe to', mimeType: 'text/plain' },
-    read: async () => ({ contents: [{ uri: 'test://watched-resource', mimeType: 'text/plain', text: 'Watched resource content' }] }),
+    resource: {
+      uri: 'test://watched-resource',
+      name: 'watched-resource',
+      description: 'a resource to subscribe to',
+      mimeType: 'text/plain',
+    },
+    read: async () => ({
+      contents: [
+        { uri: 'test://watched-resource', mimeType: 'text/plain', text: 'Watched resource content' },
+      ],
+    }),
   },
 ];
 
@@ -233,7 +303,13 @@ const resourceTemplates = [
       mimeType: 'application/json',
     },
     read: async (uri, vars) => ({
-      contents: [{ uri, mimeType: 'application/json', text: JSON.stringify({ id: vars.id, templateTest: true, data: `Data for ID: ${vars.id}` }) }],
+      contents: [
+        {
+          uri,
+          mimeType: 'application/json',
+          text: JSON.stringify({ id: vars.id, templateTest: true, data: `Data for ID: ${vars.id}` }),
+        },
+      ],
     }),
   },
 ];
@@ -241,7 +317,9 @@ const resourceTemplates = [
 const prompts = [
   {
     prompt: { name: 'test_simple_prompt', description: 'a simple prompt' },
-    get: async () => ({ messages: [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } }] }),
+    get: async () => ({
+      messages: [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } }],
+    }),
   },
   {
     prompt: {
@@ -254,7 +332,10 @@ const prompts = [
     },
     get: async (args) => ({
       messages: [
-        { role: 'user', content: { type: 'text', text: `Prompt with arguments: arg1='${args.arg1}', arg2='${args.arg2}'` } },
+        {
+          role: 'user',
+          content: { type: 'text', text: `Prompt with arguments: arg1='${args.arg1}', arg2='${args.arg2}'` },
+        },
       ],
     }),
   },
@@ -270,7 +351,11 @@ const prompts = [
           role: 'user',
           content: {
             type: 'resource',
-            resource: { uri: args.resourceUri, mimeType: 'text/plain', text: 'Embedded resource content for testing.' },
+            resource: {
+              uri: args.resourceUri,
+              mimeType: 'text/plain',
+              text: 'Embedded resource content for testing.',
+            },
           },
         },
         { role: 'user', content: { type: 'text', text: 'Please process the embedded resource above.' } },

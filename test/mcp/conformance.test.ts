@@ -79,7 +79,9 @@ describe('MCP conformance suite (server scenarios, --suite all)', () => {
       const { results, output } = await run(`${base.replace('127.0.0.1', 'localhost')}/mcp`);
       summary[target] = results;
       const failing = results.filter((r) => r.failed > 0).map((r) => r.scenario);
-      console.log(`conformance ${target}: ${results.length - failing.length}/${results.length} scenarios passed`);
+      console.log(
+        `conformance ${target}: ${results.length - failing.length}/${results.length} scenarios passed`,
+      );
       expect(results.length, output.slice(-3000)).toBe(SCENARIOS);
       expect(failing, output.slice(-3000)).toEqual([]);
     }, 300_000);

@@ -26,7 +26,11 @@ const surface: HandlerMcpSurface = {
   logging: true,
   tools: [
     {
-      definition: { name: 'log_three', description: 'logs at debug, info and error', inputSchema: { type: 'object' } },
+      definition: {
+        name: 'log_three',
+        description: 'logs at debug, info and error',
+        inputSchema: { type: 'object' },
+      },
       async call(_args, ctx) {
         await ctx.log('debug', 'debug detail', 'steps');
         await ctx.log('info', 'step done', 'steps');
@@ -35,7 +39,11 @@ const surface: HandlerMcpSurface = {
       },
     },
     {
-      definition: { name: 'touch', description: 'marks doc://watched changed', inputSchema: { type: 'object' } },
+      definition: {
+        name: 'touch',
+        description: 'marks doc://watched changed',
+        inputSchema: { type: 'object' },
+      },
       call: () => {
         for (const notify of updates) notify('doc://watched');
         return Promise.resolve(text('touched'));
@@ -45,7 +53,8 @@ const surface: HandlerMcpSurface = {
   resources: [
     {
       resource: { uri: 'doc://readme', name: 'readme', mimeType: 'text/plain' },
-      read: () => Promise.resolve({ contents: [{ uri: 'doc://readme', mimeType: 'text/plain', text: 'hello' }] }),
+      read: () =>
+        Promise.resolve({ contents: [{ uri: 'doc://readme', mimeType: 'text/plain', text: 'hello' }] }),
     },
     {
       resource: { uri: 'doc://watched', name: 'watched' },
@@ -54,7 +63,8 @@ const surface: HandlerMcpSurface = {
     {
       // Denied by policies/data.json (`denied_resources`).
       resource: { uri: 'test://amf-denied-resource', name: 'secret' },
-      read: () => Promise.resolve({ contents: [{ uri: 'test://amf-denied-resource', text: 'must not leak' }] }),
+      read: () =>
+        Promise.resolve({ contents: [{ uri: 'test://amf-denied-resource', text: 'must not leak' }] }),
     },
   ],
   resourceTemplates: [
@@ -67,7 +77,9 @@ const surface: HandlerMcpSurface = {
     {
       prompt: { name: 'greet', description: 'greets', arguments: [{ name: 'who', required: true }] },
       get: (args) =>
-        Promise.resolve({ messages: [{ role: 'user', content: { type: 'text', text: `Hello ${args.who}` } }] }),
+        Promise.resolve({
+          messages: [{ role: 'user', content: { type: 'text', text: `Hello ${args.who}` } }],
+        }),
     },
   ],
   complete: (params) =>
@@ -137,7 +149,9 @@ describe('federated capabilities', () => {
       ]);
       expect(resources[0]!.description).toMatch(/^\[.*docs\]/);
       const read = await client.readResource({ uri: 'amf://docs/doc://readme' });
-      expect(read.contents).toEqual([{ uri: 'amf://docs/doc://readme', mimeType: 'text/plain', text: 'hello' }]);
+      expect(read.contents).toEqual([
+        { uri: 'amf://docs/doc://readme', mimeType: 'text/plain', text: 'hello' },
+      ]);
 
       const { resourceTemplates } = await client.listResourceTemplates();
       expect(resourceTemplates.map((t) => t.uriTemplate)).toEqual(['amf://docs/doc://items/{id}']);
@@ -207,7 +221,9 @@ describe('federated capabilities', () => {
   it('refuses a resource read the policy denies and audits it', async () => {
     const client = await connect();
     try {
-      const err = await client.readResource({ uri: 'amf://docs/test://amf-denied-resource' }).catch((e: unknown) => e);
+      const err = await client
+        .readResource({ uri: 'amf://docs/test://amf-denied-resource' })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(McpError);
       expect((err as McpError).code).toBe(-32003);
       expect((err as McpError).message).toMatch(/resource_denied/);

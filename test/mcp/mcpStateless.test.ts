@@ -113,7 +113,11 @@ describe('coordinator /mcp at 2026-07-28', () => {
       mcp: {
         tools: [
           {
-            definition: { name: 'steps', description: 'reports three steps', inputSchema: { type: 'object' } },
+            definition: {
+              name: 'steps',
+              description: 'reports three steps',
+              inputSchema: { type: 'object' },
+            },
             async call(_args, ctx) {
               for (let i = 1; i <= 3; i++) await ctx.progress(i, 3, `step ${i}`);
               return { content: [{ type: 'text', text: 'stepped' }] };
@@ -128,9 +132,12 @@ describe('coordinator /mcp at 2026-07-28', () => {
       const names = await waitForTool(client, 'mcp-modern-progress__steps');
       expect(names).toContain('mcp-modern-progress__steps');
       const seen: Array<[number, number | undefined, string | undefined]> = [];
-      const result = await client.callTool({ name: 'mcp-modern-progress__steps', arguments: {} }, {
-        onprogress: (p) => seen.push([p.progress, p.total, p.message]),
-      });
+      const result = await client.callTool(
+        { name: 'mcp-modern-progress__steps', arguments: {} },
+        {
+          onprogress: (p) => seen.push([p.progress, p.total, p.message]),
+        },
+      );
       expect(text(result)).toBe('stepped');
       expect(seen).toEqual([
         [1, 3, 'step 1'],

@@ -33,7 +33,9 @@ export const EMPTY_CATALOG: AgentCatalog = Object.freeze({
   prompts: [],
 }) as AgentCatalog;
 
-async function pages<T>(list: (cursor?: string) => Promise<{ items: T[]; nextCursor?: string }>): Promise<T[]> {
+async function pages<T>(
+  list: (cursor?: string) => Promise<{ items: T[]; nextCursor?: string }>,
+): Promise<T[]> {
   const out: T[] = [];
   let cursor: string | undefined;
   do {

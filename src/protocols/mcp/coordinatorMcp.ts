@@ -84,7 +84,9 @@ export function createCoordinatorMcpEndpoint(
   federation.onExtrasChanged((kind) => {
     // A session opened before any agent offered the capability has not announced it: the SDK
     // refuses the notification there, and broadcast ignores the refusal.
-    void endpoint.broadcast((s) => (kind === 'resources' ? s.sendResourceListChanged() : s.sendPromptListChanged()));
+    void endpoint.broadcast((s) =>
+      kind === 'resources' ? s.sendResourceListChanged() : s.sendPromptListChanged(),
+    );
   });
   return endpoint;
 }

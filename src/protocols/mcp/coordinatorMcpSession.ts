@@ -48,7 +48,9 @@ const SESSION_CLIENT_IDLE_MS = 2000;
 export function federatedCapabilities(federation: McpFederation): ServerCapabilities {
   const { offers } = federation.extras();
   return {
-    ...(offers.resources ? { resources: { listChanged: true, ...(offers.subscribe ? { subscribe: true } : {}) } } : {}),
+    ...(offers.resources
+      ? { resources: { listChanged: true, ...(offers.subscribe ? { subscribe: true } : {}) } }
+      : {}),
     ...(offers.prompts ? { prompts: { listChanged: true } } : {}),
     ...(offers.completions ? { completions: {} } : {}),
     // Logging is always offered: the coordinator relays agents' messages and may log itself.
@@ -97,7 +99,9 @@ export class CoordinatorMcpSession {
     );
     if (caps.resources) this.installResources();
     if (caps.prompts) {
-      server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: federation.extras().prompts.list() }));
+      server.setRequestHandler(ListPromptsRequestSchema, () => ({
+        prompts: federation.extras().prompts.list(),
+      }));
       server.setRequestHandler(GetPromptRequestSchema, (request, extra) => {
         const { name, arguments: args } = request.params;
         const target = federation.extras().prompts.resolve(name);
@@ -129,7 +133,9 @@ export class CoordinatorMcpSession {
 
   private installResources(): void {
     const { server, federation } = this;
-    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: federation.extras().resources.list() }));
+    server.setRequestHandler(ListResourcesRequestSchema, () => ({
+      resources: federation.extras().resources.list(),
+    }));
     server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
       resourceTemplates: federation.extras().resources.templates(),
     }));
@@ -151,7 +157,10 @@ export class CoordinatorMcpSession {
       const uri = request.params.uri;
       if (this.subs.byUri.has(uri)) return {};
       if (this.subs.byUri.size >= MAX_SUBSCRIPTIONS_PER_SESSION)
-        throw new McpError(ErrorCode.InvalidRequest, `at most ${MAX_SUBSCRIPTIONS_PER_SESSION} subscriptions per session`);
+        throw new McpError(
+          ErrorCode.InvalidRequest,
+          `at most ${MAX_SUBSCRIPTIONS_PER_SESSION} subscriptions per session`,
+        );
       const target = federation.extras().resources.resolve(uri);
       const named = target && { agentId: target.agentId, name: target.uri };
       await federation.forward('resource', uri, named, bytes(uri), this.who(extra), (c) =>
@@ -176,7 +185,9 @@ export class CoordinatorMcpSession {
     const target = this.subs.byUri.get(uri);
     if (!target) return;
     this.subs.byUri.delete(uri);
-    this.federation.subscriptions.release(target.agentId, target.uri, (id) => this.federation.sharedClient(id));
+    this.federation.subscriptions.release(target.agentId, target.uri, (id) =>
+      this.federation.sharedClient(id),
+    );
   }
 
   /** A log message of `agentId` to this session: on a call's stream when one to that agent is open. */
@@ -245,7 +256,10 @@ export class CoordinatorMcpSession {
         c.setRequestHandler(CreateMessageRequestSchema, (request) => {
           const call = relayTo();
           return call
-            ? call.sendRequest({ method: 'sampling/createMessage', params: request.params }, CreateMessageResultSchema)
+            ? call.sendRequest(
+                { method: 'sampling/createMessage', params: request.params },
+                CreateMessageResultSchema,
+              )
             : this.server.createMessage(request.params);
         });
         c.setRequestHandler(ElicitRequestSchema, (request) => {

@@ -46,7 +46,8 @@ export interface ForwardRequest {
 }
 
 function notFound(kind: ForwardKind, wireName: string): McpError {
-  if (kind === 'resource') return new McpError(MCP_RESOURCE_NOT_FOUND, `Resource ${wireName} not found`, { uri: wireName });
+  if (kind === 'resource')
+    return new McpError(MCP_RESOURCE_NOT_FOUND, `Resource ${wireName} not found`, { uri: wireName });
   return new McpError(-32602, `${kind === 'prompt' ? 'Prompt' : 'Reference'} ${wireName} not found`);
 }
 
@@ -66,9 +67,7 @@ export async function guardedForward<T>(
     wire_name: req.wireName.slice(0, 1024),
     argument_bytes: req.argumentBytes,
   };
-  const record = (
-    fields: Pick<McpAuditRecord, 'decision' | 'reasons' | 'outcome'> & { error?: string },
-  ) =>
+  const record = (fields: Pick<McpAuditRecord, 'decision' | 'reasons' | 'outcome'> & { error?: string }) =>
     void deps.audit.append({
       ...base,
       tool: req.target ? `${req.target.agentId}/${req.target.name}`.slice(0, 1024) : null,
@@ -101,9 +100,13 @@ export async function guardedForward<T>(
   }
   if (!decision.allow) {
     record({ decision: 'deny', reasons: decision.reasons, outcome: 'denied' });
-    throw new McpError(MCP_POLICY_DENIED_CODE, `the AMF policy denied this request: ${decision.reasons.join(', ')}`, {
-      reasons: decision.reasons,
-    });
+    throw new McpError(
+      MCP_POLICY_DENIED_CODE,
+      `the AMF policy denied this request: ${decision.reasons.join(', ')}`,
+      {
+        reasons: decision.reasons,
+      },
+    );
   }
   if (deps.auth === 'none')
     deps.notices.warn({
@@ -119,7 +122,12 @@ export async function guardedForward<T>(
   } catch (err) {
     const mismatch = findPinMismatch(err);
     if (mismatch) {
-      record({ decision: 'deny', reasons: [TLS_PIN_MISMATCH_REASON], outcome: 'denied', error: mismatch.message });
+      record({
+        decision: 'deny',
+        reasons: [TLS_PIN_MISMATCH_REASON],
+        outcome: 'denied',
+        error: mismatch.message,
+      });
       throw new McpError(MCP_TLS_PIN_MISMATCH_CODE, mismatch.message, { reason: TLS_PIN_MISMATCH_REASON });
     }
     const message = err instanceof Error ? err.message : String(err);

@@ -29,7 +29,8 @@ export class PromptCatalog {
         const namespaced = `${prefix}${WIRE_SEPARATOR}${p.name}`;
         const target = { agentId, name: p.name };
         if (!this.targets.has(namespaced)) this.targets.set(namespaced, target);
-        const isBare = bare?.claim('prompt', p.name, agentId, collisions) === true && !this.targets.has(p.name);
+        const isBare =
+          bare?.claim('prompt', p.name, agentId, collisions) === true && !this.targets.has(p.name);
         if (isBare) this.targets.set(p.name, target);
         this.listed.push({
           ...p,

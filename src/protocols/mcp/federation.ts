@@ -79,7 +79,13 @@ export interface McpFederationOptions {
 export interface FederatedExtras {
   resources: ResourceCatalog;
   prompts: PromptCatalog;
-  offers: { resources: boolean; subscribe: boolean; prompts: boolean; completions: boolean; logging: boolean };
+  offers: {
+    resources: boolean;
+    subscribe: boolean;
+    prompts: boolean;
+    completions: boolean;
+    logging: boolean;
+  };
 }
 
 interface AgentTools {
@@ -179,8 +185,12 @@ export class McpFederation {
   /** The current catalog, keyed by wire name. */
   catalog(): Map<string, FederatedTool> {
     if (this.catalogCache) return this.catalogCache;
-    const entries: Array<{ agentId: string; alias?: string | undefined; tools: Tool[]; offer: AgentCatalog }> =
-      [];
+    const entries: Array<{
+      agentId: string;
+      alias?: string | undefined;
+      tools: Tool[];
+      offer: AgentCatalog;
+    }> = [];
     for (const agent of this.options.registry.list()) {
       const id = agent.record.agent_id;
       const state = this.agents.get(id);
@@ -484,7 +494,9 @@ export class McpFederation {
     if (!state?.fetch) throw new Error(`agent ${agentId} has no MCP endpoint in the federation`);
     const client = new Client({ name: 'amf-coordinator', version: this.options.version }, { capabilities });
     setup(client);
-    await client.connect(new StreamableHTTPClientTransport(new URL(state.endpoint), { fetch: state.fetch.fetch }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(state.endpoint), { fetch: state.fetch.fetch }),
+    );
     return client;
   }
 

@@ -67,25 +67,22 @@ export class StatelessMcp {
       });
       // Same wire shape; 1.32.2 only types JSON-Schema properties more loosely than v2.
       server.setRequestHandler('tools/list', () => ({ tools: surface.list() as V2Tool[] }));
-      server.setRequestHandler(
-        'tools/call',
-        async (request, handlerCtx) => {
-          // Progress travels on the request's own stream (the answer becomes SSE once one is sent).
-          const token = request.params._meta?.progressToken;
-          const onProgress =
-            token === undefined
-              ? undefined
-              : (progress: Progress) =>
-                  void handlerCtx.mcpReq
-                    .notify({ method: 'notifications/progress', params: { ...progress, progressToken: token } })
-                    .catch(() => undefined);
-          return (await surface.call(request.params.name, request.params.arguments ?? {}, {
-            caller,
-            signal: handlerCtx.mcpReq.signal,
-            ...(onProgress ? { onProgress } : {}),
-          })) as V2CallToolResult;
-        },
-      );
+      server.setRequestHandler('tools/call', async (request, handlerCtx) => {
+        // Progress travels on the request's own stream (the answer becomes SSE once one is sent).
+        const token = request.params._meta?.progressToken;
+        const onProgress =
+          token === undefined
+            ? undefined
+            : (progress: Progress) =>
+                void handlerCtx.mcpReq
+                  .notify({ method: 'notifications/progress', params: { ...progress, progressToken: token } })
+                  .catch(() => undefined);
+        return (await surface.call(request.params.name, request.params.arguments ?? {}, {
+          caller,
+          signal: handlerCtx.mcpReq.signal,
+          ...(onProgress ? { onProgress } : {}),
+        })) as V2CallToolResult;
+      });
       return server;
     };
     // 'auto' answers with one JSON body unless a handler sends something before its result (ours

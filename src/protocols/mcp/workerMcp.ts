@@ -140,7 +140,8 @@ export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint 
       list: () => allTools,
       call: (name, args, { signal, onProgress }) => {
         const extraTool = extraTools.get(name);
-        if (extraTool && name !== tool.name) return extraTool.call(args, statelessContext(signal, onProgress));
+        if (extraTool && name !== tool.name)
+          return extraTool.call(args, statelessContext(signal, onProgress));
         return callTool(name, args, signal);
       },
     },

@@ -170,7 +170,10 @@ export function serveHandlerSurface(
       if (!prompt) throw new McpError(ErrorCode.InvalidParams, `Prompt ${request.params.name} not found`);
       for (const arg of prompt.prompt.arguments ?? [])
         if (arg.required && request.params.arguments?.[arg.name] === undefined)
-          throw new McpError(ErrorCode.InvalidParams, `Prompt ${prompt.prompt.name}: argument ${arg.name} is required`);
+          throw new McpError(
+            ErrorCode.InvalidParams,
+            `Prompt ${prompt.prompt.name}: argument ${arg.name} is required`,
+          );
       return prompt.get(request.params.arguments ?? {}, ctxOf(extra));
     });
   }
