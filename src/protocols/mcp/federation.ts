@@ -39,11 +39,11 @@ import {
   type TlsPinMismatchError,
   type TlsPinStore,
 } from './tlsPins.js';
-import { federatedCatalog, isWireName, ToolNamer, WIRE_SEPARATOR, type FederatedTool } from './toolNames.js';
+import { federatedCatalog, ToolNamer, type FederatedTool } from './toolNames.js';
 import { EMPTY_CATALOG, listAgentCatalog, type AgentCatalog } from './agentCatalog.js';
 import { BareNames, type BareCollision } from './bareNames.js';
-import { ResourceCatalog, type FederationEntry } from './federatedResources.js';
-import { PromptCatalog } from './federatedPrompts.js';
+import type { FederationEntry } from './federatedResources.js';
+import { buildFederatedExtras, grantBareToolNames, type FederatedExtras } from './federatedExtras.js';
 import { guardedForward, type ForwardKind } from './federatedForward.js';
 import { FederatedLogLevels } from './federatedLogging.js';
 import { AgentSubscriptions } from './federatedSubscriptions.js';
@@ -51,6 +51,7 @@ import type { LogFn } from '../../log.js';
 
 export type { McpCallCredentials } from './callAuth.js';
 export type { FederatedTool } from './toolNames.js';
+export type { FederatedExtras } from './federatedExtras.js';
 
 /** JSON-RPC error code of a call refused because the agent's certificate no longer matches its pin. */
 export const MCP_TLS_PIN_MISMATCH_CODE = -32010;
@@ -73,19 +74,6 @@ export interface McpFederationOptions {
   log?: LogFn;
   /** List items under the agent's own names when no other agent claims them (bareNames.ts). */
   bareNames?: boolean;
-}
-
-/** The federated resources and prompts, and which capabilities any agent offers. */
-export interface FederatedExtras {
-  resources: ResourceCatalog;
-  prompts: PromptCatalog;
-  offers: {
-    resources: boolean;
-    subscribe: boolean;
-    prompts: boolean;
-    completions: boolean;
-    logging: boolean;
-  };
 }
 
 interface AgentTools {
@@ -217,36 +205,11 @@ export class McpFederation {
       prefix: prefixes.get(e.agentId)!,
       catalog: e.offer,
     }));
-    this.listedCache = this.grantBareToolNames(catalog);
+    const toolCollisions: BareCollision[] = [];
+    this.listedCache = grantBareToolNames(catalog, this.bare, toolCollisions);
+    this.warnBareCollisions(toolCollisions);
     this.catalogCache = catalog;
     return catalog;
-  }
-
-  /**
-   * With bare names on, adds each granted bare tool name to `catalog` (it then resolves) and lists
-   * the tool under it instead of its namespaced name; returns the tool list.
-   */
-  private grantBareToolNames(catalog: Map<string, FederatedTool>): Tool[] {
-    if (!this.bare) return [...catalog.values()].map((t) => t.definition);
-    const collisions: BareCollision[] = [];
-    const listed: Tool[] = [];
-    for (const entry of [...catalog.values()]) {
-      const name = entry.tool;
-      const granted =
-        isWireName(name) &&
-        !name.includes(WIRE_SEPARATOR) &&
-        this.bare.claim('tool', name, entry.agentId, collisions) &&
-        !catalog.has(name);
-      if (!granted) {
-        listed.push(entry.definition);
-        continue;
-      }
-      const definition = { ...entry.definition, name };
-      catalog.set(name, { ...entry, wireName: name, definition });
-      listed.push(definition);
-    }
-    this.warnBareCollisions(collisions);
-    return listed;
   }
 
   private warnBareCollisions(collisions: readonly BareCollision[]): void {
@@ -269,22 +232,8 @@ export class McpFederation {
     if (this.extrasCache) return this.extrasCache;
     this.catalog();
     const collisions: BareCollision[] = [];
-    const entries = this.entriesCache;
-    const resources = new ResourceCatalog(entries, this.bare, collisions);
-    const prompts = new PromptCatalog(entries, this.bare, collisions);
+    this.extrasCache = buildFederatedExtras(this.entriesCache, this.bare, collisions);
     this.warnBareCollisions(collisions);
-    const any = (test: (e: FederationEntry) => boolean) => entries.some(test);
-    this.extrasCache = {
-      resources,
-      prompts,
-      offers: {
-        resources: any((e) => e.catalog.capabilities.resources !== undefined),
-        subscribe: any((e) => e.catalog.capabilities.resources?.subscribe === true),
-        prompts: any((e) => e.catalog.capabilities.prompts !== undefined),
-        completions: any((e) => e.catalog.capabilities.completions !== undefined),
-        logging: any((e) => e.catalog.capabilities.logging !== undefined),
-      },
-    };
     return this.extrasCache;
   }
 
