@@ -44,4 +44,23 @@ export class BareNames {
     }
     return !this.rejected.has(key);
   }
+
+  /** True when `name` is granted to `agentId` (claimed by it alone, never contested). */
+  isGranted(kind: BareKind, name: string, agentId: string): boolean {
+    const key = `${kind}\0${name}`;
+    return !this.rejected.has(key) && this.claims.get(key)?.[0] === agentId;
+  }
+}
+
+/**
+ * Claims every name of a catalog build first, so a name contested within one build is listed
+ * namespaced for all claimants in that very build (not granted to the first one once more).
+ */
+export function claimAll(
+  bare: BareNames | undefined,
+  claims: Iterable<{ kind: BareKind; name: string; agentId: string }>,
+  collisions: BareCollision[],
+): void {
+  if (!bare) return;
+  for (const c of claims) bare.claim(c.kind, c.name, c.agentId, collisions);
 }

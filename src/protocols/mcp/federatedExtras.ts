@@ -5,7 +5,7 @@
  * tool names (bareNames.ts).
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { BareCollision, BareNames } from './bareNames.js';
+import { claimAll, type BareCollision, type BareNames } from './bareNames.js';
 import { PromptCatalog } from './federatedPrompts.js';
 import { ResourceCatalog, type FederationEntry } from './federatedResources.js';
 import { isWireName, WIRE_SEPARATOR, type FederatedTool } from './toolNames.js';
@@ -53,14 +53,18 @@ export function grantBareToolNames(
   collisions: BareCollision[],
 ): Tool[] {
   if (!bare) return [...catalog.values()].map((t) => t.definition);
+  const eligible = (name: string) => isWireName(name) && !name.includes(WIRE_SEPARATOR);
+  claimAll(
+    bare,
+    [...catalog.values()]
+      .filter((e) => eligible(e.tool))
+      .map((e) => ({ kind: 'tool' as const, name: e.tool, agentId: e.agentId })),
+    collisions,
+  );
   const listed: Tool[] = [];
   for (const entry of [...catalog.values()]) {
     const name = entry.tool;
-    const granted =
-      isWireName(name) &&
-      !name.includes(WIRE_SEPARATOR) &&
-      bare.claim('tool', name, entry.agentId, collisions) &&
-      !catalog.has(name);
+    const granted = eligible(name) && bare.isGranted('tool', name, entry.agentId) && !catalog.has(name);
     if (!granted) {
       listed.push(entry.definition);
       continue;

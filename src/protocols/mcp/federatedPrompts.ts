@@ -4,7 +4,7 @@
  * (bareNames.ts). A namespaced name always resolves, listed or not.
  */
 import type { Prompt } from '@modelcontextprotocol/sdk/types.js';
-import type { BareCollision, BareNames } from './bareNames.js';
+import { claimAll, type BareCollision, type BareNames } from './bareNames.js';
 import type { FederationEntry } from './federatedResources.js';
 import { WIRE_SEPARATOR } from './toolNames.js';
 
@@ -23,14 +23,20 @@ export class PromptCatalog {
   private readonly targets = new Map<string, PromptTarget>();
 
   constructor(entries: readonly FederationEntry[], bare: BareNames | undefined, collisions: BareCollision[]) {
+    claimAll(
+      bare,
+      entries.flatMap((e) =>
+        e.catalog.prompts.map((p) => ({ kind: 'prompt' as const, name: p.name, agentId: e.agentId })),
+      ),
+      collisions,
+    );
     for (const { agentId, prefix, catalog } of entries) {
       for (const p of catalog.prompts) {
         if (p.name.length > MAX_PROMPT_NAME) continue;
         const namespaced = `${prefix}${WIRE_SEPARATOR}${p.name}`;
         const target = { agentId, name: p.name };
         if (!this.targets.has(namespaced)) this.targets.set(namespaced, target);
-        const isBare =
-          bare?.claim('prompt', p.name, agentId, collisions) === true && !this.targets.has(p.name);
+        const isBare = bare?.isGranted('prompt', p.name, agentId) === true && !this.targets.has(p.name);
         if (isBare) this.targets.set(p.name, target);
         this.listed.push({
           ...p,

@@ -7,7 +7,7 @@
  */
 import type { Resource, ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
 import type { AgentCatalog } from './agentCatalog.js';
-import type { BareCollision, BareNames } from './bareNames.js';
+import { claimAll, type BareCollision, type BareNames } from './bareNames.js';
 import { matchUriTemplate } from './uriTemplate.js';
 
 /** Scheme of namespaced resource URIs. */
@@ -56,16 +56,28 @@ export class ResourceCatalog {
   private readonly templateTargets = new Map<string, { agentId: string; template: string }>();
 
   constructor(entries: readonly FederationEntry[], bare: BareNames | undefined, collisions: BareCollision[]) {
+    claimAll(
+      bare,
+      entries.flatMap((e) => [
+        ...e.catalog.resources.map((r) => ({ kind: 'resource' as const, name: r.uri, agentId: e.agentId })),
+        ...e.catalog.templates.map((t) => ({
+          kind: 'template' as const,
+          name: t.uriTemplate,
+          agentId: e.agentId,
+        })),
+      ]),
+      collisions,
+    );
     for (const { agentId, prefix, catalog } of entries) {
       this.agentByPrefix.set(prefix, agentId);
       for (const r of catalog.resources) {
-        const isBare = bare?.claim('resource', r.uri, agentId, collisions) === true;
+        const isBare = bare?.isGranted('resource', r.uri, agentId) === true;
         const uri = isBare ? r.uri : namespacedUri(prefix, r.uri);
         if (isBare) this.bareUris.set(r.uri, { agentId, uri: r.uri });
         this.listed.push({ ...r, uri, description: described(agentId, r.description) });
       }
       for (const t of catalog.templates) {
-        const isBare = bare?.claim('template', t.uriTemplate, agentId, collisions) === true;
+        const isBare = bare?.isGranted('template', t.uriTemplate, agentId) === true;
         const uriTemplate = isBare ? t.uriTemplate : namespacedUri(prefix, t.uriTemplate);
         if (isBare) this.bareTemplates.push({ agentId, template: t.uriTemplate });
         this.templateTargets.set(uriTemplate, { agentId, template: t.uriTemplate });
