@@ -155,6 +155,8 @@ export interface AmfConfig {
      * name when no other agent claims that name (first come, first served; docs/mcp-server.md).
      */
     readonly bareNames: boolean;
+    /** `amf worker` also serves `servers`' tools, resources and prompts on its `/mcp` (docs/mcp.md). */
+    readonly reexportServers: boolean;
   };
   readonly a2a: {
     readonly agents: readonly A2aAgentConfig[];
@@ -302,6 +304,7 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
     maxSessions: 1000,
     maxSessionsPerClient: 32,
     bareNames: false,
+    reexportServers: false,
   },
   a2a: { agents: [], taskStoreSize: 1000 },
   watcher: { integrityWarn: true },

@@ -318,6 +318,7 @@ export const CONFIG_SCHEMA: SchemaNode = {
         max_sessions: intRange(1, 1_000_000),
         max_sessions_per_client: intRange(1, 1_000_000),
         bare_names: boolean(),
+        reexport_servers: boolean(),
       },
       'MCP settings',
     ),
