@@ -6,7 +6,9 @@
 #   {"allow": bool, "reasons": [sorted deny reasons, empty when allowed]}
 #
 # Input: {"caller": string, "agent_id": string, "tool": string, "trust_domain": string,
-#         "argument_bytes": number, "agent_admitted": bool}
+#         "argument_bytes": number, "agent_admitted": bool, "kind": string (optional)}
+# kind is what the request reaches: "tool" (also when absent), "resource" (read or subscribe; tool is
+# the agent's URI), "prompt" (tool is the prompt name) or "completion".
 # Every rule fails closed: a missing or malformed input field produces a deny reason.
 package amf.mcp
 
@@ -32,8 +34,32 @@ deny contains "agent_not_admitted" if not input.agent_admitted == true
 # data.policy.mcp.denied_tools lists AMF tool names "<agent_id>/<tool>", or "*/<tool>" for a tool
 # of any agent.
 deny contains "tool_denied" if {
+	is_tool
 	some denied in data.policy.mcp.denied_tools
 	denied in {concat("/", [input.agent_id, input.tool]), concat("/", ["*", input.tool])}
+}
+
+is_tool if not input.kind
+
+is_tool if input.kind == "tool"
+
+# data.policy.mcp.denied_resources lists "<agent_id>/<uri>" or "*/<uri>" (reads and subscriptions).
+deny contains "resource_denied" if {
+	input.kind == "resource"
+	some denied in object.get(data.policy.mcp, "denied_resources", [])
+	denied in {concat("/", [input.agent_id, input.tool]), concat("/", ["*", input.tool])}
+}
+
+# data.policy.mcp.denied_prompts lists "<agent_id>/<prompt>" or "*/<prompt>".
+deny contains "prompt_denied" if {
+	input.kind == "prompt"
+	some denied in object.get(data.policy.mcp, "denied_prompts", [])
+	denied in {concat("/", [input.agent_id, input.tool]), concat("/", ["*", input.tool])}
+}
+
+deny contains "input_invalid" if {
+	input.kind
+	not input.kind in {"tool", "resource", "prompt", "completion"}
 }
 
 # The call names an agent and a tool.

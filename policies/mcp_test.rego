@@ -31,3 +31,22 @@ test_denies_listed_tool if {
 test_fails_closed_without_input if {
 	not mcp.decision.allow with input as {}
 }
+
+test_denies_listed_resource if {
+	mcp.decision.reasons == ["resource_denied"] with input as object.union(ok_input, {"kind": "resource", "tool": "file:///etc/passwd"})
+		with data.policy.mcp.denied_resources as ["*/file:///etc/passwd"]
+}
+
+test_denied_tool_name_does_not_deny_a_resource if {
+	mcp.decision.allow with input as object.union(ok_input, {"kind": "resource", "tool": "shell"})
+		with data.policy.mcp.denied_tools as ["*/shell"]
+}
+
+test_denies_listed_prompt if {
+	mcp.decision.reasons == ["prompt_denied"] with input as object.union(ok_input, {"kind": "prompt", "tool": "leak"})
+		with data.policy.mcp.denied_prompts as ["spiffe://local/worker/echo/leak"]
+}
+
+test_denies_unknown_kind if {
+	mcp.decision.reasons == ["input_invalid"] with input as object.union(ok_input, {"kind": "shell"})
+}

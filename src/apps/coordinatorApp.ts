@@ -208,6 +208,7 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     ...(coordinator.identity.mode === 'spiffe'
       ? { credentials: spiffeCallCredentials(coordinator.identity) }
       : {}),
+    bareNames: config.mcp.bareNames,
   });
   federation.start();
   const mcpEndpoint = createCoordinatorMcpEndpoint(federation, VERSION, mcpSessionLimits(config));

@@ -22,6 +22,7 @@ import { CoordinatorFingerprintRecord } from '../protocols/mcp/coordinatorFinger
 import type { McpServerConfig } from '../config/config.js';
 import { McpClientHub, type McpClientHubOptions } from '../mcpClient/mcpClientHub.js';
 import { bindTaskTools } from '../mcpClient/taskTools.js';
+import { mergeSurfaces, reexportSurface } from '../worker/reexportMcp.js';
 
 export interface StartWorkerOptions {
   name: string;
@@ -51,6 +52,11 @@ export interface StartWorkerOptions {
   mcpServers?: readonly McpServerConfig[];
   /** Options of the MCP client hub (logger, require_tls, environment for stdio servers). */
   mcpClient?: McpClientHubOptions;
+  /**
+   * Also serve the tools, resources and prompts of `mcpServers` on the worker's `/mcp` (so the
+   * coordinator federates them): worker/reexportMcp.ts. Default false.
+   */
+  reexportMcpServers?: boolean;
   /** Told when a coordinator calls `/mcp` with another fingerprint than the first one seen. */
   onCoordinatorFingerprintChange?: (first: string, seen: string) => void;
   /** Bounds of the `/mcp` session table (config `mcp.session_idle_seconds`, `mcp.max_sessions*`). */
@@ -107,6 +113,10 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
   const hub = opts.mcpServers?.length
     ? await McpClientHub.connect(opts.mcpServers, opts.mcpClient)
     : undefined;
+  const handler: WorkerHandler =
+    hub && opts.reexportMcpServers
+      ? { ...opts.handler, mcp: mergeSurfaces(opts.handler.mcp, await reexportSurface(hub)) }
+      : opts.handler;
   // Bind first: the worker is named by its real endpoint (port 0 = any free port).
   const edge = createRouterServer(opts.tls, opts.requestDeadlines);
   const server = edge.server;
@@ -127,7 +137,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     tags: opts.tags,
     trustDomain,
     endpoint,
-    handler: opts.handler,
+    handler,
     heartbeatSeconds: opts.heartbeatSeconds ?? 5,
     ...(opts.visibility ? { visibility: opts.visibility } : {}),
     ...(spiffe?.agentId ? { agentId: spiffe.agentId } : {}),
@@ -140,7 +150,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
   if (serveMcp)
     httpOpts.mcp = createWorkerMcpEndpoint({
       coordinatorFingerprint,
-      handler: opts.handler,
+      handler,
       tag: opts.tags[0]!,
       version: httpOpts.version,
       getWorker: () => worker,

@@ -42,6 +42,7 @@ export async function loadHandler(spec: string): Promise<WorkerHandler> {
       handle: h.handle,
       ...(h.inputSchema ? { inputSchema: h.inputSchema } : {}),
       ...(h.readOnly === true ? { readOnly: true } : {}),
+      ...(typeof h.mcp === 'object' && h.mcp !== null ? { mcp: h.mcp } : {}),
     };
   }
   throw new AmfError(

@@ -118,6 +118,7 @@ export async function runWorkerCommand(
     requestDeadlines: requestDeadlines(config),
     ...(tls ? { tls } : {}),
     mcpServers: config.mcp.servers,
+    reexportMcpServers: config.mcp.reexportServers,
     mcpClient: { logger: log, requireTls: config.mcp.requireTls },
     mcpSessions: mcpSessionLimits(config),
     onCoordinatorFingerprintChange: (first, seen) =>

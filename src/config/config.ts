@@ -150,6 +150,13 @@ export interface AmfConfig {
     readonly maxSessions: number;
     /** Sessions one client address may hold on one `/mcp`; more are refused (429). */
     readonly maxSessionsPerClient: number;
+    /**
+     * The coordinator's `/mcp` also lists a federated tool, prompt or resource under its agent's own
+     * name when no other agent claims that name (first come, first served; docs/mcp-server.md).
+     */
+    readonly bareNames: boolean;
+    /** `amf worker` also serves `servers`' tools, resources and prompts on its `/mcp` (docs/mcp.md). */
+    readonly reexportServers: boolean;
   };
   readonly a2a: {
     readonly agents: readonly A2aAgentConfig[];
@@ -215,6 +222,7 @@ export const ENV_VARIABLES: Readonly<Record<string, string>> = Object.freeze({
   AMF_MDNS_INTERFACE: 'mdns.interface',
   AMF_IDENTITY_MODE: 'identity.mode',
   AMF_MCP_REQUIRE_TLS: 'mcp.require_tls',
+  AMF_MCP_BARE_NAMES: 'mcp.bare_names',
   AMF_WATCHER_INTEGRITY_WARN: 'watcher.integrity_warn',
 });
 
@@ -295,6 +303,8 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
     sessionIdleSeconds: 600,
     maxSessions: 1000,
     maxSessionsPerClient: 32,
+    bareNames: false,
+    reexportServers: false,
   },
   a2a: { agents: [], taskStoreSize: 1000 },
   watcher: { integrityWarn: true },

@@ -317,6 +317,8 @@ export const CONFIG_SCHEMA: SchemaNode = {
         session_idle_seconds: intRange(1, 86_400, 'a whole number of seconds'),
         max_sessions: intRange(1, 1_000_000),
         max_sessions_per_client: intRange(1, 1_000_000),
+        bare_names: boolean(),
+        reexport_servers: boolean(),
       },
       'MCP settings',
     ),

@@ -260,6 +260,11 @@ export class McpClientHub {
     return [...this.connections.keys()];
   }
 
+  /** The SDK client of a connected server (for re-exporting its resources and prompts). */
+  clientOf(server: string): Client | undefined {
+    return this.connections.get(server)?.client;
+  }
+
   /** Every allowed tool of every connected server, namespaced. */
   listTools(): NamespacedTool[] {
     return [...this.byName.values()].map((e) => e.tool);

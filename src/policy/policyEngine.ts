@@ -58,8 +58,10 @@ export interface McpCallInput {
   caller: string;
   /** The agent whose tool is called. */
   agent_id: string;
-  /** The tool's own name at the agent (not the federated wire name). */
+  /** The tool's own name at the agent (not the federated wire name); for other kinds the prompt name or resource URI. */
   tool: string;
+  /** What is reached: `tool` (absent means tool), `resource`, `prompt` or `completion`. */
+  kind?: 'tool' | 'resource' | 'prompt' | 'completion';
   /** The agent's trust domain. */
   trust_domain: string;
   /** Size of the JSON-encoded arguments. */

@@ -6,8 +6,10 @@
 import type { ChatMessage, Usage } from '../events/payloads.js';
 import type { TaskTools } from '../mcpClient/taskTools.js';
 import { AmfError } from '../errors.js';
+import type { HandlerMcpSurface } from './handlerMcp.js';
 
 export type { TaskTools };
+export type * from './handlerMcp.js';
 
 export interface TaskContext {
   taskId: string;
@@ -67,6 +69,8 @@ export interface WorkerHandler {
    * AMP callers with `read-only` trust may reach it. Default false: unknown handlers are not trusted.
    */
   readOnly?: boolean;
+  /** More MCP tools, resources, prompts and completions served on the worker's `/mcp`. */
+  mcp?: HandlerMcpSurface;
 }
 
 /**

@@ -168,6 +168,7 @@ describe('precedence: defaults < file < env < flags', () => {
         AMF_MDNS_INTERFACE: '192.168.1.5',
         AMF_IDENTITY_MODE: 'spiffe',
         AMF_MCP_REQUIRE_TLS: 'true',
+        AMF_MCP_BARE_NAMES: 'true',
         AMF_WATCHER_INTEGRITY_WARN: 'false',
         AMF_LOG_LEVEL: 'error',
       },
@@ -183,6 +184,8 @@ describe('precedence: defaults < file < env < flags', () => {
     expect(config.mdns.interface).toBe('192.168.1.5');
     expect(config.identity.mode).toBe('spiffe');
     expect(config.mcp.requireTls).toBe(true);
+    expect(config.mcp.bareNames).toBe(true);
+    expect(config.mcp.reexportServers).toBe(false);
     expect(config.watcher.integrityWarn).toBe(false);
     expect(config.logLevel).toBe('error');
   });

@@ -10,6 +10,7 @@ import { Client as SessionClient } from '@modelcontextprotocol/sdk/client/index.
 import { StreamableHTTPClientTransport as SessionTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
+import type { WorkerHandler } from '../../src/worker/handlerApi.js';
 import type { McpAuditRecord } from '../../src/protocols/mcp/mcpAudit.js';
 
 const REVISION = '2026-07-28';
@@ -101,6 +102,59 @@ describe('coordinator /mcp at 2026-07-28', () => {
     } finally {
       await client.close();
       await w.close(1000);
+    }
+  });
+
+  it('relays the progress of a forwarded call on the request stream', async () => {
+    const stepper: WorkerHandler = {
+      name: 'stepper_main',
+      description: 'a worker with a tool that reports progress',
+      handle: () => Promise.resolve('ok'),
+      mcp: {
+        tools: [
+          {
+            definition: {
+              name: 'steps',
+              description: 'reports three steps',
+              inputSchema: { type: 'object' },
+            },
+            async call(_args, ctx) {
+              for (let i = 1; i <= 3; i++) await ctx.progress(i, 3, `step ${i}`);
+              return { content: [{ type: 'text', text: 'stepped' }] };
+            },
+          },
+        ],
+      },
+    };
+    const w = await mesh.startWorker('mcp-modern-progress', ['stepper'], stepper);
+    const client = await connectModern(`${mesh.url}/mcp`);
+    try {
+      const names = await waitForTool(client, 'mcp-modern-progress__steps');
+      expect(names).toContain('mcp-modern-progress__steps');
+      const seen: Array<[number, number | undefined, string | undefined]> = [];
+      const result = await client.callTool(
+        { name: 'mcp-modern-progress__steps', arguments: {} },
+        {
+          onprogress: (p) => seen.push([p.progress, p.total, p.message]),
+        },
+      );
+      expect(text(result)).toBe('stepped');
+      expect(seen).toEqual([
+        [1, 3, 'step 1'],
+        [2, 3, 'step 2'],
+        [3, 3, 'step 3'],
+      ]);
+      // And straight at the worker's own stateless leg.
+      const direct = await connectModern(`${w.url}/mcp`);
+      try {
+        const own: number[] = [];
+        await direct.callTool({ name: 'steps', arguments: {} }, { onprogress: (p) => own.push(p.progress) });
+        expect(own).toEqual([1, 2, 3]);
+      } finally {
+        await direct.close();
+      }
+    } finally {
+      await client.close();
     }
   });
 

@@ -1,9 +1,11 @@
 /**
  * The coordinator's federated MCP endpoint: an SDK `Server` per session whose `tools/list` is the
  * federation's catalog and whose `tools/call` goes through the federation (policy, audit, forward).
- * Catalog changes reach every open session as `notifications/tools/list_changed`. The same catalog
- * and call path serve the stateless revision 2026-07-28 (no session: policy and audit per request,
- * catalog changes over `subscriptions/listen`).
+ * Resources, prompts, completions and logging are served per session by coordinatorMcpSession.ts,
+ * each announced only when an agent offers it. Catalog changes reach every open session as
+ * `notifications/{tools,resources,prompts}/list_changed`. The same tool catalog and call path serve
+ * the stateless revision 2026-07-28 (no session: policy and audit per request, catalog changes over
+ * `subscriptions/listen`, progress relayed on the request's stream).
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
@@ -13,6 +15,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { McpEndpoint, type McpSessionLimits } from './mcpEndpoint.js';
 import type { McpFederation } from './federation.js';
+import { CoordinatorMcpSession, federatedCapabilities } from './coordinatorMcpSession.js';
 
 const INSTRUCTIONS =
   'AMF mesh: the tools of every admitted agent. Wire names are <agent>__<tool>; each description starts with the AMF name [<agent_id>/<tool>].';
@@ -26,15 +29,16 @@ export function createCoordinatorMcpEndpoint(
   const endpoint: McpEndpoint = new McpEndpoint({
     ...limits,
     createServer: ({ caller }) => {
+      const capabilities = { tools: { listChanged: true }, ...federatedCapabilities(federation) };
       const server = new Server(
         { name: 'amf-coordinator', version },
-        {
-          capabilities: { tools: { listChanged: true } },
-          instructions: INSTRUCTIONS,
-        },
+        { capabilities, instructions: INSTRUCTIONS },
       );
+      const session = new CoordinatorMcpSession(server, federation, caller, capabilities);
+      session.install();
+      server.onclose = () => session.close();
       server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: federation.listTools() }));
-      server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+      server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
         // A caller that asked for progress gets the agent's progress notifications under its own token.
         const token = request.params._meta?.progressToken;
         const relay =
@@ -47,13 +51,20 @@ export function createCoordinatorMcpEndpoint(
                     params: { ...progress, progressToken: token },
                   })
                   .catch(() => undefined);
-        return federation.call(
-          request.params.name,
-          request.params.arguments ?? {},
-          { caller, sessionId: extra.sessionId ?? null },
-          extra.signal,
-          relay,
-        );
+        const agentId = federation.catalog().get(request.params.name)?.agentId;
+        const done = agentId === undefined ? undefined : session.track(agentId, extra);
+        try {
+          return await federation.call(
+            request.params.name,
+            request.params.arguments ?? {},
+            { caller, sessionId: extra.sessionId ?? null },
+            extra.signal,
+            relay,
+            session.clientSupplier(),
+          );
+        } finally {
+          done?.();
+        }
       });
       return server;
     },
@@ -62,13 +73,20 @@ export function createCoordinatorMcpEndpoint(
       instructions: INSTRUCTIONS,
       listChanged: true,
       list: () => federation.listTools(),
-      call: (name, args, { caller, signal }) =>
-        federation.call(name, args, { caller, sessionId: null }, signal),
+      call: (name, args, { caller, signal, onProgress }) =>
+        federation.call(name, args, { caller, sessionId: null }, signal, onProgress),
     },
   });
   federation.onToolsChanged(() => {
     void endpoint.broadcast((s) => s.sendToolListChanged());
     endpoint.notifyToolsChanged();
+  });
+  federation.onExtrasChanged((kind) => {
+    // A session opened before any agent offered the capability has not announced it: the SDK
+    // refuses the notification there, and broadcast ignores the refusal.
+    void endpoint.broadcast((s) =>
+      kind === 'resources' ? s.sendResourceListChanged() : s.sendPromptListChanged(),
+    );
   });
   return endpoint;
 }

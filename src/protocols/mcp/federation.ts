@@ -9,9 +9,16 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   ErrorCode,
+  LoggingMessageNotificationSchema,
   McpError,
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
   type CallToolResult,
+  type ClientCapabilities,
+  type LoggingLevel,
+  type LoggingMessageNotification,
   type Progress,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -33,10 +40,18 @@ import {
   type TlsPinStore,
 } from './tlsPins.js';
 import { federatedCatalog, ToolNamer, type FederatedTool } from './toolNames.js';
+import { EMPTY_CATALOG, listAgentCatalog, type AgentCatalog } from './agentCatalog.js';
+import { BareNames, type BareCollision } from './bareNames.js';
+import type { FederationEntry } from './federatedResources.js';
+import { buildFederatedExtras, grantBareToolNames, type FederatedExtras } from './federatedExtras.js';
+import { guardedForward, type ForwardKind } from './federatedForward.js';
+import { FederatedLogLevels } from './federatedLogging.js';
+import { AgentSubscriptions } from './federatedSubscriptions.js';
 import type { LogFn } from '../../log.js';
 
 export type { McpCallCredentials } from './callAuth.js';
 export type { FederatedTool } from './toolNames.js';
+export type { FederatedExtras } from './federatedExtras.js';
 
 /** JSON-RPC error code of a call refused because the agent's certificate no longer matches its pin. */
 export const MCP_TLS_PIN_MISMATCH_CODE = -32010;
@@ -57,6 +72,8 @@ export interface McpFederationOptions {
   /** Sent as `X-AMF-Coordinator-Fingerprint` on every forwarded request. */
   coordinatorFingerprint?: string;
   log?: LogFn;
+  /** List items under the agent's own names when no other agent claims them (bareNames.ts). */
+  bareNames?: boolean;
 }
 
 interface AgentTools {
@@ -64,6 +81,8 @@ interface AgentTools {
   client?: Client;
   connecting?: Promise<Client>;
   tools: Tool[];
+  /** Everything else the agent offers (resources, templates, prompts, capabilities). */
+  offer: AgentCatalog;
   /** Pinned certificate fingerprint (https endpoints under TOFU). */
   pin?: string;
   fetch?: AgentFetch;
@@ -102,12 +121,29 @@ export class McpFederation {
   private readonly verifiedTools = new Map<string, Tool[]>();
   private readonly namer = new ToolNamer();
   private readonly listeners = new Set<() => void>();
+  private readonly extrasListeners = new Set<(kind: 'resources' | 'prompts') => void>();
+  private readonly updateListeners = new Set<(agentId: string, uri: string) => void>();
+  private readonly logListeners = new Set<
+    (agentId: string, params: LoggingMessageNotification['params']) => void
+  >();
+  private readonly bare: BareNames | undefined;
   private catalogCache: Map<string, FederatedTool> | undefined;
+  private listedCache: Tool[] | undefined;
+  private entriesCache: FederationEntry[] = [];
+  private extrasCache: FederatedExtras | undefined;
   private lastSignature = '';
+  private readonly lastExtrasSignature = { resources: '', prompts: '' };
+  private logLevel: LoggingLevel | undefined;
+  /** Agent-side resource subscriptions shared by the coordinator's sessions. */
+  readonly subscriptions = new AgentSubscriptions();
+  /** The log levels the coordinator's sessions asked for; agents get the most verbose one. */
+  readonly logLevels = new FederatedLogLevels((level) => this.setLogLevel(level));
   private unsubscribe: (() => void) | undefined;
   private closed = false;
 
-  constructor(private readonly options: McpFederationOptions) {}
+  constructor(private readonly options: McpFederationOptions) {
+    this.bare = options.bareNames ? new BareNames() : undefined;
+  }
 
   /** Follows the registry: agents with an MCP endpoint are listed while live. */
   start(): void {
@@ -137,12 +173,21 @@ export class McpFederation {
   /** The current catalog, keyed by wire name. */
   catalog(): Map<string, FederatedTool> {
     if (this.catalogCache) return this.catalogCache;
-    const entries: Array<{ agentId: string; alias?: string | undefined; tools: Tool[] }> = [];
+    const entries: Array<{
+      agentId: string;
+      alias?: string | undefined;
+      tools: Tool[];
+      offer: AgentCatalog;
+    }> = [];
     for (const agent of this.options.registry.list()) {
       const id = agent.record.agent_id;
       const state = this.agents.get(id);
-      if (!state || agent.status !== 'live' || state.tools.length === 0) continue;
-      entries.push({ agentId: id, alias: toolAlias(agent), tools: state.tools });
+      if (!state || agent.status !== 'live') continue;
+      const offersMore =
+        state.offer.resources.length + state.offer.templates.length + state.offer.prompts.length > 0 ||
+        Object.keys(state.offer.capabilities).some((k) => k !== 'tools');
+      if (state.tools.length === 0 && !offersMore) continue;
+      entries.push({ agentId: id, alias: toolAlias(agent), tools: state.tools, offer: state.offer });
     }
     const { prefixes, newCollisions } = this.namer.resolve(entries);
     for (const c of newCollisions) {
@@ -155,13 +200,111 @@ export class McpFederation {
     const { catalog, skipped } = federatedCatalog(entries, prefixes);
     for (const s of skipped)
       this.options.log?.('warn', 'MCP tool left out of the federation: wire name invalid or taken', s);
+    this.entriesCache = entries.map((e) => ({
+      agentId: e.agentId,
+      prefix: prefixes.get(e.agentId)!,
+      catalog: e.offer,
+    }));
+    const toolCollisions: BareCollision[] = [];
+    this.listedCache = grantBareToolNames(catalog, this.bare, toolCollisions);
+    this.warnBareCollisions(toolCollisions);
     this.catalogCache = catalog;
     return catalog;
   }
 
+  private warnBareCollisions(collisions: readonly BareCollision[]): void {
+    for (const c of collisions)
+      this.options.notices.warn({
+        reason: 'bare_name_collision',
+        message: `${c.kind} "${c.name}" is served by ${c.agents.join(' and ')}: no bare name for any of them, they keep namespaced names`,
+        details: { kind: c.kind, name: c.name, agents: c.agents },
+      });
+  }
+
   /** Tool definitions for `tools/list`. */
   listTools(): Tool[] {
-    return [...this.catalog().values()].map((t) => t.definition);
+    this.catalog();
+    return this.listedCache ?? [];
+  }
+
+  /** The federated resources and prompts (rebuilt after every catalog change). */
+  extras(): FederatedExtras {
+    if (this.extrasCache) return this.extrasCache;
+    this.catalog();
+    const collisions: BareCollision[] = [];
+    this.extrasCache = buildFederatedExtras(this.entriesCache, this.bare, collisions);
+    this.warnBareCollisions(collisions);
+    return this.extrasCache;
+  }
+
+  /** Called when the federated resources or prompts changed (→ their list_changed notifications). */
+  onExtrasChanged(listener: (kind: 'resources' | 'prompts') => void): () => void {
+    this.extrasListeners.add(listener);
+    return () => this.extrasListeners.delete(listener);
+  }
+
+  /** Called on every `notifications/resources/updated` an agent sends (agent id, agent URI). */
+  onResourceUpdated(listener: (agentId: string, uri: string) => void): () => void {
+    this.updateListeners.add(listener);
+    return () => this.updateListeners.delete(listener);
+  }
+
+  /** Called on every log message an agent sends the coordinator. */
+  onAgentLog(listener: (agentId: string, params: LoggingMessageNotification['params']) => void): () => void {
+    this.logListeners.add(listener);
+    return () => this.logListeners.delete(listener);
+  }
+
+  /** The wire prefix of an agent (alias or slug), for naming what it sends. */
+  prefixOf(agentId: string): string {
+    this.catalog();
+    return this.entriesCache.find((e) => e.agentId === agentId)?.prefix ?? this.namer.slug(agentId);
+  }
+
+  /**
+   * Sets the log level of every agent that offers logging (and of agents that connect later): the
+   * most verbose level any caller asked for; undefined leaves agents at their default.
+   */
+  async setLogLevel(level: LoggingLevel | undefined): Promise<void> {
+    this.logLevel = level;
+    if (level === undefined) return;
+    await Promise.allSettled(
+      [...this.agents.entries()]
+        .filter(([, s]) => s.offer.capabilities.logging !== undefined && s.client)
+        .map(([, s]) => s.client!.setLoggingLevel(level)),
+    );
+  }
+
+  /**
+   * Runs `run` against the agent behind a resolved target with the same policy decision, auth
+   * tier, audit record and pin handling as a tool call (federatedForward.ts).
+   */
+  forward<T>(
+    kind: ForwardKind,
+    wireName: string,
+    target: { agentId: string; name: string } | undefined,
+    argumentBytes: number,
+    who: McpCaller,
+    run: (client: Client) => Promise<T>,
+  ): Promise<T> {
+    const endpoint = target
+      ? (this.agents.get(target.agentId)?.endpoint ??
+        this.options.registry.get(target.agentId)?.record.mcp_endpoint ??
+        '')
+      : '';
+    return guardedForward(
+      {
+        policy: this.options.policy,
+        audit: this.options.audit,
+        notices: this.options.notices,
+        registry: this.options.registry,
+        auth: this.authTier(endpoint),
+        endpoint,
+        clientFor: (agentId) => this.clientFor(agentId),
+      },
+      { kind, wireName, target, argumentBytes, who },
+      run,
+    );
   }
 
   /**
@@ -176,6 +319,7 @@ export class McpFederation {
     who: McpCaller,
     signal?: AbortSignal,
     onProgress?: (progress: Progress) => void,
+    clientFor?: (agentId: string) => Promise<Client>,
   ): Promise<CallToolResult> {
     const started = Date.now();
     const argumentBytes = Buffer.byteLength(JSON.stringify(args));
@@ -249,7 +393,7 @@ export class McpFederation {
       });
     }
     try {
-      const client = await this.clientFor(entry.agentId);
+      const client = await (clientFor ?? ((id: string) => this.clientFor(id)))(entry.agentId);
       const result = (await client.callTool({ name: entry.tool, arguments: args }, undefined, {
         // One total time limit: progress does not extend it (no resetTimeoutOnProgress).
         timeout: this.options.callTimeoutMs ?? 60_000,
@@ -284,6 +428,32 @@ export class McpFederation {
     }
   }
 
+  /**
+   * Opens a connection of its own to an agent for one caller session, with `capabilities` (sampling,
+   * elicitation) the shared client does not declare: requests the agent sends on it belong to that
+   * session alone. Uses the agent's fetch (pins, credentials, fingerprint); the caller closes it.
+   */
+  async openSessionClient(
+    agentId: string,
+    capabilities: ClientCapabilities,
+    setup: (client: Client) => void,
+  ): Promise<Client> {
+    await this.clientFor(agentId);
+    const state = this.agents.get(agentId);
+    if (!state?.fetch) throw new Error(`agent ${agentId} has no MCP endpoint in the federation`);
+    const client = new Client({ name: 'amf-coordinator', version: this.options.version }, { capabilities });
+    setup(client);
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(state.endpoint), { fetch: state.fetch.fetch }),
+    );
+    return client;
+  }
+
+  /** The federation's shared client of an agent (connects on first use). */
+  sharedClient(agentId: string): Promise<Client> {
+    return this.clientFor(agentId);
+  }
+
   /** Closes every agent client. */
   async close(): Promise<void> {
     this.closed = true;
@@ -313,6 +483,18 @@ export class McpFederation {
 
   private changed(): void {
     this.catalogCache = undefined;
+    this.listedCache = undefined;
+    this.extrasCache = undefined;
+    const extras = this.extras();
+    for (const kind of ['resources', 'prompts'] as const) {
+      const sig =
+        kind === 'resources'
+          ? JSON.stringify([extras.resources.list(), extras.resources.templates()])
+          : JSON.stringify(extras.prompts.list());
+      if (sig === this.lastExtrasSignature[kind]) continue;
+      this.lastExtrasSignature[kind] = sig;
+      for (const l of this.extrasListeners) l(kind);
+    }
     const signature = JSON.stringify(this.listTools());
     if (signature === this.lastSignature) return;
     this.lastSignature = signature;
@@ -352,8 +534,16 @@ export class McpFederation {
     });
     state.fetch = agentFetch;
     const client = new Client({ name: 'amf-coordinator', version: this.options.version });
-    // The agent may change its tools; re-list them when it says so.
+    // The agent may change its tools, resources or prompts; re-list them when it says so.
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => void this.refresh(agentId));
+    client.setNotificationHandler(ResourceListChangedNotificationSchema, () => void this.refresh(agentId));
+    client.setNotificationHandler(PromptListChangedNotificationSchema, () => void this.refresh(agentId));
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      for (const l of this.updateListeners) l(agentId, n.params.uri);
+    });
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      for (const l of this.logListeners) l(agentId, n.params);
+    });
     const transport = new StreamableHTTPClientTransport(new URL(state.endpoint), { fetch: agentFetch.fetch });
     await client.connect(transport);
     if (this.agents.get(agentId) !== state || this.closed) {
@@ -383,21 +573,19 @@ export class McpFederation {
       state = undefined;
     }
     if (!state) {
-      state = { endpoint, tools: [], generation: 0 };
+      state = { endpoint, tools: [], offer: EMPTY_CATALOG, generation: 0 };
       this.agents.set(agentId, state);
     }
     const generation = ++state.generation;
     try {
       const client = await this.clientFor(agentId);
-      const tools: Tool[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await client.listTools(cursor ? { cursor } : undefined);
-        tools.push(...page.tools);
-        cursor = page.nextCursor;
-      } while (cursor && tools.length < 1000);
+      const offer = await listAgentCatalog(client);
+      const tools = offer.tools;
       if (this.agents.get(agentId) !== state || state.generation !== generation) return;
       state.tools = tools;
+      state.offer = offer;
+      if (this.logLevel && offer.capabilities.logging)
+        void client.setLoggingLevel(this.logLevel).catch(() => undefined);
       this.verifiedTools.delete(agentId);
       this.verifiedTools.set(agentId, tools);
       if (this.verifiedTools.size > 10_000)

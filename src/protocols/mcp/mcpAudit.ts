@@ -15,6 +15,8 @@ export const MAX_AUDIT_QUERY = 500;
 /** One audited MCP call. */
 export interface McpAuditRecord {
   kind: 'mcp.call';
+  /** What was reached when not a tool: `resource` (read, subscribe), `prompt` or `completion`. */
+  capability?: 'resource' | 'prompt' | 'completion';
   /** ISO time the call arrived. */
   time: string;
   /** Who called (remote address of the MCP client's session). */

@@ -15,7 +15,7 @@ import {
   type McpRequestContext,
   type Tool as V2Tool,
 } from '@modelcontextprotocol/server';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Progress, Tool } from '@modelcontextprotocol/sdk/types.js';
 
 /** MCP revision served by the stateless leg. */
 export const MCP_STATELESS_REVISION = '2026-07-28';
@@ -35,7 +35,12 @@ export interface McpToolSurface {
   call(
     name: string,
     args: Record<string, unknown>,
-    ctx: { caller: string; signal: AbortSignal },
+    ctx: {
+      caller: string;
+      signal: AbortSignal;
+      /** Set when the caller asked for progress: relays one notification on the request's stream. */
+      onProgress?: (progress: Progress) => void;
+    },
   ): Promise<CallToolResult>;
 }
 
@@ -62,14 +67,22 @@ export class StatelessMcp {
       });
       // Same wire shape; 1.32.2 only types JSON-Schema properties more loosely than v2.
       server.setRequestHandler('tools/list', () => ({ tools: surface.list() as V2Tool[] }));
-      server.setRequestHandler(
-        'tools/call',
-        async (request, handlerCtx) =>
-          (await surface.call(request.params.name, request.params.arguments ?? {}, {
-            caller,
-            signal: handlerCtx.mcpReq.signal,
-          })) as V2CallToolResult,
-      );
+      server.setRequestHandler('tools/call', async (request, handlerCtx) => {
+        // Progress travels on the request's own stream (the answer becomes SSE once one is sent).
+        const token = request.params._meta?.progressToken;
+        const onProgress =
+          token === undefined
+            ? undefined
+            : (progress: Progress) =>
+                void handlerCtx.mcpReq
+                  .notify({ method: 'notifications/progress', params: { ...progress, progressToken: token } })
+                  .catch(() => undefined);
+        return (await surface.call(request.params.name, request.params.arguments ?? {}, {
+          caller,
+          signal: handlerCtx.mcpReq.signal,
+          ...(onProgress ? { onProgress } : {}),
+        })) as V2CallToolResult;
+      });
       return server;
     };
     // 'auto' answers with one JSON body unless a handler sends something before its result (ours

@@ -12,15 +12,23 @@ import {
   ListToolsRequestSchema,
   McpError,
   type CallToolResult,
+  type Progress,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { WorkerHandler } from '../../worker/handlerApi.js';
+import type { McpRequestContext, WorkerHandler } from '../../worker/handlerApi.js';
 import type { MeshWorker } from '../../worker/meshWorker.js';
 import {
   COORDINATOR_FINGERPRINT_HEADER,
   type CoordinatorFingerprintRecord,
 } from './coordinatorFingerprint.js';
 import { McpEndpoint, type McpSessionLimits } from './mcpEndpoint.js';
+import { SessionLogLevel } from './mcpLogLevel.js';
+import {
+  requestContext,
+  ResourceUpdates,
+  serveHandlerSurface,
+  surfaceCapabilities,
+} from './workerMcpSurface.js';
 
 /** Input schema of a handler that declares none: one string argument `text` (the task text). */
 export const DEFAULT_TOOL_INPUT_SCHEMA: Tool['inputSchema'] = {
@@ -58,6 +66,10 @@ function errorResult(text: string): CallToolResult {
 /** Builds the `/mcp` endpoint of a worker (session-based revisions and the stateless 2026-07-28). */
 export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint {
   const tool = handlerTool(options.handler);
+  const surface = options.handler.mcp;
+  const extraTools = new Map((surface?.tools ?? []).map((t) => [t.definition.name, t]));
+  const allTools = [tool, ...[...extraTools.values()].map((t) => t.definition)];
+  const updates = new ResourceUpdates(surface);
   const callTool = async (
     name: string,
     args: Record<string, unknown>,
@@ -97,8 +109,9 @@ export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint 
   const serverInfo = { name: `amf-worker-${options.handler.name}`, version: options.version };
   return new McpEndpoint({
     ...options.sessions,
-    // A tool call sends nothing before its result, so a plain JSON answer carries it best.
-    jsonResponse: true,
+    // A tool call sends nothing before its result, so a plain JSON answer carries it best; a handler
+    // with an MCP surface may send progress, log messages and requests first, which need SSE.
+    jsonResponse: surface === undefined,
     ...(options.coordinatorFingerprint
       ? {
           onRequest: (req: IncomingMessage) =>
@@ -106,17 +119,54 @@ export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint 
         }
       : {}),
     createServer: () => {
-      const server = new Server(serverInfo, { capabilities: { tools: {} } });
-      server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [tool] }));
-      server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-        callTool(request.params.name, request.params.arguments ?? {}, extra.signal),
-      );
+      const server = new Server(serverInfo, {
+        capabilities: { tools: {}, ...surfaceCapabilities(surface) },
+      });
+      const level = new SessionLogLevel();
+      server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: allTools }));
+      server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+        const extraTool = extraTools.get(request.params.name);
+        if (extraTool && request.params.name !== tool.name) {
+          const ctx = requestContext(server, extra, request.params._meta?.progressToken, level);
+          return extraTool.call(request.params.arguments ?? {}, ctx);
+        }
+        return callTool(request.params.name, request.params.arguments ?? {}, extra.signal);
+      });
+      if (surface) serveHandlerSurface(server, surface, level, updates);
       return server;
     },
     tools: {
       info: serverInfo,
-      list: () => [tool],
-      call: (name, args, { signal }) => callTool(name, args, signal),
+      list: () => allTools,
+      call: (name, args, { signal, onProgress }) => {
+        const extraTool = extraTools.get(name);
+        if (extraTool && name !== tool.name)
+          return extraTool.call(args, statelessContext(signal, onProgress));
+        return callTool(name, args, signal);
+      },
     },
   });
+}
+
+/**
+ * The context of a surface tool called over the stateless leg: progress on the request's stream;
+ * no session, so no log level and no requests to the client.
+ */
+function statelessContext(signal: AbortSignal, onProgress?: (progress: Progress) => void): McpRequestContext {
+  const unsupported = () =>
+    Promise.reject(new McpError(ErrorCode.InvalidRequest, 'not available on the stateless MCP revision'));
+  return {
+    signal,
+    progress: (progress, total, message) => {
+      onProgress?.({
+        progress,
+        ...(total === undefined ? {} : { total }),
+        ...(message === undefined ? {} : { message }),
+      });
+      return Promise.resolve();
+    },
+    log: () => Promise.resolve(),
+    sample: unsupported,
+    elicit: unsupported,
+  };
 }

@@ -1,0 +1,193 @@
+/**
+ * Serves a handler's MCP surface (`WorkerHandler.mcp`: extra tools, resources, templates, prompts,
+ * completions, logging, subscriptions) on the SDK server of one worker session. Capabilities are
+ * announced only for what the handler offers.
+ */
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  CompleteRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type ClientNotification,
+  type ClientRequest,
+  type ReadResourceResult,
+  type ServerCapabilities,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { HandlerMcpSurface, McpRequestContext } from '../../worker/handlerMcp.js';
+import { SessionLogLevel } from './mcpLogLevel.js';
+import { matchUriTemplate } from './uriTemplate.js';
+
+type Extra = RequestHandlerExtra<ServerRequest | ClientRequest, ServerNotification | ClientNotification>;
+
+/** Most completion values returned (the spec's cap). */
+const MAX_COMPLETIONS = 100;
+
+/** The capabilities a surface adds to the worker's `tools`. */
+export function surfaceCapabilities(surface: HandlerMcpSurface | undefined): ServerCapabilities {
+  if (!surface) return {};
+  const resources = (surface.resources?.length ?? 0) + (surface.resourceTemplates?.length ?? 0) > 0;
+  return {
+    ...(resources ? { resources: surface.subscriptions ? { subscribe: true } : {} } : {}),
+    ...(surface.prompts?.length ? { prompts: {} } : {}),
+    ...(surface.complete ? { completions: {} } : {}),
+    ...(surface.logging ? { logging: {} } : {}),
+  };
+}
+
+/** The context a served item runs with, bound to one request of one session. */
+export function requestContext(
+  server: Server,
+  extra: Extra,
+  progressToken: string | number | undefined,
+  level: SessionLogLevel,
+): McpRequestContext {
+  const related = { relatedRequestId: extra.requestId, signal: extra.signal };
+  return {
+    signal: extra.signal,
+    progress: async (progress, total, message) => {
+      if (progressToken === undefined) return;
+      await extra.sendNotification({
+        method: 'notifications/progress',
+        params: {
+          progressToken,
+          progress,
+          ...(total === undefined ? {} : { total }),
+          ...(message === undefined ? {} : { message }),
+        },
+      });
+    },
+    log: async (lvl, data, logger) => {
+      if (!level.admits(lvl)) return;
+      // On the request's own stream, so the caller sees it before the result.
+      await extra.sendNotification({
+        method: 'notifications/message',
+        params: { level: lvl, data, ...(logger ? { logger } : {}) },
+      });
+    },
+    sample: (params) => server.createMessage(params, related),
+    elicit: (params) => server.elicitInput(params as Parameters<Server['elicitInput']>[0], related),
+  };
+}
+
+/** Fans the handler's resource-update notices out to the sessions that are open (one per endpoint). */
+export class ResourceUpdates {
+  private readonly listeners = new Set<(uri: string) => void>();
+
+  constructor(surface: HandlerMcpSurface | undefined) {
+    surface?.subscriptions?.onUpdate((uri) => {
+      for (const l of this.listeners) l(uri);
+    });
+  }
+
+  /** Calls `listener` on every update until the returned function is called. */
+  listen(listener: (uri: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}
+
+/** Reads `uri` from the surface's resources or templates; unknown URIs are JSON-RPC errors. */
+async function readResource(
+  surface: HandlerMcpSurface,
+  uri: string,
+  ctx: McpRequestContext,
+): Promise<ReadResourceResult> {
+  const direct = surface.resources?.find((r) => r.resource.uri === uri);
+  if (direct) return direct.read(ctx);
+  for (const t of surface.resourceTemplates ?? []) {
+    const vars = matchUriTemplate(t.template.uriTemplate, uri);
+    if (vars) return t.read(uri, vars, ctx);
+  }
+  // -32002: MCP's "resource not found".
+  throw new McpError(-32002, `Resource ${uri} not found`, { uri });
+}
+
+/**
+ * Registers the surface's request handlers on `server` (the tools handlers stay with the caller,
+ * which merges the handler tool with `surface.tools`). `level` holds the session's log level.
+ */
+export function serveHandlerSurface(
+  server: Server,
+  surface: HandlerMcpSurface,
+  level: SessionLogLevel,
+  updates: ResourceUpdates,
+): void {
+  const caps = surfaceCapabilities(surface);
+  const ctxOf = (extra: Extra, token?: string | number) => requestContext(server, extra, token, level);
+  if (caps.logging)
+    server.setRequestHandler(SetLevelRequestSchema, (request) => {
+      level.level = request.params.level;
+      return {};
+    });
+  if (caps.resources) {
+    server.setRequestHandler(ListResourcesRequestSchema, () => ({
+      resources: (surface.resources ?? []).map((r) => r.resource),
+    }));
+    server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+      resourceTemplates: (surface.resourceTemplates ?? []).map((t) => t.template),
+    }));
+    server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
+      readResource(surface, request.params.uri, ctxOf(extra, request.params._meta?.progressToken)),
+    );
+  }
+  if (caps.resources && surface.subscriptions) {
+    const watched = new Set<string>();
+    server.setRequestHandler(SubscribeRequestSchema, (request) => {
+      if (watched.size >= 1000) throw new McpError(ErrorCode.InvalidRequest, 'too many subscriptions');
+      watched.add(request.params.uri);
+      return {};
+    });
+    server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
+      watched.delete(request.params.uri);
+      return {};
+    });
+    const stop = updates.listen((uri) => {
+      if (watched.has(uri)) void server.sendResourceUpdated({ uri }).catch(() => undefined);
+    });
+    const previous = server.onclose;
+    server.onclose = () => {
+      stop();
+      previous?.();
+    };
+  }
+  if (caps.prompts) {
+    server.setRequestHandler(ListPromptsRequestSchema, () => ({
+      prompts: (surface.prompts ?? []).map((p) => p.prompt),
+    }));
+    server.setRequestHandler(GetPromptRequestSchema, (request, extra) => {
+      const prompt = surface.prompts?.find((p) => p.prompt.name === request.params.name);
+      if (!prompt) throw new McpError(ErrorCode.InvalidParams, `Prompt ${request.params.name} not found`);
+      for (const arg of prompt.prompt.arguments ?? [])
+        if (arg.required && request.params.arguments?.[arg.name] === undefined)
+          throw new McpError(
+            ErrorCode.InvalidParams,
+            `Prompt ${prompt.prompt.name}: argument ${arg.name} is required`,
+          );
+      return prompt.get(request.params.arguments ?? {}, ctxOf(extra));
+    });
+  }
+  if (caps.completions) {
+    const complete = surface.complete!.bind(surface);
+    server.setRequestHandler(CompleteRequestSchema, async (request) => {
+      const values = await complete(request.params);
+      return {
+        completion: {
+          values: values.slice(0, MAX_COMPLETIONS),
+          total: values.length,
+          hasMore: values.length > MAX_COMPLETIONS,
+        },
+      };
+    });
+  }
+}
