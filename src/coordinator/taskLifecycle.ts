@@ -42,6 +42,7 @@ import { TaskRetries } from './taskRetries.js';
 import { TaskTable } from './taskTable.js';
 import { senderAgent, TaskResults } from './taskResults.js';
 import { TaskWorkOffers } from './taskWorkOffers.js';
+import type { ResultArrival, ResultDecision } from './resultIntake.js';
 
 import { systemClock, TaskTimers, type LifecycleClock } from './taskTimers.js';
 
@@ -98,10 +99,10 @@ export class TaskLifecycle {
       offerWork: (task) => this.offers.offer(task),
     });
     this.offers = new TaskWorkOffers(options.workQueue, notices);
-    // An ended task's offer is withdrawn, so no worker pulls a task that is already over. A task its
-    // worker answered needs nothing: the worker acknowledges (removes) the message itself.
+    // An ended task's offer is withdrawn, so no worker pulls a task that is already over. A task an
+    // AMF worker answered needs nothing: that worker acknowledges (removes) the message itself.
     this.endings.onTerminal(({ task }) => {
-      if (task.final) this.offers.forget(task);
+      if (task.answeredFromQueue) this.offers.forget(task);
       else this.offers.withdraw(task);
     });
     this.results = new TaskResults({
@@ -155,17 +156,19 @@ export class TaskLifecycle {
     if (lookup) {
       const held = [...this.active.values()].filter((t) => t.claimedBy === agentId);
       const stored = await Promise.all(held.map((t) => lookup(t.taskId).catch(() => undefined)));
-      for (const event of stored) if (event) this.results.accept(event);
+      // Only tasks this coordinator announced: another coordinator's are decided by that one.
+      for (const event of stored)
+        if (event) this.results.accept(event, { path: 'stored', lastDelivery: false });
     }
     if (!this.closed) this.retries.agentLost(agentId);
   }
 
   /**
-   * A worker's final result from the durable results stream: accepted only while the task is open
-   * and held by that worker, then published as the task's one canonical final (taskResults.ts).
+   * A worker's final result (sent straight here or stored): accepted only while the task is open and
+   * held by that worker, then published as the task's one canonical final (taskResults.ts).
    */
-  acceptResult(event: AmfEventOf<'amf.result.final'>): 'accepted' | 'refused' | 'unknown' {
-    return this.results.accept(event);
+  acceptResult(event: AmfEventOf<'amf.result.final'>, arrival: ResultArrival): ResultDecision {
+    return this.results.accept(event, arrival);
   }
 
   /** Called with every task that reaches a terminal state. */
