@@ -31,8 +31,10 @@ export interface WorkItem {
 const PULL_EXPIRES_MS = 2_000;
 /** How long past its expiry a pull may go unanswered (sent just before the server went away). */
 const PULL_GRACE_MS = 1_000;
-/** The pause before pulling again when the consumer is missing or the server refused a pull. */
+/** The pause before pulling again when the server refused a pull. */
 const PULL_BACKOFF_MS = 1_000;
+/** The pause before asking again whether a missing consumer exists now. */
+const CONSUMER_CHECK_MS = 250;
 const NANOS_PER_MS = 1_000_000;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -46,7 +48,10 @@ interface PullRequest {
 export interface WorkQueuePullerOptions {
   /** Called with each delivered announcement; `requested` is false for one no open pull asked for. */
   onItem: (item: WorkItem, requested: boolean) => void;
-  /** Called when a pull request ends with `undelivered` of its messages never sent (expired, refused). */
+  /**
+   * Called when a pull request ends with `undelivered` of its messages never sent (expired, refused),
+   * and with 0 when the consumer turned out to exist: time to pull (again).
+   */
   onSettled: (undelivered: number) => void;
 }
 
@@ -64,7 +69,11 @@ export class WorkQueuePuller {
   private outstandingCount = 0;
   private pausedUntil = 0;
   private closed = false;
+  /** The consumer is known to exist (a pull to a missing one is never answered at all). */
+  private ready = false;
+  private checking = false;
   private readonly pullSubject: string;
+  private readonly infoSubject: string;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -74,6 +83,7 @@ export class WorkQueuePuller {
     const prefix = (nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix ?? '_INBOX';
     this.inbox = `${prefix}.work.${randomUUID().replaceAll('-', '')}`;
     this.pullSubject = `$JS.API.CONSUMER.MSG.NEXT.${WORK_STREAM}.${consumerName}`;
+    this.infoSubject = `$JS.API.CONSUMER.INFO.${WORK_STREAM}.${consumerName}`;
     this.sub = nc.subscribe(`${this.inbox}.*`, { callback: (_err, msg) => this.onMessage(msg) });
   }
 
@@ -87,11 +97,24 @@ export class WorkQueuePuller {
     return Date.now() < this.pausedUntil;
   }
 
-  /** Sends one pull request for up to `n` messages (n ≥ 1). */
+  /**
+   * Sends one pull request for up to `n` messages (n ≥ 1). Until the consumer is known to exist (the
+   * coordinator creates it when it admits an agent of the tag) it asks whether it does instead, and
+   * pauses briefly when not; the caller simply calls again.
+   */
   pull(n: number): void {
     if (this.closed || n < 1) return;
+    if (!this.ready) {
+      this.checkConsumer();
+      return;
+    }
     const id = randomUUID().replaceAll('-', '');
-    const timer = setTimeout(() => this.settle(id), PULL_EXPIRES_MS + PULL_GRACE_MS);
+    const timer = setTimeout(() => {
+      // Unanswered: the server went away, or the consumer did (a pull to a missing one gets no
+      // answer at all): check that it exists before pulling again.
+      this.ready = false;
+      this.settle(id);
+    }, PULL_EXPIRES_MS + PULL_GRACE_MS);
     timer.unref();
     this.open.set(id, { asked: n, delivered: 0, timer });
     this.outstandingCount += n;
@@ -106,11 +129,31 @@ export class WorkQueuePuller {
     }
   }
 
+  private checkConsumer(): void {
+    if (this.checking) return;
+    this.checking = true;
+    this.nc
+      .request(this.infoSubject, undefined, { timeout: 2_000 })
+      .then((answer) => {
+        const info = answer.json<{ error?: unknown }>();
+        if (info.error === undefined) this.ready = true;
+        else this.pausedUntil = Date.now() + CONSUMER_CHECK_MS;
+      })
+      .catch(() => {
+        this.pausedUntil = Date.now() + CONSUMER_CHECK_MS;
+      })
+      .finally(() => {
+        this.checking = false;
+        if (this.ready) this.options.onSettled(0);
+      });
+  }
+
   /**
    * Forgets every open request (after a reconnect: a server that restarted knows none of them), so
    * the caller asks afresh at once. A message one of them still brings is delivered as unrequested.
    */
   abandonAll(): void {
+    this.ready = false;
     for (const id of [...this.open.keys()]) this.settle(id);
   }
 
@@ -121,31 +164,42 @@ export class WorkQueuePuller {
   }
 
   private onMessage(msg: Msg): void {
-    const id = msg.subject.slice(this.inbox.length + 1);
-    const request = this.open.get(id);
     const status = msg.headers?.code ?? 0;
     if (status !== 0 && !msg.reply) {
-      // 408 expired, 409 refused (consumer deleted, too many waiting pulls), 503 no consumer yet;
-      // 100 is an idle heartbeat (not asked for). Anything but a heartbeat ends the request.
+      // A status names its request by the reply subject: 408 expired, 409 refused (consumer
+      // deleted, too many waiting pulls), 503 no consumer yet; 100 is an idle heartbeat (not asked
+      // for). Anything but a heartbeat ends the request; the server says how many it never sent.
       if (status === 100) return;
-      if (status !== 408) this.pausedUntil = Date.now() + PULL_BACKOFF_MS;
-      this.settle(id);
+      if (status !== 408) {
+        this.pausedUntil = Date.now() + PULL_BACKOFF_MS;
+        if (status === 409 || status === 503) this.ready = false;
+      }
+      const pending = Number(msg.headers?.get('Nats-Pending-Messages'));
+      this.settle(msg.subject.slice(this.inbox.length + 1), Number.isInteger(pending) ? pending : undefined);
       return;
     }
-    if (request) {
+    // A delivered message carries its stream subject, not the request's: the server serves waiting
+    // requests in order, so it is counted against the oldest open one.
+    const requested = this.outstandingCount > 0;
+    if (requested) this.outstandingCount--;
+    for (const [id, request] of this.open) {
+      if (request.delivered >= request.asked) continue;
       request.delivered++;
-      this.outstandingCount--;
       if (request.delivered >= request.asked) this.finish(id, request);
+      break;
     }
-    this.options.onItem(toWorkItem(this.nc, msg), request !== undefined);
+    this.options.onItem(toWorkItem(this.nc, msg), requested);
   }
 
-  /** Ends an open request; its undelivered messages go back to the caller. */
-  private settle(id: string): void {
+  /**
+   * Ends an open request; its undelivered messages (as the server counted them, else as counted
+   * here) go back to the caller.
+   */
+  private settle(id: string, serverPending?: number): void {
     const request = this.open.get(id);
     if (!request) return;
     this.finish(id, request);
-    const undelivered = request.asked - request.delivered;
+    const undelivered = Math.min(this.outstandingCount, serverPending ?? request.asked - request.delivered);
     this.outstandingCount -= undelivered;
     if (undelivered > 0) this.options.onSettled(undelivered);
   }
