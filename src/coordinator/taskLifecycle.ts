@@ -131,7 +131,15 @@ export class TaskLifecycle {
           this.active.has(String((parsed as { amftaskid?: unknown } | null)?.amftaskid)),
       }),
     );
-    this.subs.push(this.bus.subscribe('amf.result.>', (e) => this.onFabricEvent(e), { onInvalid }));
+    this.subs.push(
+      this.bus.subscribe('amf.result.>', (e) => this.onFabricEvent(e), {
+        onInvalid,
+        // The canonical finals this coordinator relays come back here: their task already ended.
+        skip: (parsed) =>
+          (parsed as { data?: { auth_context?: { identity?: unknown } } } | null)?.data?.auth_context
+            ?.identity === this.sender.identity,
+      }),
+    );
     this.subs.push(this.bus.subscribe('amf.policy.deny', (e) => this.onForeignDeny(e)));
     this.subs.push(
       this.bus.subscribe(
