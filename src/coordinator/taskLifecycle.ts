@@ -57,6 +57,9 @@ export type {
 } from './taskRecord.js';
 export type { LifecycleClock, TimerHandle } from './taskTimers.js';
 
+/** The pause before a task whose claim was refused (unadmitted agent) is offered again. */
+const REOFFER_AFTER_REFUSAL_MS = 250;
+
 /** Follows and drives the lifecycle of every task on the fabric. */
 export class TaskLifecycle {
   private readonly subs: { unsubscribe(): void }[] = [];
@@ -372,6 +375,7 @@ export class TaskLifecycle {
         agent_id: agentId,
       });
       this.refuseClaim(task, agentId, 'the agent is not admitted');
+      this.reofferAfterRefusal(task);
       return;
     }
     if ((task.state === 'claimed' || task.state === 'blocked') && task.claimedBy !== agentId) {
@@ -410,6 +414,22 @@ export class TaskLifecycle {
     }
     if (!this.table.transition(task, event.type, agentId)) return;
     task.lastActivity = this.clock.now();
+  }
+
+  /**
+   * An AMF worker that the registry does not hold live (typically one back from a NATS outage and
+   * not re-admitted yet) can still pull a task from the work queue; its claim is refused and it
+   * acknowledges that message away. The task, still unclaimed, is offered again shortly (a fresh
+   * message, the old one withdrawn) so an admitted worker takes it rather than the TTL ending it.
+   */
+  private reofferAfterRefusal(task: TaskRecord): void {
+    if (!task.owned || task.state !== 'announced' || !this.options.workQueue) return;
+    const announce = task.announce;
+    this.clock.setTimeout(() => {
+      if (this.closed || task.state !== 'announced' || task.announce !== announce) return;
+      if (this.active.get(task.taskId) !== task) return;
+      this.offers.offer(task);
+    }, REOFFER_AFTER_REFUSAL_MS);
   }
 
   /** Tells the one worker whose claim lost to stop its handler (first valid claim wins). */
