@@ -424,6 +424,8 @@ export class TaskLifecycle {
    */
   private reofferAfterRefusal(task: TaskRecord): void {
     if (!task.owned || task.state !== 'announced' || !this.options.workQueue) return;
+    // Past its TTL the task waits for its retry, which offers the next attempt anyway.
+    if (this.clock.now() - task.lastActivity >= task.ttlSeconds * 1000) return;
     const announce = task.announce;
     this.clock.setTimeout(() => {
       if (this.closed || task.state !== 'announced' || task.announce !== announce) return;

@@ -77,8 +77,8 @@ describe('task lifecycle', () => {
     const answer = await result;
     expect(answer.text).toBe('retry me');
     expect(await settledTerminalEvents(mesh, taskId)).toHaveLength(1);
-    // Each attempt is announced once on the core subject and offered on the work queue (once more
-    // when the new worker pulled it before its admission and its claim was refused).
+    // Each attempt is announced once on the core subject and offered on the work queue (more than
+    // once when a worker pulled it before its admission and its claim was refused).
     const announces = eventsFor(mesh, taskId, 'amf.task.announce').filter((a) =>
       a.subject.startsWith('amf.task.announce.'),
     );
