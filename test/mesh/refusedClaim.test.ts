@@ -47,7 +47,11 @@ describe('a claim refused because its agent is not admitted', () => {
     beat();
     const beating = setInterval(beat, 500);
     try {
-      await mesh.waitFor(() => mesh.coordinator.registry.isLive(ghostRecord.agent_id), 5000, 'ghost admitted');
+      await mesh.waitFor(
+        () => mesh.coordinator.registry.isLive(ghostRecord.agent_id),
+        5000,
+        'ghost admitted',
+      );
 
       // A stranger (never admitted) pulls the task, claims it and acknowledges the message.
       const strangerNc = await mesh.connect('specialist', 'stranger');
