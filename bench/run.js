@@ -28,7 +28,7 @@
  *   BENCH_JSON          also write the raw results as JSON to this file
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import nodePath from 'node:path';
 import { createInterface } from 'node:readline';
@@ -448,7 +448,7 @@ async function main() {
   const report = renderReport({ startedAt, results, memory });
   process.stdout.write(report.table + '\n');
   if (OUT !== '-') {
-    writeFileSync(OUT, report.document);
+    writeFileSync(OUT, report.document + keptSection(OUT));
     log(`bench: wrote ${OUT}`);
   }
   if (process.env.BENCH_JSON) {
@@ -698,13 +698,25 @@ function renderReport({ startedAt, results, memory }) {
     '- **(0) calibration**: a bare node:http server in the mesh process answering every POST with a fixed small JSON body, no AMF code. It is the ceiling any HTTP service can reach against this load generator on this machine (both share its cores).',
     `- **(a) NATS floor**: \`nc.request()\` from this process to a plain responder subscription in the mesh process (subject \`${info?.floorSubject ?? 'bench.floor'}\`, both connected with \`connectAs\` as the coordinator role) that answers with the bytes it got. Payload: an \`amf.task.announce\` event for the same task (the size of what the mesh carries per hop).`,
     '- **(b) direct HTTP**: `POST /tasks/send` `{"text": ...}` to the echo worker\'s own HTTP edge; the same handler, no coordinator, no NATS hop.',
-    "- **(c) mesh**: `POST /v1/chat/completions` with model `amf/echo` to the coordinator: announce on NATS, the worker claims through its queue group, runs the handler and publishes claim and final events, the coordinator answers in OpenAI's format.",
+    "- **(c) mesh**: `POST /v1/chat/completions` with model `amf/echo` to the coordinator: announce on NATS and offer on the JetStream work queue, the worker pulls it (batched pulls sized to its free slots), claims, runs the handler and sends its final straight to the coordinator (request/reply; stored in JetStream only when no answer comes), the coordinator publishes the canonical final and answers in OpenAI's format (docs/reliability.md).",
     "- **(d) memory**: the coordinator process's RSS and V8 heap after a forced GC, before, during and after the memory run.",
     '',
     table,
     '',
   ].join('\n');
   return { table, document };
+}
+
+/**
+ * Hand-written notes that outlive the regenerated report (e.g. a before/after comparison across
+ * runs): everything from the KEPT_MARKER line to the end of the existing file is carried over.
+ */
+const KEPT_MARKER = '<!-- kept across runs: everything below this line is hand-written -->';
+function keptSection(file) {
+  if (!existsSync(file)) return '';
+  const text = readFileSync(file, 'utf8');
+  const at = text.indexOf(KEPT_MARKER);
+  return at < 0 ? '' : '\n' + text.slice(at);
 }
 
 try {

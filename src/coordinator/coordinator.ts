@@ -158,7 +158,7 @@ export class Coordinator {
     this.results = new ResultIntake({
       nc,
       jsm: stores.jsm,
-      accept: (event) => this.lifecycle.acceptResult(event),
+      accept: (event, arrival) => this.lifecycle.acceptResult(event, arrival),
       adopt: (event) =>
         adoptOrphanResult(event, { tasks: stores.tasks, bus: this.bus, sender: this.sender, log }),
       log: (level, message, fields) => log(level, message, fields),

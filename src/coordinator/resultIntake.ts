@@ -1,9 +1,14 @@
 /**
- * Takes workers' final results from the durable AMF_RESULTS stream through one durable consumer
- * shared by every coordinator on the fabric, and hands each to the task lifecycle, which accepts at
- * most one per task. A result is acknowledged only after the lifecycle has decided, so a result
- * published while this coordinator was down or disconnected is delivered when it is back (to it or
- * to another coordinator).
+ * The one place where a worker's final result enters the coordinator, by either of its two paths,
+ * and is handed to the task lifecycle, which accepts at most one per task:
+ *
+ * - direct: the worker sends its final as a core NATS request on `amf.internal.final.<task_id>`; the
+ *   coordinator that announced the task answers with its decision after acting on it (the canonical
+ *   final is published before the answer, on the same connection). Other coordinators stay silent.
+ * - stored: when no decision came back (its coordinator is gone, NATS is down), the worker stores
+ *   the final in AMF_RESULTS; one durable consumer shared by every coordinator takes it, and it is
+ *   acknowledged only after a decision, so a result stored while no coordinator was running is
+ *   delivered when one is back.
  */
 import {
   AckPolicy,
@@ -12,10 +17,10 @@ import {
   type ConsumerMessages,
   type JetStreamManager,
 } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { AmfEventOf } from '../events/cloudEvent.js';
 import { validateEvent } from '../events/validateEvent.js';
-import { resultSubject } from '../events/subjects.js';
+import { resultSubject, SUBJECT_FINAL_PREFIX } from '../events/subjects.js';
 import { RESULTS_CONSUMER, RESULTS_STREAM } from '../fabric/jetstream.js';
 import type { LogFn } from '../log.js';
 
@@ -23,12 +28,26 @@ const NANOS_PER_MS = 1_000_000;
 /** Deliveries of a result whose task nobody knows, and the pause between them. */
 const UNKNOWN_TASK_REDELIVERIES = 5;
 const UNKNOWN_TASK_DELAY_MS = 1_000;
+const encoder = new TextEncoder();
+
+/** Which path a result came by, and whether it may be offered again (stored results only). */
+export interface ResultArrival {
+  path: 'direct' | 'stored';
+  /** A stored result that will not be delivered again: decide now, whoever announced the task. */
+  lastDelivery: boolean;
+}
+
+/**
+ * The lifecycle's decision on one result: `unknown` = a task this coordinator does not follow;
+ * `not_owner` = an open task another coordinator announced, left to that one (a direct result is
+ * not answered; a stored one is offered again, and taken here on its last delivery).
+ */
+export type ResultDecision = 'accepted' | 'refused' | 'unknown' | 'not_owner';
 
 export interface ResultIntakeOptions {
   nc: NatsConnection;
   jsm: JetStreamManager;
-  /** The lifecycle's decision on one result; `unknown` = a task this coordinator does not follow. */
-  accept: (event: AmfEventOf<'amf.result.final'>) => 'accepted' | 'refused' | 'unknown';
+  accept: (event: AmfEventOf<'amf.result.final'>, arrival: ResultArrival) => ResultDecision;
   /** Asked about a result for a task nobody here follows (e.g. announced before a restart). */
   adopt?: (event: AmfEventOf<'amf.result.final'>) => Promise<'adopted' | 'ended' | 'unknown' | 'lost_race'>;
   log: LogFn;
@@ -36,14 +55,16 @@ export interface ResultIntakeOptions {
 
 export class ResultIntake {
   private messages: ConsumerMessages | undefined;
+  private direct: Subscription | undefined;
   private loop: Promise<void> | undefined;
   private closed = false;
 
   constructor(private readonly options: ResultIntakeOptions) {}
 
-  /** Creates the shared durable consumer if needed and starts taking results. */
+  /** Listens for direct results, creates the shared durable consumer if needed and takes stored ones. */
   async start(): Promise<void> {
     const { jsm, nc } = this.options;
+    this.direct = nc.subscribe(`${SUBJECT_FINAL_PREFIX}*`, { callback: (_err, msg) => this.onDirect(msg) });
     try {
       await jsm.consumers.info(RESULTS_STREAM, RESULTS_CONSUMER);
     } catch {
@@ -83,10 +104,11 @@ export class ResultIntake {
           } catch {
             raw = undefined; // not JSON: reported as invalid below
           }
-          const known = await this.take(raw, msg.seq);
-          // Nobody knows the task yet: another coordinator may (its announcement and this result
-          // travel on different paths), so offer it again a few times before giving up on it.
-          if (!known && msg.info.deliveryCount < UNKNOWN_TASK_REDELIVERIES) msg.nak(UNKNOWN_TASK_DELAY_MS);
+          const lastDelivery = msg.info.deliveryCount >= UNKNOWN_TASK_REDELIVERIES;
+          const known = await this.take(raw, msg.seq, lastDelivery);
+          // Nobody here decides on it yet: another coordinator may (the one that announced the task,
+          // or one that knows it), so offer it again a few times before giving up on it.
+          if (!known && !lastDelivery) msg.nak(UNKNOWN_TASK_DELAY_MS);
           else msg.ack();
         }
       } catch (err) {
@@ -105,8 +127,30 @@ export class ResultIntake {
     }
   }
 
-  /** Hands one result to the lifecycle; false when no coordinator state knows its task. */
-  private async take(raw: unknown, seq: number): Promise<boolean> {
+  /**
+   * A result sent straight by its worker: decided at once and answered, so the worker need not
+   * store it. Silence (another coordinator's task, or one nobody here knows) makes the worker store it.
+   */
+  private onDirect(msg: Msg): void {
+    let decision: ResultDecision = 'refused';
+    try {
+      const checked = validateEvent(msg.json<unknown>());
+      if (checked.ok && checked.value.type === 'amf.result.final')
+        decision = this.options.accept(checked.value, { path: 'direct', lastDelivery: false });
+      else
+        this.options.log('warn', 'invalid direct result dropped', {
+          subject: msg.subject,
+          errors: checked.ok ? [`type ${checked.value.type}`] : checked.errors,
+        });
+    } catch (err) {
+      this.options.log('warn', 'direct result not processed', { subject: msg.subject, err: String(err) });
+    }
+    if (decision === 'accepted' || decision === 'refused')
+      msg.respond(encoder.encode(JSON.stringify({ decision })));
+  }
+
+  /** Hands one stored result to the lifecycle; false when nobody here decides on it (yet). */
+  private async take(raw: unknown, seq: number, lastDelivery: boolean): Promise<boolean> {
     const checked = validateEvent(raw);
     if (!checked.ok || checked.value.type !== 'amf.result.final') {
       this.options.log('warn', 'invalid result in the results stream dropped', {
@@ -117,7 +161,9 @@ export class ResultIntake {
     }
     const event = checked.value;
     try {
-      if (this.options.accept(event) !== 'unknown') return true;
+      const decision = this.options.accept(event, { path: 'stored', lastDelivery });
+      if (decision === 'accepted' || decision === 'refused') return true;
+      if (decision === 'not_owner') return false; // its own coordinator may take it on a redelivery
       return (await this.options.adopt?.(event)) !== 'unknown';
     } catch (err) {
       this.options.log('error', 'result not processed', { seq, err: String(err) });
@@ -143,6 +189,7 @@ export class ResultIntake {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.direct?.unsubscribe();
     await this.messages?.close().catch(() => undefined);
     await this.loop;
   }

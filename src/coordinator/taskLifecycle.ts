@@ -42,6 +42,7 @@ import { TaskRetries } from './taskRetries.js';
 import { TaskTable } from './taskTable.js';
 import { senderAgent, TaskResults } from './taskResults.js';
 import { TaskWorkOffers } from './taskWorkOffers.js';
+import type { ResultArrival, ResultDecision } from './resultIntake.js';
 
 import { systemClock, TaskTimers, type LifecycleClock } from './taskTimers.js';
 
@@ -55,6 +56,9 @@ export type {
   TerminalInfo,
 } from './taskRecord.js';
 export type { LifecycleClock, TimerHandle } from './taskTimers.js';
+
+/** The pause before a task whose claim was refused (unadmitted agent) is offered again. */
+const REOFFER_AFTER_REFUSAL_MS = 250;
 
 /** Follows and drives the lifecycle of every task on the fabric. */
 export class TaskLifecycle {
@@ -98,10 +102,10 @@ export class TaskLifecycle {
       offerWork: (task) => this.offers.offer(task),
     });
     this.offers = new TaskWorkOffers(options.workQueue, notices);
-    // An ended task's offer is withdrawn, so no worker pulls a task that is already over. A task its
-    // worker answered needs nothing: the worker acknowledges (removes) the message itself.
+    // An ended task's offer is withdrawn, so no worker pulls a task that is already over. A task an
+    // AMF worker answered needs nothing: that worker acknowledges (removes) the message itself.
     this.endings.onTerminal(({ task }) => {
-      if (task.final) this.offers.forget(task);
+      if (task.answeredFromQueue) this.offers.forget(task);
       else this.offers.withdraw(task);
     });
     this.results = new TaskResults({
@@ -130,7 +134,15 @@ export class TaskLifecycle {
           this.active.has(String((parsed as { amftaskid?: unknown } | null)?.amftaskid)),
       }),
     );
-    this.subs.push(this.bus.subscribe('amf.result.>', (e) => this.onFabricEvent(e), { onInvalid }));
+    this.subs.push(
+      this.bus.subscribe('amf.result.>', (e) => this.onFabricEvent(e), {
+        onInvalid,
+        // The canonical finals this coordinator relays come back here: their task already ended.
+        skip: (parsed) =>
+          (parsed as { data?: { auth_context?: { identity?: unknown } } } | null)?.data?.auth_context
+            ?.identity === this.sender.identity,
+      }),
+    );
     this.subs.push(this.bus.subscribe('amf.policy.deny', (e) => this.onForeignDeny(e)));
     this.subs.push(
       this.bus.subscribe(
@@ -155,17 +167,19 @@ export class TaskLifecycle {
     if (lookup) {
       const held = [...this.active.values()].filter((t) => t.claimedBy === agentId);
       const stored = await Promise.all(held.map((t) => lookup(t.taskId).catch(() => undefined)));
-      for (const event of stored) if (event) this.results.accept(event);
+      // Only tasks this coordinator announced: another coordinator's are decided by that one.
+      for (const event of stored)
+        if (event) this.results.accept(event, { path: 'stored', lastDelivery: false });
     }
     if (!this.closed) this.retries.agentLost(agentId);
   }
 
   /**
-   * A worker's final result from the durable results stream: accepted only while the task is open
-   * and held by that worker, then published as the task's one canonical final (taskResults.ts).
+   * A worker's final result (sent straight here or stored): accepted only while the task is open and
+   * held by that worker, then published as the task's one canonical final (taskResults.ts).
    */
-  acceptResult(event: AmfEventOf<'amf.result.final'>): 'accepted' | 'refused' | 'unknown' {
-    return this.results.accept(event);
+  acceptResult(event: AmfEventOf<'amf.result.final'>, arrival: ResultArrival): ResultDecision {
+    return this.results.accept(event, arrival);
   }
 
   /** Called with every task that reaches a terminal state. */
@@ -361,6 +375,7 @@ export class TaskLifecycle {
         agent_id: agentId,
       });
       this.refuseClaim(task, agentId, 'the agent is not admitted');
+      this.reofferAfterRefusal(task);
       return;
     }
     if ((task.state === 'claimed' || task.state === 'blocked') && task.claimedBy !== agentId) {
@@ -399,6 +414,24 @@ export class TaskLifecycle {
     }
     if (!this.table.transition(task, event.type, agentId)) return;
     task.lastActivity = this.clock.now();
+  }
+
+  /**
+   * An AMF worker that the registry does not hold live (typically one back from a NATS outage and
+   * not re-admitted yet) can still pull a task from the work queue; its claim is refused and it
+   * acknowledges that message away. The task, still unclaimed, is offered again shortly (a fresh
+   * message, the old one withdrawn) so an admitted worker takes it rather than the TTL ending it.
+   */
+  private reofferAfterRefusal(task: TaskRecord): void {
+    if (!task.owned || task.state !== 'announced' || !this.options.workQueue) return;
+    // Past its TTL the task waits for its retry, which offers the next attempt anyway.
+    if (this.clock.now() - task.lastActivity >= task.ttlSeconds * 1000) return;
+    const announce = task.announce;
+    this.clock.setTimeout(() => {
+      if (this.closed || task.state !== 'announced' || task.announce !== announce) return;
+      if (this.active.get(task.taskId) !== task) return;
+      this.offers.offer(task);
+    }, REOFFER_AFTER_REFUSAL_MS);
   }
 
   /** Tells the one worker whose claim lost to stop its handler (first valid claim wins). */

@@ -63,7 +63,7 @@ export interface LifecycleOptions {
 
 /** What the lifecycle needs of the work queue (fabric/workQueue.ts WorkQueueWriter). */
 export interface TaskWorkQueue {
-  offer(bytes: Uint8Array, tag: string, msgId: string): Promise<number>;
+  offer(bytes: Uint8Array, tag: string): Promise<number>;
   withdraw(seq: number): void;
 }
 
@@ -92,6 +92,11 @@ export interface TaskRecord {
   outcome?: { reason: string; message: string };
   /** The stream sequence of the task's current work-queue offer (withdrawn when it ends). */
   workSeq?: number;
+  /**
+   * True once an AMF worker's result was accepted: that worker pulled the task from the work queue
+   * and acknowledges (removes) its message itself, so the offer needs no withdrawal.
+   */
+  answeredFromQueue?: boolean;
   /** The accepted final result (completed or failed by its worker), once the task has one. */
   final?: AmfEventOf<'amf.result.final'>;
   timer?: TimerHandle;

@@ -9,6 +9,7 @@ import { checkFinalPayload } from '../events/payloads.js';
 import type { TaskEndings } from './taskEndings.js';
 import type { TaskAgents, TaskFabric, TaskNotices, TaskRecord } from './taskRecord.js';
 import type { TaskTable } from './taskTable.js';
+import type { ResultArrival, ResultDecision } from './resultIntake.js';
 
 /** The agent an event speaks for: its payload's `agent_id`, else the envelope's identity. */
 export function senderAgent(event: AmfEvent): string {
@@ -51,18 +52,22 @@ export class TaskResults {
   }
 
   /**
-   * A worker's final result from the durable results stream (`amf.internal.result.<task_id>`). It
-   * ends the task only while the task is open and this worker holds it; then the coordinator
-   * publishes it as the task's one canonical `amf.result.final` (and on the reply subject). A result
-   * from any other worker — a stale one that lost its claim, or one never admitted — is refused with
-   * a warning naming it. Returns `unknown` for a task this coordinator does not follow.
+   * A worker's final result, sent straight to this coordinator or stored in the durable results
+   * stream (resultIntake.ts). It ends the task only while the task is open and this worker holds it;
+   * then the coordinator publishes it as the task's one canonical `amf.result.final` (and on the
+   * reply subject). A result from any other worker — a stale one that lost its claim, or one never
+   * admitted — is refused with a warning naming it. Returns `unknown` for a task this coordinator
+   * does not follow, and `not_owner` for an open task another coordinator announced: only that one
+   * decides (a second decider could publish a second final before the first one's reached it),
+   * unless the result is on its last delivery (that coordinator is presumably gone).
    */
-  accept(event: AmfEventOf<'amf.result.final'>): 'accepted' | 'refused' | 'unknown' {
+  accept(event: AmfEventOf<'amf.result.final'>, arrival: ResultArrival): ResultDecision {
     const p = event.data.payload;
     if (typeof p.task_id !== 'string') return 'refused';
     const agentId = senderAgent(event);
     const task = this.deps.table.active.get(p.task_id);
     if (!task) return this.refuseLateResult(p.task_id, agentId) ? 'refused' : 'unknown';
+    if (!task.owned && (arrival.path === 'direct' || !arrival.lastDelivery)) return 'not_owner';
     if (task.claimedBy === undefined && task.state === 'announced' && this.deps.agents.isLive(agentId)) {
       // The result overtook the claim (they travel on different paths): the claim is implied.
       if (!this.deps.table.transition(task, 'amf.task.claim', agentId)) return 'refused';
@@ -86,6 +91,7 @@ export class TaskResults {
       ...(event.amfconfidence !== undefined ? { confidence: Number(event.amfconfidence) } : {}),
     });
     const reply = task.announce.data.payload.reply_subject;
+    task.answeredFromQueue = true;
     this.deps.fabric.publish(relayed, 'amf.result.final', ...(reply ? [reply] : []));
     this.endWithFinal(task, relayed, agentId);
     return 'accepted';

@@ -25,9 +25,12 @@ export class TaskWorkOffers {
     this.withdraw(task);
     const event = task.announce;
     const bytes = encoder.encode(JSON.stringify(event));
-    queue.offer(bytes, task.tag, `${task.taskId}.${task.attempt}`).then(
+    queue.offer(bytes, task.tag).then(
       (seq) => {
-        // The task moved on while the offer was stored: take the stale offer back at once.
+        // The task moved on while the offer was stored: take the stale offer back at once. A task
+        // its worker already answered needs nothing (that worker acknowledges the message itself):
+        // a fast task often ends before the stream's ack for its offer comes back.
+        if (task.answeredFromQueue && task.announce === event) return;
         if (isTerminal(task.state) || task.announce !== event) queue.withdraw(seq);
         else task.workSeq = seq;
       },

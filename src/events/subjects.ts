@@ -10,9 +10,12 @@ const TASK_ID_PATTERN = /^[A-Za-z0-9-]{1,64}$/;
 export const SUBJECT_ALL_PUBLIC = 'amf.>';
 export const SUBJECT_ANNOUNCE_PREFIX = 'amf.task.announce.';
 export const SUBJECT_REPLY_PREFIX = 'amf.internal.reply.';
+/** A worker's final result for a mesh task, sent straight to its coordinator (request/reply, core NATS). */
+export const SUBJECT_FINAL_PREFIX = 'amf.internal.final.';
 /**
- * A worker's final result for a mesh task goes here, into the durable AMF_RESULTS stream, instead of
- * onto `amf.result.final`: the coordinator that accepts it publishes the one canonical final.
+ * A worker's final result for a mesh task goes here, into the durable AMF_RESULTS stream, when its
+ * coordinator did not answer the direct copy: the coordinator that accepts it publishes the one
+ * canonical final.
  */
 export const SUBJECT_RESULT_PREFIX = 'amf.internal.result.';
 export const SUBJECT_INTERNAL_RAW = 'amf.internal.raw';
@@ -62,6 +65,16 @@ export function workConsumerName(tag: string): string {
 export function resultSubject(taskId: string): string {
   if (!isTaskId(taskId)) throw new Error(`invalid task id ${JSON.stringify(taskId)}`);
   return SUBJECT_RESULT_PREFIX + taskId;
+}
+
+/**
+ * The direct (core NATS, request/reply) subject of a worker's final result for `taskId`: the
+ * coordinator that announced the task answers with its decision; without an answer the worker
+ * stores the result on {@link resultSubject} instead (docs/reliability.md).
+ */
+export function finalSubject(taskId: string): string {
+  if (!isTaskId(taskId)) throw new Error(`invalid task id ${JSON.stringify(taskId)}`);
+  return SUBJECT_FINAL_PREFIX + taskId;
 }
 
 /** Subject an event of `type` is published on (subject = type, announcements carry the tag). */

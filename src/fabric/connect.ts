@@ -74,6 +74,9 @@ export async function connectAs(
     pass: cred.password,
     name,
     inboxPrefix: inboxPrefixFor(cred.user),
+    // Every request (JetStream publishes and acks included) would otherwise build two Error objects
+    // up front to keep the caller's stack for a possible timeout: measurable on the task path.
+    noAsyncTraces: true,
   };
   if (opts.maxReconnectAttempts !== undefined) options.maxReconnectAttempts = opts.maxReconnectAttempts;
   if (opts.reconnectTimeWait !== undefined) options.reconnectTimeWait = opts.reconnectTimeWait;

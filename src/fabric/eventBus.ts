@@ -184,6 +184,20 @@ export class EventBus {
     }
   }
 
+  /**
+   * Sends `event` on `subject` as a core NATS request and resolves the answer's bytes, or undefined
+   * when none came within `timeoutMs` (nobody answered, NATS unreachable) or the event is larger
+   * than the server's max_payload. One shared reply subscription serves every request (nats.js).
+   */
+  async request(event: AmfEvent, subject: string, timeoutMs: number): Promise<Uint8Array | undefined> {
+    try {
+      const answer = await this.nc.request(subject, this.encode(event), { timeout: timeoutMs });
+      return answer.data;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Waits until the server has processed everything published so far. */
   flush(): Promise<void> {
     return this.nc.flush();

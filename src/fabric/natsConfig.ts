@@ -80,6 +80,8 @@ export const ROLE_PERMISSIONS: Readonly<Record<NatsRole, RolePermissions>> = dee
         'amf.evidence.>',
         'amf.discovery.agent.heartbeat',
         'amf.internal.reply.>',
+        // Final results of mesh tasks sent straight to their coordinator (request/reply).
+        'amf.internal.final.>',
         // Final results of mesh tasks, stored by JetStream (AMF_RESULTS); the ack comes to the inbox.
         'amf.internal.result.>',
         // Pulling, acknowledging and extending work-queue messages (AMF_WORK); never creating,

@@ -1,12 +1,13 @@
 /**
- * The worker's side of the work queue (stream AMF_WORK): pull one announcement at a time from the
- * tag's durable consumer, only when a slot is free, and tell JetStream how the task goes — in
- * progress while the handler runs, acknowledged once its result is stored, terminated when it must
+ * The worker's side of the work queue (stream AMF_WORK): pull requests sized by the caller (its free
+ * slots), and the handle of each delivered announcement to tell JetStream how the task goes — in
+ * progress while the handler runs, acknowledged once its result is decided, terminated when it must
  * not be delivered again. A message not acknowledged in time goes to another worker (bounded
  * redeliveries, set on the consumer by the coordinator).
  */
-import { AckPolicy, jetstream, type Consumer, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { randomUUID } from 'node:crypto';
+import { AckPolicy, jetstream, type JetStreamManager } from '@nats-io/jetstream';
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { workConsumerName, workSubject } from '../events/subjects.js';
 import { WORK_STREAM } from './jetstream.js';
 
@@ -18,7 +19,7 @@ export interface WorkItem {
   deliveryCount: number;
   /** Resets the redelivery timer while the handler runs. */
   working(): void;
-  /** Done with it (result stored, or the task ended): it leaves the stream. */
+  /** Done with it (result decided, or the task ended): it leaves the stream. */
   ack(): void;
   /** Never deliver it again (malformed, or refused by this worker for good). */
   term(): void;
@@ -26,67 +27,224 @@ export interface WorkItem {
   nak(): void;
 }
 
-/** How long past its own expiry a pull may go unanswered before it is abandoned. */
-const PULL_GRACE_MS = 3_000;
+/** How long a pull request waits on the server for messages before it expires. */
+const PULL_EXPIRES_MS = 2_000;
+/** How long past its expiry a pull may go unanswered (sent just before the server went away). */
+const PULL_GRACE_MS = 1_000;
+/** The pause before pulling again when the server refused a pull. */
+const PULL_BACKOFF_MS = 1_000;
+/** The pause before asking again whether a missing consumer exists now. */
+const CONSUMER_CHECK_MS = 250;
+const NANOS_PER_MS = 1_000_000;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 
-export class WorkQueueReader {
-  private consumer: Consumer | undefined;
+interface PullRequest {
+  asked: number;
+  delivered: number;
+  timer: NodeJS.Timeout;
+}
+
+export interface WorkQueuePullerOptions {
+  /** Called with each delivered announcement; `requested` is false for one no open pull asked for. */
+  onItem: (item: WorkItem, requested: boolean) => void;
+  /**
+   * Called when a pull request ends with `undelivered` of its messages never sent (expired, refused),
+   * and with 0 when the consumer turned out to exist: time to pull (again).
+   */
+  onSettled: (undelivered: number) => void;
+}
+
+/**
+ * Pulls one tag's work queue over one long-lived inbox subscription: each `pull(n)` is one pull
+ * request for up to n messages (the caller's free slots), so a busy worker costs one request per
+ * batch, not a subscription and a request per task. Every request is tracked by its own reply
+ * subject; when it expires, is refused or goes unanswered (the server went away), the caller is told
+ * how many of its messages never came, so it can ask again: an outage of any length is only a pause.
+ */
+export class WorkQueuePuller {
+  private readonly inbox: string;
+  private readonly sub: Subscription;
+  private readonly open = new Map<string, PullRequest>();
+  private outstandingCount = 0;
+  private pausedUntil = 0;
+  private closed = false;
+  /** The consumer is known to exist (a pull to a missing one is never answered at all). */
+  private ready = false;
+  private checking = false;
+  private readonly pullSubject: string;
+  private readonly infoSubject: string;
 
   constructor(
     private readonly nc: NatsConnection,
-    private readonly consumerName: string,
-  ) {}
+    consumerName: string,
+    private readonly options: WorkQueuePullerOptions,
+  ) {
+    const prefix = (nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix ?? '_INBOX';
+    this.inbox = `${prefix}.work.${randomUUID().replaceAll('-', '')}`;
+    this.pullSubject = `$JS.API.CONSUMER.MSG.NEXT.${WORK_STREAM}.${consumerName}`;
+    this.infoSubject = `$JS.API.CONSUMER.INFO.${WORK_STREAM}.${consumerName}`;
+    this.sub = nc.subscribe(`${this.inbox}.*`, { callback: (_err, msg) => this.onMessage(msg) });
+  }
+
+  /** Messages asked for by open pull requests and not delivered yet. */
+  get outstanding(): number {
+    return this.outstandingCount;
+  }
+
+  /** True while pulls should wait (the consumer is missing, or the server refused the last one). */
+  get paused(): boolean {
+    return Date.now() < this.pausedUntil;
+  }
 
   /**
-   * Waits up to `waitMs` for the next item. Resolves undefined when none came, when the consumer does
-   * not exist yet (the coordinator creates it when it admits an agent of the tag) or when NATS is
-   * unreachable: the caller just asks again, so an outage of any length is only a pause.
+   * Sends one pull request for up to `n` messages (n ≥ 1). Until the consumer is known to exist (the
+   * coordinator creates it when it admits an agent of the tag) it asks whether it does instead, and
+   * pauses briefly when not; the caller simply calls again.
    */
-  async next(waitMs: number): Promise<WorkItem | undefined> {
-    try {
-      this.consumer ??= await jetstream(this.nc).consumers.get(WORK_STREAM, this.consumerName);
-      // A pull sent just before the server went away may never be answered: give up on it after a
-      // grace period and pull afresh (a message it still brings later is redelivered after the ack
-      // wait, since nobody acknowledges it).
-      let timer: NodeJS.Timeout | undefined;
-      const stuck = new Promise<'stuck'>((resolve) => {
-        timer = setTimeout(() => resolve('stuck'), waitMs + PULL_GRACE_MS);
-        timer.unref();
-      });
-      const msg = await Promise.race([this.consumer.next({ expires: waitMs }), stuck]).finally(() =>
-        clearTimeout(timer),
-      );
-      if (msg === 'stuck') {
-        this.consumer = undefined;
-        return undefined;
-      }
-      return msg ? toWorkItem(msg) : undefined;
-    } catch {
-      this.consumer = undefined;
-      if (!this.nc.isClosed()) await new Promise((resolve) => setTimeout(resolve, Math.min(waitMs, 1000)));
-      return undefined;
+  pull(n: number): void {
+    if (this.closed || n < 1) return;
+    if (!this.ready) {
+      this.checkConsumer();
+      return;
     }
+    const id = randomUUID().replaceAll('-', '');
+    const timer = setTimeout(() => {
+      // Unanswered: the server went away, or the consumer did (a pull to a missing one gets no
+      // answer at all): check that it exists before pulling again.
+      this.ready = false;
+      this.settle(id);
+    }, PULL_EXPIRES_MS + PULL_GRACE_MS);
+    timer.unref();
+    this.open.set(id, { asked: n, delivered: 0, timer });
+    this.outstandingCount += n;
+    try {
+      this.nc.publish(
+        this.pullSubject,
+        encoder.encode(JSON.stringify({ batch: n, expires: PULL_EXPIRES_MS * NANOS_PER_MS })),
+        { reply: `${this.inbox}.${id}` },
+      );
+    } catch {
+      this.settle(id); // the connection is closed: nothing was asked
+    }
+  }
+
+  private checkConsumer(): void {
+    if (this.checking) return;
+    this.checking = true;
+    this.nc
+      .request(this.infoSubject, undefined, { timeout: 2_000 })
+      .then((answer) => {
+        const info = answer.json<{ error?: unknown }>();
+        if (info.error === undefined) this.ready = true;
+        else this.pausedUntil = Date.now() + CONSUMER_CHECK_MS;
+      })
+      .catch(() => {
+        this.pausedUntil = Date.now() + CONSUMER_CHECK_MS;
+      })
+      .finally(() => {
+        this.checking = false;
+        if (this.ready) this.options.onSettled(0);
+      });
+  }
+
+  /**
+   * Forgets every open request (after a reconnect: a server that restarted knows none of them), so
+   * the caller asks afresh at once. A message one of them still brings is delivered as unrequested.
+   */
+  abandonAll(): void {
+    this.ready = false;
+    for (const id of [...this.open.keys()]) this.settle(id);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.abandonAll();
+    this.sub.unsubscribe();
+  }
+
+  private onMessage(msg: Msg): void {
+    const status = msg.headers?.code ?? 0;
+    if (status !== 0 && !msg.reply) {
+      // A status names its request by the reply subject: 408 expired, 409 refused (consumer
+      // deleted, too many waiting pulls), 503 no consumer yet; 100 is an idle heartbeat (not asked
+      // for). Anything but a heartbeat ends the request; the server says how many it never sent.
+      if (status === 100) return;
+      if (status !== 408) {
+        this.pausedUntil = Date.now() + PULL_BACKOFF_MS;
+        if (status === 409 || status === 503) this.ready = false;
+      }
+      const pending = Number(msg.headers?.get('Nats-Pending-Messages'));
+      this.settle(msg.subject.slice(this.inbox.length + 1), Number.isInteger(pending) ? pending : undefined);
+      return;
+    }
+    // A delivered message carries its stream subject, not the request's: the server serves waiting
+    // requests in order, so it is counted against the oldest open one.
+    const requested = this.outstandingCount > 0;
+    if (requested) this.outstandingCount--;
+    for (const [id, request] of this.open) {
+      if (request.delivered >= request.asked) continue;
+      request.delivered++;
+      if (request.delivered >= request.asked) this.finish(id, request);
+      break;
+    }
+    this.options.onItem(toWorkItem(this.nc, msg), requested);
+  }
+
+  /**
+   * Ends an open request; its undelivered messages (as the server counted them, else as counted
+   * here) go back to the caller.
+   */
+  private settle(id: string, serverPending?: number): void {
+    const request = this.open.get(id);
+    if (!request) return;
+    this.finish(id, request);
+    const undelivered = Math.min(this.outstandingCount, serverPending ?? request.asked - request.delivered);
+    this.outstandingCount -= undelivered;
+    if (undelivered > 0) this.options.onSettled(undelivered);
+  }
+
+  private finish(id: string, request: PullRequest): void {
+    clearTimeout(request.timer);
+    this.open.delete(id);
   }
 }
 
-function toWorkItem(msg: JsMsg): WorkItem {
+/** The delivery count from a JetStream ack subject (`$JS.ACK.<stream>.<consumer>.<delivered>...`, or v2). */
+function deliveryCountOf(reply: string): number {
+  const tokens = reply.split('.');
+  const n = Number(tokens.length >= 12 ? tokens[6] : tokens[4]);
+  return Number.isInteger(n) && n >= 1 ? n : 1;
+}
+
+function toWorkItem(nc: NatsConnection, msg: Msg): WorkItem {
   let body: unknown;
   try {
-    body = msg.json<unknown>();
+    body = JSON.parse(decoder.decode(msg.data)) as unknown;
   } catch {
     body = undefined;
   }
+  const reply = msg.reply ?? '';
+  let acked = false;
+  const send = (what: string, final: boolean) => {
+    if (acked || !reply) return;
+    if (final) acked = true;
+    try {
+      nc.publish(reply, encoder.encode(what));
+    } catch {
+      // Connection closed: the message is redelivered after the ack wait.
+    }
+  };
   return {
     body,
-    deliveryCount: msg.info.deliveryCount,
-    working: () => msg.working(),
-    ack: () => msg.ack(),
-    term: () => msg.term(),
-    nak: () => msg.nak(),
+    deliveryCount: deliveryCountOf(reply),
+    working: () => send('+WPI', false),
+    ack: () => send('+ACK', true),
+    term: () => send('+TERM', true),
+    nak: () => send('-NAK', true),
   };
 }
 
-const NANOS_PER_MS = 1_000_000;
 /** A worker that stops signalling progress this long loses its message to another worker. */
 const WORK_ACK_WAIT_MS = 30_000;
 /** Deliveries of one announcement before JetStream gives up on it (the coordinator's TTL rules then). */
@@ -140,10 +298,13 @@ export class WorkQueueWriter {
     return ready;
   }
 
-  /** Stores the announcement on the tag's work subject; resolves its stream sequence. */
-  async offer(bytes: Uint8Array, tag: string, msgId: string): Promise<number> {
+  /**
+   * Stores the announcement on the tag's work subject; resolves its stream sequence. No message id:
+   * an offer is published once (never retried), so the stream keeps no duplicate-window entry for it.
+   */
+  async offer(bytes: Uint8Array, tag: string): Promise<number> {
     await this.ensureConsumer(tag);
-    const ack = await this.js.publish(workSubject(tag), bytes, { msgID: msgId, timeout: 5_000 });
+    const ack = await this.js.publish(workSubject(tag), bytes, { timeout: 5_000 });
     return ack.seq;
   }
 

@@ -9,7 +9,7 @@ import { createEvent, type AmfEventOf, type EventSender } from '../events/cloudE
 import type { LogFn } from '../log.js';
 import type { AgentRecord } from '../events/agentRecord.js';
 import type { AmfPayloadMap, FinalPayload } from '../events/payloads.js';
-import { resultSubject } from '../events/subjects.js';
+import { finalSubject, resultSubject } from '../events/subjects.js';
 import { WorkIntake } from './workIntake.js';
 import type { AmfEventType } from '../events/eventTypes.js';
 import { EventBus } from '../fabric/eventBus.js';
@@ -19,6 +19,24 @@ import { TaskSlots } from './taskSlots.js';
 import { DelegationClient } from './delegationClient.js';
 
 export type { LocalOutcome };
+
+/**
+ * How long a worker waits for its coordinator's decision on a final sent straight to it before it
+ * stores the final durably instead (a coordinator answers in well under a millisecond when alive).
+ */
+const DIRECT_FINAL_TIMEOUT_MS = 3_000;
+const decoder = new TextDecoder();
+
+/** True when the coordinator's answer is a decision (accepted or refused): nothing left to store. */
+function isFinalDecision(answer: Uint8Array | undefined): boolean {
+  if (!answer) return false;
+  try {
+    const decision = (JSON.parse(decoder.decode(answer)) as { decision?: unknown }).decision;
+    return decision === 'accepted' || decision === 'refused';
+  } catch {
+    return false;
+  }
+}
 
 export interface MeshWorkerOptions {
   name: string;
@@ -60,8 +78,6 @@ export interface RunTaskOptions {
   onChunk?: (delta: string) => void;
   /** Receives each progress message (also published as `amf.task.progress`). */
   onProgress?: (message: string) => void;
-  /** A slot the caller already holds (the work-queue loop takes one before it pulls). */
-  slot?: () => void;
 }
 
 interface InFlight {
@@ -80,6 +96,7 @@ export class MeshWorker {
   private readonly slots: TaskSlots;
   private readonly delegations: DelegationClient;
   private readonly pullLoops: Promise<void>[] = [];
+  private intake: WorkIntake | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private draining = false;
 
@@ -125,9 +142,11 @@ export class MeshWorker {
     const intake = new WorkIntake({
       nc: this.bus.nc,
       slots: this.slots,
+      tagCount: this.options.tags.length,
       draining: () => this.draining,
       run: (task, options) => this.run(task, options),
     });
+    this.intake = intake;
     for (const tag of this.options.tags) this.pullLoops.push(intake.pull(tag));
     // Cancellations arrive on the public fabric (specialists cannot read amf.internal.>); delegation
     // results too, but that subscription exists only while delegations are pending (see delegate()).
@@ -150,12 +169,15 @@ export class MeshWorker {
 
   /**
    * The coordinator may have marked this worker offline during a NATS outage: say we are here as
-   * soon as the connection is back, not a heartbeat interval later.
+   * soon as the connection is back, not a heartbeat interval later. Pull requests sent before the
+   * outage may be unknown to the server now: they are asked for afresh.
    */
   private heartbeatOnReconnect(): void {
     void (async () => {
       for await (const status of this.bus.nc.status()) {
-        if (status.type === 'reconnect' && !this.draining) this.heartbeat();
+        if (status.type !== 'reconnect' || this.draining) continue;
+        this.heartbeat();
+        this.intake?.reconnected();
       }
     })().catch(() => undefined);
   }
@@ -205,7 +227,6 @@ export class MeshWorker {
    */
   async run(task: TaskInput, options: RunTaskOptions): Promise<LocalOutcome> {
     if (this.draining || this.inFlight.has(task.taskId)) {
-      options.slot?.();
       return this.draining
         ? { ok: false, code: 'draining', message: `worker ${this.options.name} is draining` }
         : { ok: false, code: 'duplicate_task', message: `task ${task.taskId} is already running here` };
@@ -226,7 +247,7 @@ export class MeshWorker {
     // happens after the slot is free, but the task stays in flight (drain waits) until it is stored.
     let storing: Promise<void> = Promise.resolve();
     const done = this.slots
-      .run(() => this.execute(task, controller, options, (stored) => (storing = stored)), options.slot)
+      .run(() => this.execute(task, controller, options, (stored) => (storing = stored)))
       .then(async (outcome) => {
         await storing;
         return outcome;
@@ -277,39 +298,45 @@ export class MeshWorker {
   }
 
   /**
-   * A mesh task's final goes to the durable results stream, not onto `amf.result.final`: the
-   * coordinator that accepts it (the task is still open and claimed by this worker) publishes the one
-   * canonical final, so a stale worker's late answer can never become a second terminal event. The
-   * publish is retried across NATS outages until stored (docs/reliability.md).
+   * A mesh task's final never goes onto `amf.result.final` from here: the coordinator that accepts it
+   * (the task is still open and claimed by this worker) publishes the one canonical final, so a stale
+   * worker's late answer can never become a second terminal event. It is first sent straight to the
+   * task's coordinator (request/reply); only when no decision comes back (coordinator gone, NATS
+   * down) is it stored in the durable results stream, retried across NATS outages until stored
+   * (docs/reliability.md). The work-queue message is acknowledged only after either.
    */
   private async submitResult(task: TaskInput, payload: FinalPayload, confidence?: number): Promise<void> {
+    const finalEvent = (final: FinalPayload, conf?: number) =>
+      createEvent({
+        type: 'amf.result.final',
+        sender: this.sender,
+        payload: final,
+        taskId: task.taskId,
+        traceId: task.traceId,
+        ...(conf !== undefined ? { confidence: conf } : {}),
+      });
+    const answer = await this.bus.request(
+      finalEvent(payload, confidence),
+      finalSubject(task.taskId),
+      DIRECT_FINAL_TIMEOUT_MS,
+    );
+    if (isFinalDecision(answer)) return;
     const store = (final: FinalPayload, conf?: number) =>
-      this.bus.publishDurable(
-        createEvent({
-          type: 'amf.result.final',
-          sender: this.sender,
-          payload: final,
-          taskId: task.taskId,
-          traceId: task.traceId,
-          ...(conf !== undefined ? { confidence: conf } : {}),
-        }),
-        resultSubject(task.taskId),
-        {
-          msgId: `${task.taskId}.${task.attempt}.${this.options.name}`,
-          onRetry: (err) => {
-            this.options.log?.('warn', 'result not stored yet; retrying', {
-              task_id: task.taskId,
-              err: String(err),
-            });
-            // A sign of life for the coordinator's watchdog: the work is done, only storing waits.
-            this.emit('amf.task.progress', task.taskId, task.traceId, {
-              task_id: task.taskId,
-              agent_id: this.agentId,
-              message: 'result not stored yet; retrying',
-            });
-          },
+      this.bus.publishDurable(finalEvent(final, conf), resultSubject(task.taskId), {
+        msgId: `${task.taskId}.${task.attempt}.${this.options.name}`,
+        onRetry: (err) => {
+          this.options.log?.('warn', 'result not stored yet; retrying', {
+            task_id: task.taskId,
+            err: String(err),
+          });
+          // A sign of life for the coordinator's watchdog: the work is done, only storing waits.
+          this.emit('amf.task.progress', task.taskId, task.traceId, {
+            task_id: task.taskId,
+            agent_id: this.agentId,
+            message: 'result not stored yet; retrying',
+          });
         },
-      );
+      });
     let outcome = await store(payload, confidence);
     if (outcome === 'too_large')
       // The answer cannot travel: the task still ends, as a failure that says why.

@@ -5,6 +5,7 @@
 export class TaskSlots {
   private running = 0;
   private readonly waiters: Array<() => void> = [];
+  private readonly releaseListeners = new Set<() => void>();
 
   constructor(readonly capacity: number) {
     if (!Number.isInteger(capacity) || capacity < 1)
@@ -36,8 +37,17 @@ export class TaskSlots {
       // Hand the slot straight to the next waiter, so a newcomer cannot overtake it.
       const next = this.waiters.shift();
       if (next) next();
-      else this.running--;
+      else {
+        this.running--;
+        for (const listener of this.releaseListeners) listener();
+      }
     };
+  }
+
+  /** Calls `listener` whenever a slot becomes free (the work-queue loop asks for more then). */
+  onRelease(listener: () => void): () => void {
+    this.releaseListeners.add(listener);
+    return () => this.releaseListeners.delete(listener);
   }
 
   /** Runs `fn` in a slot (taken now, or `held` when the caller already has one). */

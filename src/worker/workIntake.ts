@@ -1,61 +1,101 @@
 /**
- * A worker's intake from the work queue (stream AMF_WORK): per tag, take a slot, then pull one
- * announcement, run it through the worker's one run path and keep its message in progress until the
- * result is stored. NATS outages only make a pull come back empty.
+ * A worker's intake from the work queue (stream AMF_WORK): per tag, pull requests for as many
+ * announcements as it has free slots (in batches), run each through the worker's one run path and
+ * keep its message in progress until the result is decided. NATS outages only pause the pulls.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { parseAnnouncement } from '../events/announcement.js';
 import type { ChatMessage } from '../events/payloads.js';
 import { workConsumerName } from '../events/subjects.js';
 import { validateEvent } from '../events/validateEvent.js';
-import { WorkQueueReader, type WorkItem } from '../fabric/workQueue.js';
+import { WorkQueuePuller, type WorkItem } from '../fabric/workQueue.js';
 import type { LocalOutcome } from './invokeHandler.js';
 import type { RunTaskOptions, TaskInput } from './meshWorker.js';
 import type { TaskSlots } from './taskSlots.js';
 
-/** How long one pull waits for a task before the loop checks for a drain and asks again. */
-const PULL_WAIT_MS = 2_000;
 /** In-progress signals keep a running task's message from redelivery (the consumer's ack wait is 30 s). */
 const WORK_PROGRESS_MS = 10_000;
+/**
+ * The most one pull request asks for: a worker that stops (SIGSTOP, a hung host) holds at most this
+ * many delivered-but-unstarted tasks until their ack wait sends them elsewhere.
+ */
+const MAX_PULL_BATCH = 8;
+/** How often the loop looks again when nothing happened (drain, an expired pull, a paused consumer). */
+const IDLE_CHECK_MS = 250;
 
 export interface WorkIntakeDeps {
   nc: NatsConnection;
   slots: TaskSlots;
+  /** How many tags share the slots (each tag's pulls ask for at most its share). */
+  tagCount: number;
   draining: () => boolean;
   run: (task: TaskInput, options: RunTaskOptions) => Promise<LocalOutcome>;
 }
 
 export class WorkIntake {
+  private readonly pullers = new Set<WorkQueuePuller>();
+
   constructor(private readonly deps: WorkIntakeDeps) {}
 
   /**
-   * The work-queue loop of one tag: take a slot first, then pull one announcement, so this worker
-   * only ever holds tasks it can start at once and an idle worker gets the next one. NATS outages
-   * just make `next()` come back empty; the loop ends when the worker drains.
+   * After a reconnect the server may not know this worker's open pull requests (it restarted): they
+   * are forgotten and asked for again at once, instead of waiting out their expiry.
+   */
+  reconnected(): void {
+    for (const puller of this.pullers) puller.abandonAll();
+  }
+
+  /**
+   * The work-queue loop of one tag. It asks only for free slots (capacity − running − already asked
+   * for), so this worker holds no task it cannot start: an idle worker gets the next one, a busy one
+   * asks for nothing. It tops up once half of what it asked for has arrived, so a steady stream of
+   * tasks costs one pull request per few tasks. Ends when the worker drains.
    */
   async pull(tag: string): Promise<void> {
-    const reader = new WorkQueueReader(this.deps.nc, workConsumerName(tag));
-    while (!this.deps.draining()) {
-      const release = await this.deps.slots.acquire();
-      if (this.deps.draining()) {
-        release();
-        break;
+    const { slots } = this.deps;
+    const share = Math.max(1, Math.floor(slots.capacity / Math.max(1, this.deps.tagCount)));
+    const batch = Math.min(MAX_PULL_BATCH, share);
+    let wake: (() => void) | undefined;
+    const nudge = () => wake?.();
+    const puller = new WorkQueuePuller(this.deps.nc, workConsumerName(tag), {
+      onItem: (item) => {
+        this.take(item, tag);
+        nudge();
+      },
+      onSettled: nudge,
+    });
+    this.pullers.add(puller);
+    const unwatch = slots.onRelease(nudge);
+    try {
+      while (!this.deps.draining()) {
+        const free = slots.capacity - slots.busy - puller.outstanding;
+        if (!puller.paused && puller.outstanding <= batch / 2 && free > 0)
+          puller.pull(Math.min(free, batch - puller.outstanding));
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, IDLE_CHECK_MS).unref();
+        });
+        wake = undefined;
       }
-      const item = await reader.next(PULL_WAIT_MS);
-      if (item) this.take(item, tag, release);
-      else release();
+    } finally {
+      unwatch();
+      this.pullers.delete(puller);
+      puller.close();
     }
   }
 
-  /** Runs one pulled announcement, keeping its message in progress until the result is stored. */
-  private take(item: WorkItem, tag: string, slot: () => void): void {
+  /**
+   * Runs one pulled announcement, keeping its message in progress until the result is decided. It
+   * was asked for with a free slot; if a direct task (A2A, MCP) took that slot in the meantime, it
+   * waits for the next one, in order.
+   */
+  private take(item: WorkItem, tag: string): void {
     const checked = validateEvent(item.body);
     const event = checked.ok && checked.value.type === 'amf.task.announce' ? checked.value : undefined;
     // Only the coordinator's reply subject for this task is honoured (LOCKED #8); another is ignored.
     const parsed = event && parseAnnouncement(event.data.payload, { otherReplySubject: 'ignore' });
     if (!event || !parsed?.ok) {
       item.term();
-      slot();
       return;
     }
     const { payload: p, replySubject: reply } = parsed;
@@ -75,7 +115,7 @@ export class WorkIntake {
           attempt: (p.attempt ?? 1) + item.deliveryCount - 1,
           ...(p.input ? { input: p.input } : {}),
         },
-        { origin: 'mesh', slot, ...(reply ? { replySubject: reply } : {}) },
+        { origin: 'mesh', ...(reply ? { replySubject: reply } : {}) },
       )
       .then((outcome) => {
         clearInterval(keepAlive);

@@ -7,7 +7,7 @@
  */
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { ensureFabricStores } from '../../src/fabric/jetstream.js';
-import { WorkQueueReader, WorkQueueWriter } from '../../src/fabric/workQueue.js';
+import { WorkQueuePuller, WorkQueueWriter, type WorkItem } from '../../src/fabric/workQueue.js';
 import { resultSubject, workConsumerName } from '../../src/events/subjects.js';
 import {
   errors,
@@ -272,11 +272,20 @@ describe('ROLE_PERMISSIONS', () => {
     const coordNc = await nats.connect('coordinator');
     const stores = await ensureFabricStores(coordNc);
     const work = new WorkQueueWriter(coordNc, stores.jsm);
-    await work.offer(new TextEncoder().encode('{"x":1}'), 'acl-test', 'acl-test-1');
+    await work.offer(new TextEncoder().encode('{"x":1}'), 'acl-test');
     const spec = await nats.connect('specialist');
-    const item = await new WorkQueueReader(spec, workConsumerName('acl-test')).next(5_000);
-    expect(item?.body).toEqual({ x: 1 });
-    item!.ack();
+    let puller: WorkQueuePuller | undefined;
+    const item = await new Promise<WorkItem>((resolve) => {
+      puller = new WorkQueuePuller(spec, workConsumerName('acl-test'), {
+        onItem: resolve,
+        onSettled: () => puller?.pull(1),
+      });
+      puller.pull(1);
+    });
+    puller?.close();
+    expect(item.body).toEqual({ x: 1 });
+    expect(item.deliveryCount).toBe(1);
+    item.ack();
     const ack = await jetstream(spec).publish(resultSubject('task-acl'), 'result');
     expect(ack.stream).toBe('AMF_RESULTS');
     await expectPublishRefused(spec, '$JS.API.CONSUMER.CREATE.AMF_WORK.rogue', 'amf.task.progress');

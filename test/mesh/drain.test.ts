@@ -36,6 +36,10 @@ const heartbeatOf = (agentId: string, status: string) => (e: ObservedEvent) =>
 const claimBy = (agentId: string) => (e: ObservedEvent) =>
   e.subject === 'amf.task.claim' && (e.event.data.payload as { agent_id?: string }).agent_id === agentId;
 
+/** A worker's final for `taskId` on its way to the coordinator: sent straight, or stored. */
+const handedOver = (taskId: string) => (e: ObservedEvent) =>
+  e.subject === `amf.internal.final.${taskId}` || e.subject === `amf.internal.result.${taskId}`;
+
 /** Records why agents went offline. */
 function offlineReasons(mesh: TestMesh, agentId: string): string[] {
   const reasons: string[] = [];
@@ -85,9 +89,10 @@ describe('graceful drain', () => {
     expect(reply.status).toBe(200);
     expect(reply.body.choices?.[0]?.message.content).toBe('released:in flight');
     const draining = mesh.events.findIndex(heartbeatOf(agentId, 'draining'));
-    // The worker stores its result (durable results stream) before it says goodbye; the coordinator
-    // then publishes the task's one canonical final, naming the worker.
-    const stored = mesh.events.findIndex((e) => e.subject === `amf.internal.result.${taskId}`);
+    // The worker hands its result to the coordinator (straight, or stored in the durable results
+    // stream when no answer comes) before it says goodbye; the coordinator publishes the task's one
+    // canonical final, naming the worker.
+    const stored = mesh.events.findIndex(handedOver(taskId));
     const goodbye = mesh.events.findIndex(heartbeatOf(agentId, 'offline'));
     expect(draining).toBeGreaterThanOrEqual(0);
     expect(stored).toBeGreaterThan(draining);
@@ -214,7 +219,7 @@ describe('graceful drain', () => {
       expect(code, output).toBe(0);
       // The drain really happened while the task was in flight: draining, then the answer, then goodbye.
       const draining = mesh.events.findIndex(heartbeatOf(agentId, 'draining'));
-      const stored = mesh.events.findIndex((e) => e.subject === `amf.internal.result.${taskId}`);
+      const stored = mesh.events.findIndex(handedOver(taskId));
       const goodbye = mesh.events.findIndex(heartbeatOf(agentId, 'offline'));
       expect(draining).toBeGreaterThanOrEqual(0);
       expect(stored).toBeGreaterThan(draining);

@@ -77,13 +77,15 @@ describe('task lifecycle', () => {
     const answer = await result;
     expect(answer.text).toBe('retry me');
     expect(await settledTerminalEvents(mesh, taskId)).toHaveLength(1);
-    // Each attempt is announced once on the core subject (and offered once on the work queue).
+    // Each attempt is announced once on the core subject and offered on the work queue (more than
+    // once when a worker pulled it before its admission and its claim was refused).
     const announces = eventsFor(mesh, taskId, 'amf.task.announce').filter((a) =>
       a.subject.startsWith('amf.task.announce.'),
     );
-    expect(
-      eventsFor(mesh, taskId, 'amf.task.announce').filter((a) => a.subject === 'amf.work.late'),
-    ).toHaveLength(2);
+    const offered = eventsFor(mesh, taskId, 'amf.task.announce')
+      .filter((a) => a.subject === 'amf.work.late')
+      .map((a) => (a.event.data.payload as { attempt: number }).attempt);
+    expect([...new Set(offered)]).toEqual([1, 2]);
     expect(announces.map((a) => (a.event.data.payload as { attempt: number }).attempt)).toEqual([1, 2]);
     expect(await settledTerminalEvents(mesh, taskId)).toHaveLength(1);
     ghost.stop();
