@@ -13,8 +13,8 @@ import { parsePort, splitTags } from './cliArgs.js';
 import { loadAfmFile } from '../afm/index.js';
 import { createAgentRuntime } from '../afm/runtime/index.js';
 import { runtimeResponder } from '../afm/interfaces/runtimeResponder.js';
-import { runAgent, type RunAgentMeshOptions } from '../apps/afmAgentApp.js';
-import { locateCoordinator, natsUrlFromCoordinator, specialistCredential } from './workerCommand.js';
+import { runAgent, workerNameFor, type RunAgentMeshOptions } from '../apps/afmAgentApp.js';
+import { locateCoordinator, natsUrlFromCoordinator, meshAccess } from './workerCommand.js';
 
 export interface RunFlags {
   config?: string;
@@ -82,7 +82,7 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
       const explicit = flags.coordinator !== undefined || Boolean(process.env.AMF_COORDINATOR_URL);
       mesh = {
         natsUrl: config.nats.url ?? (await natsUrlFromCoordinator(await locateCoordinator(config, explicit))),
-        credential: await specialistCredential(config),
+        ...(await meshAccess(config, workerNameFor(definition.name))),
         heartbeatSeconds: config.heartbeat.intervalSeconds,
         concurrency: config.worker.concurrency,
         ...(config.mdns.enabled

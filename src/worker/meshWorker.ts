@@ -17,6 +17,8 @@ import type { TaskContext, TaskTools, WorkerHandler } from './handlerApi.js';
 import { CANCELLED, invokeHandler, type LocalOutcome } from './invokeHandler.js';
 import { TaskSlots } from './taskSlots.js';
 import { DelegationClient } from './delegationClient.js';
+import { createEphemeralAgentKey, type AgentKey } from '../identity/agentKey.js';
+import { signEvent, signResult } from '../identity/eventSignature.js';
 
 export type { LocalOutcome };
 
@@ -36,6 +38,18 @@ export interface MeshWorkerOptions {
   /** Gives each task its `ctx.tools` (the worker's MCP servers), bound to the task's signal. */
   tools?: (signal: AbortSignal) => TaskTools;
   log?: LogFn;
+  /**
+   * The agent's own key: advertised as `nkey` and signing every event this worker sends, so the
+   * coordinator accepts them only as this agent's (default: a key for this process only).
+   */
+  key?: AgentKey;
+  /**
+   * Where heartbeats go when not on the main connection: the join connection of an agent that
+   * connects as its own NATS user. Its user exists only while the agent is admitted, so its
+   * heartbeats must travel on a connection that outlives a revocation (or a restarted server) to
+   * get it admitted again.
+   */
+  heartbeatConnection?: NatsConnection;
 }
 
 /** A task as it reaches the worker; the worker adds the signal, progress, delegate and tools. */
@@ -69,7 +83,10 @@ interface InFlight {
 /** The NATS side of a worker. */
 export class MeshWorker {
   readonly agentId: string;
+  /** The key this worker's events are signed with; its public half is the agent's `nkey`. */
+  readonly key: AgentKey;
   private readonly bus: EventBus;
+  private readonly heartbeatBus: EventBus;
   private readonly sender: EventSender;
   private readonly subs: Subscription[] = [];
   private readonly inFlight = new Map<string, InFlight>();
@@ -84,7 +101,9 @@ export class MeshWorker {
     private readonly options: MeshWorkerOptions,
   ) {
     this.bus = new EventBus(nc);
-    this.agentId = `spiffe://${options.trustDomain}/worker/${options.name}`;
+    this.heartbeatBus = options.heartbeatConnection ? new EventBus(options.heartbeatConnection) : this.bus;
+    this.agentId = workerAgentId(options);
+    this.key = options.key ?? createEphemeralAgentKey();
     this.sender = {
       identity: this.agentId,
       source: options.endpoint,
@@ -99,21 +118,7 @@ export class MeshWorker {
 
   /** The advertisement this worker publishes with every heartbeat. */
   agentRecord(status: 'active' | 'draining' | 'offline' = 'active'): AgentRecord {
-    const record: AgentRecord = {
-      agent_id: this.agentId,
-      display_name: this.options.name.slice(0, 64),
-      endpoint: this.options.endpoint,
-      protocols_supported: ['A2A/1.0', ...(this.options.protocols ?? [])],
-      capability_tags: this.options.tags,
-      trust_domain: this.options.trustDomain,
-      visibility: 'local',
-      version: this.options.version ?? '0.1.0',
-      status,
-      card_url: `${this.options.endpoint}/.well-known/agent-card.json`,
-      heartbeat_seconds: this.options.heartbeatSeconds,
-    };
-    if (this.options.mcpEndpoint) record.mcp_endpoint = this.options.mcpEndpoint;
-    return record;
+    return workerAgentRecord(this.options, this.key, status);
   }
 
   /** Starts pulling each tag's work queue, listens for cancellations and starts heartbeating. */
@@ -158,13 +163,7 @@ export class MeshWorker {
 
   private heartbeat(status: 'active' | 'draining' | 'offline' = this.draining ? 'draining' : 'active'): void {
     try {
-      this.bus.publish(
-        createEvent({
-          type: 'amf.discovery.agent.heartbeat',
-          sender: this.sender,
-          payload: this.agentRecord(status),
-        }),
-      );
+      this.heartbeatBus.publish(workerHeartbeat(this.options, this.key, status));
     } catch (err) {
       // Called from a timer: a closed connection must not throw out of it and crash the process.
       this.options.log?.('warn', 'heartbeat not sent', {
@@ -181,7 +180,7 @@ export class MeshWorker {
     reply?: string,
     confidence?: number,
   ): void {
-    const event = createEvent({
+    const created = createEvent({
       type,
       sender: this.sender,
       payload,
@@ -189,6 +188,8 @@ export class MeshWorker {
       traceId,
       ...(confidence !== undefined ? { confidence } : {}),
     });
+    if (type === 'amf.result.final') signResult(created, this.key);
+    const event = signEvent(created, this.key);
     if (reply) this.bus.publish(event, type, reply);
     else this.bus.publish(event);
   }
@@ -281,14 +282,20 @@ export class MeshWorker {
   private async submitResult(task: TaskInput, payload: FinalPayload, confidence?: number): Promise<void> {
     const store = (final: FinalPayload, conf?: number) =>
       this.bus.publishDurable(
-        createEvent({
-          type: 'amf.result.final',
-          sender: this.sender,
-          payload: final,
-          taskId: task.taskId,
-          traceId: task.traceId,
-          ...(conf !== undefined ? { confidence: conf } : {}),
-        }),
+        signEvent(
+          signResult(
+            createEvent({
+              type: 'amf.result.final',
+              sender: this.sender,
+              payload: final,
+              taskId: task.taskId,
+              traceId: task.traceId,
+              ...(conf !== undefined ? { confidence: conf } : {}),
+            }),
+            this.key,
+          ),
+          this.key,
+        ),
         resultSubject(task.taskId),
         {
           msgId: `${task.taskId}.${task.attempt}.${this.options.name}`,
@@ -416,8 +423,59 @@ export class MeshWorker {
     await Promise.all(this.pullLoops);
     this.heartbeat('offline');
     // Bounded: while NATS is unreachable a flush would wait for the reconnect, however long.
-    await within(this.bus.flush(), 2_000);
+    await within(Promise.all([this.bus.flush(), this.heartbeatBus.flush()]), 2_000);
   }
+}
+
+/** The agent id of a worker: `spiffe://<trust domain>/worker/<name>`. */
+export function workerAgentId(options: Pick<MeshWorkerOptions, 'trustDomain' | 'name'>): string {
+  return `spiffe://${options.trustDomain}/worker/${options.name}`;
+}
+
+/** The advertisement of a worker (also sent before it is admitted, by the join loop). */
+export function workerAgentRecord(
+  options: MeshWorkerOptions,
+  key: AgentKey,
+  status: 'active' | 'draining' | 'offline',
+): AgentRecord {
+  const record: AgentRecord = {
+    agent_id: workerAgentId(options),
+    display_name: options.name.slice(0, 64),
+    endpoint: options.endpoint,
+    protocols_supported: ['A2A/1.0', ...(options.protocols ?? [])],
+    capability_tags: options.tags,
+    trust_domain: options.trustDomain,
+    visibility: 'local',
+    version: options.version ?? '0.1.0',
+    status,
+    card_url: `${options.endpoint}/.well-known/agent-card.json`,
+    heartbeat_seconds: options.heartbeatSeconds,
+    nkey: key.publicKey,
+  };
+  if (options.mcpEndpoint) record.mcp_endpoint = options.mcpEndpoint;
+  return record;
+}
+
+/** A signed heartbeat carrying the worker's advertisement. */
+export function workerHeartbeat(
+  options: MeshWorkerOptions,
+  key: AgentKey,
+  status: 'active' | 'draining' | 'offline',
+): AmfEventOf<'amf.discovery.agent.heartbeat'> {
+  const agentId = workerAgentId(options);
+  return signEvent(
+    createEvent({
+      type: 'amf.discovery.agent.heartbeat',
+      sender: {
+        identity: agentId,
+        source: options.endpoint,
+        role: 'specialist',
+        trustDomain: options.trustDomain,
+      },
+      payload: workerAgentRecord(options, key, status),
+    }),
+    key,
+  );
 }
 
 /** Waits for `work` (its failure ignored) or `ms`, whichever comes first. */
