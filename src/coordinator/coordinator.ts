@@ -182,7 +182,9 @@ export class Coordinator {
       workQueue: this.work,
       authenticate: (event, intake) => this.authenticity.accept(event, intake),
     });
-    this.dispatcher = new TaskDispatcher(this.bus, this.lifecycle);
+    this.dispatcher = new TaskDispatcher(this.bus, this.lifecycle, (event, intake) =>
+      this.authenticity.accept(event, intake),
+    );
     this.results = new ResultIntake({
       nc,
       jsm: stores.jsm,

@@ -49,7 +49,7 @@ export class EventAuthenticity {
     const verdict = this.judge(event);
     if (verdict.ok) return true;
     const taskId = taskOf(event);
-    const key = `${verdict.reason}|${verdict.offender}|${verdict.claimed}|${event.type}|${taskId ?? ''}`;
+    const key = `${verdict.reason}|${verdict.offender}|${verdict.claimed}|${event.type}|${intake}|${taskId ?? ''}`;
     if (this.recentWarnings.get(key) === undefined) {
       this.recentWarnings.set(key, true);
       this.options.notices.warn({

@@ -75,6 +75,7 @@ describe('validateAgentRecord', () => {
       heartbeat_seconds: true,
       mcp_endpoint: true,
       tool_alias: true,
+      nkey: true,
     };
     expect(Object.keys(keys).sort()).toEqual(Object.keys(AGENT_RECORD_SCHEMA.properties).sort());
     expect(Object.keys(full()).sort()).toEqual(Object.keys(keys).sort());
