@@ -7,19 +7,13 @@ import { connectAs, drainOrClose, NatsAuthError, RECONNECT_FOREVER } from '../fa
 import type { RoleCredential } from '../fabric/credentials.js';
 import { isCapabilityTag } from '../events/subjects.js';
 import { AmfError } from '../errors.js';
-import {
-  MeshWorker,
-  workerAgentId,
-  workerAgentRecord,
-  workerHeartbeat,
-  type MeshWorkerOptions,
-} from '../worker/meshWorker.js';
+import { MeshWorker, workerHeartbeat, type MeshWorkerOptions } from '../worker/meshWorker.js';
 import { joinFabric } from '../worker/joinFabric.js';
 import { createEphemeralAgentKey, type AgentKey } from '../identity/agentKey.js';
 import { agentRecordToTxt } from '../discovery/txtRecord.js';
 import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdvertiser.js';
 import type { WorkerHandler } from '../worker/handlerApi.js';
-import { createRouterServer, joiningRouter, workerRouter, type WorkerHttpOptions } from './workerHttp.js';
+import { createRouterServer, workerRouter, type WorkerHttpOptions } from './workerHttp.js';
 import { closeServer, listen } from '../net/httpServer.js';
 import type { RequestDeadlines, Router } from '../http/httpKit.js';
 import { createWorkerMcpEndpoint } from '../protocols/mcp/workerMcp.js';
@@ -176,31 +170,12 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     };
     // Reconnects forever: a NATS outage of any length must end with the worker back in the mesh.
     if (opts.join) {
-      const options = workerOptions;
-      // The coordinator verifies the advertisement against the card before it grants the key.
-      edge.serve(
-        joiningRouter(
-          {
-            agentId: workerAgentId(options),
-            agentRecord: (status = 'active') => workerAgentRecord(options, key, status),
-          },
-          httpOpts,
-          endpoint,
-        ),
-      );
       joinNc = await connectJoin(opts.natsUrl, opts.join, `amf-join-${opts.name}`);
-      nc = await joinFabric({
-        natsUrl: opts.natsUrl,
-        joinConnection: joinNc,
-        key,
-        name: `amf-worker-${opts.name}`,
-        heartbeat: () => workerHeartbeat(options, key, 'active'),
-        ...(opts.admissionTimeoutMs !== undefined ? { timeoutMs: opts.admissionTimeoutMs } : {}),
-      });
       workerOptions.heartbeatConnection = joinNc;
-    } else {
-      nc = await connectAs(opts.natsUrl, opts.credential!, `amf-worker-${opts.name}`, RECONNECT_FOREVER);
     }
+    nc =
+      joinNc ??
+      (await connectAs(opts.natsUrl, opts.credential!, `amf-worker-${opts.name}`, RECONNECT_FOREVER));
   } catch (err) {
     await joinNc?.close();
     await hub?.close();
@@ -220,6 +195,27 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
   const router = workerRouter(worker, httpOpts, endpoint);
   opts.routes?.(router);
   edge.serve(router);
+  if (joinNc) {
+    // Built and served (the coordinator checks the card and lists the MCP tools at admission), the
+    // agent now advertises over the join connection until its own NATS user is granted.
+    try {
+      nc = await joinFabric({
+        natsUrl: opts.natsUrl,
+        joinConnection: joinNc,
+        key,
+        name: `amf-worker-${opts.name}`,
+        heartbeat: () => workerHeartbeat(workerOptions, key, 'active'),
+        ...(opts.admissionTimeoutMs !== undefined ? { timeoutMs: opts.admissionTimeoutMs } : {}),
+      });
+    } catch (err) {
+      await joinNc.close();
+      await httpOpts.mcp?.close();
+      await hub?.close();
+      await closeServer(server);
+      throw err;
+    }
+    worker.useConnection(nc);
+  }
   await worker.start();
   let advertiser: MdnsAdvertiser | undefined;
   if (opts.mdns) {

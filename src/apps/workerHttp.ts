@@ -45,22 +45,6 @@ export interface WorkerHttpServer {
   close(): Promise<void>;
 }
 
-/**
- * The router of a worker that is still joining: its card (which the coordinator fetches to verify
- * the advertisement before it grants the agent a NATS user) and nothing else until it is built.
- */
-export function joiningRouter(
-  identity: Pick<MeshWorker, 'agentId' | 'agentRecord'>,
-  opts: WorkerHttpOptions,
-  endpoint: string,
-): Router {
-  const card = (_req: unknown, res: Parameters<typeof sendJson>[0]) =>
-    sendJson(res, 200, workerAgentCard(identity, opts, endpoint));
-  return new Router()
-    .on('GET', '/.well-known/agent-card.json', card)
-    .on('GET', '/.well-known/agent.json', card);
-}
-
 /** Builds the router of a running worker whose HTTP endpoint is `endpoint`. */
 export function workerRouter(worker: MeshWorker, opts: WorkerHttpOptions, endpoint: string): Router {
   const getWorker = () => worker;

@@ -85,13 +85,13 @@ export class MeshWorker {
   readonly agentId: string;
   /** The key this worker's events are signed with; its public half is the agent's `nkey`. */
   readonly key: AgentKey;
-  private readonly bus: EventBus;
+  private bus: EventBus;
   private readonly heartbeatBus: EventBus;
   private readonly sender: EventSender;
   private readonly subs: Subscription[] = [];
   private readonly inFlight = new Map<string, InFlight>();
   private readonly slots: TaskSlots;
-  private readonly delegations: DelegationClient;
+  private delegations: DelegationClient;
   private readonly pullLoops: Promise<void>[] = [];
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private draining = false;
@@ -111,9 +111,24 @@ export class MeshWorker {
       trustDomain: options.trustDomain,
     };
     this.slots = new TaskSlots(options.concurrency);
-    this.delegations = new DelegationClient(this.bus, this.agentId, (parentTaskId, traceId, payload) =>
+    this.delegations = this.delegationClient();
+  }
+
+  private delegationClient(): DelegationClient {
+    return new DelegationClient(this.bus, this.agentId, (parentTaskId, traceId, payload) =>
       this.emit('amf.task.delegate', parentTaskId, traceId, payload),
     );
+  }
+
+  /**
+   * Moves the worker onto its own NATS connection before {@link start}: an agent that joins is built
+   * (and serves its card and endpoints) on the join connection, and gets its own once admitted.
+   */
+  useConnection(nc: NatsConnection): void {
+    if (this.subs.length > 0 || this.pullLoops.length > 0)
+      throw new Error('useConnection() must come before start()');
+    this.bus = new EventBus(nc);
+    this.delegations = this.delegationClient();
   }
 
   /** The advertisement this worker publishes with every heartbeat. */

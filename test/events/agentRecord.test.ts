@@ -31,6 +31,7 @@ function full(): AgentRecord {
     heartbeat_seconds: 30,
     mcp_endpoint: 'http://127.0.0.1:8766/mcp',
     tool_alias: 'pdf_parser.v1',
+    nkey: 'UAIE5CHPS6IRFQEFOOWUELY2TWSTX5G5CURAC4JOWMZIGYPEVADU5XHP',
   };
 }
 
