@@ -15,6 +15,8 @@ const CACHE_LIMIT = 10_000;
 /** True when `value` is a well-formed nkey user public key with a valid checksum. */
 export function isNkeyUser(value: unknown): boolean {
   if (typeof value !== 'string' || !NKEY_USER_PATTERN.test(value)) return false;
+  // A key already turned into a key object passed the checksum: no need to decode it again.
+  if (cache.has(value)) return true;
   try {
     nkeys.fromPublic(value);
     return true;
