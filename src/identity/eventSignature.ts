@@ -40,7 +40,8 @@ export function canonicalJson(value: unknown): string {
 
 /** The bytes that are signed: the event without its signature, in canonical form. */
 export function signedBytes(event: object): Uint8Array {
-  const { [SIGNATURE_ATTRIBUTE]: _omitted, ...rest } = event as Record<string, unknown>;
+  const rest: Record<string, unknown> = { ...(event as Record<string, unknown>) };
+  delete rest[SIGNATURE_ATTRIBUTE];
   return encoder.encode(canonicalJson(rest));
 }
 
