@@ -27,7 +27,12 @@ const final = () =>
   createEvent({
     type: 'amf.result.final',
     sender,
-    payload: { task_id: '6f1c9c1e-3b7e-4c55-9d43-0f5b8a9e1a11', agent_id: sender.identity, status: 'completed', result: { text: 'hi' } },
+    payload: {
+      task_id: '6f1c9c1e-3b7e-4c55-9d43-0f5b8a9e1a11',
+      agent_id: sender.identity,
+      status: 'completed',
+      result: { text: 'hi' },
+    },
     taskId: '6f1c9c1e-3b7e-4c55-9d43-0f5b8a9e1a11',
   });
 
