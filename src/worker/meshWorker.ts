@@ -17,6 +17,9 @@ import type { TaskContext, TaskTools, WorkerHandler } from './handlerApi.js';
 import { CANCELLED, invokeHandler, type LocalOutcome } from './invokeHandler.js';
 import { TaskSlots } from './taskSlots.js';
 import { DelegationClient } from './delegationClient.js';
+import { workerAgentId, workerAgentRecord, workerHeartbeat } from './workerAdvertisement.js';
+
+export { workerAgentId, workerAgentRecord, workerHeartbeat };
 import { createEphemeralAgentKey, type AgentKey } from '../identity/agentKey.js';
 import { signEvent, signResult } from '../identity/eventSignature.js';
 
@@ -440,57 +443,6 @@ export class MeshWorker {
     // Bounded: while NATS is unreachable a flush would wait for the reconnect, however long.
     await within(Promise.all([this.bus.flush(), this.heartbeatBus.flush()]), 2_000);
   }
-}
-
-/** The agent id of a worker: `spiffe://<trust domain>/worker/<name>`. */
-export function workerAgentId(options: Pick<MeshWorkerOptions, 'trustDomain' | 'name'>): string {
-  return `spiffe://${options.trustDomain}/worker/${options.name}`;
-}
-
-/** The advertisement of a worker (also sent before it is admitted, by the join loop). */
-export function workerAgentRecord(
-  options: MeshWorkerOptions,
-  key: AgentKey,
-  status: 'active' | 'draining' | 'offline',
-): AgentRecord {
-  const record: AgentRecord = {
-    agent_id: workerAgentId(options),
-    display_name: options.name.slice(0, 64),
-    endpoint: options.endpoint,
-    protocols_supported: ['A2A/1.0', ...(options.protocols ?? [])],
-    capability_tags: options.tags,
-    trust_domain: options.trustDomain,
-    visibility: 'local',
-    version: options.version ?? '0.1.0',
-    status,
-    card_url: `${options.endpoint}/.well-known/agent-card.json`,
-    heartbeat_seconds: options.heartbeatSeconds,
-    nkey: key.publicKey,
-  };
-  if (options.mcpEndpoint) record.mcp_endpoint = options.mcpEndpoint;
-  return record;
-}
-
-/** A signed heartbeat carrying the worker's advertisement. */
-export function workerHeartbeat(
-  options: MeshWorkerOptions,
-  key: AgentKey,
-  status: 'active' | 'draining' | 'offline',
-): AmfEventOf<'amf.discovery.agent.heartbeat'> {
-  const agentId = workerAgentId(options);
-  return signEvent(
-    createEvent({
-      type: 'amf.discovery.agent.heartbeat',
-      sender: {
-        identity: agentId,
-        source: options.endpoint,
-        role: 'specialist',
-        trustDomain: options.trustDomain,
-      },
-      payload: workerAgentRecord(options, key, status),
-    }),
-    key,
-  );
 }
 
 /** Waits for `work` (its failure ignored) or `ms`, whichever comes first. */
