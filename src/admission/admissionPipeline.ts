@@ -229,6 +229,19 @@ export class AdmissionPipeline {
       return;
     }
     const record = check.record;
+    // A key is bound to its agent id at admission: while the agent is admitted, an advertisement of
+    // that id with another key (or none) is someone else (the NATS door also checks the signature).
+    const boundKey = known && known.status !== 'offline' ? known.record.nkey : undefined;
+    if (boundKey !== undefined && record.nkey !== boundKey) {
+      this.deny(
+        raw,
+        id,
+        ['agent_key_mismatch'],
+        `advertisement of ${id} refused: that agent is admitted with key ${boundKey}, this one ${record.nkey ? `names key ${record.nkey}` : 'names no key'}`,
+        'validation',
+      );
+      return;
+    }
     if (raw.door === 'mdns' && record.heartbeat_seconds === undefined)
       record.heartbeat_seconds = this.mdnsLiveness();
     const timer = setTimeout(

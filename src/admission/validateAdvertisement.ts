@@ -8,6 +8,7 @@ import { MAX_TXT_BYTES } from '../discovery/advertisement.js';
 import type { AgentRecord } from '../events/agentRecord.js';
 import { CAPABILITY_TAG_PATTERN } from '../events/subjects.js';
 import { checkUrl, NetError } from '../net/guardedFetch.js';
+import { isNkeyUser } from '../identity/nkeyPublic.js';
 
 /** Stable reason codes of deterministic denials. */
 export type ValidationReason =
@@ -149,6 +150,8 @@ export function validateAdvertisement(raw: RawAdvertisement): AdvertisementCheck
       'invalid_value',
       `status must be active, degraded, draining or offline (got "${txt.status.slice(0, 20)}")`,
     );
+  if (txt.nk !== undefined && !isNkeyUser(txt.nk))
+    return fail('invalid_value', `nk "${txt.nk.slice(0, 60)}" is not an nkey user public key`);
   if (txt.v !== undefined && !SEMVER_PATTERN.test(txt.v))
     return fail('invalid_value', `v "${txt.v.slice(0, 20)}" is not major.minor.patch`);
   const record: AgentRecord = {
@@ -163,6 +166,7 @@ export function validateAdvertisement(raw: RawAdvertisement): AdvertisementCheck
   if (txt.v !== undefined) record.version = txt.v;
   if (txt.card !== undefined) record.card_url = txt.card;
   if (txt.mcp !== undefined) record.mcp_endpoint = txt.mcp;
+  if (txt.nk !== undefined) record.nkey = txt.nk;
   if (raw.heartbeat_seconds !== undefined) record.heartbeat_seconds = raw.heartbeat_seconds;
   return { ok: true, record };
 }

@@ -7,7 +7,7 @@
  */
 import type { A2aAgentConfig } from '../config/config.js';
 import type { RoleCredential } from '../fabric/credentials.js';
-import { startWorker, type RunningWorker } from './workerApp.js';
+import { meshAccessOf, startWorker, type RunningWorker } from './workerApp.js';
 import { AmfError } from '../errors.js';
 import type { LogFn } from '../log.js';
 import { createBridgeHandler } from '../a2aClient/bridgeHandler.js';
@@ -17,7 +17,9 @@ import { bridgeTags } from '../a2aClient/skillTags.js';
 export interface A2aBridgeOptions {
   agents: readonly A2aAgentConfig[];
   natsUrl: string;
-  credential: RoleCredential;
+  /** A shared role credential (external NATS), or the join credential (spawned NATS, see workerApp). */
+  credential?: RoleCredential;
+  join?: RoleCredential;
   trustDomain?: string;
   heartbeatSeconds?: number;
   /**
@@ -91,7 +93,10 @@ export function startA2aBridges(opts: A2aBridgeOptions): A2aBridges {
         tags: [...tags.keys()],
         handler: createBridgeHandler(remote, agent.name, tags, agent.url, opts.sendTimeoutMs),
         natsUrl: opts.natsUrl,
-        credential: opts.credential,
+        ...meshAccessOf({
+          ...(opts.credential ? { credential: opts.credential } : {}),
+          ...(opts.join ? { join: opts.join } : {}),
+        }),
         host: '127.0.0.1',
         port: 0,
         mcp: false,

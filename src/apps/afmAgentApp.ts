@@ -10,8 +10,9 @@ import type { Server } from 'node:http';
 import { Router, sendJson } from '../http/httpKit.js';
 import { serveRouter } from './workerHttp.js';
 import { closeServer, listen } from '../net/httpServer.js';
-import { startWorker, type RunningWorker } from './workerApp.js';
+import { meshAccessOf, startWorker, type RunningWorker } from './workerApp.js';
 import type { RoleCredential } from '../fabric/credentials.js';
+import type { AgentKey } from '../identity/agentKey.js';
 import { isCapabilityTag } from '../events/subjects.js';
 import { AmfError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -31,7 +32,10 @@ import { runtimeResponder } from '../afm/interfaces/runtimeResponder.js';
 
 export interface RunAgentMeshOptions {
   natsUrl: string;
-  credential: RoleCredential;
+  /** How the agent reaches NATS: a join credential and its own key, or a shared role credential. */
+  credential?: RoleCredential;
+  join?: RoleCredential;
+  key?: AgentKey;
   heartbeatSeconds?: number;
   concurrency?: number;
   mdns?: { interfaceAddress?: string };
@@ -128,7 +132,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunningAgent> {
         signature: interfaces.chatSignature,
       }),
       natsUrl: opts.mesh.natsUrl,
-      credential: opts.mesh.credential,
+      ...meshAccessOf(opts.mesh),
       host,
       port,
       trustDomain: def['x-amf'].trust,

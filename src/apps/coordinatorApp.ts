@@ -318,7 +318,11 @@ export async function startCoordinator(options: StartCoordinatorOptions): Promis
   const bridges = startA2aBridges({
     agents: config.a2a.agents,
     natsUrl: coordinator.natsUrl,
-    credential: coordinator.credentials.specialist,
+    // Each bridge is an agent of its own: it joins like any worker when the coordinator runs the
+    // NATS server; an external NATS knows only the role users.
+    ...(coordinator.grants
+      ? { join: coordinator.joinCredential }
+      : { credential: coordinator.credentials.specialist }),
     trustDomain: config.identity.trustDomain,
     heartbeatSeconds: config.heartbeat.intervalSeconds,
     selfOrigins: [http.url],

@@ -3,11 +3,13 @@
  * NATS connection as the specialist role, then the mesh side. `close()` drains gracefully.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectAs, drainOrClose, RECONNECT_FOREVER } from '../fabric/connect.js';
+import { connectAs, drainOrClose, NatsAuthError, RECONNECT_FOREVER } from '../fabric/connect.js';
 import type { RoleCredential } from '../fabric/credentials.js';
 import { isCapabilityTag } from '../events/subjects.js';
 import { AmfError } from '../errors.js';
-import { MeshWorker } from '../worker/meshWorker.js';
+import { MeshWorker, workerHeartbeat, type MeshWorkerOptions } from '../worker/meshWorker.js';
+import { joinFabric } from '../worker/joinFabric.js';
+import { createEphemeralAgentKey, type AgentKey } from '../identity/agentKey.js';
 import { agentRecordToTxt } from '../discovery/txtRecord.js';
 import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdvertiser.js';
 import type { WorkerHandler } from '../worker/handlerApi.js';
@@ -29,7 +31,17 @@ export interface StartWorkerOptions {
   tags: string[];
   handler: WorkerHandler;
   natsUrl: string;
-  credential: RoleCredential;
+  /**
+   * How this agent reaches NATS. `join` (the default of `amf worker`): the join credential, which
+   * can only advertise; once admitted the agent connects as its own nkey user (its `key`).
+   * `credential`: a shared role password (legacy `specialist`, seed compatibility; docs/security.md).
+   */
+  credential?: RoleCredential;
+  join?: RoleCredential;
+  /** The agent's own key (identity/agentKey.ts); default: a key for this process only. */
+  key?: AgentKey;
+  /** How long to wait to be admitted when joining (default 60 s). */
+  admissionTimeoutMs?: number;
   host?: string;
   port?: number;
   trustDomain?: string;
@@ -71,6 +83,37 @@ export interface StartWorkerOptions {
   visibility?: 'local' | 'mesh' | 'public';
 }
 
+/**
+ * Connects as the join user. A server reloading its users (another agent was just admitted) may
+ * refuse a login for a moment, so a refusal is tried again a few times before it counts.
+ */
+async function connectJoin(url: string, join: RoleCredential, name: string): Promise<NatsConnection> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await connectAs(url, join, name, RECONNECT_FOREVER);
+    } catch (err) {
+      if (!(err instanceof NatsAuthError) || attempt >= 5) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+    }
+  }
+}
+
+/** How an agent reaches NATS (see {@link StartWorkerOptions}): passed through by the other apps. */
+export interface MeshAccess {
+  credential?: RoleCredential;
+  join?: RoleCredential;
+  key?: AgentKey;
+}
+
+/** The access fields of `opts`, without undefined ones (exactOptionalPropertyTypes). */
+export function meshAccessOf(opts: MeshAccess): MeshAccess {
+  return {
+    ...(opts.credential ? { credential: opts.credential } : {}),
+    ...(opts.join ? { join: opts.join } : {}),
+    ...(opts.key ? { key: opts.key } : {}),
+  };
+}
+
 export interface RunningWorker {
   worker: MeshWorker;
   url: string;
@@ -96,8 +139,14 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     if (!isCapabilityTag(tag))
       throw new AmfError('INVALID_REQUEST', `invalid capability tag "${tag}": expected [a-z0-9-]+`);
   const spiffe = opts.identity?.mode === 'spiffe' ? opts.identity : undefined;
+  if ((opts.credential === undefined) === (opts.join === undefined))
+    throw new AmfError(
+      'INVALID_REQUEST',
+      'a worker needs exactly one of a join credential or a role credential',
+    );
   // Under SPIFFE the worker is who its SVID says, in the SVID's trust domain.
   const trustDomain = spiffe?.trustDomain ?? opts.trustDomain ?? 'local';
+  const key = opts.key ?? createEphemeralAgentKey();
   const httpOpts: WorkerHttpOptions = {
     host: opts.host ?? '127.0.0.1',
     port: opts.port ?? 8766,
@@ -122,31 +171,42 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
   const server = edge.server;
   let endpoint: string;
   let nc: NatsConnection;
+  let joinNc: NatsConnection | undefined;
+  const serveMcp = opts.mcp !== false;
+  let workerOptions: MeshWorkerOptions;
   try {
     endpoint = await listen(server, httpOpts.host, httpOpts.port);
+    workerOptions = {
+      name: opts.name,
+      tags: opts.tags,
+      trustDomain,
+      endpoint,
+      handler,
+      heartbeatSeconds: opts.heartbeatSeconds ?? 5,
+      ...(opts.visibility ? { visibility: opts.visibility } : {}),
+      ...(spiffe?.agentId ? { agentId: spiffe.agentId } : {}),
+      concurrency: opts.concurrency ?? 16,
+      version: httpOpts.version,
+      key,
+      ...(hub ? { tools: (signal: AbortSignal) => bindTaskTools(hub, signal) } : {}),
+      // LOCKED #1: announcing MCP/ requires the mcp= URL, so both come together.
+      ...(serveMcp ? { protocols: [MCP_PROTOCOL], mcpEndpoint: `${endpoint}/mcp` } : {}),
+    };
     // Reconnects forever: a NATS outage of any length must end with the worker back in the mesh.
-    nc = await connectAs(opts.natsUrl, opts.credential, `amf-worker-${opts.name}`, RECONNECT_FOREVER);
+    if (opts.join) {
+      joinNc = await connectJoin(opts.natsUrl, opts.join, `amf-join-${opts.name}`);
+      workerOptions.heartbeatConnection = joinNc;
+    }
+    nc =
+      joinNc ??
+      (await connectAs(opts.natsUrl, opts.credential!, `amf-worker-${opts.name}`, RECONNECT_FOREVER));
   } catch (err) {
+    await joinNc?.close();
     await hub?.close();
     await closeServer(server);
     throw err;
   }
-  const serveMcp = opts.mcp !== false;
-  const worker = new MeshWorker(nc, {
-    name: opts.name,
-    tags: opts.tags,
-    trustDomain,
-    endpoint,
-    handler,
-    heartbeatSeconds: opts.heartbeatSeconds ?? 5,
-    ...(opts.visibility ? { visibility: opts.visibility } : {}),
-    ...(spiffe?.agentId ? { agentId: spiffe.agentId } : {}),
-    concurrency: opts.concurrency ?? 16,
-    version: httpOpts.version,
-    ...(hub ? { tools: (signal: AbortSignal) => bindTaskTools(hub, signal) } : {}),
-    // LOCKED #1: announcing MCP/ requires the mcp= URL, so both come together.
-    ...(serveMcp ? { protocols: [MCP_PROTOCOL], mcpEndpoint: `${endpoint}/mcp` } : {}),
-  });
+  const worker = new MeshWorker(nc, workerOptions);
   if (serveMcp)
     httpOpts.mcp = createWorkerMcpEndpoint({
       coordinatorFingerprint,
@@ -165,6 +225,27 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
       ? svidGate({ identity: spiffe, ...(opts.spiffeAudience ? { audience: opts.spiffeAudience } : {}) })
       : undefined,
   );
+  if (joinNc) {
+    // Built and served (the coordinator checks the card and lists the MCP tools at admission), the
+    // agent now advertises over the join connection until its own NATS user is granted.
+    try {
+      nc = await joinFabric({
+        natsUrl: opts.natsUrl,
+        joinConnection: joinNc,
+        key,
+        name: `amf-worker-${opts.name}`,
+        heartbeat: () => workerHeartbeat(workerOptions, key, 'active'),
+        ...(opts.admissionTimeoutMs !== undefined ? { timeoutMs: opts.admissionTimeoutMs } : {}),
+      });
+    } catch (err) {
+      await joinNc.close();
+      await httpOpts.mcp?.close();
+      await hub?.close();
+      await closeServer(server);
+      throw err;
+    }
+    worker.useConnection(nc);
+  }
   await worker.start();
   let advertiser: MdnsAdvertiser | undefined;
   if (opts.mdns) {
@@ -178,6 +259,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     } catch (err) {
       await worker.drain(0);
       await nc.close();
+      await joinNc?.close();
       await hub?.close();
       await closeServer(server);
       throw err;
@@ -198,6 +280,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
         await advertiser?.close();
         // Bounded: with NATS unreachable a drain would never end.
         await drainOrClose(nc, 2_000);
+        if (joinNc) await drainOrClose(joinNc, 2_000);
         await httpOpts.mcp?.close();
         await hub?.close();
         await closeServer(server);

@@ -57,7 +57,7 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
       import('../afm/runtime/index.js'),
       import('../afm/interfaces/runtimeResponder.js'),
     ]);
-  const [{ runAgent }, { locateCoordinator, natsUrlFromCoordinator, specialistCredential }] =
+  const [{ runAgent, workerNameFor }, { locateCoordinator, natsUrlFromCoordinator, meshAccess }] =
     await Promise.all([import('../apps/afmAgentApp.js'), import('./workerCommand.js')]);
   const overrides: Record<string, unknown> = {};
   if (flags.dataDir) overrides.dataDir = flags.dataDir;
@@ -91,7 +91,7 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
       const explicit = flags.coordinator !== undefined || Boolean(process.env.AMF_COORDINATOR_URL);
       mesh = {
         natsUrl: config.nats.url ?? (await natsUrlFromCoordinator(await locateCoordinator(config, explicit))),
-        credential: await specialistCredential(config),
+        ...(await meshAccess(config, workerNameFor(definition.name))),
         heartbeatSeconds: config.heartbeat.intervalSeconds,
         concurrency: config.worker.concurrency,
         ...(config.mdns.enabled

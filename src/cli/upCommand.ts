@@ -76,7 +76,9 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
             tags: [...demo.tags],
             handler: BUILTIN_HANDLERS[demo.handler]!,
             natsUrl: coordinator.natsUrl,
-            credential: coordinator.credentials.specialist,
+            ...(coordinator.grants
+              ? { join: coordinator.joinCredential }
+              : { credential: coordinator.credentials.specialist }),
             port: 0,
             trustDomain: config.identity.trustDomain,
             heartbeatSeconds: config.heartbeat.intervalSeconds,

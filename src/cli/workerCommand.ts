@@ -1,11 +1,14 @@
 /**
- * `amf worker`: finds the fabric (flag, environment, config, or the coordinator's agent card), reads
- * the specialist credential (AMF_SPECIALIST_PASS or the shared data dir), and runs the worker until
+ * `amf worker`: finds the fabric (flag, environment, config, or the coordinator's agent card), loads
+ * its own key and the join credential (docs/security.md), and runs the worker until
  * SIGTERM/SIGINT, which drains it: no new claims, in-flight work finishes, then goodbye.
  */
 import { readFile } from 'node:fs/promises';
 import type { AmfConfig } from '../config/config.js';
-import { readCredentials, ROLE_USERS, type RoleCredential } from '../fabric/credentials.js';
+import { join } from 'node:path';
+import { readJoinCredential, ROLE_USERS } from '../fabric/credentials.js';
+import { loadOrCreateAgentKey } from '../identity/agentKey.js';
+import type { MeshAccess } from '../apps/workerApp.js';
 import { AmfError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { startWorker } from '../apps/workerApp.js';
@@ -35,14 +38,32 @@ export async function natsUrlFromCoordinator(coordinatorUrl: string): Promise<st
   return natsUrl;
 }
 
-/** The specialist credential: from the environment, else from `<data-dir>/credentials.json`. */
-export async function specialistCredential(
+/**
+ * Where an agent keeps its own key: `<data-dir>/agents/<name>/agent.nkey` (0600, directory 0700), or
+ * `AMF_AGENT_KEY_FILE`. The same name finds the same key after a restart.
+ */
+export function agentKeyFile(config: AmfConfig, name: string, env: NodeJS.ProcessEnv = process.env): string {
+  const explicit = env.AMF_AGENT_KEY_FILE;
+  if (explicit) return explicit;
+  if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/.test(name))
+    throw new AmfError('INVALID_REQUEST', `agent name ${JSON.stringify(name)} cannot name a key directory`);
+  return join(config.dataDir, 'agents', name, 'agent.nkey');
+}
+
+/**
+ * How an agent reaches NATS: its own key plus the join credential (`AMF_JOIN_PASS` or
+ * `<data-dir>/join.json`, which holds nothing else). `AMF_SPECIALIST_PASS` opts into the legacy
+ * shared specialist user instead (an external NATS, seed compatibility): the agent still signs.
+ */
+export async function meshAccess(
   config: AmfConfig,
+  name: string,
   env: NodeJS.ProcessEnv = process.env,
-): Promise<RoleCredential> {
+): Promise<MeshAccess> {
+  const key = await loadOrCreateAgentKey(agentKeyFile(config, name, env));
   const pass = env.AMF_SPECIALIST_PASS;
-  if (pass) return { user: ROLE_USERS.specialist, password: pass };
-  return (await readCredentials(config.dataDir)).specialist;
+  if (pass) return { credential: { user: ROLE_USERS.specialist, password: pass }, key };
+  return { join: await readJoinCredential(config.dataDir, env), key };
 }
 
 /**
@@ -95,7 +116,7 @@ export async function runWorkerCommand(
   const natsUrl =
     config.nats.url ??
     (await natsUrlFromCoordinator(await locateCoordinator(config, options.explicitCoordinator)));
-  const credential = await specialistCredential(config);
+  const access = await meshAccess(config, w.name);
   // Decision #18: SPIFFE when a Workload API socket is there (required with AMF_IDENTITY_MODE=spiffe).
   const identity = await openIdentity(config.identity.mode, process.env, {
     log: (level, message, fields) => log[level](fields ?? {}, message),
@@ -109,7 +130,7 @@ export async function runWorkerCommand(
     tags: [...w.tags],
     handler,
     natsUrl,
-    credential,
+    ...access,
     host: w.host,
     port: w.port,
     trustDomain: w.trust,

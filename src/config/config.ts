@@ -96,7 +96,15 @@ export interface AmfConfig {
   };
   readonly mdns: { readonly enabled: boolean; readonly interface: string | null };
   readonly policy: { readonly opaUrl: string | null; readonly path: string | null };
-  readonly identity: { readonly mode: 'static' | 'spiffe' | null; readonly trustDomain: string };
+  readonly identity: {
+    readonly mode: 'static' | 'spiffe' | null;
+    readonly trustDomain: string;
+    /**
+     * Seed compatibility (docs/security.md): accept unsigned task events from agents admitted
+     * without a key. Off by default: such events could come from anyone with a fabric credential.
+     */
+    readonly legacyUnsignedAgents: boolean;
+  };
   readonly tasks: {
     readonly ttlSeconds: number;
     readonly maxRetries: number;
@@ -221,6 +229,7 @@ export const ENV_VARIABLES: Readonly<Record<string, string>> = Object.freeze({
   AMF_NATS_URL: 'nats.url',
   AMF_MDNS_INTERFACE: 'mdns.interface',
   AMF_IDENTITY_MODE: 'identity.mode',
+  AMF_LEGACY_UNSIGNED_AGENTS: 'identity.legacy_unsigned_agents',
   AMF_MCP_REQUIRE_TLS: 'mcp.require_tls',
   AMF_MCP_BARE_NAMES: 'mcp.bare_names',
   AMF_WATCHER_INTEGRITY_WARN: 'watcher.integrity_warn',
@@ -264,7 +273,7 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
   nats: { url: null, port: 4222, serverBinary: 'nats-server', maxPayloadBytes: 1048576, replicas: 1 },
   mdns: { enabled: true, interface: null },
   policy: { opaUrl: null, path: null },
-  identity: { mode: null, trustDomain: 'local' },
+  identity: { mode: null, trustDomain: 'local', legacyUnsignedAgents: false },
   tasks: {
     ttlSeconds: 30,
     maxRetries: 0,

@@ -215,6 +215,7 @@ export const CONFIG_SCHEMA: SchemaNode = {
           maxLength: 255,
           'x-expected': 'a trust domain name (lowercase letters, digits, "." and "-")',
         },
+        legacy_unsigned_agents: boolean(),
       },
       'identity settings',
     ),

@@ -15,7 +15,12 @@ import {
 import { createEvent, type EventSender } from '../events/cloudEvent.js';
 import { connectAs, drainOrClose, RECONNECT_FOREVER } from '../fabric/connect.js';
 import { acquireInstanceLock, type InstanceLock } from '../fabric/instanceLock.js';
-import { loadOrCreateCredentials, type NatsCredentials } from '../fabric/credentials.js';
+import {
+  loadOrCreateCredentials,
+  loadOrCreateJoinCredential,
+  type NatsCredentials,
+  type RoleCredential,
+} from '../fabric/credentials.js';
 import { EventBus } from '../fabric/eventBus.js';
 import { ensureFabricStores, type FabricStores } from '../fabric/jetstream.js';
 import {
@@ -44,6 +49,9 @@ import { TaskLifecycle } from './taskLifecycle.js';
 import { ResultIntake } from './resultIntake.js';
 import { adoptOrphanResult } from './orphanResults.js';
 import { WorkQueueWriter } from '../fabric/workQueue.js';
+import { EventAuthenticity } from './eventAuthenticity.js';
+import { AgentGrants, permissionViolationReporter } from './agentGrants.js';
+import type { PermissionViolation } from '../fabric/natsServer.js';
 import type { LogFn } from '../log.js';
 
 /** Key of the sweeper lease in the `amf_leases` bucket. */
@@ -101,6 +109,10 @@ export class Coordinator {
    */
   readonly sweeperLease: LeaderLease;
   private readonly heartbeatDoor: HeartbeatDoor;
+  /** Whether an agent's event comes from the agent it names (signatures against admitted keys). */
+  readonly authenticity: EventAuthenticity;
+  /** The admitted agents' own NATS users (spawned nats-server only). */
+  readonly grants: AgentGrants | undefined;
   private mdnsDoor: MdnsDoor | undefined;
   private readonly shared: SharedState;
   private readonly results: ResultIntake;
@@ -116,6 +128,8 @@ export class Coordinator {
     readonly nc: NatsConnection,
     readonly natsUrl: string,
     readonly credentials: NatsCredentials,
+    /** The join credential (`<data-dir>/join.json`): what a worker needs to be heard. */
+    readonly joinCredential: RoleCredential,
     readonly stores: FabricStores,
     private readonly natsServer: SupervisedNatsServer | undefined,
     private readonly instanceLock: InstanceLock | undefined,
@@ -143,6 +157,19 @@ export class Coordinator {
       defaultHeartbeatSeconds: config.heartbeat.intervalSeconds,
       offlineAfterMissed: config.heartbeat.offlineAfterMissed,
     });
+    this.authenticity = new EventAuthenticity({
+      registry: this.registry,
+      notices: this.notices,
+      acceptUnsignedFromKeylessAgents: config.identity.legacyUnsignedAgents,
+    });
+    const server = natsServer;
+    this.grants = server
+      ? new AgentGrants({
+          registry: this.registry,
+          reload: (agents) => server.reloadUsers({ join: joinCredential, agents }),
+          log,
+        })
+      : undefined;
     this.lifecycle = new TaskLifecycle(this.bus, this.registry, this.sender, this.notices, {
       ttlSeconds: config.tasks.ttlSeconds,
       maxRetries: config.tasks.maxRetries,
@@ -151,16 +178,31 @@ export class Coordinator {
       retainedTerminalTasks: config.tasks.retainedTerminalTasks,
       workerLossRetries: config.tasks.workerLossRetries,
       decideDelegation: (input) => parts.policy.delegation(input),
-      storedResult: (taskId) => this.results.storedResult(taskId),
+      // A stored result counts only when it is the agent's own (the results stream is one intake).
+      storedResult: async (taskId) => {
+        const event = await this.results.storedResult(taskId);
+        return event && this.authenticity.accept(event, 'the results stream') ? event : undefined;
+      },
       workQueue: this.work,
+      authenticate: (event, intake) => this.authenticity.accept(event, intake),
     });
-    this.dispatcher = new TaskDispatcher(this.bus, this.lifecycle);
+    this.dispatcher = new TaskDispatcher(this.bus, this.lifecycle, (event, intake) =>
+      this.authenticity.accept(event, intake),
+    );
     this.results = new ResultIntake({
       nc,
       jsm: stores.jsm,
-      accept: (event, arrival) => this.lifecycle.acceptResult(event, arrival),
-      adopt: (event) =>
-        adoptOrphanResult(event, { tasks: stores.tasks, bus: this.bus, sender: this.sender, log }),
+      accept: (event, arrival) =>
+        this.authenticity.accept(
+          event,
+          arrival.path === 'direct' ? 'the direct final subject' : 'the results stream',
+        )
+          ? this.lifecycle.acceptResult(event, arrival)
+          : 'refused',
+      adopt: async (event) =>
+        this.authenticity.accept(event, 'the results stream')
+          ? adoptOrphanResult(event, { tasks: stores.tasks, bus: this.bus, sender: this.sender, log })
+          : 'ended',
       log: (level, message, fields) => log(level, message, fields),
     });
     this.admission = new AdmissionPipeline({
@@ -178,8 +220,11 @@ export class Coordinator {
       log,
       ...(onAdmission ? { onDecision: onAdmission } : {}),
     });
-    this.heartbeatDoor = new HeartbeatDoor(this.bus, this.admission.denials, (raw) =>
-      this.admission.submit(raw),
+    this.heartbeatDoor = new HeartbeatDoor(
+      this.bus,
+      this.admission.denials,
+      (raw) => this.admission.submit(raw),
+      { registry: this.registry, authenticity: this.authenticity },
     );
     this.shared = new SharedState(
       stores.agents,
@@ -226,8 +271,10 @@ export class Coordinator {
     let onServerEvent: (event: NatsSupervisorEvent) => void = (event) => {
       if (event.kind === 'gave-up') log('error', event.error.message);
     };
+    let onViolation: (violation: PermissionViolation) => void = () => undefined;
     try {
       const credentials = await loadOrCreateCredentials(config.dataDir);
+      const joinCredential = await loadOrCreateJoinCredential(config.dataDir, env);
       if (!natsUrl) {
         // Before the server starts: two nats-servers must never open one JetStream directory.
         instanceLock = await acquireInstanceLock(config.dataDir);
@@ -238,6 +285,8 @@ export class Coordinator {
           binary: config.nats.serverBinary,
           maxPayloadBytes: spawnedNatsMaxPayload(config),
           onEvent: (event) => onServerEvent(event),
+          users: { join: joinCredential, agents: [] },
+          onViolation: (violation) => onViolation(violation),
         });
         natsUrl = natsServer.url;
         await instanceLock.update({ nats_url: natsUrl });
@@ -268,6 +317,7 @@ export class Coordinator {
         nc,
         natsUrl,
         credentials,
+        joinCredential,
         stores,
         natsServer,
         instanceLock,
@@ -277,6 +327,7 @@ export class Coordinator {
         options.onAdmission,
       );
       onServerEvent = (event) => coordinator.onServerEvent(event, options.onFatal);
+      onViolation = permissionViolationReporter(coordinator.registry, coordinator.notices);
       await coordinator.startServices();
       return coordinator;
     } catch (err) {
@@ -339,6 +390,7 @@ export class Coordinator {
     this.sweeperLease.onLost((reason) => this.log('info', 'sweeper lease lost', { reason }));
     this.sweeperLease.start();
     this.shared.attachLifecycle(this.lifecycle);
+    this.grants?.start();
     const { identity } = this.parts;
     this.watcherService = startWatcherService({
       nc: this.parts.watcherNc,
@@ -437,6 +489,7 @@ export class Coordinator {
       await this.sweeperLease.close().catch(() => undefined);
       await this.mdnsDoor?.close().catch(() => undefined);
       this.heartbeatDoor.close();
+      this.grants?.close();
       this.admission.close();
       await this.results.close();
       this.dispatcher.close();

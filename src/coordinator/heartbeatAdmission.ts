@@ -13,6 +13,15 @@ import type { EventBus } from '../fabric/eventBus.js';
 import type { RawAdvertisement } from '../discovery/advertisement.js';
 import { agentRecordToTxt } from '../discovery/txtRecord.js';
 import type { DenialReporter } from '../admission/denialReporter.js';
+import { checkEventSignature } from '../identity/eventSignature.js';
+import type { AgentRegistry } from '../registry/agentRegistry.js';
+import type { EventAuthenticity } from './eventAuthenticity.js';
+
+/** What the door needs to bind heartbeats to keys (absent: unit tests of the door alone). */
+export interface HeartbeatBinding {
+  registry: AgentRegistry;
+  authenticity: EventAuthenticity;
+}
 
 /** Wire size of TXT pairs as length-prefixed `key=value` strings (what mDNS would carry). */
 export function txtWireSize(txt: Record<string, string>): number {
@@ -27,6 +36,7 @@ export class HeartbeatDoor {
     private readonly bus: EventBus,
     private readonly denials: DenialReporter,
     private readonly submit: (raw: RawAdvertisement) => void,
+    private readonly binding?: HeartbeatBinding,
   ) {}
 
   start(): void {
@@ -56,6 +66,31 @@ export class HeartbeatDoor {
     });
   }
 
+  /**
+   * A heartbeat of an agent admitted with a key must be signed with that key (so nobody else can
+   * mark it offline or change its advertisement), and an advertisement naming a key must be signed
+   * by it (proof of possession, before the key is bound). An agent that is offline may come back
+   * with a new key: it is then judged again as a changed advertisement.
+   */
+  private boundToKey(event: AmfEvent, agentId: string, nkey: string | undefined, agentKey: string): boolean {
+    if (!this.binding) return true;
+    const known = this.binding.registry.get(agentId);
+    const rebinding = known !== undefined && known.status === 'offline';
+    const keyless = known !== undefined && known.record.nkey === undefined;
+    if (known && !rebinding && !(keyless && nkey === undefined)) {
+      if (!this.binding.authenticity.accept(event, 'the heartbeat door')) return false;
+    }
+    if (nkey === undefined) return true;
+    const signature = checkEventSignature(event);
+    if (signature.ok && signature.signer === nkey) return true;
+    this.deny(
+      agentKey,
+      `advertisement of ${agentKey} refused: it names key ${nkey} but is ${signature.ok ? `signed by ${signature.signer}` : signature.reason.replace('_', ' ')}`,
+      event,
+    );
+    return false;
+  }
+
   private onHeartbeat(event: AmfEvent): void {
     const payload = event.data.payload as { agent_id?: unknown };
     const agentKey =
@@ -79,6 +114,7 @@ export class HeartbeatDoor {
       );
       return;
     }
+    if (!this.boundToKey(event, record.agent_id, record.nkey, agentKey)) return;
     let txt: Record<string, string>;
     try {
       txt = agentRecordToTxt(record);

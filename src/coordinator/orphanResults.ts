@@ -5,6 +5,7 @@
  * when two coordinators adopt the same task only one ending is written and published.
  */
 import type { KV } from '@nats-io/kv';
+import { carryResultSignature } from '../identity/eventSignature.js';
 import { createEvent, type AmfEventOf, type EventSender } from '../events/cloudEvent.js';
 import { replySubject } from '../events/subjects.js';
 import { isTerminal, type TaskState } from '../events/taskStateMachine.js';
@@ -64,14 +65,17 @@ export async function adoptOrphanResult(
     return 'lost_race'; // another coordinator wrote the ending first
   }
   deps.bus.publish(
-    createEvent({
-      type: 'amf.result.final',
-      sender: deps.sender,
-      payload: p,
-      taskId: p.task_id,
-      traceId: snap.trace_id,
-      ...(event.amfconfidence !== undefined ? { confidence: Number(event.amfconfidence) } : {}),
-    }),
+    carryResultSignature(
+      event,
+      createEvent({
+        type: 'amf.result.final',
+        sender: deps.sender,
+        payload: p,
+        taskId: p.task_id,
+        traceId: snap.trace_id,
+        ...(event.amfconfidence !== undefined ? { confidence: Number(event.amfconfidence) } : {}),
+      }),
+    ),
     'amf.result.final',
     replySubject(p.task_id),
   );

@@ -12,6 +12,14 @@ import { AmfError } from '../errors.js';
 import type { TaskLifecycle } from './taskLifecycle.js';
 
 /** What a requester sees while its task runs. */
+
+/** Worker output that reaches a requester from the reply subject. */
+const REPLY_OUTPUT: ReadonlySet<string> = new Set([
+  'amf.task.claim',
+  'amf.task.progress',
+  'amf.task.blocked',
+  'amf.result.partial',
+]);
 export type TaskUpdate =
   | { kind: 'claimed'; agentId: string }
   | { kind: 'progress'; agentId: string; message?: string }
@@ -64,6 +72,8 @@ export class TaskDispatcher {
   constructor(
     private readonly bus: EventBus,
     private readonly lifecycle: TaskLifecycle,
+    /** The coordinator's check that worker output comes from the agent it names (eventAuthenticity.ts). */
+    private readonly authenticate?: (event: AnyAmfEvent, intake: string) => boolean,
   ) {}
 
   start(): void {
@@ -189,6 +199,10 @@ export class TaskDispatcher {
     // Failures and expiry are not taken from reply subjects at all: they come from the lifecycle.
     const claimedBy = this.lifecycle.get(taskId)?.claimedBy;
     if (claimedBy === undefined || payload.agent_id !== claimedBy) return;
+    // Anyone who may publish on reply subjects could write in the claimant's name: only its own
+    // signed output reaches the requester.
+    if (REPLY_OUTPUT.has(event.type) && this.authenticate && !this.authenticate(event, 'the reply subject'))
+      return;
     switch (event.type) {
       case 'amf.task.claim':
         p.onUpdate?.({

@@ -148,7 +148,7 @@ export class TaskLifecycle {
       this.bus.subscribe(
         'amf.task.delegate',
         (e) => {
-          if (e.type === 'amf.task.delegate') this.onDelegate(e);
+          if (e.type === 'amf.task.delegate' && this.authentic(e)) this.onDelegate(e);
         },
         { queue: 'coordinators' },
       ),
@@ -297,6 +297,7 @@ export class TaskLifecycle {
   // --- fabric events -------------------------------------------------------------------------------
 
   private onFabricEvent(event: AnyAmfEvent): void {
+    if (!this.authentic(event)) return;
     switch (event.type) {
       case 'amf.task.announce':
         return this.onForeignAnnounce(event);
@@ -327,6 +328,26 @@ export class TaskLifecycle {
         const unhandled: never = event;
         return unhandled;
       }
+    }
+  }
+
+  /**
+   * The one intake check of agents' events on the fabric: claims, progress, partials, blocked,
+   * delegations and finals (a final relayed by a coordinator is checked by its result signature).
+   */
+  private authentic(event: AnyAmfEvent): boolean {
+    const check = this.options.authenticate;
+    if (!check) return true;
+    switch (event.type) {
+      case 'amf.task.claim':
+      case 'amf.task.progress':
+      case 'amf.result.partial':
+      case 'amf.task.blocked':
+      case 'amf.task.delegate':
+      case 'amf.result.final':
+        return check(event, event.type);
+      default:
+        return true;
     }
   }
 

@@ -59,6 +59,12 @@ export interface LifecycleOptions {
    * slot. Without it, tasks reach workers only through the core announce subject (seed workers).
    */
   workQueue?: TaskWorkQueue;
+  /**
+   * Decides whether an agent's event (claim, progress, partial, blocked, delegate, final) really
+   * comes from the agent it names; a refusal is warned by the check itself (eventAuthenticity.ts).
+   * Without it, every well-formed event is believed (unit tests of the state machine).
+   */
+  authenticate?: (event: AmfEvent, intake: string) => boolean;
 }
 
 /** What the lifecycle needs of the work queue (fabric/workQueue.ts WorkQueueWriter). */

@@ -4,6 +4,7 @@
  * from a worker that does not hold the task, or for a task that ended, is refused and warned
  * (`stale_result`), so no task gets a second ending.
  */
+import { carryResultSignature } from '../identity/eventSignature.js';
 import { createEvent, type AmfEvent, type AmfEventOf, type EventSender } from '../events/cloudEvent.js';
 import { checkFinalPayload } from '../events/payloads.js';
 import type { TaskEndings } from './taskEndings.js';
@@ -82,14 +83,18 @@ export class TaskResults {
       });
       return 'refused';
     }
-    const relayed = createEvent({
-      type: 'amf.result.final',
-      sender: this.deps.sender,
-      payload: p,
-      taskId: task.taskId,
-      traceId: task.traceId,
-      ...(event.amfconfidence !== undefined ? { confidence: Number(event.amfconfidence) } : {}),
-    });
+    // The worker's result signature travels with the relayed final (identity/eventSignature.ts).
+    const relayed = carryResultSignature(
+      event,
+      createEvent({
+        type: 'amf.result.final',
+        sender: this.deps.sender,
+        payload: p,
+        taskId: task.taskId,
+        traceId: task.traceId,
+        ...(event.amfconfidence !== undefined ? { confidence: Number(event.amfconfidence) } : {}),
+      }),
+    );
     const reply = task.announce.data.payload.reply_subject;
     task.answeredFromQueue = true;
     this.deps.fabric.publish(relayed, 'amf.result.final', ...(reply ? [reply] : []));

@@ -5,7 +5,19 @@
  */
 
 /** The TXT keys of `_amf-agent._tcp` records (notes/amf.md section 2). */
-export const TXT_KEYS = ['id', 'ep', 'proto', 'tags', 'td', 'vis', 'v', 'status', 'card', 'mcp'] as const;
+export const TXT_KEYS = [
+  'id',
+  'ep',
+  'proto',
+  'tags',
+  'td',
+  'vis',
+  'v',
+  'status',
+  'card',
+  'mcp',
+  'nk',
+] as const;
 export type TxtKey = (typeof TXT_KEYS)[number];
 
 /** The whole TXT record (all key=value strings with their length bytes) may not exceed this. */

@@ -22,7 +22,7 @@ export const COORDINATOR_ROLE = 'coordinator';
 const MAX_STRING_BYTES = 255;
 
 /**
- * Maps an AgentRecord to TXT keys (id, ep, proto, tags, td, vis, v, status, card, mcp). List values
+ * Maps an AgentRecord to TXT keys (id, ep, proto, tags, td, vis, v, status, card, mcp, nk). List values
  * are comma-separated (SPEC v0.2); absent fields and empty lists are left out rather than sent empty,
  * so a missing required field stays visibly missing to validation.
  */
@@ -38,6 +38,7 @@ export function agentRecordToTxt(record: AgentRecord): Record<string, string> {
     status: record.status,
     card: record.card_url,
     mcp: record.mcp_endpoint,
+    nk: record.nkey,
   };
   const txt: Record<string, string> = {};
   for (const [key, value] of Object.entries(fields)) {

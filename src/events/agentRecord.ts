@@ -48,4 +48,9 @@ export interface AgentRecord {
   mcp_endpoint?: string;
   /** Stands for agent_id in MCP tool names (`[A-Za-z0-9_.-]{1,64}`). */
   tool_alias?: string;
+  /**
+   * The agent's own NATS nkey public key (`U…`, TXT key `nk`): bound to `agent_id` at admission, it
+   * is the agent's NATS user and the key its events must be signed with (docs/security.md).
+   */
+  nkey?: string;
 }

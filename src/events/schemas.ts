@@ -223,6 +223,12 @@ export const AGENT_RECORD_SCHEMA = deepFreeze({
       description:
         'Short name that stands for agent_id in MCP tool names, which must match [A-Za-z0-9_.-]{1,64} on the wire (a SPIFFE ID or DID does not)',
     },
+    nkey: {
+      type: 'string',
+      pattern: '^U[A-Z2-7]{55}$',
+      description:
+        "The agent's NATS nkey public key (TXT key `nk`): bound to agent_id at admission, its NATS user and the key its events are signed with",
+    },
   },
   if: {
     required: ['protocols_supported'],

@@ -3,7 +3,14 @@
  * (the ACLs only let a role read its own inboxes), and with auth failures turned into an error that
  * says which user was refused where.
  */
-import { connect, errors, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+import {
+  connect,
+  errors,
+  nkeyAuthenticator,
+  type NatsConnection,
+  type NodeConnectionOptions,
+} from '@nats-io/transport-node';
+import { agentInboxPrefix } from './agentUsers.js';
 import type { RoleCredential } from './credentials.js';
 import { inboxPrefixFor } from './natsConfig.js';
 import { AmfError } from '../errors.js';
@@ -84,6 +91,43 @@ export async function connectAs(
     return await connect(options);
   } catch (err) {
     if (err instanceof errors.AuthorizationError) throw new NatsAuthError(cred.user, url, { cause: err });
+    throw err;
+  }
+}
+
+/** What {@link connectAsAgent} needs of an agent's key (identity/agentKey.ts). */
+export interface AgentNkey {
+  readonly publicKey: string;
+  readonly seed: Uint8Array;
+}
+
+/**
+ * Connects as an admitted agent's own nkey user (the server challenges, the seed signs the nonce),
+ * with the agent's private inbox prefix. Refused (NatsAuthError) until the coordinator has granted
+ * the key, i.e. until the agent is admitted.
+ */
+export async function connectAsAgent(
+  url: string,
+  key: AgentNkey,
+  name: string,
+  opts: ConnectAsOptions = {},
+): Promise<NatsConnection> {
+  const options: NodeConnectionOptions = {
+    servers: natsServers(url),
+    authenticator: nkeyAuthenticator(key.seed),
+    name,
+    inboxPrefix: agentInboxPrefix(key.publicKey),
+    // While the agent is not admitted (revoked, or a restarted server) the server refuses its key;
+    // its heartbeats on the join connection get it re-admitted, and this connection then gets back in.
+    ignoreAuthErrorAbort: true,
+  };
+  if (opts.maxReconnectAttempts !== undefined) options.maxReconnectAttempts = opts.maxReconnectAttempts;
+  if (opts.reconnectTimeWait !== undefined) options.reconnectTimeWait = opts.reconnectTimeWait;
+  try {
+    return await connect(options);
+  } catch (err) {
+    if (err instanceof errors.AuthorizationError)
+      throw new NatsAuthError(`nkey ${key.publicKey}`, url, { cause: err });
     throw err;
   }
 }

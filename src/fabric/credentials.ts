@@ -1,7 +1,8 @@
 /**
  * Per-role NATS credentials. The NATS ACLs are AMF's security boundary (notes/amf.md §8), so each
- * role connects as its own user; the passwords live in `<data-dir>/credentials.json` (mode 0600) so
- * that workers started on the same machine can share them without passing secrets on command lines.
+ * role connects as its own user; the passwords live in `<data-dir>/credentials.json` (mode 0600), the
+ * coordinator's file. Workers read only `<data-dir>/join.json` (the join credential, which can do
+ * nothing but advertise) and connect afterwards with their own nkey (docs/security.md).
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, link, mkdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
@@ -88,6 +89,86 @@ export async function readCredentials(dataDir: string): Promise<NatsCredentials>
     );
   }
   return found;
+}
+
+/** The one file of the data dir a worker reads: the join credential only (see agentUsers.ts). */
+export const JOIN_FILE = 'join.json';
+/** Overrides the join password (an agent on another machine is given it this way). */
+export const JOIN_PASSWORD_ENV = 'AMF_JOIN_PASS';
+/** The join door's NATS user; it may only publish advertisements (agentUsers.ts). */
+export const JOIN_USER = 'amf-join';
+const JOIN_USER_NAME = JOIN_USER;
+
+/**
+ * Returns the join credential, creating `<data-dir>/join.json` (0600) on first start. It holds
+ * nothing but the join user, which may only publish advertisements: a worker that reads it learns
+ * no other role's secret (the coordinator's own passwords stay in `credentials.json`).
+ */
+export async function loadOrCreateJoinCredential(
+  dataDir: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RoleCredential> {
+  const file = join(dataDir, JOIN_FILE);
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const fromEnv = env[JOIN_PASSWORD_ENV];
+  if (fromEnv !== undefined && fromEnv !== '') {
+    const problem = passwordProblem(fromEnv);
+    if (problem !== undefined) throw new Error(`environment variable ${JOIN_PASSWORD_ENV} ${problem}`);
+  }
+  const existing = await readJoinIfPresent(file);
+  if (existing === undefined) {
+    const fresh = { user: JOIN_USER_NAME, password: fromEnv || randomBytes(32).toString('base64url') };
+    if (await publishIfAbsent(file, `${JSON.stringify(fresh, null, 2)}\n`)) return fresh;
+    return loadOrCreateJoinCredential(dataDir, env);
+  }
+  await tightenMode(file);
+  if (fromEnv && fromEnv !== existing.password) {
+    const updated = { user: JOIN_USER_NAME, password: fromEnv };
+    await writePrivateFile(file, `${JSON.stringify(updated, null, 2)}\n`);
+    return updated;
+  }
+  return existing;
+}
+
+/**
+ * The join credential a worker uses: `AMF_JOIN_PASS`, else `<data-dir>/join.json` written by the
+ * coordinator (never generated here: a worker inventing one would never be let in).
+ */
+export async function readJoinCredential(
+  dataDir: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RoleCredential> {
+  const fromEnv = env[JOIN_PASSWORD_ENV];
+  if (fromEnv) return { user: JOIN_USER_NAME, password: fromEnv };
+  const file = join(dataDir, JOIN_FILE);
+  const found = await readJoinIfPresent(file);
+  if (found === undefined)
+    throw new Error(
+      `join credential ${file} does not exist: start the coordinator (amf up) with this data dir first, ` +
+        `or set ${JOIN_PASSWORD_ENV} to the password in the coordinator's ${JOIN_FILE}`,
+    );
+  return found;
+}
+
+async function readJoinIfPresent(file: string): Promise<RoleCredential | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`malformed join credential ${file}: not valid JSON (${(err as Error).message})`);
+  }
+  if (!isObject(parsed) || parsed.user !== JOIN_USER_NAME || passwordProblem(parsed.password) !== undefined)
+    throw new Error(
+      `malformed join credential ${file}: expected {"user":"${JOIN_USER_NAME}","password":"..."}`,
+    );
+  return { user: JOIN_USER_NAME, password: parsed.password as string };
 }
 
 /**

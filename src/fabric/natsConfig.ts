@@ -4,6 +4,7 @@
  * advisory), so the rules live here as plain data, rendered verbatim and shown in docs and tests.
  */
 import { NATS_ROLES, ROLE_USERS, type NatsCredentials, type NatsRole } from './credentials.js';
+import { agentPermissions, JOIN_PERMISSIONS, JOIN_USER, type MeshUsers } from './agentUsers.js';
 
 /** Subjects a user may (allow) and may never (deny) use for one operation; deny wins. */
 export interface SubjectPermission {
@@ -129,6 +130,8 @@ export interface NatsConfigOptions {
   serverName?: string;
   /** Makes this server one node of a NATS cluster (see natsCluster.ts); requires `serverName`. */
   cluster?: ClusterRouting;
+  /** The join user and the admitted agents' nkey users (agentUsers.ts). */
+  users?: MeshUsers;
 }
 
 /** The `cluster {}` block of one node: where it listens for routes and which peers it dials. */
@@ -170,6 +173,18 @@ export function renderNatsConfig(opts: NatsConfigOptions): string {
   if (opts.cluster) lines.push(...renderCluster(opts.cluster, opts.serverName));
   lines.push('authorization {', '  users: [');
   for (const role of NATS_ROLES) lines.push(`    ${renderUser(role, opts.credentials)}`);
+  const join = opts.users?.join;
+  if (join) {
+    if (join.user !== JOIN_USER) throw new Error(`the join user must be named ${JOIN_USER}`);
+    lines.push(
+      `    { user: ${quote(join.user)}, password: ${quote(join.password)}, ${renderPermissions(JOIN_PERMISSIONS)} }`,
+    );
+  }
+  for (const agent of opts.users?.agents ?? []) {
+    if (!/^U[A-Z2-7]{55}$/.test(agent.nkey))
+      throw new Error(`invalid agent nkey ${JSON.stringify(agent.nkey)}`);
+    lines.push(`    { nkey: ${quote(agent.nkey)}, ${renderPermissions(agentPermissions(agent))} }`);
+  }
   lines.push('  ]', '}', '');
   return lines.join('\n');
 }
@@ -203,17 +218,22 @@ function renderCluster(c: ClusterRouting, serverName: string | undefined): strin
 
 function renderUser(role: NatsRole, credentials: NatsCredentials): string {
   const cred = credentials[role];
-  const perms = ROLE_PERMISSIONS[role];
+  return `{ user: ${quote(cred.user)}, password: ${quote(cred.password)}, ${renderPermissions(ROLE_PERMISSIONS[role])} }`;
+}
+
+function renderPermissions(perms: RolePermissions): string {
   const parts = [
     `publish: ${renderSubjects(perms.publish)}`,
     `subscribe: ${renderSubjects(perms.subscribe)}`,
   ];
   if (perms.allowResponses) parts.push(`allow_responses: { max: ${perms.allowResponses.max} }`);
-  return `{ user: ${quote(cred.user)}, password: ${quote(cred.password)}, permissions: { ${parts.join(', ')} } }`;
+  return `permissions: { ${parts.join(', ')} }`;
 }
 
 function renderSubjects(p: SubjectPermission): string {
   const list = (xs: readonly string[]): string => `[${xs.map(quote).join(', ')}]`;
+  // An empty allow list is left out: the deny list alone then says what is refused.
+  if (p.allow.length === 0) return `{ deny: ${list(p.deny)} }`;
   return p.deny.length > 0
     ? `{ allow: ${list(p.allow)}, deny: ${list(p.deny)} }`
     : `{ allow: ${list(p.allow)} }`;

@@ -14,6 +14,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { connectAs } from './connect.js';
 import { writePrivateFile, type NatsCredentials } from './credentials.js';
 import { renderNatsConfig } from './natsConfig.js';
+import type { MeshUsers } from './agentUsers.js';
 import { AmfError } from '../errors.js';
 
 /** Raised when the nats-server binary cannot be found; the message says how to install it. */
@@ -67,6 +68,20 @@ export interface NatsServerHandle {
   exited: Promise<string>;
   /** Stops the server (SIGTERM, SIGKILL if it lingers) and waits for it to exit; safe to repeat. */
   close(): Promise<void>;
+  /**
+   * Rewrites the config with these users (the join user, the admitted agents' nkey users) and makes
+   * the server reload it (SIGHUP); resolves once the server says it reloaded. Clients whose user is
+   * gone are disconnected by the server.
+   */
+  reloadUsers(users: MeshUsers): Promise<void>;
+}
+
+/** A subject a client was refused by the server's permissions (read from its log). */
+export interface PermissionViolation {
+  kind: 'publish' | 'subscribe';
+  /** The user name, or the nkey of an nkey user. */
+  user: string;
+  subject: string;
 }
 
 /** Options of {@link startNatsServer}. */
@@ -84,6 +99,10 @@ export interface StartNatsServerOptions {
   maxPayloadBytes?: number;
   /** Receives every log line of the server. */
   logger?: (line: string) => void;
+  /** The users beyond the roles (join, admitted agents); {@link NatsServerHandle.reloadUsers} changes them. */
+  users?: MeshUsers;
+  /** Told of every publish or subscription the server refused (so the coordinator can warn about it). */
+  onViolation?: (violation: PermissionViolation) => void;
 }
 
 const DEFAULT_READY_TIMEOUT_MS = 15_000;
@@ -116,22 +135,33 @@ export async function startNatsServer(opts: StartNatsServerOptions): Promise<Nat
   const natsDir = join(opts.dataDir, 'nats');
   await mkdir(natsDir, { recursive: true, mode: 0o700 });
   const configPath = join(natsDir, 'nats-server.conf');
-  const config = renderNatsConfig({
-    host,
-    port: port === 0 ? -1 : port,
-    storeDir: natsDir,
-    credentials: opts.credentials,
-    ...(opts.maxPayloadBytes !== undefined ? { maxPayloadBytes: opts.maxPayloadBytes } : {}),
-  });
+  const render = (listenPort: number, users: MeshUsers | undefined): string =>
+    renderNatsConfig({
+      host,
+      port: listenPort,
+      storeDir: natsDir,
+      credentials: opts.credentials,
+      ...(opts.maxPayloadBytes !== undefined ? { maxPayloadBytes: opts.maxPayloadBytes } : {}),
+      ...(users ? { users } : {}),
+    });
+  const config = render(port === 0 ? -1 : port, opts.users);
   // A server a SIGKILLed coordinator left behind holds the port and the store: end it first.
   await endRecordedServer(opts.dataDir, configPath, opts.logger);
   await writePrivateFile(configPath, config);
 
+  const reloads = new Set<(line: string) => void>();
   const server = await spawnServer(
     requested,
     binary,
     ['-c', configPath, '--ports_file_dir', natsDir],
-    opts.logger,
+    (line) => {
+      opts.logger?.(line);
+      for (const waiter of reloads) waiter(line);
+      if (opts.onViolation) {
+        const violation = parseViolation(line);
+        if (violation) opts.onViolation(violation);
+      }
+    },
   );
   const pidFile = join(opts.dataDir, NATS_PID_FILE);
   try {
@@ -153,12 +183,51 @@ export async function startNatsServer(opts: StartNatsServerOptions): Promise<Nat
       await removePidFile(pidFile, server.pid);
     };
     const exited = server.exited.then(() => server.exitInfo() ?? 'unknown');
-    return { url, host, port: listenPort, pid: server.pid, configPath, exited, close };
+    // Reloads run one after another: each writes the whole file, the last one wins.
+    let reloading: Promise<void> = Promise.resolve();
+    const reloadUsers = (users: MeshUsers): Promise<void> => {
+      const next = reloading.then(async () => {
+        if (server.exitInfo() !== undefined) return;
+        // The real port, not -1: a reload may not change the listener.
+        await writePrivateFile(configPath, render(listenPort, users));
+        const done = new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(
+            () => finish(new Error('nats-server did not confirm the reload in 5 s')),
+            5_000,
+          );
+          const waiter = (line: string): void => {
+            if (/Reloaded server configuration/.test(line)) finish();
+            else if (/config reload failed|Failed to reload/i.test(line)) finish(new Error(line));
+          };
+          const finish = (err?: Error): void => {
+            clearTimeout(timer);
+            reloads.delete(waiter);
+            if (err) reject(err);
+            else resolve();
+          };
+          reloads.add(waiter);
+        });
+        process.kill(server.pid, 'SIGHUP');
+        await done;
+      });
+      reloading = next.catch(() => undefined);
+      return next;
+    };
+    return { url, host, port: listenPort, pid: server.pid, configPath, exited, close, reloadUsers };
   } catch (err) {
     await server.stop();
     await removePidFile(pidFile, server.pid);
     throw err;
   }
+}
+
+/** Reads a `Publish Violation` / `Subscription Violation` line of nats-server's log. */
+export function parseViolation(line: string): PermissionViolation | undefined {
+  const m = /(Publish|Subscription) Violation - (?:User|Nkey) "([^"]{1,128})", Subject "([^"]{1,512})"/.exec(
+    line,
+  );
+  if (!m) return undefined;
+  return { kind: m[1] === 'Publish' ? 'publish' : 'subscribe', user: m[2]!, subject: m[3]! };
 }
 
 /** Removes the pid file only while it still names `pid` (a restarted server may have rewritten it). */
@@ -395,6 +464,8 @@ export interface SupervisedNatsServer extends NatsServerHandle {
  * something is wrong that restarting will not fix: the supervisor reports `gave-up` and stops trying.
  */
 export async function superviseNatsServer(opts: SuperviseNatsServerOptions): Promise<SupervisedNatsServer> {
+  // The latest users: a restarted server starts with them, not with the ones of the first start.
+  let users = opts.users;
   const first = await startNatsServer(opts);
   const initialBackoff = opts.initialBackoffMs ?? 200;
   const maxBackoff = opts.maxBackoffMs ?? 5_000;
@@ -436,7 +507,7 @@ export async function superviseNatsServer(opts: SuperviseNatsServerOptions): Pro
       const waited = await delay(backoff, true, { signal: stopSignal.signal }).catch(() => false);
       if (!waited || stopping) return;
       try {
-        const next = await startNatsServer({ ...opts, port: first.port });
+        const next = await startNatsServer({ ...opts, port: first.port, ...(users ? { users } : {}) });
         if (stopping) {
           await next.close();
           return;
@@ -480,6 +551,11 @@ export async function superviseNatsServer(opts: SuperviseNatsServerOptions): Pro
     },
     get restarts() {
       return restarts;
+    },
+    reloadUsers(next: MeshUsers) {
+      users = next;
+      // While restarting, the new server is started with these users anyway.
+      return state === 'running' ? current.reloadUsers(next) : Promise.resolve();
     },
     close() {
       closing ??= (async () => {

@@ -61,6 +61,7 @@ function sameAdvertisement(a: AgentRecord, b: AgentRecord): boolean {
     a.visibility === b.visibility &&
     a.card_url === b.card_url &&
     a.mcp_endpoint === b.mcp_endpoint &&
+    a.nkey === b.nkey &&
     (a.capability_tags ?? []).join(',') === (b.capability_tags ?? []).join(',') &&
     a.protocols_supported.join(',') === b.protocols_supported.join(',')
   );

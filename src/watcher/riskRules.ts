@@ -269,6 +269,9 @@ class Findings {
 }
 
 /** Checks one piece of untrusted text for every text-level trick. */
+/** An NATS nkey user public key: `U` and 55 base32 characters. */
+const NKEY_PATTERN = /^U[A-Z2-7]{55}$/;
+
 function scanText(text: string, findings: Findings, opts: { skipBlob?: boolean } = {}): void {
   if (text.length === 0) return;
   if (INVISIBLE_CHAR.test(text)) findings.add('invisible_chars');
@@ -330,8 +333,11 @@ export function scoreByRules(ad: RawAdvertisement): RulesResult {
   // mDNS instance name: all of it is read as possibly hostile text.
   for (const [key, value] of Object.entries(txt)) {
     scanText(key, findings);
-    // DIDs legitimately carry long mixed-case identifiers (did:key:z6Mk...), which look like base64.
-    scanText(value, findings, { skipBlob: key === 'id' && DID_PATTERN.test(value) });
+    // DIDs legitimately carry long mixed-case identifiers (did:key:z6Mk...), which look like base64;
+    // so does the agent's nkey public key (`nk`, base32), which is checked exactly by admission.
+    scanText(value, findings, {
+      skipBlob: (key === 'id' && DID_PATTERN.test(value)) || (key === 'nk' && NKEY_PATTERN.test(value)),
+    });
     // eslint-disable-next-line no-control-regex -- non-ASCII test, not a control-char test
     if (/[^\u0000-\u007f]/.test(value)) findings.add('non_ascii');
     if (value.includes('\ufffd')) findings.add('malformed_record');

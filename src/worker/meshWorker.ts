@@ -17,6 +17,11 @@ import type { TaskContext, TaskTools, WorkerHandler } from './handlerApi.js';
 import { CANCELLED, invokeHandler, type LocalOutcome } from './invokeHandler.js';
 import { TaskSlots } from './taskSlots.js';
 import { DelegationClient } from './delegationClient.js';
+import { workerAgentId, workerAgentRecord, workerHeartbeat } from './workerAdvertisement.js';
+
+export { workerAgentId, workerAgentRecord, workerHeartbeat };
+import { createEphemeralAgentKey, type AgentKey } from '../identity/agentKey.js';
+import { signEvent, signResult } from '../identity/eventSignature.js';
 
 export type { LocalOutcome };
 
@@ -58,6 +63,18 @@ export interface MeshWorkerOptions {
   /** Gives each task its `ctx.tools` (the worker's MCP servers), bound to the task's signal. */
   tools?: (signal: AbortSignal) => TaskTools;
   log?: LogFn;
+  /**
+   * The agent's own key: advertised as `nkey` and signing every event this worker sends, so the
+   * coordinator accepts them only as this agent's (default: a key for this process only).
+   */
+  key?: AgentKey;
+  /**
+   * Where heartbeats go when not on the main connection: the join connection of an agent that
+   * connects as its own NATS user. Its user exists only while the agent is admitted, so its
+   * heartbeats must travel on a connection that outlives a revocation (or a restarted server) to
+   * get it admitted again.
+   */
+  heartbeatConnection?: NatsConnection;
 }
 
 /** A task as it reaches the worker; the worker adds the signal, progress, delegate and tools. */
@@ -89,12 +106,15 @@ interface InFlight {
 /** The NATS side of a worker. */
 export class MeshWorker {
   readonly agentId: string;
-  private readonly bus: EventBus;
+  /** The key this worker's events are signed with; its public half is the agent's `nkey`. */
+  readonly key: AgentKey;
+  private bus: EventBus;
+  private readonly heartbeatBus: EventBus;
   private readonly sender: EventSender;
   private readonly subs: Subscription[] = [];
   private readonly inFlight = new Map<string, InFlight>();
   private readonly slots: TaskSlots;
-  private readonly delegations: DelegationClient;
+  private delegations: DelegationClient;
   private readonly pullLoops: Promise<void>[] = [];
   private intake: WorkIntake | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
@@ -105,7 +125,9 @@ export class MeshWorker {
     private readonly options: MeshWorkerOptions,
   ) {
     this.bus = new EventBus(nc);
-    this.agentId = options.agentId ?? `spiffe://${options.trustDomain}/worker/${options.name}`;
+    this.heartbeatBus = options.heartbeatConnection ? new EventBus(options.heartbeatConnection) : this.bus;
+    this.agentId = workerAgentId(options);
+    this.key = options.key ?? createEphemeralAgentKey();
     this.sender = {
       identity: this.agentId,
       source: options.endpoint,
@@ -113,28 +135,29 @@ export class MeshWorker {
       trustDomain: options.trustDomain,
     };
     this.slots = new TaskSlots(options.concurrency);
-    this.delegations = new DelegationClient(this.bus, this.agentId, (parentTaskId, traceId, payload) =>
+    this.delegations = this.delegationClient();
+  }
+
+  private delegationClient(): DelegationClient {
+    return new DelegationClient(this.bus, this.agentId, (parentTaskId, traceId, payload) =>
       this.emit('amf.task.delegate', parentTaskId, traceId, payload),
     );
   }
 
+  /**
+   * Moves the worker onto its own NATS connection before {@link start}: an agent that joins is built
+   * (and serves its card and endpoints) on the join connection, and gets its own once admitted.
+   */
+  useConnection(nc: NatsConnection): void {
+    if (this.subs.length > 0 || this.pullLoops.length > 0)
+      throw new Error('useConnection() must come before start()');
+    this.bus = new EventBus(nc);
+    this.delegations = this.delegationClient();
+  }
+
   /** The advertisement this worker publishes with every heartbeat. */
   agentRecord(status: 'active' | 'draining' | 'offline' = 'active'): AgentRecord {
-    const record: AgentRecord = {
-      agent_id: this.agentId,
-      display_name: this.options.name.slice(0, 64),
-      endpoint: this.options.endpoint,
-      protocols_supported: ['A2A/1.0', ...(this.options.protocols ?? [])],
-      capability_tags: this.options.tags,
-      trust_domain: this.options.trustDomain,
-      visibility: this.options.visibility ?? 'local',
-      version: this.options.version ?? '0.1.0',
-      status,
-      card_url: `${this.options.endpoint}/.well-known/agent-card.json`,
-      heartbeat_seconds: this.options.heartbeatSeconds,
-    };
-    if (this.options.mcpEndpoint) record.mcp_endpoint = this.options.mcpEndpoint;
-    return record;
+    return workerAgentRecord(this.options, this.key, status);
   }
 
   /** Starts pulling each tag's work queue, listens for cancellations and starts heartbeating. */
@@ -184,13 +207,7 @@ export class MeshWorker {
 
   private heartbeat(status: 'active' | 'draining' | 'offline' = this.draining ? 'draining' : 'active'): void {
     try {
-      this.bus.publish(
-        createEvent({
-          type: 'amf.discovery.agent.heartbeat',
-          sender: this.sender,
-          payload: this.agentRecord(status),
-        }),
-      );
+      this.heartbeatBus.publish(workerHeartbeat(this.options, this.key, status));
     } catch (err) {
       // Called from a timer: a closed connection must not throw out of it and crash the process.
       this.options.log?.('warn', 'heartbeat not sent', {
@@ -207,7 +224,7 @@ export class MeshWorker {
     reply?: string,
     confidence?: number,
   ): void {
-    const event = createEvent({
+    const created = createEvent({
       type,
       sender: this.sender,
       payload,
@@ -215,6 +232,8 @@ export class MeshWorker {
       traceId,
       ...(confidence !== undefined ? { confidence } : {}),
     });
+    if (type === 'amf.result.final') signResult(created, this.key);
+    const event = signEvent(created, this.key);
     if (reply) this.bus.publish(event, type, reply);
     else this.bus.publish(event);
   }
@@ -306,15 +325,23 @@ export class MeshWorker {
    * (docs/reliability.md). The work-queue message is acknowledged only after either.
    */
   private async submitResult(task: TaskInput, payload: FinalPayload, confidence?: number): Promise<void> {
+    // Signed twice: the envelope as this agent's event, the result itself so that it stays verifiable
+    // when the coordinator relays it as the canonical final.
     const finalEvent = (final: FinalPayload, conf?: number) =>
-      createEvent({
-        type: 'amf.result.final',
-        sender: this.sender,
-        payload: final,
-        taskId: task.taskId,
-        traceId: task.traceId,
-        ...(conf !== undefined ? { confidence: conf } : {}),
-      });
+      signEvent(
+        signResult(
+          createEvent({
+            type: 'amf.result.final',
+            sender: this.sender,
+            payload: final,
+            taskId: task.taskId,
+            traceId: task.traceId,
+            ...(conf !== undefined ? { confidence: conf } : {}),
+          }),
+          this.key,
+        ),
+        this.key,
+      );
     const answer = await this.bus.request(
       finalEvent(payload, confidence),
       finalSubject(task.taskId),
@@ -447,7 +474,7 @@ export class MeshWorker {
     await Promise.all(this.pullLoops);
     this.heartbeat('offline');
     // Bounded: while NATS is unreachable a flush would wait for the reconnect, however long.
-    await within(this.bus.flush(), 2_000);
+    await within(Promise.all([this.bus.flush(), this.heartbeatBus.flush()]), 2_000);
   }
 }
 

@@ -3,6 +3,7 @@
  * coordinator, workers with real handlers): cards, SendMessage over JSON-RPC and HTTP+JSON, streaming,
  * GetTask, ListTasks, CancelTask reaching the worker, SubscribeToTask, routing and error shapes.
  */
+import { signEvent } from '../../src/identity/eventSignature.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentCard, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, type Client } from '@a2a-js/sdk/client';
@@ -428,7 +429,8 @@ describe('A2A state follows the AMF lifecycle', () => {
     };
     const publish = (type: 'amf.task.blocked' | 'amf.task.claim', payload: BlockedPayload | ClaimPayload) =>
       bus.publish(
-        createEvent({ type, sender, payload, taskId, traceId }),
+        // Spoken in the worker's name, so signed with its key (the coordinator checks it).
+        signEvent(createEvent({ type, sender, payload, taskId, traceId }), worker.worker.key),
         type,
         `amf.internal.reply.${taskId}`,
       );

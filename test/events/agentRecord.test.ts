@@ -31,6 +31,7 @@ function full(): AgentRecord {
     heartbeat_seconds: 30,
     mcp_endpoint: 'http://127.0.0.1:8766/mcp',
     tool_alias: 'pdf_parser.v1',
+    nkey: 'UAIE5CHPS6IRFQEFOOWUELY2TWSTX5G5CURAC4JOWMZIGYPEVADU5XHP',
   };
 }
 
@@ -75,6 +76,7 @@ describe('validateAgentRecord', () => {
       heartbeat_seconds: true,
       mcp_endpoint: true,
       tool_alias: true,
+      nkey: true,
     };
     expect(Object.keys(keys).sort()).toEqual(Object.keys(AGENT_RECORD_SCHEMA.properties).sort());
     expect(Object.keys(full()).sort()).toEqual(Object.keys(keys).sort());

@@ -90,9 +90,9 @@ function cleanEnv(home: string): NodeJS.ProcessEnv {
   return env;
 }
 
-function amf(args: string[], home: string): CliProcess {
+function amf(args: string[], home: string, extraEnv: Record<string, string> = {}): CliProcess {
   const child = spawn(process.execPath, [AMF_BIN, ...args], {
-    env: cleanEnv(home),
+    env: { ...cleanEnv(home), ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -317,6 +317,9 @@ describe('outage of an external NATS (LONG: 25 s down)', () => {
         '--no-mdns',
       ]),
       home,
+      // An external NATS knows only the role users: the worker takes the legacy specialist one
+      // (docs/security.md); it still signs its events with its own key.
+      { AMF_SPECIALIST_PASS: credentials.specialist.password },
     );
     cleanup.push(async () => worker.child.kill('SIGKILL'));
     await waitFor(() => worker.stdout().includes('AMF worker'), 20_000, 'worker started');

@@ -126,7 +126,8 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
         tags,
         handler,
         natsUrl: coordinator.natsUrl,
-        credential: coordinator.credentials.specialist,
+        // Joins as agents do: the join credential, then its own nkey user once admitted.
+        join: coordinator.joinCredential,
         port: 0,
         heartbeatSeconds: extra.heartbeatSeconds ?? 1,
         ...(extra.concurrency !== undefined ? { concurrency: extra.concurrency } : {}),

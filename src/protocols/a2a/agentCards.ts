@@ -140,7 +140,8 @@ export interface WorkerCardOptions {
 
 /** The A2A agent card of a worker (no `nats_url`: only coordinators publish it, LOCKED #2). */
 export function workerAgentCard(
-  worker: MeshWorker,
+  // Only its identity and advertisement: a joining worker serves its card before it is built.
+  worker: Pick<MeshWorker, 'agentId' | 'agentRecord'>,
   opts: WorkerCardOptions,
   endpoint: string,
 ): Record<string, unknown> {

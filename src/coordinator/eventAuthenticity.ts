@@ -1,0 +1,127 @@
+/**
+ * The coordinator's check that an agent's event was sent by the agent it names. Subjects are shared
+ * (`amf.task.claim`, `amf.result.final`, heartbeats), so NATS permissions cannot bind an event's
+ * `agent_id`; the signature can: an agent admitted with a key (its advertised `nkey`) is believed
+ * only when the event is signed with that key. Called once at each intake point (the lifecycle's
+ * task and result subscriptions, the results stream, the heartbeat door); a refusal is reported as
+ * `amf.policy.warning` naming the offender — the agent whose key signed it when there is one.
+ */
+import type { AmfEvent } from '../events/cloudEvent.js';
+import {
+  checkEventSignature,
+  checkResultSignature,
+  type SignatureCheck,
+} from '../identity/eventSignature.js';
+import type { AgentRegistry } from '../registry/agentRegistry.js';
+import type { PolicyNotices } from '../registry/policyNotices.js';
+import { BoundedCache } from '../util/boundedCache.js';
+
+/** Why an event was not taken as the named agent's. */
+export type ForgeryReason = 'identity_mismatch' | 'forged_event' | 'unsigned_event' | 'bad_signature';
+
+/** The verdict on one event. */
+export type Authenticity =
+  { ok: true } | { ok: false; reason: ForgeryReason; offender: string; claimed: string; message: string };
+
+export interface EventAuthenticityOptions {
+  registry: AgentRegistry;
+  notices: PolicyNotices;
+  /**
+   * Legacy (seed) mode: accept unsigned events for agents admitted without a key. Off by default:
+   * such an event could come from anyone holding a fabric credential.
+   */
+  acceptUnsignedFromKeylessAgents?: boolean;
+}
+
+/** Identical refusals are reported once per window, so a flood of forgeries is not a flood of warnings. */
+const WARNING_WINDOW_MS = 10_000;
+
+export class EventAuthenticity {
+  private readonly recentWarnings = new BoundedCache<true>(10_000, WARNING_WINDOW_MS);
+
+  constructor(private readonly options: EventAuthenticityOptions) {}
+
+  /**
+   * True when `event` may be taken as from the agent it names; otherwise warns (naming the
+   * offender, the claimed agent and where it arrived) and returns false.
+   */
+  accept(event: AmfEvent, intake: string): boolean {
+    const verdict = this.judge(event);
+    if (verdict.ok) return true;
+    const taskId = taskOf(event);
+    const key = `${verdict.reason}|${verdict.offender}|${verdict.claimed}|${event.type}|${intake}|${taskId ?? ''}`;
+    if (this.recentWarnings.get(key) === undefined) {
+      this.recentWarnings.set(key, true);
+      this.options.notices.warn({
+        reason: verdict.reason,
+        message: `${event.type} refused at ${intake}: ${verdict.message}`,
+        agent_id: verdict.offender.slice(0, 256),
+        ...(taskId !== undefined ? { task_id: taskId } : {}),
+        details: { claimed_agent: verdict.claimed.slice(0, 256), intake, event_type: event.type },
+      });
+    }
+    return false;
+  }
+
+  /**
+   * The verdict without side effects. A final in a coordinator's name is a relayed canonical final:
+   * the envelope is the relaying coordinator's, so the worker's result signature decides.
+   */
+  judge(event: AmfEvent): Authenticity {
+    const relayed = event.type === 'amf.result.final' && event.amfagentrole === 'coordinator';
+    const identity = event.data.auth_context.identity;
+    const payloadAgent = (event.data.payload as { agent_id?: unknown }).agent_id;
+    const claimed = typeof payloadAgent === 'string' ? payloadAgent : identity;
+    const signature: SignatureCheck = relayed ? checkResultSignature(event) : checkEventSignature(event);
+    // Looked up only on refusal: the agent whose key signed it, else the key, else the sender.
+    const signerName = (): string | undefined =>
+      signature.signer !== undefined
+        ? (this.agentWithKey(signature.signer) ?? `key ${signature.signer}`)
+        : undefined;
+    const refuse = (reason: ForgeryReason, message: string): Authenticity => ({
+      ok: false,
+      reason,
+      offender: signerName() ?? identity,
+      claimed,
+      message,
+    });
+    if (!relayed && claimed !== identity)
+      return refuse(
+        'identity_mismatch',
+        `sender ${identity} speaks for ${claimed} (an agent acts only as itself)`,
+      );
+    const known = this.options.registry.get(claimed);
+    // Not admitted at all: the lifecycle refuses it as from an unadmitted agent, with its own warning.
+    if (!known) return { ok: true };
+    const bound = known.record.nkey;
+    if (signature.ok) {
+      if (bound === signature.signer) return { ok: true };
+      return refuse(
+        'forged_event',
+        `signed by ${signerName()}, not by ${claimed}${bound ? '' : ' (admitted without a key)'}`,
+      );
+    }
+    if (bound === undefined && signature.reason === 'unsigned') {
+      if (this.options.acceptUnsignedFromKeylessAgents === true) return { ok: true };
+      return refuse(
+        'unsigned_event',
+        `${claimed} was admitted without a key and unsigned events are refused (legacy mode is off)`,
+      );
+    }
+    if (signature.reason === 'unsigned')
+      return refuse('unsigned_event', `unsigned, but ${claimed} signs every event with its admitted key`);
+    return refuse('bad_signature', `the signature does not verify (${signature.reason}) for ${claimed}`);
+  }
+
+  /** The admitted agent bound to `nkey`, if any (only looked up when naming an offender). */
+  private agentWithKey(nkey: string): string | undefined {
+    return this.options.registry.list().find((a) => a.record.nkey === nkey)?.record.agent_id;
+  }
+}
+
+function taskOf(event: AmfEvent): string | undefined {
+  const p = event.data.payload as { task_id?: unknown; parent_task_id?: unknown };
+  if (typeof p.task_id === 'string') return p.task_id.slice(0, 64);
+  if (typeof p.parent_task_id === 'string') return p.parent_task_id.slice(0, 64);
+  return event.amftaskid;
+}

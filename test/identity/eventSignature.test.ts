@@ -1,0 +1,115 @@
+// The agent's key and event signatures: a key file is private and stable, the canonical form does
+// not depend on key order, and any change to a signed event (payload, identity, signer) breaks it.
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createEvent } from '../../src/events/cloudEvent.js';
+import { validateEvent } from '../../src/events/validateEvent.js';
+import { createEphemeralAgentKey, loadOrCreateAgentKey } from '../../src/identity/agentKey.js';
+import {
+  canonicalJson,
+  carryResultSignature,
+  checkEventSignature,
+  checkResultSignature,
+  signEvent,
+  signResult,
+} from '../../src/identity/eventSignature.js';
+import { isNkeyUser } from '../../src/identity/nkeyPublic.js';
+
+const sender = {
+  identity: 'spiffe://local/worker/a',
+  source: 'http://127.0.0.1:1',
+  role: 'specialist' as const,
+  trustDomain: 'local',
+};
+const final = () =>
+  createEvent({
+    type: 'amf.result.final',
+    sender,
+    payload: {
+      task_id: '6f1c9c1e-3b7e-4c55-9d43-0f5b8a9e1a11',
+      agent_id: sender.identity,
+      status: 'completed',
+      result: { text: 'hi' },
+    },
+    taskId: '6f1c9c1e-3b7e-4c55-9d43-0f5b8a9e1a11',
+  });
+
+describe('agent key', () => {
+  const dirs: string[] = [];
+  afterAll(async () => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));
+
+  it('is created once, 0600 in a 0700 directory, and loads back as the same key', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'amf-key-'));
+    dirs.push(dir);
+    const file = join(dir, 'agents', 'w', 'agent.nkey');
+    const first = await loadOrCreateAgentKey(file);
+    expect(isNkeyUser(first.publicKey)).toBe(true);
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect((await stat(join(dir, 'agents', 'w'))).mode & 0o777).toBe(0o700);
+    expect((await readFile(file, 'utf8')).trim()).toMatch(/^SU[A-Z2-7]{56}$/);
+    const again = await loadOrCreateAgentKey(file);
+    expect(again.publicKey).toBe(first.publicKey);
+  });
+
+  it('refuses a file that holds no seed', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'amf-key-'));
+    dirs.push(dir);
+    const file = join(dir, 'agent.nkey');
+    await writeFile(file, 'not a seed', { mode: 0o600 });
+    await expect(loadOrCreateAgentKey(file)).rejects.toThrow(/nkey user seed/);
+  });
+});
+
+describe('event signatures', () => {
+  const key = createEphemeralAgentKey();
+
+  it('canonical JSON sorts keys at every level and drops undefined', () => {
+    expect(canonicalJson({ b: 1, a: { d: [1, { f: 2, e: 3 }], c: undefined } })).toBe(
+      '{"a":{"d":[1,{"e":3,"f":2}]},"b":1}',
+    );
+  });
+
+  it('a signed event is a valid AMF event and verifies after a JSON round trip in any key order', () => {
+    const event = signEvent(final(), key);
+    expect(validateEvent(event).ok).toBe(true);
+    const reordered = JSON.parse(
+      JSON.stringify(Object.fromEntries(Object.entries(event).reverse())),
+    ) as object;
+    expect(checkEventSignature(reordered)).toEqual({ ok: true, signer: key.publicKey });
+  });
+
+  it('any change breaks it: payload, identity, signer; unsigned and malformed are told apart', () => {
+    const tamper = (change: (e: ReturnType<typeof final>) => void) => {
+      const e = JSON.parse(JSON.stringify(signEvent(final(), key))) as ReturnType<typeof final>;
+      change(e);
+      return checkEventSignature(e);
+    };
+    expect(tamper((e) => (e.data.payload.agent_id = 'spiffe://local/worker/b')).ok).toBe(false);
+    expect(tamper((e) => (e.data.auth_context.identity = 'spiffe://local/worker/b')).ok).toBe(false);
+    const other = createEphemeralAgentKey();
+    expect(
+      tamper((e) => ((e as unknown as Record<string, string>).amfsigner = other.publicKey)),
+    ).toMatchObject({
+      ok: false,
+      reason: 'bad_signature',
+    });
+    expect(checkEventSignature(final())).toEqual({ ok: false, reason: 'unsigned' });
+    expect(tamper((e) => ((e as unknown as Record<string, string>).amfsignature = 'x'))).toMatchObject({
+      reason: 'malformed_signature',
+    });
+  });
+
+  it('the result signature travels with a relayed final and binds only the payload', () => {
+    const worker = signResult(final(), key);
+    const relayed = carryResultSignature(worker, {
+      ...final(),
+      amfagentrole: 'coordinator' as const,
+      source: 'http://coordinator',
+    });
+    expect(checkResultSignature(relayed)).toEqual({ ok: true, signer: key.publicKey });
+    relayed.data.payload.result = { text: 'changed' };
+    expect(checkResultSignature(relayed).ok).toBe(false);
+  });
+});
