@@ -3,6 +3,8 @@
 // drive the whole task lifecycle — artifacts of every kind, a Message instead of a Task, input
 // required and its follow-ups, rejection and streaming — against a worker or through the mesh.
 //   amf worker --name tck --tags tck --handler examples/tck-agent.mjs
+import { Buffer } from 'node:buffer';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { TaskRejectedError } from 'amf-mesh';
 
 const FILE_BYTES = Buffer.from('tck').toString('base64');
@@ -59,7 +61,7 @@ export default {
     if (messageId.startsWith('test-resubscribe-message-id'))
       return (async () => {
         ctx.progress('working');
-        await new Promise((resolve) => setTimeout(resolve, 4000));
+        await sleep(4000);
         return { text: '' };
       })();
     return (async () => {

@@ -64,7 +64,8 @@ async function waitFor(what, check, timeoutMs = 30_000) {
 const a2aTck = {
   name: 'A2A TCK',
   prepare() {
-    if (!existsSync(join(TCK_DIR, 'run_tck.py'))) throw new Error(`no A2A TCK at ${TCK_DIR} (AMF_A2A_TCK_DIR)`);
+    if (!existsSync(join(TCK_DIR, 'run_tck.py')))
+      throw new Error(`no A2A TCK at ${TCK_DIR} (AMF_A2A_TCK_DIR)`);
     const python = join(VENV, 'bin', 'python');
     if (!existsSync(python)) execFileSync('python3', ['-m', 'venv', VENV], { stdio: 'inherit' });
     const deps = execFileSync(python, [
@@ -86,15 +87,28 @@ const a2aTck = {
     cpSync(TCK_DIR, dir, { recursive: true });
     chmodSync(dir, 0o755);
     const level = opt('level');
-    const argv = ['run_tck.py', '--sut-host', target.url, ...(level ? ['--level', level] : []), '--', '-p', 'no:cacheprovider'];
+    const argv = [
+      'run_tck.py',
+      '--sut-host',
+      target.url,
+      ...(level ? ['--level', level] : []),
+      '--',
+      '-p',
+      'no:cacheprovider',
+    ];
     let out = '';
     try {
-      out = execFileSync(this.python, argv, { cwd: dir, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } }).toString();
+      out = execFileSync(this.python, argv, {
+        cwd: dir,
+        env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+      }).toString();
     } catch (err) {
       out = String(err.stdout ?? '') + String(err.stderr ?? '');
     }
     writeFileSync(join(work, `tck-${target.name}.txt`), out);
-    const tests = /(\d+ (?:failed|passed|skipped|xfailed|xpassed|errors?)(?:, )?)+ in [\d.]+s/.exec(out)?.[0] ?? 'no summary';
+    const tests =
+      /(\d+ (?:failed|passed|skipped|xfailed|xpassed|errors?)(?:, )?)+ in [\d.]+s/.exec(out)?.[0] ??
+      'no summary';
     const count = (kind) => Number(new RegExp(`(\\d+) ${kind}`).exec(tests)?.[1] ?? 0);
     const report = JSON.parse(readFileSync(join(dir, 'reports', 'compatibility.json'), 'utf8'));
     const byLevel = {};
@@ -111,7 +125,12 @@ const a2aTck = {
       return { transport: t, pass: p.passed, fail: p.failed, skip: p.skipped };
     });
     return {
-      tests: { pass: count('passed'), fail: count('failed'), skip: count('skipped'), xfail: count('xfailed') },
+      tests: {
+        pass: count('passed'),
+        fail: count('failed'),
+        skip: count('skipped'),
+        xfail: count('xfailed'),
+      },
       byLevel,
       must: report.summary.must_compatibility,
       should: report.summary.should_compatibility,
@@ -125,7 +144,9 @@ const SUITES = [a2aTck];
 
 function printTable(results) {
   const lines = [];
-  lines.push('| suite | target | tests pass / fail / skip (xfail) | MUST pass / fail / skip | MUST % | SHOULD pass / fail | JSON-RPC pass / fail / skip | HTTP+JSON pass / fail / skip |');
+  lines.push(
+    '| suite | target | tests pass / fail / skip (xfail) | MUST pass / fail / skip | MUST % | SHOULD pass / fail | JSON-RPC pass / fail / skip | HTTP+JSON pass / fail / skip |',
+  );
   lines.push('| --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const { suite, target, r } of results) {
     const m = r.byLevel.MUST ?? { PASS: 0, FAIL: 0, SKIP: 0 };
@@ -137,7 +158,8 @@ function printTable(results) {
   }
   console.log(lines.join('\n'));
   for (const { suite, target, r } of results)
-    if (r.failed.length > 0) console.log(`\n${suite} on ${target}, failed requirements:\n  ${r.failed.join('\n  ')}`);
+    if (r.failed.length > 0)
+      console.log(`\n${suite} on ${target}, failed requirements:\n  ${r.failed.join('\n  ')}`);
 }
 
 async function main() {
@@ -149,11 +171,32 @@ async function main() {
   const dataDir = join(work, 'data');
   const coordinator = `http://127.0.0.1:${cPort}`;
   const worker = `http://127.0.0.1:${wPort}`;
-  start('coordinator', ['up', '--no-mdns', '--port', String(cPort), '--nats-port', '0', '--data-dir', dataDir]);
+  start('coordinator', [
+    'up',
+    '--no-mdns',
+    '--port',
+    String(cPort),
+    '--nats-port',
+    '0',
+    '--data-dir',
+    dataDir,
+  ]);
   await waitFor('the coordinator', async () => (await fetch(`${coordinator}/health`)).ok);
   start('worker', [
-    'worker', '--no-mdns', '--coordinator', coordinator, '--data-dir', dataDir, '--name', 'tck',
-    '--tags', 'tck', '--port', String(wPort), '--handler', join(ROOT, 'examples', 'tck-agent.mjs'),
+    'worker',
+    '--no-mdns',
+    '--coordinator',
+    coordinator,
+    '--data-dir',
+    dataDir,
+    '--name',
+    'tck',
+    '--tags',
+    'tck',
+    '--port',
+    String(wPort),
+    '--handler',
+    join(ROOT, 'examples', 'tck-agent.mjs'),
   ]);
   await waitFor('the worker to be live in the mesh', async () => {
     const card = await (await fetch(`${coordinator}/.well-known/agent-card.json`)).json();
@@ -161,7 +204,10 @@ async function main() {
   });
   const results = [];
   for (const suite of suites)
-    for (const target of [{ name: 'coordinator', url: coordinator }, { name: 'worker', url: worker }]) {
+    for (const target of [
+      { name: 'coordinator', url: coordinator },
+      { name: 'worker', url: worker },
+    ]) {
       console.error(`running ${suite.name} against the ${target.name} (${target.url})...`);
       results.push({ suite: suite.name, target: target.name, r: suite.run(target) });
     }

@@ -62,7 +62,11 @@ export function workerRouter(worker: MeshWorker, opts: WorkerHttpOptions, endpoi
   createWorkerA2a(getWorker, opts, getEndpoint, maxBody).server.register(router);
   return router
     .on('GET', '/.well-known/agent-card.json', cardRoute(buildCard))
-    .on('GET', '/.well-known/agent.json', cardRoute(() => legacyAgentCard(buildCard())))
+    .on(
+      'GET',
+      '/.well-known/agent.json',
+      cardRoute(() => legacyAgentCard(buildCard())),
+    )
     .on('GET', '/health', (_req, res) =>
       sendJson(res, 200, {
         status: 'ok',

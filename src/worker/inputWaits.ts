@@ -17,9 +17,7 @@ export class InputWaits {
   wait(taskId: string, signal: AbortSignal): Promise<FollowUpMessage> {
     if (signal.aborted) return Promise.reject(new HandlerError('cancelled', 'task cancelled'));
     if (this.waiters.has(taskId))
-      return Promise.reject(
-        new HandlerError('input_pending', `task ${taskId} is already waiting for input`),
-      );
+      return Promise.reject(new HandlerError('input_pending', `task ${taskId} is already waiting for input`));
     return new Promise<FollowUpMessage>((resolve, reject) => {
       const onAbort = () => {
         this.waiters.delete(taskId);

@@ -398,7 +398,10 @@ export class MeshWorker {
     prompt: string,
   ): Promise<FollowUpMessage> {
     if (options.origin === 'direct' && !options.onInputRequired)
-      throw new HandlerError('input_not_supported', 'this task came through a protocol that cannot send input');
+      throw new HandlerError(
+        'input_not_supported',
+        'this task came through a protocol that cannot send input',
+      );
     const waiting = this.inputs.wait(task.taskId, signal);
     const reason = prompt || 'input required';
     const payload = { task_id: task.taskId, agent_id: this.agentId, reason };

@@ -41,7 +41,11 @@ describe.each([
       body: rpc('SendMessage', message([{ text: 'slash' }])),
     });
     expect(res.status).toBe(200);
-    const body = (await res.json()) as { jsonrpc: string; id: number; result: { task: { status: { state: string } } } };
+    const body = (await res.json()) as {
+      jsonrpc: string;
+      id: number;
+      result: { task: { status: { state: string } } };
+    };
     expect(body).toMatchObject({ jsonrpc: '2.0', id: 7 });
     expect(body.result.task.status.state).toBe('TASK_STATE_COMPLETED');
   });
@@ -103,7 +107,9 @@ describe.each([
     });
     expect(refused.status).toBe(415);
     expect(refused.headers.get('content-type')).toMatch(/^application\/json/);
-    const body = (await refused.json()) as { error: { code: number; details: Array<Record<string, unknown>> } };
+    const body = (await refused.json()) as {
+      error: { code: number; details: Array<Record<string, unknown>> };
+    };
     expect(body.error.code).toBe(415);
     expect(body.error.details).toContainEqual(
       expect.objectContaining({ reason: 'CONTENT_TYPE_NOT_SUPPORTED', domain: 'a2a-protocol.org' }),
@@ -131,10 +137,14 @@ describe.each([
     const etag = res.headers.get('etag');
     expect(etag).toMatch(/^"[^"]+"$/);
     expect(Number.isNaN(Date.parse(res.headers.get('last-modified') ?? ''))).toBe(false);
-    const again = await fetch(`${base()}/.well-known/agent-card.json`, { headers: { 'if-none-match': etag! } });
+    const again = await fetch(`${base()}/.well-known/agent-card.json`, {
+      headers: { 'if-none-match': etag! },
+    });
     expect(again.status).toBe(304);
     expect(again.headers.get('etag')).toBe(etag);
-    const other = await fetch(`${base()}/.well-known/agent-card.json`, { headers: { 'if-none-match': '"x"' } });
+    const other = await fetch(`${base()}/.well-known/agent-card.json`, {
+      headers: { 'if-none-match': '"x"' },
+    });
     expect(other.status).toBe(200);
   });
 });

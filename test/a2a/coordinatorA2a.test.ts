@@ -158,9 +158,7 @@ describe('SendMessage into the mesh', () => {
     expect(a.contextId).toBe(contextId);
     expect(b.contextId).toBe(contextId);
     expect(a.id).not.toBe(b.id);
-    const traces = [a, b].map(
-      (t) => (t.artifacts[0]!.metadata as { amf: { traceId: string } }).amf.traceId,
-    );
+    const traces = [a, b].map((t) => (t.artifacts[0]!.metadata as { amf: { traceId: string } }).amf.traceId);
     expect(traces).toEqual([contextId, contextId]);
   });
 

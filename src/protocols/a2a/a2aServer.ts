@@ -291,7 +291,8 @@ export class A2aServer {
         return;
       }
       // A JSON-RPC body of another type is left unparsed: the SDK answers ContentTypeNotSupportedError.
-      const parse = body.length > 0 && (!jsonRpc || mediaType === undefined || mediaType === 'application/json');
+      const parse =
+        body.length > 0 && (!jsonRpc || mediaType === undefined || mediaType === 'application/json');
       if (parse) {
         try {
           (req as IncomingMessage & { body?: unknown }).body = JSON.parse(body.toString('utf8'));

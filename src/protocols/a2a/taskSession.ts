@@ -55,7 +55,9 @@ export class TaskSession {
     if (this.cancelled) return;
     Object.assign(this.amf, more);
     this.show();
-    this.bus.publish(AgentEvent.statusUpdate(statusUpdate(this.taskId, this.contextId, state, text, this.amf)));
+    this.bus.publish(
+      AgentEvent.statusUpdate(statusUpdate(this.taskId, this.contextId, state, text, this.amf)),
+    );
     if (state === TaskState.TASK_STATE_INPUT_REQUIRED) this.awaitingInput = true;
     if (state === TaskState.TASK_STATE_INPUT_REQUIRED || isTerminalTaskState(state)) this.stopped();
   }
@@ -153,7 +155,12 @@ export class TaskSession {
 }
 
 function textPart(text: string): Part {
-  return { content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' };
+  return {
+    content: { $case: 'text', value: text },
+    metadata: undefined,
+    filename: '',
+    mediaType: 'text/plain',
+  };
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -164,7 +171,12 @@ function isObject(v: unknown): v is Record<string, unknown> {
 function artifactPart(p: Record<string, unknown>): Part | undefined {
   if (typeof p.text === 'string') return textPart(p.text);
   if (isObject(p.data))
-    return { content: { $case: 'data', value: p.data }, metadata: undefined, filename: '', mediaType: 'application/json' };
+    return {
+      content: { $case: 'data', value: p.data },
+      metadata: undefined,
+      filename: '',
+      mediaType: 'application/json',
+    };
   const file = p.file;
   if (!isObject(file)) return undefined;
   const filename = typeof file.name === 'string' ? file.name : '';
@@ -172,7 +184,12 @@ function artifactPart(p: Record<string, unknown>): Part | undefined {
   if (typeof file.uri === 'string')
     return { content: { $case: 'url', value: file.uri }, metadata: undefined, filename, mediaType };
   if (typeof file.bytes === 'string')
-    return { content: { $case: 'raw', value: Buffer.from(file.bytes, 'base64') }, metadata: undefined, filename, mediaType };
+    return {
+      content: { $case: 'raw', value: Buffer.from(file.bytes, 'base64') },
+      metadata: undefined,
+      filename,
+      mediaType,
+    };
   return undefined;
 }
 

@@ -114,13 +114,15 @@ export class WorkerExecutor implements AgentExecutor {
       .finally(() => this.running.delete(taskId));
     if (session.cancelled) return; // cancelTask published the canceled status
     if (!outcome.ok) {
-      const state = outcome.code === REJECTED_CODE ? TaskState.TASK_STATE_REJECTED : TaskState.TASK_STATE_FAILED;
+      const state =
+        outcome.code === REJECTED_CODE ? TaskState.TASK_STATE_REJECTED : TaskState.TASK_STATE_FAILED;
       session.status(state, outcome.message, { code: outcome.code });
       return;
     }
     const { result } = outcome;
     if (result.respondWith === 'message') {
-      if (!session.answerWithMessage(result.text)) session.status(TaskState.TASK_STATE_COMPLETED, result.text);
+      if (!session.answerWithMessage(result.text))
+        session.status(TaskState.TASK_STATE_COMPLETED, result.text);
       return;
     }
     const extra = handlerArtifacts(result.artifacts as ResultArtifactPayload[] | undefined);
