@@ -170,7 +170,11 @@ function printTable(results) {
   console.log(lines.join('\n'));
   for (const { suite, target, r } of results)
     if (r.failed.length > 0)
-      console.log(`\n${suite} on ${target}, failed requirements:\n  ${r.failed.join('\n  ')}`);
+      console.log(
+        `\n${suite} on ${target}, failed requirements:\n  ${r.failed
+          .map((f) => (isKnown(f) ? `${f}\n    known: ${KNOWN_SUITE_DEFECTS[f.split(' ')[0]]}` : f))
+          .join('\n  ')}`,
+      );
 }
 
 async function main() {
