@@ -131,7 +131,8 @@ export class TaskSession {
 
   /**
    * Hands a follow-up to the handler (the task goes back to working) and resolves when the task
-   * next stops. Throws (an A2A error from `deliver`) when the message cannot be delivered.
+   * next stops. A follow-up that cannot be delivered (the mesh task ended meanwhile) leaves the task
+   * input-required with the reason as its status message, rather than failing the request's bus.
    */
   async followUp(followUp: FollowUp): Promise<void> {
     const stop = new Promise<void>((resolve) => this.stopWaiters.push(resolve));
@@ -139,8 +140,11 @@ export class TaskSession {
     try {
       this.deliver(followUp);
     } catch (err) {
-      this.awaitingInput = true;
-      throw err;
+      this.status(
+        TaskState.TASK_STATE_INPUT_REQUIRED,
+        `the message was not delivered: ${err instanceof Error ? err.message : String(err)}`,
+      );
+      return;
     }
     this.status(TaskState.TASK_STATE_WORKING);
     await stop;
