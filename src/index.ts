@@ -20,6 +20,10 @@ export { startAfmAgent, type StartAfmAgentOptions, type RunningAgent } from './a
 export { Coordinator, type CoordinatorOptions } from './coordinator/coordinator.js';
 export {
   HandlerError,
+  TaskRejectedError,
+  type FollowUpMessage,
+  type ResultArtifact,
+  type ArtifactPart,
   type WorkerHandler,
   type TaskHandler,
   type TaskContext,

@@ -5,6 +5,7 @@
  */
 import { AmfError } from '../errors.js';
 import { guardedFetch, NetError, type GuardedFetchOptions } from '../net/guardedFetch.js';
+import { withAmfBlock } from '../util/amfCardBlock.js';
 
 export interface CardFetchOptions {
   timeoutMs?: number;
@@ -97,5 +98,6 @@ export async function fetchAgentCard(
   }
   if (typeof card !== 'object' || card === null || Array.isArray(card))
     throw new CardFetchError('card_not_json', 'card is not a JSON object');
-  return card as Record<string, unknown>;
+  // AMF's readers look for `x-amf`; a 1.0 card states it as an extension (src/util/amfCardBlock.ts).
+  return withAmfBlock(card as Record<string, unknown>);
 }

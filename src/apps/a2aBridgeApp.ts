@@ -13,6 +13,7 @@ import type { LogFn } from '../log.js';
 import { createBridgeHandler } from '../a2aClient/bridgeHandler.js';
 import { RemoteA2aAgent } from '../a2aClient/remoteAgent.js';
 import { bridgeTags } from '../a2aClient/skillTags.js';
+import { amfCardBlock } from '../util/amfCardBlock.js';
 
 export interface A2aBridgeOptions {
   agents: readonly A2aAgentConfig[];
@@ -179,7 +180,7 @@ function refuseSelf(remote: RemoteA2aAgent, opts: A2aBridgeOptions): void {
     }
   };
   const origins = new Set((opts.selfOrigins ?? []).map(origin));
-  const natsUrl = (remote.card as unknown as { 'x-amf'?: { nats_url?: unknown } })['x-amf']?.nats_url;
+  const natsUrl = amfCardBlock(remote.card)?.nats_url;
   const urls = [remote.cardUrl, ...remote.card.supportedInterfaces.map((i) => i.url)];
   if (urls.some((u) => origins.has(origin(u))) || (natsUrl !== undefined && natsUrl === opts.natsUrl))
     throw new AmfError(

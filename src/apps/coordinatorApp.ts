@@ -4,6 +4,8 @@
  * cards, `/health` and the UI page itself.
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AmfError } from '../errors.js';
 import { Coordinator } from '../coordinator/coordinator.js';
@@ -26,7 +28,8 @@ import { closeServer, listen } from '../net/httpServer.js';
 import { createServer } from 'node:http';
 import { VERSION } from '../version.js';
 import { McpAuditLog } from '../protocols/mcp/mcpAudit.js';
-import { coordinatorAgentCard } from '../protocols/a2a/agentCards.js';
+import { coordinatorAgentCard, legacyAgentCard } from '../protocols/a2a/agentCards.js';
+import { cardRoute } from '../protocols/a2a/cardRoute.js';
 import { createCoordinatorA2a } from '../protocols/a2a/index.js';
 
 export { coordinatorAgentCard };
@@ -114,10 +117,8 @@ function buildRouter(
       tasks: { active: coordinator.lifecycle.activeCount },
     });
   });
-  const card = (_req: IncomingMessage, res: ServerResponse) =>
-    sendJson(res, 200, coordinatorAgentCard(coordinator, getUrl()));
-  router.on('GET', '/.well-known/agent-card.json', card);
-  router.on('GET', '/.well-known/agent.json', card);
+  const buildCard = () => coordinatorAgentCard(coordinator, getUrl());
+  router.on('GET', '/.well-known/agent-card.json', cardRoute(buildCard));
   router.on('GET', '/events', (req, res, url) => hub.handle(req, res, url));
   router.on('GET', '/agents', (_req, res) =>
     sendJson(res, 200, {
@@ -231,7 +232,8 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
   const amp = registerAmpRoutes(router, {
     coordinator,
     getUrl: () => url,
-    card: () => coordinatorAgentCard(coordinator, url),
+    // The legacy view (0.3 fields, top-level x-amf): agent.json is read by 0.3 and AMP clients.
+    card: () => legacyAgentCard(coordinatorAgentCard(coordinator, url)),
   });
   registerFabricRoutes(router, { coordinator, federation });
   registerConsoleRoutes(router, coordinator, federation);

@@ -60,6 +60,8 @@ const NEVER: Record<Exclude<AmfEventType, DataType | (typeof OPERATOR_TYPES)[num
   'amf.task.claim': 'a claim is published by the claiming worker on NATS under its own identity',
   'amf.task.progress': 'task progress is published by the claiming worker on NATS under its own identity',
   'amf.task.blocked': 'a blocked notice is published by the claiming worker on NATS under its own identity',
+  'amf.task.input':
+    "a task's follow-up input is sent by the coordinator for the requester (A2A: a message with the task's id)",
   'amf.task.delegate': 'a delegation is published by the claiming worker on NATS under its own identity',
   'amf.result.partial': 'results are published by the claiming worker on NATS under its own identity',
   'amf.result.final': 'results are published by the claiming worker on NATS under its own identity',

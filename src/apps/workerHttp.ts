@@ -18,7 +18,8 @@ import {
 import type { MeshWorker } from '../worker/meshWorker.js';
 import type { WorkerHandler } from '../worker/handlerApi.js';
 import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
-import { workerAgentCard } from '../protocols/a2a/agentCards.js';
+import { legacyAgentCard, workerAgentCard } from '../protocols/a2a/agentCards.js';
+import { cardRoute } from '../protocols/a2a/cardRoute.js';
 import { createWorkerA2a } from '../protocols/a2a/index.js';
 import { UUID_PATTERN } from '../protocols/a2a/messageParts.js';
 import type { RequestGate } from './svidGate.js';
@@ -51,8 +52,7 @@ export function workerRouter(worker: MeshWorker, opts: WorkerHttpOptions, endpoi
   const getWorker = () => worker;
   const getEndpoint = () => endpoint;
   const maxBody = opts.maxBodyBytes ?? 1024 * 1024;
-  const card = (_req: unknown, res: Parameters<typeof sendJson>[0]) =>
-    sendJson(res, 200, workerAgentCard(getWorker(), opts, getEndpoint()));
+  const buildCard = () => workerAgentCard(getWorker(), opts, getEndpoint());
   const router = new Router();
   // MCP (Streamable HTTP): POST messages, GET the server→client stream, DELETE to end a session.
   const mcp = opts.mcp;
@@ -62,8 +62,12 @@ export function workerRouter(worker: MeshWorker, opts: WorkerHttpOptions, endpoi
   // A2A 1.0 (and 0.3): JSON-RPC at /a2a, HTTP+JSON under /a2a/rest, answered by this worker's handler.
   createWorkerA2a(getWorker, opts, getEndpoint, maxBody).server.register(router);
   return router
-    .on('GET', '/.well-known/agent-card.json', card)
-    .on('GET', '/.well-known/agent.json', card)
+    .on('GET', '/.well-known/agent-card.json', cardRoute(buildCard))
+    .on(
+      'GET',
+      '/.well-known/agent.json',
+      cardRoute(() => legacyAgentCard(buildCard())),
+    )
     .on('GET', '/health', (_req, res) =>
       sendJson(res, 200, {
         status: 'ok',

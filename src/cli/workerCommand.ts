@@ -17,8 +17,9 @@ import { requestDeadlines } from '../apps/edgeLimits.js';
 import { mcpSessionLimits } from '../protocols/mcp/mcpEndpoint.js';
 import { loadHandler } from './handlerLoader.js';
 import { findCoordinatorByMdns } from '../discovery/findCoordinator.js';
+import { AMF_CARD_EXTENSION_URI, amfCardBlock } from '../util/amfCardBlock.js';
 
-/** Reads `x-amf.nats_url` from the coordinator's agent card (5 s timeout). */
+/** Reads `nats_url` from the AMF extension of the coordinator's agent card (5 s timeout). */
 export async function natsUrlFromCoordinator(coordinatorUrl: string): Promise<string> {
   const url = new URL('/.well-known/agent-card.json', coordinatorUrl);
   let res: Response;
@@ -31,10 +32,12 @@ export async function natsUrlFromCoordinator(coordinatorUrl: string): Promise<st
     );
   }
   if (!res.ok) throw new AmfError('UNAVAILABLE', `coordinator card ${url.href} answered HTTP ${res.status}`);
-  const card = (await res.json()) as { 'x-amf'?: { nats_url?: unknown } };
-  const natsUrl = card['x-amf']?.nats_url;
+  const natsUrl = amfCardBlock(await res.json())?.nats_url;
   if (typeof natsUrl !== 'string')
-    throw new AmfError('UNAVAILABLE', `coordinator card ${url.href} has no x-amf.nats_url`);
+    throw new AmfError(
+      'UNAVAILABLE',
+      `coordinator card ${url.href} has no nats_url in its AMF extension (${AMF_CARD_EXTENSION_URI})`,
+    );
   return natsUrl;
 }
 

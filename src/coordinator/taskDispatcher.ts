@@ -5,7 +5,7 @@
  */
 import type { Subscription } from '@nats-io/transport-node';
 import type { AmfEventOf, AnyAmfEvent } from '../events/cloudEvent.js';
-import type { ChatMessage, PartialPayload, Usage } from '../events/payloads.js';
+import type { ChatMessage, PartialPayload, ResultArtifactPayload, Usage } from '../events/payloads.js';
 import { SUBJECT_REPLY_PREFIX } from '../events/subjects.js';
 import type { EventBus } from '../fabric/eventBus.js';
 import { AmfError } from '../errors.js';
@@ -35,6 +35,10 @@ export interface TaskResult {
   usage?: Usage;
   /** The worker's confidence (`amfconfidence`), 0..1. */
   confidence: number;
+  /** Further artifacts of the answer, as the worker sent them. */
+  artifacts?: ResultArtifactPayload[];
+  /** The handler asked for its answer to be shown as a Message (A2A). */
+  respondWith?: 'message';
 }
 
 export interface SubmitRequest {
@@ -49,6 +53,8 @@ export interface SubmitRequest {
   maxRetries?: number;
   retryDelaySeconds?: number;
   input?: Record<string, unknown>;
+  /** The A2A message id that started the task (handed to the handler as `ctx.messageId`). */
+  messageId?: string;
   /** The mesh task id to use (a UUID), so a protocol's own task id can be the mesh's too; default: a new one. */
   taskId?: string;
   onUpdate?: (update: TaskUpdate) => void;
@@ -177,6 +183,7 @@ export class TaskDispatcher {
           ...(req.maxRetries !== undefined ? { maxRetries: req.maxRetries } : {}),
           ...(req.retryDelaySeconds !== undefined ? { retryDelaySeconds: req.retryDelaySeconds } : {}),
           ...(req.input ? { input: req.input } : {}),
+          ...(req.messageId ? { messageId: req.messageId } : {}),
         });
         req.onAnnounced?.(taskId, task.traceId);
       } catch (err) {
@@ -227,6 +234,7 @@ export class TaskDispatcher {
       case 'amf.task.announce':
       case 'amf.task.delegate':
       case 'amf.task.cancel':
+      case 'amf.task.input':
       case 'amf.discovery.capability.advertise':
       case 'amf.discovery.agent.heartbeat':
       case 'amf.artifact.publish':
@@ -275,6 +283,8 @@ export class TaskDispatcher {
       confidence: Number(event.amfconfidence),
     };
     if (f.result.data) result.data = f.result.data;
+    if (f.result.artifacts) result.artifacts = f.result.artifacts;
+    if (f.result.respond_with === 'message') result.respondWith = 'message';
     if (f.usage) result.usage = f.usage;
     p.resolve(result);
   }

@@ -234,6 +234,7 @@ export class TaskLifecycle {
     if (req.parentTaskId) payload.parent_task_id = req.parentTaskId;
     if (req.chain && req.chain.length > 0) payload.delegation_chain = req.chain;
     if (req.input) payload.input = req.input;
+    if (req.messageId) payload.message_id = req.messageId;
     const event = createEvent({
       type: 'amf.task.announce',
       sender: this.sender,
@@ -315,8 +316,9 @@ export class TaskLifecycle {
         );
       case 'amf.result.final':
         return this.results.onFinal(event);
-      // Cancellations are the coordinators' own; the other types do not arrive on these subjects.
+      // Cancellations and inputs are the coordinators' own; the other types do not arrive on these subjects.
       case 'amf.task.cancel':
+      case 'amf.task.input':
       case 'amf.discovery.capability.advertise':
       case 'amf.discovery.agent.heartbeat':
       case 'amf.artifact.publish':

@@ -121,6 +121,8 @@ export interface AnnounceRequest {
   parentTaskId?: string;
   chain?: string[];
   input?: Record<string, unknown>;
+  /** The A2A message id that started the task (announced as `message_id`). */
+  messageId?: string;
   /** Ask workers to publish to the reply subject (default true). */
   withReplySubject?: boolean;
 }

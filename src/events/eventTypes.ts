@@ -1,5 +1,5 @@
 /**
- * The 14 AMF event types. The type doubles as the NATS subject, except that a task announcement is
+ * The 15 AMF event types. The type doubles as the NATS subject, except that a task announcement is
  * published on `amf.task.announce.<tag>` so that workers can join per-tag queue groups (LOCKED #5).
  */
 export const AMF_EVENT_TYPES = [
@@ -12,6 +12,8 @@ export const AMF_EVENT_TYPES = [
   'amf.task.blocked',
   /** The coordinator ends a task on the requester's behalf; the claiming worker aborts its handler. */
   'amf.task.cancel',
+  /** The coordinator hands a blocked task's claimant the requester's follow-up message. */
+  'amf.task.input',
   'amf.artifact.publish',
   'amf.evidence.publish',
   'amf.result.partial',
@@ -24,7 +26,7 @@ export type AmfEventType = (typeof AMF_EVENT_TYPES)[number];
 
 const TYPE_SET: ReadonlySet<string> = new Set(AMF_EVENT_TYPES);
 
-/** True when `value` is one of the 14 AMF event types. */
+/** True when `value` is one of the 15 AMF event types. */
 export function isAmfEventType(value: unknown): value is AmfEventType {
   return typeof value === 'string' && TYPE_SET.has(value);
 }

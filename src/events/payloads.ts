@@ -28,6 +28,8 @@ export interface AnnouncePayload {
   delegation_chain?: string[];
   /** Arbitrary structured input for handlers that want more than text. */
   input?: Record<string, unknown>;
+  /** The A2A message id that started the task (handlers may act on it). */
+  message_id?: string;
 }
 
 export interface ClaimPayload {
@@ -66,9 +68,32 @@ export interface FinalPayload {
   task_id: string;
   agent_id: string;
   status: 'completed' | 'failed';
-  result?: { text: string; data?: Record<string, unknown> };
+  result?: {
+    text: string;
+    data?: Record<string, unknown>;
+    /** Further artifacts of the answer (the handler's `artifacts`, as A2A shows them). */
+    artifacts?: ResultArtifactPayload[];
+    /** `message`: A2A shows the answer as a Message rather than a Task (the handler's `respondWith`). */
+    respond_with?: 'message';
+  };
   error?: { code: string; message: string };
   usage?: Usage;
+}
+
+/** An artifact in a final result: parts are `{text}`, `{data}` or `{file: {name, mediaType, bytes|uri}}`. */
+export interface ResultArtifactPayload {
+  name?: string;
+  description?: string;
+  parts: Array<Record<string, unknown>>;
+}
+
+/** `amf.task.input`: a requester's follow-up message for the blocked task's claimant (`agent_id`). */
+export interface InputPayload {
+  task_id: string;
+  agent_id: string;
+  text: string;
+  data?: Record<string, unknown>;
+  message_id?: string;
 }
 
 /** `amf.task.cancel`: the coordinator ended the task; the claimant stops and publishes no result. */
@@ -140,6 +165,7 @@ export interface AmfPayloadMap {
   'amf.task.progress': ProgressPayload;
   'amf.task.blocked': BlockedPayload;
   'amf.task.cancel': CancelPayload;
+  'amf.task.input': InputPayload;
   'amf.artifact.publish': object;
   'amf.evidence.publish': object;
   'amf.result.partial': PartialPayload;

@@ -35,7 +35,7 @@ export const EVENT_ENVELOPE_SCHEMA = deepFreeze({
   $id: 'https://amf.spec/schemas/event-envelope/1.1.0',
   title: 'AMFEvent',
   description:
-    'AMF event envelope 1.1.0: a CloudEvents 1.0 event in JSON format (structured mode), compatible with A2A Part.data and MS Fabric Eventstreams. `type` is one of the 14 AMF event types and doubles as the NATS subject, with one exception: a task announcement is published on the subject `amf.task.announce.<capability_tag>` (so that workers join per-tag queue groups) while its `type` stays `amf.task.announce`. Unknown CloudEvents extension attributes are accepted and ignored when their names match ^[a-z0-9]{1,20}$ and their values are CloudEvents primitives (string, boolean, 32-bit integer); the AMF extensions are typed. AMF events carry a JSON object in `data`: binary data (`data_base64`) is rejected. Readers of this schema accept any amfschemaversion 1.x.y.',
+    'AMF event envelope 1.1.0: a CloudEvents 1.0 event in JSON format (structured mode), compatible with A2A Part.data and MS Fabric Eventstreams. `type` is one of the 15 AMF event types and doubles as the NATS subject, with one exception: a task announcement is published on the subject `amf.task.announce.<capability_tag>` (so that workers join per-tag queue groups) while its `type` stays `amf.task.announce`. Unknown CloudEvents extension attributes are accepted and ignored when their names match ^[a-z0-9]{1,20}$ and their values are CloudEvents primitives (string, boolean, 32-bit integer); the AMF extensions are typed. AMF events carry a JSON object in `data`: binary data (`data_base64`) is rejected. Readers of this schema accept any amfschemaversion 1.x.y.',
   type: 'object',
   required: [
     'specversion',

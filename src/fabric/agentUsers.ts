@@ -73,6 +73,7 @@ export function agentPermissions(user: AgentUser): RolePermissions {
     subscribe: {
       allow: [
         'amf.task.cancel',
+        'amf.task.input',
         'amf.policy.deny',
         'amf.policy.warning',
         'amf.result.final',

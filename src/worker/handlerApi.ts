@@ -11,8 +11,18 @@ import type { HandlerMcpSurface } from './handlerMcp.js';
 export type { TaskTools };
 export type * from './handlerMcp.js';
 
+/** A message the requester sent to a task that asked for input (A2A: a message with the task's id). */
+export interface FollowUpMessage {
+  text: string;
+  data?: Record<string, unknown>;
+  /** The A2A message id, when the message came over A2A. */
+  messageId?: string;
+}
+
 export interface TaskContext {
   taskId: string;
+  /** The id of the A2A message that started the task (absent for OpenAI, MCP and plain mesh tasks). */
+  messageId?: string;
   traceId: string;
   /** The capability tag the task was announced for. */
   tag: string;
@@ -36,6 +46,26 @@ export interface TaskContext {
   ): Promise<string>;
   /** MCP tools of the worker's configured servers; absent when the worker has none configured. */
   tools?: TaskTools;
+  /**
+   * Asks the requester for more input and waits for it: the task goes `input-required` (A2A) and
+   * `amf.task.blocked` is published with `prompt` as the reason; the requester's next message to the
+   * task resolves it. Rejects with HandlerError `input_not_supported` when the task came through a
+   * protocol that cannot send follow-ups (OpenAI, MCP, POST /tasks/send). Aborting the task rejects it.
+   */
+  requestInput(prompt: string): Promise<FollowUpMessage>;
+}
+
+/** One part of a result artifact: text, structured data, or a file (inline base64 bytes or a URL). */
+export type ArtifactPart =
+  | { text: string }
+  | { data: Record<string, unknown> }
+  | { file: { name?: string; mediaType?: string; bytes?: string; uri?: string } };
+
+/** An artifact a handler returns besides its answer text (A2A: one artifact each). */
+export interface ResultArtifact {
+  name?: string;
+  description?: string;
+  parts: ArtifactPart[];
 }
 
 export interface HandlerResult {
@@ -44,6 +74,13 @@ export interface HandlerResult {
   /** 0..1, published as `amfconfidence`. */
   confidence?: number;
   usage?: Usage;
+  /** Further artifacts (A2A: text, file and data artifacts of the task, after the `result` one). */
+  artifacts?: ResultArtifact[];
+  /**
+   * `message`: over A2A the answer is a Message (the `text`), not a Task, when nothing of the task
+   * was shown yet; otherwise it is the completed task's status message. Other protocols ignore it.
+   */
+  respondWith?: 'message';
 }
 
 export type TaskHandler = (
@@ -88,6 +125,20 @@ export class HandlerError extends AmfError {
     this.name = 'HandlerError';
   }
 }
+
+/**
+ * Error a handler throws to refuse a task outright (A2A: the task ends `rejected`, not `failed`).
+ * On the mesh it is a failed final with error code `rejected`.
+ */
+export class TaskRejectedError extends HandlerError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(REJECTED_CODE, message, options);
+    this.name = 'TaskRejectedError';
+  }
+}
+
+/** The failure code of a rejected task. */
+export const REJECTED_CODE = 'rejected';
 
 /** Normalises what a handler returned. */
 export function toHandlerResult(value: string | HandlerResult | void, streamed: string): HandlerResult {

@@ -8,20 +8,22 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { createEvent, type AmfEventOf, type EventSender } from '../events/cloudEvent.js';
 import type { LogFn } from '../log.js';
 import type { AgentRecord } from '../events/agentRecord.js';
-import type { AmfPayloadMap, FinalPayload } from '../events/payloads.js';
+import type { AmfPayloadMap, FinalPayload, ResultArtifactPayload } from '../events/payloads.js';
 import { finalSubject, resultSubject } from '../events/subjects.js';
 import { WorkIntake } from './workIntake.js';
 import type { AmfEventType } from '../events/eventTypes.js';
 import { EventBus } from '../fabric/eventBus.js';
-import type { TaskContext, TaskTools, WorkerHandler } from './handlerApi.js';
+import type { ResultArtifact, TaskContext, TaskTools, WorkerHandler } from './handlerApi.js';
 import { CANCELLED, invokeHandler, type LocalOutcome } from './invokeHandler.js';
 import { TaskSlots } from './taskSlots.js';
 import { DelegationClient } from './delegationClient.js';
 import { workerAgentId, workerAgentRecord, workerHeartbeat } from './workerAdvertisement.js';
-
-export { workerAgentId, workerAgentRecord, workerHeartbeat };
 import { createEphemeralAgentKey, type AgentKey } from '../identity/agentKey.js';
 import { signEvent, signResult } from '../identity/eventSignature.js';
+import { InputWaits } from './inputWaits.js';
+import { HandlerError, type FollowUpMessage } from './handlerApi.js';
+
+export { workerAgentId, workerAgentRecord, workerHeartbeat };
 
 export type { LocalOutcome };
 
@@ -77,8 +79,8 @@ export interface MeshWorkerOptions {
   heartbeatConnection?: NatsConnection;
 }
 
-/** A task as it reaches the worker; the worker adds the signal, progress, delegate and tools. */
-export type TaskInput = Omit<TaskContext, 'signal' | 'progress' | 'delegate' | 'tools'>;
+/** A task as it reaches the worker; the worker adds the signal, progress, delegate, tools and input. */
+export type TaskInput = Omit<TaskContext, 'signal' | 'progress' | 'delegate' | 'tools' | 'requestInput'>;
 
 /** How one task is run: every way a task arrives goes through `MeshWorker.run` with these. */
 export interface RunTaskOptions {
@@ -95,6 +97,12 @@ export interface RunTaskOptions {
   onChunk?: (delta: string) => void;
   /** Receives each progress message (also published as `amf.task.progress`). */
   onProgress?: (message: string) => void;
+  /**
+   * The handler asked for input (`ctx.requestInput`): a direct task's caller shows it (A2A
+   * input-required) and delivers the follow-up with `MeshWorker.provideInput`. Without it a direct
+   * task cannot take input; mesh tasks get theirs from the coordinator (`amf.task.input`).
+   */
+  onInputRequired?: (prompt: string) => void;
 }
 
 interface InFlight {
@@ -115,6 +123,7 @@ export class MeshWorker {
   private readonly inFlight = new Map<string, InFlight>();
   private readonly slots: TaskSlots;
   private delegations: DelegationClient;
+  private readonly inputs = new InputWaits();
   private readonly pullLoops: Promise<void>[] = [];
   private intake: WorkIntake | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
@@ -181,6 +190,11 @@ export class MeshWorker {
     this.subs.push(
       this.bus.subscribe('amf.task.cancel', (e) => {
         if (e.type === 'amf.task.cancel') this.onCancel(e);
+      }),
+    );
+    this.subs.push(
+      this.bus.subscribe('amf.task.input', (e) => {
+        if (e.type === 'amf.task.input') this.onInput(e);
       }),
     );
     this.heartbeat();
@@ -301,6 +315,8 @@ export class MeshWorker {
           result: {
             text: outcome.result.text,
             ...(outcome.result.data ? { data: outcome.result.data } : {}),
+            ...(outcome.result.artifacts ? { artifacts: toArtifactPayloads(outcome.result.artifacts) } : {}),
+            ...(outcome.result.respondWith === 'message' ? { respond_with: 'message' as const } : {}),
           },
           ...(outcome.result.usage ? { usage: outcome.result.usage } : {}),
         }
@@ -413,6 +429,7 @@ export class MeshWorker {
       },
       delegate: (tag, text, opts = {}) =>
         this.delegations.delegate({ parentTaskId: task.taskId, traceId: task.traceId, tag, text, ...opts }),
+      requestInput: (prompt) => this.requestInput(task, signal, options, String(prompt).slice(0, 4000)),
       ...(this.options.tools ? { tools: this.options.tools(signal) } : {}),
     };
     return invokeHandler(this.options.handler, ctx, (delta) => {
@@ -424,6 +441,61 @@ export class MeshWorker {
         reply,
       );
       options.onChunk?.(delta);
+    });
+  }
+
+  /**
+   * A handler's `ctx.requestInput`: the wait starts before `amf.task.blocked` leaves, so a follow-up
+   * sent as soon as the requester sees it is not missed. With the input, the worker claims the task
+   * again (the lifecycle moves it from blocked back to claimed) and the handler goes on.
+   */
+  private async requestInput(
+    task: TaskInput,
+    signal: AbortSignal,
+    options: RunTaskOptions,
+    prompt: string,
+  ): Promise<FollowUpMessage> {
+    if (options.origin === 'direct' && !options.onInputRequired)
+      throw new HandlerError(
+        'input_not_supported',
+        'this task came through a protocol that cannot send input',
+      );
+    const waiting = this.inputs.wait(task.taskId, signal);
+    const reason = prompt || 'input required';
+    const payload = { task_id: task.taskId, agent_id: this.agentId, reason };
+    this.emit('amf.task.blocked', task.taskId, task.traceId, payload, options.replySubject);
+    options.onInputRequired?.(reason);
+    const message = await waiting;
+    this.emit(
+      'amf.task.claim',
+      task.taskId,
+      task.traceId,
+      { task_id: task.taskId, agent_id: this.agentId, required_capability: task.tag, attempt: task.attempt },
+      options.replySubject,
+    );
+    return message;
+  }
+
+  /** Hands a direct task's follow-up to its waiting handler; false when it waits for nothing. */
+  provideInput(taskId: string, message: FollowUpMessage): boolean {
+    return this.inputs.deliver(taskId, message);
+  }
+
+  /** True while `taskId`'s handler waits for input. */
+  awaitsInput(taskId: string): boolean {
+    return this.inputs.isWaiting(taskId);
+  }
+
+  /** A follow-up from a coordinator (only coordinators may publish it, NATS ACLs) for a task held here. */
+  private onInput(event: AmfEventOf<'amf.task.input'>): void {
+    if (event.amfagentrole !== 'coordinator') return;
+    const p = event.data.payload;
+    if (p.agent_id !== this.agentId || typeof p.task_id !== 'string' || typeof p.text !== 'string') return;
+    const data = typeof p.data === 'object' && p.data !== null && !Array.isArray(p.data) ? p.data : undefined;
+    this.inputs.deliver(p.task_id, {
+      text: p.text,
+      ...(data ? { data } : {}),
+      ...(typeof p.message_id === 'string' ? { messageId: p.message_id } : {}),
     });
   }
 
@@ -476,6 +548,15 @@ export class MeshWorker {
     // Bounded: while NATS is unreachable a flush would wait for the reconnect, however long.
     await within(Promise.all([this.bus.flush(), this.heartbeatBus.flush()]), 2_000);
   }
+}
+
+/** A handler's artifacts as they travel in a final result (plain JSON, at most 32). */
+function toArtifactPayloads(artifacts: readonly ResultArtifact[]): ResultArtifactPayload[] {
+  return artifacts.slice(0, 32).map((a) => ({
+    ...(a.name !== undefined ? { name: String(a.name) } : {}),
+    ...(a.description !== undefined ? { description: String(a.description) } : {}),
+    parts: (Array.isArray(a.parts) ? a.parts : []).map((p) => ({ ...p }) as Record<string, unknown>),
+  }));
 }
 
 /** Waits for `work` (its failure ignored) or `ms`, whichever comes first. */

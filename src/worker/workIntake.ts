@@ -114,6 +114,7 @@ export class WorkIntake {
           // A redelivered message (its worker died holding it) is a further attempt.
           attempt: (p.attempt ?? 1) + item.deliveryCount - 1,
           ...(p.input ? { input: p.input } : {}),
+          ...(typeof p.message_id === 'string' ? { messageId: p.message_id } : {}),
         },
         { origin: 'mesh', ...(reply ? { replySubject: reply } : {}) },
       )

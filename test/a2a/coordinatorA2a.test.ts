@@ -4,6 +4,7 @@
  * GetTask, ListTasks, CancelTask reaching the worker, SubscribeToTask, routing and error shapes.
  */
 import { signEvent } from '../../src/identity/eventSignature.js';
+import { amfCardBlock } from '../../src/util/amfCardBlock.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentCard, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, type Client } from '@a2a-js/sdk/client';
@@ -63,7 +64,7 @@ function expectValidCard(card: Record<string, unknown>): void {
 
 describe('agent card', () => {
   it.each(['/.well-known/agent-card.json', '/.well-known/agent.json'])(
-    '%s is a valid A2A 1.0 and 0.3 card',
+    '%s is a valid A2A card (agent.json also for 0.3 readers)',
     async (path) => {
       const res = await fetch(mesh.url + path);
       expect(res.status).toBe(200);
@@ -85,11 +86,19 @@ describe('agent card', () => {
         expect.objectContaining({ uri: AMP_EXTENSION_URI, required: false }),
       );
       expect(AMP_EXTENSION_URI).toBe(AMP_URI_OF_AMP);
-      expect(card['x-amf']).toMatchObject({
+      // The mesh facts: an A2A extension's params (strict 1.0 card), also top-level x-amf in agent.json.
+      expect(amfCardBlock(card)).toMatchObject({
         role: 'coordinator',
         nats_url: mesh.coordinator.natsUrl,
         push: { a2a_push_notifications: false, canonical: 'nats' },
       });
+      if (path === '/.well-known/agent-card.json') {
+        // Strict A2A 1.0: no 0.3 fields and no x-amf at the top level.
+        for (const key of ['url', 'preferredTransport', 'protocolVersion', 'additionalInterfaces', 'x-amf'])
+          expect(card).not.toHaveProperty(key);
+        return;
+      }
+      expect(card['x-amf']).toEqual(amfCardBlock(card));
       expect((card.skills as Array<{ id: string }>).map((s) => s.id)).toEqual(
         expect.arrayContaining(['echo', 'hold']),
       );
@@ -116,18 +125,18 @@ describe('SendMessage into the mesh', () => {
     expect(artifactText(task)).toBe('hello mesh');
     const meta = task.artifacts[0]!.metadata as {
       amfconfidence: number;
-      amf: { task_id: string; trace_id: string };
+      amf: { taskId: string; traceId: string };
     };
     expect(typeof meta.amfconfidence).toBe('number');
     // One id for both: the A2A task is the mesh task.
-    expect(meta.amf.task_id).toBe(task.id);
+    expect(meta.amf.taskId).toBe(task.id);
     // contextId is the mesh trace: the announcement carries it as amftraceid.
-    expect(meta.amf.trace_id).toBe(task.contextId);
+    expect(meta.amf.traceId).toBe(task.contextId);
     const announce = await mesh.waitForEvent(
-      (e) => e.event.type === 'amf.task.announce' && e.event.amftaskid === meta.amf.task_id,
+      (e) => e.event.type === 'amf.task.announce' && e.event.amftaskid === meta.amf.taskId,
     );
     expect(announce.event.amftraceid).toBe(task.contextId);
-    const finals = terminalEventsFor(mesh, meta.amf.task_id);
+    const finals = terminalEventsFor(mesh, meta.amf.taskId);
     expect(finals.map((e) => e.event.type)).toEqual(['amf.result.final']);
   });
 
@@ -150,9 +159,7 @@ describe('SendMessage into the mesh', () => {
     expect(a.contextId).toBe(contextId);
     expect(b.contextId).toBe(contextId);
     expect(a.id).not.toBe(b.id);
-    const traces = [a, b].map(
-      (t) => (t.artifacts[0]!.metadata as { amf: { trace_id: string } }).amf.trace_id,
-    );
+    const traces = [a, b].map((t) => (t.artifacts[0]!.metadata as { amf: { traceId: string } }).amf.traceId);
     expect(traces).toEqual([contextId, contextId]);
   });
 
@@ -160,14 +167,14 @@ describe('SendMessage into the mesh', () => {
     const byIntent = (await client.sendMessage(
       textMessage('intent routed', { metadata: { intent: 'echo the text back' } }),
     )) as Task;
-    expect((byIntent.metadata as { amf: { tag: string; routed_via: string } }).amf).toMatchObject({
+    expect((byIntent.metadata as { amf: { tag: string; routedVia: string } }).amf).toMatchObject({
       tag: 'echo',
-      routed_via: 'intent',
+      routedVia: 'intent',
     });
     const bySkill = (await client.sendMessage(textMessage('please echo this text'))) as Task;
-    expect((bySkill.metadata as { amf: { tag: string; routed_via: string } }).amf).toMatchObject({
+    expect((bySkill.metadata as { amf: { tag: string; routedVia: string } }).amf).toMatchObject({
       tag: 'echo',
-      routed_via: 'skill',
+      routedVia: 'skill',
     });
     expect(artifactText(bySkill)).toBe('please echo this text');
   });
@@ -192,9 +199,9 @@ describe('SendMessage into the mesh', () => {
     ];
     const task = (await client.sendMessage(request)) as Task;
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    expect((task.metadata as { amf: { tag: string; routed_via: string } }).amf).toMatchObject({
+    expect((task.metadata as { amf: { tag: string; routedVia: string } }).amf).toMatchObject({
       tag: 'echo',
-      routed_via: 'amp',
+      routedVia: 'amp',
     });
     expect(artifactText(task)).toBe('echo this text back');
     const artifact = task.artifacts[0]!;

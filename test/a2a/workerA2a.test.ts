@@ -3,6 +3,7 @@
  * and streaming answered by its own handler, the same claim/partial/final events on NATS as a mesh
  * task (with the A2A task id), CancelTask aborting the handler, and `POST /tasks/send` doing the same.
  */
+import { amfCardBlock } from '../../src/util/amfCardBlock.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
@@ -43,7 +44,7 @@ describe('worker agent card', () => {
       );
       expect(card.capabilities).toMatchObject({ streaming: true, pushNotifications: false });
       expect((card.skills as Array<{ id: string }>).map((s) => s.id)).toEqual(['echo', 'say']);
-      expect(card['x-amf']).toMatchObject({
+      expect(amfCardBlock(card)).toMatchObject({
         agent_id: echo.worker.agentId,
         role: 'worker',
         capability_tags: ['echo', 'say'],
@@ -51,7 +52,7 @@ describe('worker agent card', () => {
         read_only: true,
       });
       // Only coordinators publish the NATS URL (LOCKED #2).
-      expect(card['x-amf']).not.toHaveProperty('nats_url');
+      expect(amfCardBlock(card)).not.toHaveProperty('nats_url');
     },
   );
 });
@@ -63,7 +64,7 @@ describe('SendMessage to a worker', () => {
     )) as Task;
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(artifactText(task)).toBe('direct hello');
-    expect(task.metadata).toMatchObject({ amf: { tag: 'say', agent_id: echo.worker.agentId } });
+    expect(task.metadata).toMatchObject({ amf: { tag: 'say', agentId: echo.worker.agentId } });
     const final = await mesh.waitForEvent(
       (e) => e.event.type === 'amf.result.final' && e.event.amftaskid === task.id,
       10_000,

@@ -204,6 +204,11 @@ describe('specialist', () => {
     await expectPublishRefused(spec, 'amf.task.announce.x', 'amf.task.claim');
   });
 
+  it('cannot publish amf.task.input (only a coordinator hands a task its follow-up)', async () => {
+    const spec = await nats.connect('specialist');
+    await expectPublishRefused(spec, 'amf.task.input', 'amf.task.claim');
+  });
+
   it('cannot use JetStream or write KV', async () => {
     const spec = await nats.connect('specialist');
     // A refused request fails at once: nats.js wraps the violation in a RequestError.

@@ -3,6 +3,7 @@
  * federated `/mcp` lists it under its namespaced wire name while the agent is admitted, forwards
  * calls with an OPA decision, warns on plaintext calls and audits every call.
  */
+import { amfCardBlock } from '../../src/util/amfCardBlock.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -46,10 +47,8 @@ describe('worker /mcp', () => {
     const record = w.worker.agentRecord();
     expect(record.mcp_endpoint).toBe(`${w.url}/mcp`);
     expect(record.protocols_supported).toContain('MCP/2025-11-25');
-    const card = (await (await fetch(`${w.url}/.well-known/agent-card.json`)).json()) as {
-      'x-amf': { mcp_endpoint: string };
-    };
-    expect(card['x-amf'].mcp_endpoint).toBe(`${w.url}/mcp`);
+    const card: unknown = await (await fetch(`${w.url}/.well-known/agent-card.json`)).json();
+    expect(amfCardBlock(card)?.mcp_endpoint).toBe(`${w.url}/mcp`);
     const client = await connect(`${w.url}/mcp`);
     try {
       const { tools } = await client.listTools();

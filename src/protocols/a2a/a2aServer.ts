@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { SendMessageRequest, StreamResponse, Task, Message } from '@a2a-js/sdk';
+import type { GetTaskRequest, SendMessageRequest, StreamResponse, Task, Message } from '@a2a-js/sdk';
 import {
   DefaultRequestHandler,
   ResultManager,
@@ -18,7 +18,13 @@ import {
   type TaskStore,
 } from '@a2a-js/sdk/server';
 import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
-import { A2AError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import {
+  A2AError,
+  ContentTypeNotSupportedError,
+  RequestMalformedError,
+  toRestErrorBody,
+  UnsupportedOperationError,
+} from '@a2a-js/sdk/errors';
 import { AmfError, toAmfError } from '../../errors.js';
 import { decodePathSegment, readBody, sendJson, type Router } from '../../http/httpKit.js';
 import {
@@ -29,7 +35,7 @@ import {
 } from '../../http/wireErrors.js';
 import { A2A_JSONRPC_PATH, A2A_REST_PATH, supportedInterfaces, toSdkAgentCard } from './agentCards.js';
 import type { BoundedTaskStore } from './boundedTaskStore.js';
-import { isTerminalTaskState } from './messageParts.js';
+import { isTerminalTaskState, messageInput } from './messageParts.js';
 
 /**
  * Keeps the store current for a task's whole life. The SDK persists events only while the request
@@ -63,6 +69,14 @@ export interface A2aServerOptions {
   maxBodyBytes: number;
   /** Checks a new message before a task exists (routing); throws an A2A error to refuse it. */
   admit?: (params: SendMessageRequest, context: ServerCallContext) => void;
+  /** True when the running task `taskId` waits for the requester's next message. */
+  awaitsInput: (taskId: string) => boolean;
+}
+
+/** historyLength counts messages: a negative one is a malformed request, not "no limit". */
+function checkHistoryLength(value: number | undefined): void {
+  if (value !== undefined && value < 0)
+    throw new RequestMalformedError(`historyLength must be 0 or more, not ${value}`);
 }
 
 /** The SDK's request handler with AMF's admission checks in front of new messages. */
@@ -80,7 +94,19 @@ class AmfRequestHandler extends DefaultRequestHandler {
       }),
       opts.store,
       opts.executor,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      // A part whose media type is not in the card's defaultInputModes is ContentTypeNotSupportedError.
+      { validateInputModes: true },
     );
+  }
+
+  override async getTask(params: GetTaskRequest, context: ServerCallContext): Promise<Task> {
+    checkHistoryLength(params.historyLength);
+    return super.getTask(params, context);
   }
 
   override async getAgentCard() {
@@ -88,14 +114,19 @@ class AmfRequestHandler extends DefaultRequestHandler {
   }
 
   private async check(params: SendMessageRequest, context: ServerCallContext): Promise<void> {
+    checkHistoryLength(params.configuration?.historyLength);
     const taskId = params.message?.taskId;
     if (taskId) {
       const existing = await this.opts.store.load(taskId);
-      // Unknown and finished tasks get the SDK's own errors; a running mesh task takes no new input.
-      if (existing && !isTerminalTaskState(existing.status?.state))
-        throw new UnsupportedOperationError(
-          `task ${taskId} is running on the mesh and takes no follow-up messages; send a new message (same contextId to continue the conversation)`,
-        );
+      // Unknown and finished tasks get the SDK's own errors; a running task takes a message only
+      // while its handler waits for input (input-required).
+      if (existing && !isTerminalTaskState(existing.status?.state)) {
+        if (!this.opts.awaitsInput(taskId))
+          throw new UnsupportedOperationError(
+            `task ${taskId} is working and takes a follow-up message only when it is input-required; send a new message (same contextId to continue the conversation)`,
+          );
+        if (params.message) messageInput(params.message);
+      }
       return;
     }
     if (!this.opts.store.hasRoomForNewTask())
@@ -123,26 +154,84 @@ class AmfRequestHandler extends DefaultRequestHandler {
   }
 }
 
+/** `POST /a2a` and `POST /a2a/` (clients differ on the slash; both are the JSON-RPC endpoint). */
 function isJsonRpcPath(pathname: string): boolean {
-  return pathname === A2A_JSONRPC_PATH;
+  return pathname === A2A_JSONRPC_PATH || pathname === `${A2A_JSONRPC_PATH}/`;
 }
+
+/** The media type of a request (lower case, no parameters); undefined when there is no header. */
+function mediaTypeOf(req: IncomingMessage): string | undefined {
+  const raw = req.headers['content-type'];
+  return raw === undefined ? undefined : raw.split(';', 1)[0]!.trim().toLowerCase();
+}
+
+/** Media types the HTTP+JSON binding takes (A2A 1.0 section 11 uses application/json). */
+const REST_MEDIA_TYPES: ReadonlySet<string> = new Set(['application/json', 'application/a2a+json']);
 
 /** A JSON-RPC 2.0 error response (the SDK's own errors share this shape). */
 function sendJsonRpcError(res: ServerResponse, httpStatus: number, err: AmfError, code?: number): void {
   sendJson(res, httpStatus, jsonRpcErrorBody(err, code === undefined ? {} : { code }));
 }
 
-/** A google.rpc.Status body, as the HTTP+JSON binding requires for errors. */
+/** A google.rpc.Status body (AIP-193), as the HTTP+JSON binding requires for errors. */
 function sendRestError(res: ServerResponse, err: AmfError, reason?: string): void {
-  sendJson(res, httpStatusFor(err.code), googleRpcStatusBody(err, reason), {
-    'content-type': 'application/a2a+json',
+  sendJson(res, httpStatusFor(err.code), googleRpcStatusBody(err, reason));
+}
+
+/** An A2A error of the HTTP+JSON binding, at the status A2A 1.0 section 5.4 gives it. */
+function sendRestA2aError(res: ServerResponse, err: A2AError, status: number): void {
+  sendJson(res, status, toRestErrorBody(err, status));
+}
+
+/**
+ * Brings the SDK's HTTP+JSON answers in line with A2A 1.0: responses are `application/json`
+ * (section 11.4; the SDK says `application/a2a+json`), and ContentTypeNotSupportedError is HTTP 415
+ * (section 5.4; the SDK answers 400). Both are decided when the response is written.
+ */
+function conformRestResponse(res: ServerResponse): void {
+  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.end = ((...args: unknown[]) => {
+    if (!res.headersSent) {
+      const type = res.getHeader('content-type');
+      if (typeof type === 'string' && type.startsWith('application/a2a+json'))
+        res.setHeader('content-type', 'application/json; charset=utf-8');
+      const chunk = args[0];
+      if (res.statusCode === 400 && (typeof chunk === 'string' || Buffer.isBuffer(chunk)))
+        if (String(chunk).includes('"CONTENT_TYPE_NOT_SUPPORTED"')) res.statusCode = 415;
+    }
+    return end(...args);
+  }) as ServerResponse['end'];
+}
+
+/** An Express app for one binding: the SDK's router, then protocol-shaped 404s and errors. */
+function protocolApp(handler: express.RequestHandler, jsonRpc: boolean): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(handler);
+  app.use((req: Request, res: Response) => {
+    const e = new AmfError('NOT_FOUND', `no A2A route for ${req.method} ${req.originalUrl}`);
+    if (jsonRpc) sendJsonRpcError(res, 404, e);
+    else sendRestError(res, e);
   });
+  // Anything the SDK's routers pass on (it maps its own errors itself) ends protocol-shaped here.
+  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    // An error the SDK did not map is ours to answer as internal, whatever its code.
+    const e = new AmfError('INTERNAL', toAmfError(err).message, undefined, { cause: err });
+    if (jsonRpc) sendJsonRpcError(res, 200, e);
+    else sendRestError(res, e);
+  });
+  return app;
 }
 
 /** The A2A endpoints of one agent (coordinator or worker). */
 export class A2aServer {
   readonly requestHandler: DefaultRequestHandler;
-  private readonly app: express.Express;
+  private readonly jsonRpcApp: express.Express;
+  private readonly restApp: express.Express;
 
   constructor(private readonly opts: A2aServerOptions) {
     this.requestHandler = new AmfRequestHandler(opts);
@@ -151,31 +240,15 @@ export class A2aServer {
       userBuilder: UserBuilder.noAuthentication,
       legacyCompat: { enabled: true },
     };
-    const app = express();
-    app.disable('x-powered-by');
-    app.use(A2A_JSONRPC_PATH, jsonRpcHandler(common));
-    app.use(A2A_REST_PATH, restHandler(common));
-    app.use((req: Request, res: Response) =>
-      sendRestError(res, new AmfError('NOT_FOUND', `no A2A route for ${req.method} ${req.path}`)),
-    );
-    // Anything the SDK's routers pass on (it maps its own errors itself) ends protocol-shaped here.
-    app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
-      if (res.headersSent) {
-        res.end();
-        return;
-      }
-      // An error the SDK did not map is ours to answer as internal, whatever its code.
-      const e = new AmfError('INTERNAL', toAmfError(err).message, undefined, { cause: err });
-      if (isJsonRpcPath(req.path)) sendJsonRpcError(res, 200, e);
-      else sendRestError(res, e);
-    });
-    this.app = app;
+    this.jsonRpcApp = protocolApp(jsonRpcHandler(common), true);
+    this.restApp = protocolApp(restHandler(common), false);
   }
 
   /** Registers `POST /a2a` and the `/a2a/rest/` tree on `router`. */
   register(router: Router): void {
     const handle = (req: IncomingMessage, res: ServerResponse, url: URL) => this.handle(req, res, url);
     router.on('POST', A2A_JSONRPC_PATH, handle);
+    router.on('POST', `${A2A_JSONRPC_PATH}/`, handle);
     for (const method of ['GET', 'POST', 'DELETE']) router.onPrefix(method, `${A2A_REST_PATH}/`, handle);
   }
 
@@ -193,7 +266,21 @@ export class A2aServer {
         return;
       }
     }
+    if (!jsonRpc) conformRestResponse(res);
     if (req.method === 'POST') {
+      const mediaType = mediaTypeOf(req);
+      // The content type is checked before the body is read: a body of another type is not parsed.
+      if (mediaType !== undefined && !jsonRpc && !REST_MEDIA_TYPES.has(mediaType)) {
+        req.resume();
+        sendRestA2aError(
+          res,
+          new ContentTypeNotSupportedError(
+            `Content-Type ${mediaType.slice(0, 100)} is not supported; send application/json`,
+          ),
+          415,
+        );
+        return;
+      }
       let body: Buffer;
       try {
         body = await readBody(req, this.opts.maxBodyBytes);
@@ -203,7 +290,10 @@ export class A2aServer {
         else sendRestError(res, e);
         return;
       }
-      if (body.length > 0) {
+      // A JSON-RPC body of another type is left unparsed: the SDK answers ContentTypeNotSupportedError.
+      const parse =
+        body.length > 0 && (!jsonRpc || mediaType === undefined || mediaType === 'application/json');
+      if (parse) {
         try {
           (req as IncomingMessage & { body?: unknown }).body = JSON.parse(body.toString('utf8'));
         } catch (err) {
@@ -217,9 +307,11 @@ export class A2aServer {
           else sendRestError(res, e, 'PARSE_ERROR');
           return;
         }
-      }
+      } else (req as IncomingMessage & { body?: unknown }).body = {};
     }
-    // The body is consumed, so the SDK's JSON parser skips it and uses req.body as set above.
-    this.app(req as Request, res as Response);
+    // The body is consumed, so the SDK's JSON parser skips it and uses req.body as set above. Each
+    // binding has its own app, mounted at its root, so /a2a/rest/* never reaches the JSON-RPC handler.
+    req.url = jsonRpc ? '/' : url.pathname.slice(A2A_REST_PATH.length) + url.search;
+    (jsonRpc ? this.jsonRpcApp : this.restApp)(req as Request, res as Response);
   }
 }

@@ -1,13 +1,20 @@
 /**
- * A2A agent cards of the coordinator and of workers. One JSON document serves A2A 1.0 clients
- * (`supportedInterfaces`, `capabilities.extensions`) and A2A 0.3 clients (`url`, `preferredTransport`,
- * `protocolVersion`, `additionalInterfaces`), so both well-known paths can return the same card.
+ * A2A agent cards of the coordinator and of workers: a strict A2A 1.0 card at
+ * `/.well-known/agent-card.json` (AMF's mesh facts as an extension's params, src/util/amfCardBlock.ts)
+ * and, for A2A 0.3 readers at `/.well-known/agent.json`, the same card with the 0.3 fields and
+ * a top-level `x-amf` added (legacyAgentCard).
  */
 import { AgentCard as SdkAgentCard } from '@a2a-js/sdk';
 import type { Coordinator } from '../../coordinator/coordinator.js';
 import type { MeshWorker } from '../../worker/meshWorker.js';
 import type { WorkerHandler } from '../../worker/handlerApi.js';
 import { VERSION } from '../../version.js';
+import { AMF_CARD_EXTENSION_URI, withAmfBlock } from '../../util/amfCardBlock.js';
+
+export { AMF_CARD_EXTENSION_URI };
+
+/** Media types of message parts AMF agents take (others are ContentTypeNotSupportedError). */
+export const INPUT_MODES = ['text/plain', 'application/json'] as const;
 
 /** JSON-RPC binding path (both protocol versions; the `A2A-Version` header picks one). */
 export const A2A_JSONRPC_PATH = '/a2a';
@@ -72,21 +79,38 @@ function buildCard(core: CardCore): Record<string, unknown> {
           required: false,
           params: { amp: '1.0' },
         },
+        {
+          uri: AMF_CARD_EXTENSION_URI,
+          description: 'AMF mesh facts: agent id, trust domain, role, and where its mesh is reached',
+          required: false,
+          params: {
+            ...core.xAmf,
+            push: { a2a_push_notifications: false, canonical: 'nats', note: PUSH_NOTE },
+            a2a: { jsonrpc: base + A2A_JSONRPC_PATH, http_json: base + A2A_REST_PATH },
+          },
+        },
       ],
     },
-    defaultInputModes: ['text/plain', 'application/json'],
+    defaultInputModes: [...INPUT_MODES],
     defaultOutputModes: ['text/plain', 'application/json'],
-    skills: core.skills.map((s) => ({ ...s, inputModes: ['text/plain'], outputModes: ['text/plain'] })),
-    // The same card read by A2A 0.3 clients: they look at these fields and ignore the ones above.
-    url: base + A2A_JSONRPC_PATH,
-    preferredTransport: 'JSONRPC',
+    skills: core.skills.map((s) => ({ ...s, inputModes: [...INPUT_MODES], outputModes: ['text/plain'] })),
+  };
+}
+
+/**
+ * The same card for A2A 0.3 readers (`/.well-known/agent.json`): the 1.0 card plus the 0.3 fields
+ * (`url`, `preferredTransport`, `protocolVersion`, `additionalInterfaces`) and the mesh facts as a
+ * top-level `x-amf`, where AMF agents before the strict 1.0 card looked for them.
+ */
+export function legacyAgentCard(card: Record<string, unknown>): Record<string, unknown> {
+  const interfaces = (card.supportedInterfaces ?? []) as Array<Record<string, string>>;
+  const jsonRpc = interfaces.find((i) => i.protocolBinding === 'JSONRPC')?.url;
+  const rest = interfaces.find((i) => i.protocolBinding === 'HTTP+JSON')?.url;
+  return {
+    ...withAmfBlock(card),
+    ...(jsonRpc ? { url: jsonRpc, preferredTransport: 'JSONRPC' } : {}),
     protocolVersion: '0.3.0',
-    additionalInterfaces: [{ url: base + A2A_REST_PATH, transport: 'HTTP+JSON' }],
-    'x-amf': {
-      ...core.xAmf,
-      push: { a2a_push_notifications: false, canonical: 'nats', note: PUSH_NOTE },
-      a2a: { jsonrpc: base + A2A_JSONRPC_PATH, http_json: base + A2A_REST_PATH },
-    },
+    ...(rest ? { additionalInterfaces: [{ url: rest, transport: 'HTTP+JSON' }] } : {}),
   };
 }
 
@@ -111,7 +135,7 @@ function meshSkills(coordinator: Coordinator): CardSkill[] {
   }));
 }
 
-/** The coordinator's A2A agent card (with `x-amf.nats_url`: coordinators publish it, LOCKED #2). */
+/** The coordinator's A2A agent card (its AMF extension has `nats_url`: coordinators publish it, LOCKED #2). */
 export function coordinatorAgentCard(coordinator: Coordinator, url: string): Record<string, unknown> {
   return buildCard({
     name: 'amf-coordinator',

@@ -1,12 +1,13 @@
 /**
  * The coordinator as an A2A agent: each A2A task becomes one mesh task, dispatched through the
  * TaskDispatcher like an OpenAI request, and its A2A state follows the AMF lifecycle —
- * announced → submitted, claimed/progress → working, blocked → input-required, final → completed,
- * failed/expired → failed, cancel → canceled. The A2A `contextId` is the mesh trace (`amftraceid`):
- * one conversation, one trace. A cancel reaches the worker as `amf.task.cancel` (the lifecycle).
+ * announced → submitted, claimed/progress → working, blocked → input-required, final → completed
+ * (or a Message, when the handler answers with one), failed/expired → failed (rejected when the
+ * handler rejected it), cancel → canceled. A follow-up message to an input-required task goes to the
+ * worker holding it (`amf.task.input`). The A2A `contextId` is the mesh trace (`amftraceid`): one
+ * conversation, one trace. A cancel reaches the worker as `amf.task.cancel` (the lifecycle).
  */
-import { randomUUID } from 'node:crypto';
-import { TaskState } from '@a2a-js/sdk';
+import { TaskState, type SendMessageRequest } from '@a2a-js/sdk';
 import {
   AgentEvent,
   type AgentExecutor,
@@ -15,23 +16,19 @@ import {
   type TaskStore,
   type ServerCallContext,
 } from '@a2a-js/sdk/server';
-import type { SendMessageRequest } from '@a2a-js/sdk';
+import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import type { AgentRegistry } from '../../registry/agentRegistry.js';
 import type { TaskDispatcher, TaskResult, TaskUpdate } from '../../coordinator/taskDispatcher.js';
 import type { TaskLifecycle } from '../../coordinator/taskLifecycle.js';
+import type { TaskInputMessage } from '../../coordinator/taskInput.js';
 import { toAmfError } from '../../errors.js';
+import { REJECTED_CODE } from '../../worker/handlerApi.js';
 import { ampOutcome } from '../amp/ampService.js';
 import { AMP_EXTENSION_URI } from './agentCards.js';
 import { persistTaskEvents, STREAMING_KEY } from './a2aServer.js';
-import {
-  chunkArtifact,
-  resultArtifact,
-  statusUpdate,
-  submittedTask,
-  traceIdForContext,
-  UUID_PATTERN,
-} from './messageParts.js';
+import { messageInput, resultArtifact, traceIdForContext, UUID_PATTERN } from './messageParts.js';
 import { routeA2aMessage, type A2aRoute } from './taskRouting.js';
+import { handlerArtifacts, TaskSession } from './taskSession.js';
 
 /** ServerCallContext.state key of the route chosen at admission. */
 const ROUTE_KEY = 'amf.a2a.route';
@@ -42,15 +39,14 @@ export interface CoordinatorExecutorOptions {
   lifecycle: TaskLifecycle;
   registry: AgentRegistry;
   requestTimeoutMs: number;
+  /** Hands a follow-up message to the worker holding a mesh task (src/coordinator/taskInput.ts). */
+  sendInput: (meshTaskId: string, message: TaskInputMessage) => void;
 }
 
 interface Running {
   controller: AbortController;
-  contextId: string;
+  session: TaskSession;
   meshTaskId?: string;
-  /** The task's `amf` metadata so far (a cancel's status update must carry it too). */
-  amf: Record<string, unknown>;
-  cancelled: boolean;
 }
 
 function now(): string {
@@ -67,6 +63,11 @@ export class CoordinatorExecutor implements AgentExecutor {
     context.state.set(ROUTE_KEY, routeA2aMessage(params, this.opts.registry));
   }
 
+  /** True when `a2aTaskId` runs here and waits for the requester's next message. */
+  awaitsInput(a2aTaskId: string): boolean {
+    return this.running.get(a2aTaskId)?.session.isAwaitingInput === true;
+  }
+
   /** The mesh task behind an A2A task while it runs (for tests and diagnostics). */
   meshTaskOf(a2aTaskId: string): string | undefined {
     return this.running.get(a2aTaskId)?.meshTaskId;
@@ -74,49 +75,43 @@ export class CoordinatorExecutor implements AgentExecutor {
 
   execute = async (rc: RequestContext, bus: ExecutionEventBus): Promise<void> => {
     const { taskId, contextId } = rc;
+    const existing = this.running.get(taskId);
+    if (existing) {
+      // A follow-up message to a task waiting for input (AmfRequestHandler admitted it).
+      const input = messageInput(rc.userMessage);
+      await existing.session.followUp({ ...input, messageId: rc.userMessage.messageId });
+      return;
+    }
     const route =
       (rc.context.state.get(ROUTE_KEY) as A2aRoute | undefined) ??
       routeA2aMessage(rc.request, this.opts.registry);
     const traceId = traceIdForContext(contextId);
     const streaming = rc.context.state.get(STREAMING_KEY) === true;
-    const amf: Record<string, unknown> = { tag: route.tag, routed_via: route.via, trace_id: traceId };
-    // A status update's metadata replaces the task's: each one carries everything known so far.
-    const status = (state: TaskState, text?: string, more?: Record<string, unknown>): void => {
-      Object.assign(amf, more);
-      bus.publish(AgentEvent.statusUpdate(statusUpdate(taskId, contextId, state, text, amf)));
-    };
-    const task = submittedTask(taskId, contextId, rc.userMessage, amf);
+    const amf: Record<string, unknown> = { tag: route.tag, routedVia: route.via, traceId };
     persistTaskEvents(bus, this.opts.store, rc.context, rc.userMessage);
-    bus.publish(AgentEvent.task(task));
-
-    const entry: Running = { controller: new AbortController(), contextId, amf, cancelled: false };
+    const entry: Running = { controller: new AbortController() } as Running;
+    const session = new TaskSession(taskId, contextId, bus, rc.userMessage, amf, (followUp) => {
+      if (!entry.meshTaskId) throw new UnsupportedOperationError(`task ${taskId} is not on the mesh yet`);
+      this.opts.sendInput(entry.meshTaskId, followUp);
+    });
+    entry.session = session;
     this.running.set(taskId, entry);
-    const artifactId = randomUUID();
-    let streamedChunks = 0;
+    // A non-blocking or streaming request shows the task at once; a blocking one when it must.
+    if (streaming || rc.request.configuration?.returnImmediately === true) session.show();
+
     const onUpdate = (u: TaskUpdate): void => {
-      if (entry.cancelled) return;
       switch (u.kind) {
         case 'claimed':
-          status(TaskState.TASK_STATE_WORKING, undefined, { agent_id: u.agentId });
+          session.working(undefined, { agentId: u.agentId });
           return;
         case 'progress':
-          status(TaskState.TASK_STATE_WORKING, u.message, { agent_id: u.agentId });
+          session.working(u.message, { agentId: u.agentId });
           return;
         case 'blocked':
-          status(TaskState.TASK_STATE_INPUT_REQUIRED, u.reason || 'the worker is blocked');
+          session.status(TaskState.TASK_STATE_INPUT_REQUIRED, u.reason || 'the worker needs input');
           return;
         case 'partial':
-          bus.publish(
-            AgentEvent.artifactUpdate({
-              taskId,
-              contextId,
-              artifact: chunkArtifact(artifactId, u.delta),
-              append: streamedChunks > 0,
-              lastChunk: false,
-              metadata: undefined,
-            }),
-          );
-          streamedChunks += 1;
+          session.chunk(u.delta);
           return;
       }
     };
@@ -130,46 +125,52 @@ export class CoordinatorExecutor implements AgentExecutor {
         timeoutMs: this.opts.requestTimeoutMs,
         signal: entry.controller.signal,
         traceId,
+        messageId: rc.userMessage.messageId,
         // One id for both: the A2A task is the mesh task (amftaskid must be a UUID, so others get a new one).
         ...(UUID_PATTERN.test(taskId) ? { taskId } : {}),
         ...(route.data ? { input: route.data } : {}),
         onAnnounced: (meshTaskId) => {
           entry.meshTaskId = meshTaskId;
-          // announced → submitted, now naming the mesh task.
-          status(TaskState.TASK_STATE_SUBMITTED, undefined, { task_id: meshTaskId });
+          Object.assign(amf, { taskId: meshTaskId });
+          // announced → submitted, now naming the mesh task (when the task is already shown).
+          if (session.isShown) session.status(TaskState.TASK_STATE_SUBMITTED);
         },
         onUpdate,
       });
     } catch (err) {
       this.running.delete(taskId);
-      if (entry.cancelled) return; // cancelTask published the canceled status
+      if (session.cancelled) return; // cancelTask published the canceled status
       const e = toAmfError(err);
-      status(TaskState.TASK_STATE_FAILED, e.message, {
-        code: e.code,
-        ...(e.details?.reason ? { reason: e.details.reason } : {}),
-      });
+      const reason = typeof e.details?.reason === 'string' ? e.details.reason : undefined;
+      const state = reason === REJECTED_CODE ? TaskState.TASK_STATE_REJECTED : TaskState.TASK_STATE_FAILED;
+      session.status(state, e.message, { code: e.code, ...(reason ? { reason } : {}) });
       return;
     }
     this.running.delete(taskId);
-    if (entry.cancelled) return;
-    bus.publish(
-      AgentEvent.artifactUpdate({
-        taskId,
-        contextId,
-        // Replaces the streamed chunks with the whole answer and its metadata.
-        artifact: this.finalArtifact(artifactId, result, route),
-        append: false,
-        lastChunk: true,
-        metadata: undefined,
-      }),
-    );
-    status(TaskState.TASK_STATE_COMPLETED, undefined, { agent_id: result.agentId, task_id: result.taskId });
+    if (session.cancelled) return;
+    this.finish(session, result, route);
   };
+
+  /** Publishes the answer: a Message when asked for and still possible, else artifacts and completed. */
+  private finish(session: TaskSession, result: TaskResult, route: A2aRoute): void {
+    const more = { agentId: result.agentId, taskId: result.taskId };
+    if (result.respondWith === 'message') {
+      if (session.answerWithMessage(result.text)) return;
+      session.status(TaskState.TASK_STATE_COMPLETED, result.text, more);
+      return;
+    }
+    const extra = handlerArtifacts(result.artifacts);
+    for (const artifact of extra) session.artifact(artifact);
+    // The answer text (and data) is the `result` artifact; an empty answer has none.
+    if (result.text !== '' || result.data)
+      session.artifact(this.finalArtifact(session.resultArtifactId, result, route));
+    session.status(TaskState.TASK_STATE_COMPLETED, undefined, more);
+  }
 
   private finalArtifact(artifactId: string, result: TaskResult, route: A2aRoute) {
     const metadata: Record<string, unknown> = {
       amfconfidence: Number.isFinite(result.confidence) ? result.confidence : null,
-      amf: { agent_id: result.agentId, task_id: result.taskId, trace_id: result.traceId, tag: route.tag },
+      amf: { agentId: result.agentId, taskId: result.taskId, traceId: result.traceId, tag: route.tag },
     };
     if (result.usage) metadata.usage = result.usage;
     const extensions: string[] = [];
@@ -183,20 +184,21 @@ export class CoordinatorExecutor implements AgentExecutor {
 
   cancelTask = async (taskId: string, bus: ExecutionEventBus): Promise<void> => {
     const entry = this.running.get(taskId);
-    if (entry && !entry.cancelled) {
-      entry.cancelled = true;
+    if (entry && !entry.session.cancelled) {
+      entry.session.cancelled = true;
       // The lifecycle tells the worker (amf.task.cancel) and ends the mesh task with one terminal
       // event; aborting afterwards only releases the dispatcher's wait.
       if (entry.meshTaskId)
         this.opts.lifecycle.cancel(entry.meshTaskId, 'task_cancelled', 'cancelled by the A2A client');
       entry.controller.abort();
     }
+    entry?.session.stopped();
     bus.publish(
       AgentEvent.statusUpdate({
         taskId,
-        contextId: entry?.contextId ?? '',
+        contextId: entry?.session.contextId ?? '',
         status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: now() },
-        metadata: { amf: { ...entry?.amf, cancelled_by: 'a2a_client' } },
+        metadata: { amf: { ...entry?.session.amf, cancelledBy: 'a2aClient' } },
       }),
     );
   };

@@ -3,6 +3,7 @@
  */
 import type { Coordinator } from '../../coordinator/coordinator.js';
 import type { MeshWorker } from '../../worker/meshWorker.js';
+import { sendTaskInput } from '../../coordinator/taskInput.js';
 import { A2aServer } from './a2aServer.js';
 import { coordinatorAgentCard, workerAgentCard, type WorkerCardOptions } from './agentCards.js';
 import { BoundedTaskStore } from './boundedTaskStore.js';
@@ -34,6 +35,7 @@ export function createCoordinatorA2a(coordinator: Coordinator, getUrl: () => str
     lifecycle: coordinator.lifecycle,
     registry: coordinator.registry,
     requestTimeoutMs: config.openai.requestTimeoutSeconds * 1000,
+    sendInput: (meshTaskId, message) => sendTaskInput(coordinator, meshTaskId, message),
   });
   const server = new A2aServer({
     card: () => coordinatorAgentCard(coordinator, getUrl()),
@@ -41,6 +43,7 @@ export function createCoordinatorA2a(coordinator: Coordinator, getUrl: () => str
     store,
     maxBodyBytes: config.openai.maxBodyBytes,
     admit: (params, context) => executor.admit(params, context),
+    awaitsInput: (taskId) => executor.awaitsInput(taskId),
   });
   return { server, executor, store };
 }
@@ -61,6 +64,7 @@ export function createWorkerA2a(
     store,
     maxBodyBytes,
     admit: (params) => executor.admit(params),
+    awaitsInput: (taskId) => executor.awaitsInput(taskId),
   });
   return { server, executor, store };
 }

@@ -1,10 +1,10 @@
 /**
  * A worker as an A2A agent: each A2A task runs the worker's own handler (MeshWorker.run), which
- * publishes the same claim, progress, partial and final events on NATS as a mesh task, with the A2A
- * task id, so the coordinator's UI sees direct work too. The capability is `metadata.tag` when it is
- * one of the worker's tags, else the worker's first tag.
+ * publishes the same claim, progress, blocked, partial and final events on NATS as a mesh task, with
+ * the A2A task id, so the coordinator's UI sees direct work too. The capability is `metadata.tag`
+ * when it is one of the worker's tags, else the worker's first tag. A handler that asks for input
+ * makes the task input-required; the next message with the task's id resumes the same handler.
  */
-import { randomUUID } from 'node:crypto';
 import { TaskState, type SendMessageRequest } from '@a2a-js/sdk';
 import {
   AgentEvent,
@@ -13,17 +13,13 @@ import {
   type RequestContext,
   type TaskStore,
 } from '@a2a-js/sdk/server';
-import { RequestMalformedError } from '@a2a-js/sdk/errors';
+import { RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import type { MeshWorker } from '../../worker/meshWorker.js';
+import { REJECTED_CODE } from '../../worker/handlerApi.js';
+import type { ResultArtifactPayload } from '../../events/payloads.js';
 import { persistTaskEvents, STREAMING_KEY } from './a2aServer.js';
-import {
-  chunkArtifact,
-  messageInput,
-  resultArtifact,
-  statusUpdate,
-  submittedTask,
-  traceIdForContext,
-} from './messageParts.js';
+import { messageInput, resultArtifact, traceIdForContext } from './messageParts.js';
+import { handlerArtifacts, TaskSession } from './taskSession.js';
 
 export interface WorkerExecutorOptions {
   /** The A2A task store, kept current by the executor for the task's whole life. */
@@ -34,10 +30,7 @@ export interface WorkerExecutorOptions {
 
 interface Running {
   controller: AbortController;
-  contextId: string;
-  /** The task's `amf` metadata (a cancel's status update must carry it too). */
-  amf: Record<string, unknown>;
-  cancelled: boolean;
+  session: TaskSession;
 }
 
 function now(): string {
@@ -66,27 +59,37 @@ export class WorkerExecutor implements AgentExecutor {
     if (params.message) messageInput(params.message);
   }
 
+  /** True when `taskId` runs here and its handler waits for the requester's next message. */
+  awaitsInput(taskId: string): boolean {
+    return this.running.get(taskId)?.session.isAwaitingInput === true;
+  }
+
   execute = async (rc: RequestContext, bus: ExecutionEventBus): Promise<void> => {
     const { taskId, contextId } = rc;
+    const existing = this.running.get(taskId);
+    if (existing) {
+      // A follow-up message to a task waiting for input (AmfRequestHandler admitted it).
+      const input = messageInput(rc.userMessage);
+      await existing.session.followUp({ ...input, messageId: rc.userMessage.messageId });
+      return;
+    }
     const tag = this.tagFor(rc.request);
     const input = messageInput(rc.userMessage);
     const streaming = rc.context.state.get(STREAMING_KEY) === true;
     const traceId = traceIdForContext(contextId);
     const worker = this.opts.worker();
-    const amf: Record<string, unknown> = { tag, trace_id: traceId, agent_id: worker.agentId };
-    // A status update's metadata replaces the task's: each one carries everything known so far.
-    const status = (state: TaskState, text?: string, more?: Record<string, unknown>) =>
-      bus.publish(
-        AgentEvent.statusUpdate(statusUpdate(taskId, contextId, state, text, Object.assign(amf, more))),
-      );
-    const task = submittedTask(taskId, contextId, rc.userMessage, amf);
+    const amf: Record<string, unknown> = { tag, traceId, agentId: worker.agentId };
     persistTaskEvents(bus, this.opts.store, rc.context, rc.userMessage);
-    bus.publish(AgentEvent.task(task));
-    const entry: Running = { controller: new AbortController(), contextId, amf, cancelled: false };
+    const session = new TaskSession(taskId, contextId, bus, rc.userMessage, amf, (followUp) => {
+      if (!worker.provideInput(taskId, followUp))
+        throw new UnsupportedOperationError(`task ${taskId} is not waiting for input`);
+    });
+    const entry: Running = { controller: new AbortController(), session };
     this.running.set(taskId, entry);
-    status(TaskState.TASK_STATE_WORKING);
-    const artifactId = randomUUID();
-    let chunks = 0;
+    if (streaming || rc.request.configuration?.returnImmediately === true) {
+      session.show();
+      session.working();
+    }
     const outcome = await worker
       .run(
         {
@@ -97,66 +100,57 @@ export class WorkerExecutor implements AgentExecutor {
           messages: [{ role: 'user', content: input.text }],
           stream: streaming,
           attempt: 1,
+          messageId: rc.userMessage.messageId,
           ...(input.data ? { input: input.data } : {}),
         },
         {
           origin: 'direct',
           signal: entry.controller.signal,
-          onChunk: (delta) => {
-            if (entry.cancelled) return;
-            bus.publish(
-              AgentEvent.artifactUpdate({
-                taskId,
-                contextId,
-                artifact: chunkArtifact(artifactId, delta),
-                append: chunks > 0,
-                lastChunk: false,
-                metadata: undefined,
-              }),
-            );
-            chunks += 1;
-          },
-          onProgress: (message) => {
-            if (!entry.cancelled) status(TaskState.TASK_STATE_WORKING, message);
-          },
+          onChunk: (delta) => session.chunk(delta),
+          onProgress: (message) => session.working(message),
+          onInputRequired: (prompt) => session.status(TaskState.TASK_STATE_INPUT_REQUIRED, prompt),
         },
       )
       .finally(() => this.running.delete(taskId));
-    if (entry.cancelled) return; // cancelTask published the canceled status
+    if (session.cancelled) return; // cancelTask published the canceled status
     if (!outcome.ok) {
-      status(TaskState.TASK_STATE_FAILED, outcome.message, { code: outcome.code });
+      const state =
+        outcome.code === REJECTED_CODE ? TaskState.TASK_STATE_REJECTED : TaskState.TASK_STATE_FAILED;
+      session.status(state, outcome.message, { code: outcome.code });
       return;
     }
     const { result } = outcome;
-    bus.publish(
-      AgentEvent.artifactUpdate({
-        taskId,
-        contextId,
-        artifact: resultArtifact(artifactId, result.text, result.data, {
+    if (result.respondWith === 'message') {
+      if (!session.answerWithMessage(result.text))
+        session.status(TaskState.TASK_STATE_COMPLETED, result.text);
+      return;
+    }
+    const extra = handlerArtifacts(result.artifacts as ResultArtifactPayload[] | undefined);
+    for (const artifact of extra) session.artifact(artifact);
+    if (result.text !== '' || result.data)
+      session.artifact(
+        resultArtifact(session.resultArtifactId, result.text, result.data, {
           ...(result.confidence !== undefined ? { amfconfidence: result.confidence } : {}),
-          amf: { agent_id: worker.agentId, task_id: taskId, trace_id: traceId, tag },
+          amf: { agentId: worker.agentId, taskId, traceId, tag },
           ...(result.usage ? { usage: result.usage } : {}),
         }),
-        append: false,
-        lastChunk: true,
-        metadata: undefined,
-      }),
-    );
-    status(TaskState.TASK_STATE_COMPLETED);
+      );
+    session.status(TaskState.TASK_STATE_COMPLETED);
   };
 
   cancelTask = async (taskId: string, bus: ExecutionEventBus): Promise<void> => {
     const entry = this.running.get(taskId);
-    if (entry && !entry.cancelled) {
-      entry.cancelled = true;
+    if (entry && !entry.session.cancelled) {
+      entry.session.cancelled = true;
       entry.controller.abort(); // the handler's signal; the worker publishes the failed final on NATS
     }
+    entry?.session.stopped();
     bus.publish(
       AgentEvent.statusUpdate({
         taskId,
-        contextId: entry?.contextId ?? '',
+        contextId: entry?.session.contextId ?? '',
         status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: now() },
-        metadata: { amf: { ...entry?.amf, cancelled_by: 'a2a_client' } },
+        metadata: { amf: { ...entry?.session.amf, cancelledBy: 'a2aClient' } },
       }),
     );
   };
