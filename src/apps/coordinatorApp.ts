@@ -4,9 +4,7 @@
  * cards, `/health` and the UI page itself.
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import { AmfError } from '../errors.js';
 import { Coordinator } from '../coordinator/coordinator.js';
 import type { AmfConfig } from '../config/config.js';
