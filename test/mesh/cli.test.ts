@@ -80,7 +80,11 @@ describe('amf CLI against a running mesh', () => {
   it('amf agents says why when no coordinator answers (exit 1)', async () => {
     const run = await amf(['agents', '--coordinator', 'http://127.0.0.1:1']);
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/ECONNREFUSED 127\.0\.0\.1:1/);
+    // Names the URL it could not reach, why, and what to do.
+    expect(run.stderr).toMatch(
+      /cannot reach the coordinator at http:\/\/127\.0\.0\.1:1 \(connection refused\)/,
+    );
+    expect(run.stderr).toMatch(/amf up/);
   });
 
   it('amf agents --json prints parseable JSON', async () => {
