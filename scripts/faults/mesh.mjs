@@ -84,7 +84,8 @@ export async function startWorker(run, { name, coordinatorUrl, dataDir, sleepMs 
   });
   run.track(proc);
   try {
-    await proc.waitFor(/AMF worker \S+ serving/, 30_000);
+    // Joining waits for admission (watcher, policy, a NATS user for its key): slow on a loaded machine.
+    await proc.waitFor(/AMF worker \S+ serving/, 90_000);
     return proc;
   } catch (err) {
     await proc.kill();

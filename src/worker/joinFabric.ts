@@ -4,7 +4,7 @@
  * granted its key a NATS user, then connects as that user. Admission takes as long as the watcher
  * and policy take; an agent that is denied never gets a user, and says so when it gives up.
  */
-import type { NatsConnection } from '@nats-io/transport-node';
+import { errors, type NatsConnection } from '@nats-io/transport-node';
 import type { AmfEvent } from '../events/cloudEvent.js';
 import { connectAsAgent, NatsAuthError, RECONNECT_FOREVER, type AgentNkey } from '../fabric/connect.js';
 import { EventBus } from '../fabric/eventBus.js';
@@ -45,7 +45,9 @@ export async function joinFabric(opts: JoinFabricOptions): Promise<NatsConnectio
         maxReconnectAttempts: -1,
       });
     } catch (err) {
-      if (!(err instanceof NatsAuthError)) throw err;
+      // Not granted yet, or a dial that did not finish (a loaded machine, a server reloading its
+      // users): both are worth another heartbeat and try until the deadline.
+      if (!(err instanceof NatsAuthError) && !isPassingDialFailure(err)) throw err;
     }
     if (Date.now() > deadline)
       throw new AmfError(
@@ -55,4 +57,8 @@ export async function joinFabric(opts: JoinFabricOptions): Promise<NatsConnectio
       );
     await new Promise((resolve) => setTimeout(resolve, retryMs));
   }
+}
+
+function isPassingDialFailure(err: unknown): boolean {
+  return err instanceof errors.TimeoutError || err instanceof errors.ConnectionError;
 }
