@@ -9,7 +9,7 @@
 import { workConsumerName } from '../events/subjects.js';
 import { JOIN_USER, type RoleCredential } from './credentials.js';
 import { WORK_STREAM } from './jetstream.js';
-import type { RolePermissions } from './natsConfig.js';
+import { WORKER_DENIED_STATE, type RolePermissions } from './natsConfig.js';
 
 /** One admitted agent as the NATS server knows it: its nkey and the tags it may take work of. */
 export interface AgentUser {
@@ -23,22 +23,6 @@ export { JOIN_USER };
 export function agentInboxPrefix(nkey: string): string {
   return `_INBOX.${nkey}`;
 }
-
-/** Everything of JetStream, KV and object store an agent may not touch (see the allow list). */
-const AGENT_DENIED_STATE = [
-  '$KV.>',
-  '$O.>',
-  '$JS.API.STREAM.>',
-  '$JS.API.CONSUMER.CREATE.>',
-  '$JS.API.CONSUMER.DURABLE.>',
-  '$JS.API.CONSUMER.DELETE.>',
-  '$JS.API.CONSUMER.LIST.>',
-  '$JS.API.CONSUMER.NAMES.>',
-  '$JS.API.DIRECT.>',
-  '$JS.API.ACCOUNT.>',
-  '$JS.API.META.>',
-  '$JS.API.SERVER.>',
-] as const;
 
 /** The permissions of one admitted agent (pure: the tags decide the work consumers). */
 export function agentPermissions(user: AgentUser): RolePermissions {
@@ -68,7 +52,7 @@ export function agentPermissions(user: AgentUser): RolePermissions {
         'amf.internal.result.>',
         ...work,
       ],
-      deny: [...AGENT_DENIED_STATE],
+      deny: [...WORKER_DENIED_STATE],
     },
     subscribe: {
       allow: [

@@ -35,8 +35,11 @@ export function inboxPrefixFor(user: string): string {
 /** Subjects that reach JetStream, KV and object store: only the coordinator writes state. */
 const STATE_SUBJECTS = ['$JS.>', '$KV.>', '$O.>'] as const;
 
-/** Everything of JetStream, KV and object store a specialist may not touch (see its allow list). */
-const SPECIALIST_DENIED_STATE = [
+/**
+ * Everything of JetStream, KV and object store a worker may not touch, whether it connects as the
+ * legacy specialist or as its own agent user (see their allow lists).
+ */
+export const WORKER_DENIED_STATE = [
   '$KV.>',
   '$O.>',
   '$JS.API.STREAM.>',
@@ -93,7 +96,7 @@ export const ROLE_PERMISSIONS: Readonly<Record<NatsRole, RolePermissions>> = dee
         '_INBOX.>',
       ],
       // Deny wins over allow in nats-server, so JetStream is denied piecewise around the work queue.
-      deny: ['amf.task.announce', 'amf.task.announce.>', ...SPECIALIST_DENIED_STATE],
+      deny: ['amf.task.announce', 'amf.task.announce.>', ...WORKER_DENIED_STATE],
     },
     subscribe: {
       allow: [
