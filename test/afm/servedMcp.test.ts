@@ -211,6 +211,7 @@ describe('bad x-amf.mcp declarations', () => {
       file,
       [
         '---',
+        'description: "about ${arg:x}"',
         'x-amf:',
         '  tags: [bad]',
         '  mcp:',
@@ -233,12 +234,13 @@ describe('bad x-amf.mcp declarations', () => {
     const code = await validateCommand([file], { write: (s: string) => void out.push(s) }, {});
     expect(code).toBe(1);
     expect(out.join('').trimEnd().split('\n')).toEqual([
-      `${file}:8:15: file '../secret.md' is outside the AFM file's directory`,
-      `${file}:9:9: a resource needs exactly one of 'text' or 'file' (it has both)`,
-      `${file}:10:16: x-amf.mcp.resources[2].uri must be an absolute URI without spaces, e.g. docs://style-guide`,
-      `${file}:13:20: note: argument 'topic' is declared but the template never uses it`,
-      `${file}:14:27: \${arg:topc}: 'topc' is not one of this prompt's arguments (declare it under arguments)`,
-      `${file}:15:9: unknown key 'colour' in x-amf.mcp.prompts[0]; allowed keys: name, description, arguments, template`,
+      `${file}:2:21: \${arg:x}: arg variables are only allowed in the template of an x-amf.mcp prompt`,
+      `${file}:9:15: file '../secret.md' is outside the AFM file's directory`,
+      `${file}:10:9: a resource needs exactly one of 'text' or 'file' (it has both)`,
+      `${file}:11:16: x-amf.mcp.resources[2].uri must be an absolute URI without spaces, e.g. docs://style-guide`,
+      `${file}:14:20: note: argument 'topic' is declared but the template never uses it`,
+      `${file}:15:27: \${arg:topc}: 'topc' is not one of this prompt's arguments (declare it under arguments)`,
+      `${file}:16:9: unknown key 'colour' in x-amf.mcp.prompts[0]; allowed keys: name, description, arguments, template`,
     ]);
   });
 
