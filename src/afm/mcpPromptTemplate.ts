@@ -5,7 +5,7 @@
  */
 import { scanVariables } from './staticVariables.js';
 
-/** The `${arg:…}` references of a template, with their offsets (for line-numbered errors). */
+/** The `${arg:…}` references of a template, as written (the needle of a line-numbered error). */
 export function promptTemplateArguments(template: string): { name: string; source: string }[] {
   return scanVariables(template)
     .filter((ref) => ref.prefix === 'arg')
