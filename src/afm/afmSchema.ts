@@ -142,6 +142,73 @@ const mcpServer = {
   },
 } as const;
 
+const servedName = {
+  type: 'string',
+  pattern: '^[A-Za-z0-9_.-]{1,64}$',
+  hint: 'must be 1-64 characters of letters, digits, "_", "." or "-"',
+} as const;
+
+/** A resource the agent serves on its `/mcp` (exactly one of `text` / `file`: semanticChecks.ts). */
+const servedResource = {
+  type: 'object',
+  required: ['uri', 'name'],
+  additionalProperties: false,
+  properties: {
+    uri: {
+      type: 'string',
+      maxLength: 1024,
+      pattern: '^[A-Za-z][A-Za-z0-9+.-]*:[^\\s]+$',
+      hint: 'must be an absolute URI without spaces, e.g. docs://style-guide',
+    },
+    name: { type: 'string', minLength: 1, maxLength: 128 },
+    description: { type: 'string', maxLength: 4096 },
+    mimeType: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,63}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,63}$',
+      hint: 'must be a media type such as text/markdown',
+    },
+    text: { type: 'string', maxLength: 65536 },
+    file: { type: 'string', minLength: 1, maxLength: 1024 },
+  },
+} as const;
+
+/** A prompt the agent serves on its `/mcp`; `${arg:NAME}` in `template` is an argument. */
+const servedPrompt = {
+  type: 'object',
+  required: ['name', 'template'],
+  additionalProperties: false,
+  properties: {
+    name: servedName,
+    description: { type: 'string', maxLength: 4096 },
+    arguments: {
+      type: 'array',
+      maxItems: 32,
+      items: {
+        type: 'object',
+        required: ['name'],
+        additionalProperties: false,
+        properties: {
+          name: servedName,
+          description: { type: 'string', maxLength: 4096 },
+          required: { type: 'boolean' },
+        },
+      },
+    },
+    template: { type: 'string', minLength: 1, maxLength: 65536 },
+  },
+} as const;
+
+/** `x-amf.mcp`: what the agent serves over MCP besides its own tool. */
+const meshMcp = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    resources: { type: 'array', items: servedResource, maxItems: 64 },
+    prompts: { type: 'array', items: servedPrompt, maxItems: 64 },
+    reexport_servers: { type: 'boolean' },
+  },
+} as const;
+
 const meshOptions = {
   type: 'object',
   additionalProperties: false,
@@ -167,6 +234,7 @@ const meshOptions = {
       pattern: '^[A-Za-z0-9_.-]{1,64}$',
       hint: 'must be 1-64 characters of letters, digits, "_", "." or "-"',
     },
+    mcp: meshMcp,
   },
 } as const;
 

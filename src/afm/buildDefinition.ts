@@ -10,7 +10,10 @@ import {
   type AfmAuthentication,
   type AfmDefinition,
   type AfmInterface,
+  type AfmMcpPrompt,
+  type AfmMcpResource,
   type AfmMcpServer,
+  type AfmMcpServing,
   type AfmMcpTransport,
   type AfmSignature,
   type AfmSourceMap,
@@ -124,6 +127,52 @@ function toMcpServer(value: Obj): AfmMcpServer {
   }) as AfmMcpServer;
 }
 
+const MIME_BY_EXTENSION: Record<string, string> = {
+  '.md': 'text/markdown',
+  '.json': 'application/json',
+  '.yaml': 'application/yaml',
+  '.yml': 'application/yaml',
+  '.html': 'text/html',
+  '.csv': 'text/csv',
+};
+
+function toServedResource(value: Obj): AfmMcpResource {
+  const file = str(value.file);
+  const mimeType =
+    str(value.mimeType) ??
+    (file ? MIME_BY_EXTENSION[path.extname(file).toLowerCase()] : undefined) ??
+    'text/plain';
+  return defined({
+    uri: String(value.uri),
+    name: String(value.name),
+    description: str(value.description),
+    mimeType,
+    text: str(value.text),
+    file,
+  }) as AfmMcpResource;
+}
+
+function toServedPrompt(value: Obj): AfmMcpPrompt {
+  const args = Array.isArray(value.arguments) ? value.arguments.filter(isObj) : [];
+  return defined({
+    name: String(value.name),
+    description: str(value.description),
+    arguments: args.map((a) =>
+      defined({ name: String(a.name), description: str(a.description), required: a.required === true }),
+    ),
+    template: String(value.template),
+  }) as AfmMcpPrompt;
+}
+
+function toServing(value: unknown): AfmMcpServing {
+  const mcp = isObj(value) ? value : {};
+  return {
+    resources: Array.isArray(mcp.resources) ? mcp.resources.filter(isObj).map(toServedResource) : [],
+    prompts: Array.isArray(mcp.prompts) ? mcp.prompts.filter(isObj).map(toServedPrompt) : [],
+    reexport_servers: mcp.reexport_servers === true,
+  };
+}
+
 /** Inputs of buildDefinition: checked front matter, the two body sections, and the source map. */
 export interface DefinitionParts {
   readonly front: Obj;
@@ -179,6 +228,7 @@ export function buildDefinition({ front, role, instructions, source }: Definitio
       tags: Array.isArray(mesh.tags) ? mesh.tags.map(String) : [],
       trust: str(mesh.trust) ?? 'local',
       visibility: (str(mesh.visibility) ?? 'local') as AfmDefinition['x-amf']['visibility'],
+      mcp: toServing(mesh.mcp),
     },
     source,
   };

@@ -34,6 +34,7 @@ export interface AfmParseOptions {
 }
 
 const PROMPT_POINTER = /^\/interfaces\/(\d+)\/prompt$/;
+const MCP_PROMPT_POINTER = /^\/x-amf\/mcp\/prompts\/\d+\/template$/;
 
 /** Parses and validates AFM text that came from `file` (used for the default name and `file:` paths). */
 export function parseAfm(text: string, file: string, options: AfmParseOptions): AfmValidationResult {
@@ -222,7 +223,12 @@ function substituteScalars(doc: Document, sources: StaticSources, resolve: boole
     } else if (isScalar(node) && typeof node.value === 'string' && node.value.includes('${')) {
       const pointer = toPointer(segments);
       const prompt = PROMPT_POINTER.exec(pointer);
-      const context: VariableContext = prompt && webhookIndexes.has(Number(prompt[1])) ? 'prompt' : 'value';
+      const context: VariableContext =
+        prompt && webhookIndexes.has(Number(prompt[1]))
+          ? 'prompt'
+          : MCP_PROMPT_POINTER.test(pointer)
+            ? 'mcpPrompt'
+            : 'value';
       const result = substituteStatic(node.value, context, sources, resolve);
       for (const p of result.problems) report(pointer, p.severity, p.message, { needle: p.source });
       if (resolve) node.value = result.text;

@@ -6,6 +6,7 @@
  * data; every check guards its own types because the schema check may have failed elsewhere.
  */
 import { signatureSchemaProblem } from './schemaCheck.js';
+import { checkServedMcp } from './servedMcpChecks.js';
 import { scanWebhookTemplate } from './webhookTemplate.js';
 import { toPointer } from './yamlLocator.js';
 
@@ -214,6 +215,7 @@ function checkMcpServers(servers: unknown, report: Report): void {
 export function checkSemantics(front: Obj, report: Report): void {
   checkInterfaces(front.interfaces, report);
   if (isObj(front.tools)) checkMcpServers(front.tools.mcp, report);
+  checkServedMcp(front, report);
   if (isObj(front.model)) {
     checkUrl(front.model.url, '/model/url', 'model url', report);
     checkAuthentication(front.model.authentication, '/model/authentication', report);

@@ -24,10 +24,10 @@ export interface VariableRef {
 
 /**
  * Where a text comes from: a front-matter value, the webhook prompt (http variables stay for the
- * template), or the markdown body (unprefixed `${X}` and unknown prefixes stay literal there, since
+ * template), the template of a served MCP prompt (`arg:` variables stay), or the markdown body (unprefixed `${X}` and unknown prefixes stay literal there, since
  * instructions often show shell snippets).
  */
-export type VariableContext = 'value' | 'prompt' | 'body';
+export type VariableContext = 'value' | 'prompt' | 'mcpPrompt' | 'body';
 
 /** Where static values come from. */
 export interface StaticSources {
@@ -178,9 +178,9 @@ export function substituteStatic(
   resolve: boolean,
 ): Substitution {
   const problems: VariableProblem[] = [];
-  // The webhook template compiler handles `$${` itself; elsewhere it is resolved here.
+  // The template renderers handle `$${` themselves; elsewhere it is resolved here.
   const literal = (segment: string): string =>
-    context === 'prompt' ? segment : segment.replace(/\$\$\{/g, '${');
+    context === 'prompt' || context === 'mcpPrompt' ? segment : segment.replace(/\$\$\{/g, '${');
   let out = '';
   let last = 0;
   for (const ref of scanVariables(text)) {
@@ -196,6 +196,14 @@ export function substituteStatic(
         problem(
           'error',
           `${ref.source}: http variables are only allowed in the prompt of a webhook interface`,
+        );
+    } else if (ref.prefix === 'arg') {
+      keep = true;
+      // The body keeps unknown prefixes as text (see VariableContext).
+      if (context !== 'mcpPrompt' && context !== 'body')
+        problem(
+          'error',
+          `${ref.source}: arg variables are only allowed in the template of an x-amf.mcp prompt`,
         );
     } else if (ref.prefix === 'env' || (ref.prefix === '' && context !== 'body')) {
       envName = ref.name.trim();

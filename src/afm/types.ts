@@ -166,6 +166,42 @@ export interface AfmTools {
   readonly mcp: readonly AfmMcpServer[];
 }
 
+/** A resource the agent serves on its `/mcp`: inline `text`, or a `file` next to the AFM file. */
+export interface AfmMcpResource {
+  /** Absolute URI, e.g. `docs://style-guide`; unique within the file. */
+  readonly uri: string;
+  readonly name: string;
+  readonly description?: string;
+  /** Defaults: `text/plain` for `text`; for `file` by extension (`.md` → `text/markdown`, …). */
+  readonly mimeType: string;
+  readonly text?: string;
+  /** Relative to the AFM file's directory; read (at most 1 MiB) on every `resources/read`. */
+  readonly file?: string;
+}
+
+/** One argument of a served prompt; `required` defaults to false. */
+export interface AfmMcpPromptArgument {
+  readonly name: string;
+  readonly description?: string;
+  readonly required: boolean;
+}
+
+/** A prompt the agent serves on its `/mcp`; `${arg:NAME}` in `template` is replaced by an argument. */
+export interface AfmMcpPrompt {
+  readonly name: string;
+  readonly description?: string;
+  readonly arguments: readonly AfmMcpPromptArgument[];
+  readonly template: string;
+}
+
+/** `x-amf.mcp`: what the agent serves over MCP on its worker besides its own tool. */
+export interface AfmMcpServing {
+  readonly resources: readonly AfmMcpResource[];
+  readonly prompts: readonly AfmMcpPrompt[];
+  /** Also serve the tools, resources and prompts of `tools.mcp` (default false). */
+  readonly reexport_servers: boolean;
+}
+
 /**
  * AMF's extension block `x-amf` in the front matter: how the agent joins the mesh. Command-line flags
  * (`amf run --tags`) override it. Defaults: `tags` = `[]` (the runtime then derives one tag from the
@@ -179,6 +215,8 @@ export interface AfmMeshOptions {
   readonly visibility: Visibility;
   /** Short alias for MCP tool names, `[A-Za-z0-9_.-]{1,64}`; the coordinator decides if granted. */
   readonly tool_alias?: string;
+  /** Resources, prompts and re-exported servers served on the agent's `/mcp` (default: none). */
+  readonly mcp: AfmMcpServing;
 }
 
 /** Default `max_iterations` when the file gives none (the reference runtime's choice, see docs/afm.md). */

@@ -29,6 +29,11 @@ import { runConsoleChat } from '../afm/interfaces/consoleChat.js';
 import { loadAfmFile } from '../afm/index.js';
 import { createAgentRuntime } from '../afm/runtime/index.js';
 import { runtimeResponder } from '../afm/interfaces/runtimeResponder.js';
+import { servedMcpSurface } from '../afm/interfaces/servedMcp.js';
+import { connectedHubs } from '../afm/runtime/index.js';
+import type { McpClientHub } from '../mcpClient/mcpClientHub.js';
+import type { HandlerMcpSurface } from '../worker/handlerApi.js';
+import { mergeSurfaces, reexportSurface } from '../worker/reexportMcp.js';
 
 export interface RunAgentMeshOptions {
   natsUrl: string;
@@ -59,6 +64,11 @@ export interface RunAgentOptions {
   consoleStreams?: { input: Readable; output: Writable; interactive?: boolean };
   log?: Logger;
   websub?: AgentInterfacesOptions['websub'];
+  /**
+   * The agent's connected `tools.mcp` servers: re-exported on the worker's `/mcp` when the file
+   * sets `x-amf.mcp.reexport_servers` (startAfmAgent and `amf run` pass the runtime's).
+   */
+  mcpServers?: readonly McpClientHub[];
   /** Called once everything but the console runs (to print where the agent serves). */
   onReady?: (agent: RunningAgent) => void;
 }
@@ -101,6 +111,27 @@ export function meshTagsFor(def: AfmDefinition, explicit: string[] | undefined):
   return tags;
 }
 
+/**
+ * What the agent's worker serves on `/mcp` besides the agent's own tool: the file's `x-amf.mcp`
+ * resources and prompts and, when `reexport_servers` is on, its MCP servers; undefined for none.
+ */
+async function agentMcpSurface(
+  def: AfmDefinition,
+  servers: readonly McpClientHub[],
+  log: Logger | undefined,
+): Promise<HandlerMcpSurface | undefined> {
+  const parts = [await servedMcpSurface(def)];
+  if (def['x-amf'].mcp.reexport_servers)
+    for (const hub of servers)
+      parts.push(
+        await reexportSurface(hub, (server, err) =>
+          log?.warn({ server, err: (err as Error).message }, 'MCP server not re-exported'),
+        ),
+      );
+  const present = parts.filter((p): p is HandlerMcpSurface => p !== undefined);
+  return present.length > 0 ? mergeSurfaces(...present) : undefined;
+}
+
 /** Starts the agent; `close()` stops it in order (WebSub unsubscribe, console, worker drain, server). */
 export async function runAgent(opts: RunAgentOptions): Promise<RunningAgent> {
   const def = opts.definition;
@@ -121,16 +152,20 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunningAgent> {
   const port = opts.port ?? 8766;
   let server: Server | undefined;
   if (opts.mesh) {
+    const mcp = await agentMcpSurface(def, opts.mcpServers ?? [], opts.log);
     ref.worker = await startWorker({
       name: workerNameFor(def.name),
       tags,
-      handler: createMeshHandler({
-        // Also the MCP tool name, which must match [A-Za-z0-9_.-]{1,64}.
-        name: workerNameFor(def.name),
-        description: def.description,
-        responder: opts.responder,
-        signature: interfaces.chatSignature,
-      }),
+      handler: {
+        ...createMeshHandler({
+          // Also the MCP tool name, which must match [A-Za-z0-9_.-]{1,64}.
+          name: workerNameFor(def.name),
+          description: def.description,
+          responder: opts.responder,
+          signature: interfaces.chatSignature,
+        }),
+        ...(mcp ? { mcp } : {}),
+      },
       natsUrl: opts.mesh.natsUrl,
       ...meshAccessOf(opts.mesh),
       host,
@@ -213,7 +248,12 @@ export async function startAfmAgent(options: StartAfmAgentOptions): Promise<Runn
   });
   let agent: RunningAgent;
   try {
-    agent = await runAgent({ ...rest, definition, responder: runtimeResponder(runtime) });
+    agent = await runAgent({
+      ...rest,
+      definition,
+      responder: runtimeResponder(runtime),
+      mcpServers: connectedHubs(runtime.tools),
+    });
   } catch (err) {
     await runtime.close();
     throw err;

@@ -49,14 +49,19 @@ function describeRunning(agent: Awaited<ReturnType<typeof runAgent>>): string {
 /** Runs `amf run`; resolves when the agent has stopped. */
 export async function runAgentCommand(file: string, flags: RunFlags): Promise<void> {
   // Loaded here, not at the top: every other `amf` command would pay for the agent runtime at start-up.
-  const [{ loadConfig }, { createLogger }, { loadAfmFile }, { createAgentRuntime }, { runtimeResponder }] =
-    await Promise.all([
-      import('../config/config.js'),
-      import('../log.js'),
-      import('../afm/index.js'),
-      import('../afm/runtime/index.js'),
-      import('../afm/interfaces/runtimeResponder.js'),
-    ]);
+  const [
+    { loadConfig },
+    { createLogger },
+    { loadAfmFile },
+    { createAgentRuntime, connectedHubs },
+    { runtimeResponder },
+  ] = await Promise.all([
+    import('../config/config.js'),
+    import('../log.js'),
+    import('../afm/index.js'),
+    import('../afm/runtime/index.js'),
+    import('../afm/interfaces/runtimeResponder.js'),
+  ]);
   const [{ runAgent, workerNameFor }, { locateCoordinator, natsUrlFromCoordinator, meshAccess }] =
     await Promise.all([import('../apps/afmAgentApp.js'), import('./workerCommand.js')]);
   const overrides: Record<string, unknown> = {};
@@ -109,6 +114,7 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
     const agent = await runAgent({
       definition,
       responder: runtimeResponder(runtime),
+      mcpServers: connectedHubs(runtime.tools),
       host: flags.host ?? config.worker.host,
       port: flags.port ?? config.worker.port,
       ...(flags.tags && flags.tags.length > 0 ? { tags: flags.tags } : {}),

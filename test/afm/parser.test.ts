@@ -92,6 +92,7 @@ describe('valid fixtures', () => {
       trust: 'team',
       visibility: 'mesh',
       tool_alias: 'notes',
+      mcp: { resources: [], prompts: [], reexport_servers: false },
     });
     expect(def.role).toBe('You write release notes.\nThey are short.\n\nSecond paragraph of the role.');
     expect(def.instructions).toBe(
@@ -133,7 +134,12 @@ describe('valid fixtures', () => {
     ]);
     expect(def.tools).toEqual({ mcp: [] });
     expect(def.max_iterations).toBe(DEFAULT_MAX_ITERATIONS);
-    expect(def['x-amf']).toEqual({ tags: [], trust: 'local', visibility: 'local' });
+    expect(def['x-amf']).toEqual({
+      tags: [],
+      trust: 'local',
+      visibility: 'local',
+      mcp: { resources: [], prompts: [], reexport_servers: false },
+    });
     expect(def.spec_version).toBeUndefined();
   });
 

@@ -342,7 +342,11 @@ const CASES: [string, string, Expected[]][] = [
     [
       ['3:10', 'error', 'x-amf.tags[0] must be 1-64 characters of a-z, 0-9 or "-"'],
       ['4:15', 'error', 'x-amf.visibility must be one of local, mesh, public, not the string "world"'],
-      ['5:3', 'error', "unknown key 'flavour' in x-amf; allowed keys: tags, trust, visibility, tool_alias"],
+      [
+        '5:3',
+        'error',
+        "unknown key 'flavour' in x-amf; allowed keys: tags, trust, visibility, tool_alias, mcp",
+      ],
     ],
   ],
   ['duplicate key', 'name: a\nname: b', [['3:1', 'error', 'YAML: Map keys must be unique']]],

@@ -11,6 +11,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startTestMesh, type ObservedEvent, type TestMesh } from '../helpers/meshFixture.js';
 import {
   lastToolResult,
@@ -139,6 +141,32 @@ describe('amf run FILE in a running mesh', () => {
     }
     expect(chunks.join('')).toBe('Count up in steps of nine.\nAnswer: 81');
     expect(chunks.length).toBeGreaterThan(1);
+  });
+
+  it('serves its x-amf.mcp resource and prompt, and re-exports its math server, at its own /mcp', async () => {
+    const client = new Client({ name: 'run-cli-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${agentUrl}/mcp`)));
+    try {
+      const method = await client.readResource({ uri: 'tutor://method' });
+      expect(method.contents[0]).toMatchObject({
+        mimeType: 'text/markdown',
+        text: expect.stringContaining('Answer:'),
+      });
+      const prompt = await client.getPrompt({
+        name: 'explain',
+        arguments: { problem: '3/4 + 1/6', age: '11' },
+      });
+      expect(prompt.messages[0]!.content).toEqual({
+        type: 'text',
+        text: 'Explain step by step how to solve 3/4 + 1/6 for a student aged 11.',
+      });
+      const tools = (await client.listTools()).tools.map((t) => t.name);
+      expect(tools).toEqual(
+        expect.arrayContaining(['math__evaluate', 'math__gcd_lcm', 'math__prime_factors']),
+      );
+    } finally {
+      await client.close();
+    }
   });
 
   it('serves its webchat on the same port', async () => {

@@ -24,6 +24,7 @@ export {
 export { inputToMessage, isTextSchema } from './outputContract.js';
 export {
   connectAfmTools,
+  connectedHubs,
   McpToolProvider,
   NO_TOOLS,
   type ConnectAfmToolsOptions,

@@ -130,7 +130,8 @@ export class McpToolProvider implements ToolProvider {
   private specs: ToolSpec[] = [];
 
   constructor(
-    private readonly hubs: readonly McpClientHub[],
+    /** One hub per connected server (what `x-amf.mcp.reexport_servers` re-exports). */
+    readonly hubs: readonly McpClientHub[],
     /** Servers that could not be used, with the reason (also logged). */
     readonly failures: readonly ServerFailure[],
   ) {
@@ -175,6 +176,11 @@ export class McpToolProvider implements ToolProvider {
   async close(): Promise<void> {
     await Promise.all(this.hubs.map((hub) => hub.close()));
   }
+}
+
+/** The MCP client hubs behind a tool provider (none unless it is an McpToolProvider). */
+export function connectedHubs(tools: ToolProvider): readonly McpClientHub[] {
+  return tools instanceof McpToolProvider ? tools.hubs : [];
 }
 
 /** Options of `connectAfmTools`. */
