@@ -152,6 +152,9 @@ function makeCtx(run, p) {
           coordinatorUrl: mesh.coordinator.url,
           dataDir: mesh.dataDir,
           sleepMs: p.sleepMs,
+          // On an external NATS (fault 4) no user can be granted per agent: workers connect as the
+          // legacy specialist user and still sign every event (docs/security.md, "Joining").
+          ...(mesh.nats ? { specialistPass: mesh.credentials.specialist.password } : {}),
         }),
       );
     }

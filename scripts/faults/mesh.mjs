@@ -62,7 +62,7 @@ export async function startCoordinator(
 }
 
 /** Starts `amf worker` with the drill handler (sleeping `sleepMs`) and waits until it serves. */
-export async function startWorker(run, { name, coordinatorUrl, dataDir, sleepMs }) {
+export async function startWorker(run, { name, coordinatorUrl, dataDir, sleepMs, specialistPass }) {
   const args = [
     AMF_BIN,
     'worker',
@@ -79,7 +79,10 @@ export async function startWorker(run, { name, coordinatorUrl, dataDir, sleepMs 
   if (!run.mdns) args.push('--no-mdns');
   const proc = startProcess(process.execPath, args, {
     label: name,
-    env: { AMF_DRILL_SLEEP_MS: String(sleepMs) },
+    env: {
+      AMF_DRILL_SLEEP_MS: String(sleepMs),
+      ...(specialistPass ? { AMF_SPECIALIST_PASS: specialistPass } : {}),
+    },
     logFile: join(run.logDir, `${name}.log`),
   });
   run.track(proc);
