@@ -45,6 +45,7 @@ import { eventStreamLimits, registerEventStreamMetrics, requestDeadlines } from 
 import { ANONYMOUS_CALLER, OPERATOR_CALLER, handlePublish } from './publishRoute.js';
 import { CONSOLE_PREFIX, registerConsoleAssets } from './consoleAssets.js';
 import { registerConsoleRoutes } from './consoleRoutes.js';
+import { UnknownTagNotices } from '../registry/unknownTagNotices.js';
 
 const PUBLIC_PATHS = new Set([
   '/',
@@ -85,6 +86,7 @@ function buildRouter(
   getUrl: () => string,
   mcp: { endpoint: McpEndpoint; audit: McpAuditLog },
   isOperator: (req: IncomingMessage, url: URL) => boolean,
+  unknownTags: UnknownTagNotices,
 ): Router {
   const { config } = coordinator;
   const router = new Router();
@@ -149,6 +151,8 @@ function buildRouter(
       registry: coordinator.registry,
       requestTimeoutMs: config.openai.requestTimeoutSeconds * 1000,
       maxBodyBytes: config.openai.maxBodyBytes,
+      onUnknownModel: (model, message) =>
+        unknownTags.refused({ protocol: 'openai', requested: model, message }),
     }),
   );
   // Federated MCP (Streamable HTTP): POST messages, GET the notification stream, DELETE a session.
@@ -216,6 +220,8 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
   // cannot hand out the operator's authority.
   const isOperator = (req: IncomingMessage, u: URL) =>
     expectedKey !== undefined && authorized(req, u, expectedKey);
+  // Requests refused for a model or tag nobody serves: warnings the console shows (rate-bounded).
+  const unknownTags = new UnknownTagNotices(coordinator.notices);
   const router = buildRouter(
     coordinator,
     hub,
@@ -223,9 +229,14 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     () => url,
     { endpoint: mcpEndpoint, audit },
     isOperator,
+    unknownTags,
   );
   // A2A: JSON-RPC at POST /a2a, HTTP+JSON under /a2a/rest/, tasks dispatched into the mesh.
-  createCoordinatorA2a(coordinator, () => url).server.register(router);
+  createCoordinatorA2a(
+    coordinator,
+    () => url,
+    (requested, message) => unknownTags.refused({ protocol: 'a2a', requested, message }),
+  ).server.register(router);
   // AMP (also the merged A2A card / AMP manifest at /.well-known/agent.json) and Fabric /mcp/call.
   const amp = registerAmpRoutes(router, {
     coordinator,

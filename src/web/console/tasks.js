@@ -56,6 +56,12 @@ export function foldTasks(events) {
         step(t, e, `progress${pct}${p.message ? `: ${p.message}` : ''}`);
         break;
       }
+      case 'amf.task.input': {
+        if (!id) break;
+        const t = taskFor(tasks, id, e);
+        step(t, e, `follow-up message for ${agentName(p.agent_id)}: ${String(p.text ?? '').slice(0, 200)}`, 'input');
+        break;
+      }
       case 'amf.task.blocked': {
         if (!id) break;
         const t = taskFor(tasks, id, e);
