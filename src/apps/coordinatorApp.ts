@@ -46,6 +46,7 @@ import { ANONYMOUS_CALLER, OPERATOR_CALLER, handlePublish } from './publishRoute
 import { CONSOLE_PREFIX, registerConsoleAssets } from './consoleAssets.js';
 import { registerConsoleRoutes } from './consoleRoutes.js';
 import { UnknownTagNotices } from '../registry/unknownTagNotices.js';
+import { watchForgottenAgents } from './agentForgetWatch.js';
 
 const PUBLIC_PATHS = new Set([
   '/',
@@ -275,12 +276,19 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     throw err;
   }
   coordinator.setPublicUrl(url);
+  // An agent forgotten through another coordinator (its KV entry deleted) is forgotten here too.
+  const forgetWatch = await watchForgottenAgents(
+    coordinator.stores.agents,
+    coordinator.registry,
+    coordinator.log,
+  );
   return {
     server,
     url,
     metrics,
     mcp: federation,
     async close() {
+      forgetWatch.stop();
       hub.close();
       await amp.close();
       await mcpEndpoint.close();
