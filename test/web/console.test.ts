@@ -10,6 +10,8 @@ import { HandlerError, type WorkerHandler } from '../../src/worker/handlerApi.js
 import { VERSION } from '../../src/version.js';
 import { createEvent } from '../../src/events/cloudEvent.js';
 import { randomUUID } from 'node:crypto';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { openBrowser, type Browser } from './browser.js';
 
@@ -88,6 +90,16 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     expect(await chat(mesh, 'broken', 'anything')).not.toBe(200);
     // A model nobody serves: refused, and the refusal must be visible in the console.
     expect(await chat(mesh, 'nosuchtag', 'anyone there?')).toBe(404);
+    // An MCP call of a tool no agent serves: refused, and in the MCP audit.
+    const mcp = new Client({ name: 'console-test', version: '1.0.0' });
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL(`${mesh.url}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${KEY}` } },
+      }),
+    );
+    const call = await mcp.callTool({ name: 'nobody__nothing', arguments: {} }).catch((e: unknown) => e);
+    expect(String(call instanceof Error ? call.message : JSON.stringify(call))).toContain('not found');
+    await mcp.close();
     browser = await openBrowser();
     page = browser.page;
   }, 60_000);
@@ -217,6 +229,11 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     const forged = notices.locator('tbody tr.failed', { hasText: 'forged_event' });
     await forged.waitFor(WAIT);
     expect(await forged.innerText()).toMatch(/forged event[\s\S]*signed by key UFAKE/);
+    const unknownTool = page
+      .getByRole('region', { name: 'MCP calls' })
+      .locator('tbody tr.failed', { hasText: 'nobody__nothing' });
+    await unknownTool.waitFor(WAIT);
+    expect(await unknownTool.innerText()).toMatch(/deny[\s\S]*denied[\s\S]*unknown_tool/);
     const mcpRow = page
       .getByRole('region', { name: 'MCP calls' })
       .locator('tbody tr', { hasText: 'echoer/echo' });
