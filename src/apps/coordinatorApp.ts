@@ -245,7 +245,12 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     // The legacy view (0.3 fields, top-level x-amf): agent.json is read by 0.3 and AMP clients.
     card: () => legacyAgentCard(coordinatorAgentCard(coordinator, url)),
   });
-  registerFabricRoutes(router, { coordinator, federation });
+  registerFabricRoutes(router, {
+    coordinator,
+    federation,
+    onUnknownCapability: (capability, message) =>
+      unknownTags.refused({ protocol: 'fabric', requested: `capability ${capability}`, message }),
+  });
   registerConsoleRoutes(router, coordinator, federation);
   const guard = HttpGuard.fromConfig(config);
   const server = createServer(requestDeadlineOptions(requestDeadlines(config)), (req, res) => {

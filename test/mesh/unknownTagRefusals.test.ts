@@ -81,4 +81,21 @@ describe('refusals for unknown models and tags', () => {
       details: { protocol: 'a2a', requested: 'tag nosuchtag' },
     });
   });
+
+  it('Fabric: fabric.call for a capability no agent offers is refused and warned', async () => {
+    const res = await fetch(`${mesh.url}/mcp/call`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'fabric.call',
+        arguments: { agent_id: '*', capability: 'nosuchtag', task: 'x' },
+      }),
+    });
+    expect(res.status).toBe(404);
+    await res.arrayBuffer();
+    const warning = await warned('fabric');
+    expect(warning.event.data.payload).toMatchObject({
+      details: { protocol: 'fabric', requested: 'capability nosuchtag' },
+    });
+  });
 });
