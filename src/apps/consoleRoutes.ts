@@ -1,6 +1,6 @@
 /**
  * The coordinator endpoints the console needs beyond the DESIGN.md contract (listed in
- * docs/console.md): event history replayed from JetStream, admission decisions, the federated tool
+ * docs/console.md): event history replayed from JetStream, the task list, admission decisions, the federated tool
  * catalog, one agent in full, and forgetting an offline agent. All sit behind the API key like every
  * other non-public route (the coordinator's edge checks it before routing), and every query is bounded.
  */
@@ -12,6 +12,8 @@ import { decodePathSegment, sendJson, type Router } from '../http/httpKit.js';
 import type { McpFederation } from '../protocols/mcp/federation.js';
 import type { RegisteredAgent } from '../registry/agentRegistry.js';
 import { ADMISSIONS_MAX_LIMIT, recentAdmissions } from './admissionLog.js';
+import { taskSnapshot } from '../coordinator/sharedState.js';
+import { listTasks, parseTaskListQuery } from './taskList.js';
 
 const AGENT_PREFIX = '/agents/';
 const MAX_AGENT_ID_CHARS = 512;
@@ -59,6 +61,14 @@ export function registerConsoleRoutes(
   const jsm = coordinator.stores.jsm;
   router.on('GET', '/events/history', async (_req, res, url) => {
     sendJson(res, 200, await readHistory(jsm, EVENTS_STREAM, parseHistoryQuery(url)));
+  });
+  router.on('GET', '/tasks', async (_req, res, url) => {
+    const query = parseTaskListQuery(url);
+    const fresher = (id: string) => {
+      const task = coordinator.lifecycle.get(id);
+      return task ? taskSnapshot(task) : undefined;
+    };
+    sendJson(res, 200, await listTasks(jsm, query, fresher));
   });
   router.on('GET', '/admissions', async (_req, res, url) => {
     const limit = boundedInt(url.searchParams.get('limit'), 100, ADMISSIONS_MAX_LIMIT, 'limit');

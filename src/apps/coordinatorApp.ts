@@ -45,6 +45,8 @@ import { eventStreamLimits, registerEventStreamMetrics, requestDeadlines } from 
 import { ANONYMOUS_CALLER, OPERATOR_CALLER, handlePublish } from './publishRoute.js';
 import { CONSOLE_PREFIX, registerConsoleAssets } from './consoleAssets.js';
 import { registerConsoleRoutes } from './consoleRoutes.js';
+import { UnknownTagNotices } from '../registry/unknownTagNotices.js';
+import { watchForgottenAgents } from './agentForgetWatch.js';
 
 const PUBLIC_PATHS = new Set([
   '/',
@@ -85,6 +87,7 @@ function buildRouter(
   getUrl: () => string,
   mcp: { endpoint: McpEndpoint; audit: McpAuditLog },
   isOperator: (req: IncomingMessage, url: URL) => boolean,
+  unknownTags: UnknownTagNotices,
 ): Router {
   const { config } = coordinator;
   const router = new Router();
@@ -149,6 +152,8 @@ function buildRouter(
       registry: coordinator.registry,
       requestTimeoutMs: config.openai.requestTimeoutSeconds * 1000,
       maxBodyBytes: config.openai.maxBodyBytes,
+      onUnknownModel: (model, message) =>
+        unknownTags.refused({ protocol: 'openai', requested: model, message }),
     }),
   );
   // Federated MCP (Streamable HTTP): POST messages, GET the notification stream, DELETE a session.
@@ -216,6 +221,8 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
   // cannot hand out the operator's authority.
   const isOperator = (req: IncomingMessage, u: URL) =>
     expectedKey !== undefined && authorized(req, u, expectedKey);
+  // Requests refused for a model or tag nobody serves: warnings the console shows (rate-bounded).
+  const unknownTags = new UnknownTagNotices(coordinator.notices);
   const router = buildRouter(
     coordinator,
     hub,
@@ -223,9 +230,14 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     () => url,
     { endpoint: mcpEndpoint, audit },
     isOperator,
+    unknownTags,
   );
   // A2A: JSON-RPC at POST /a2a, HTTP+JSON under /a2a/rest/, tasks dispatched into the mesh.
-  createCoordinatorA2a(coordinator, () => url).server.register(router);
+  createCoordinatorA2a(
+    coordinator,
+    () => url,
+    (requested, message) => unknownTags.refused({ protocol: 'a2a', requested, message }),
+  ).server.register(router);
   // AMP (also the merged A2A card / AMP manifest at /.well-known/agent.json) and Fabric /mcp/call.
   const amp = registerAmpRoutes(router, {
     coordinator,
@@ -233,7 +245,12 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     // The legacy view (0.3 fields, top-level x-amf): agent.json is read by 0.3 and AMP clients.
     card: () => legacyAgentCard(coordinatorAgentCard(coordinator, url)),
   });
-  registerFabricRoutes(router, { coordinator, federation });
+  registerFabricRoutes(router, {
+    coordinator,
+    federation,
+    onUnknownCapability: (capability, message) =>
+      unknownTags.refused({ protocol: 'fabric', requested: `capability ${capability}`, message }),
+  });
   registerConsoleRoutes(router, coordinator, federation);
   const guard = HttpGuard.fromConfig(config);
   const server = createServer(requestDeadlineOptions(requestDeadlines(config)), (req, res) => {
@@ -264,12 +281,19 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     throw err;
   }
   coordinator.setPublicUrl(url);
+  // An agent forgotten through another coordinator (its KV entry deleted) is forgotten here too.
+  const forgetWatch = await watchForgottenAgents(
+    coordinator.stores.agents,
+    coordinator.registry,
+    coordinator.log,
+  );
   return {
     server,
     url,
     metrics,
     mcp: federation,
     async close() {
+      forgetWatch.stop();
       hub.close();
       await amp.close();
       await mcpEndpoint.close();

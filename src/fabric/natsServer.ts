@@ -12,6 +12,7 @@ import { basename, delimiter, isAbsolute, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
 import { connectAs } from './connect.js';
+import { describePortOwner } from './portOwner.js';
 import { writePrivateFile, type NatsCredentials } from './credentials.js';
 import { renderNatsConfig } from './natsConfig.js';
 import type { MeshUsers } from './agentUsers.js';
@@ -36,6 +37,20 @@ export class NatsServerMissingError extends AmfError {
   }
 }
 
+/** The host:port a nats-server's bind failure names. */
+function portInUseAddress(output: string): string | undefined {
+  const addr = /Listening for client connections on ([^\s]+)|listen tcp ([^\s]+:\d+)/.exec(output);
+  return addr?.[1] ?? addr?.[2];
+}
+
+/** Names the holder of the address a bind failure names (best effort, see portOwner.ts). */
+async function portOwnerOf(output: string): Promise<string | undefined> {
+  const where = /^(.*):(\d+)$/.exec(portInUseAddress(output) ?? '');
+  if (!where) return undefined;
+  const host = where[1]!.replace(/^\[|\]$/g, '');
+  return describePortOwner(host === '0.0.0.0' || host === '' ? '127.0.0.1' : host, Number(where[2]));
+}
+
 /**
  * Raised when the spawned server cannot bind its port: one line naming the flags to use, instead of
  * the server's log (which is kept as `details.output` for whoever wants it).
@@ -43,12 +58,11 @@ export class NatsServerMissingError extends AmfError {
 export class NatsPortInUseError extends AmfError {
   declare readonly code: 'UNAVAILABLE';
 
-  constructor(output: string) {
-    const addr = /Listening for client connections on ([^\s]+)|listen tcp ([^\s:]+:\d+)/.exec(output);
-    const where = addr?.[1] ?? addr?.[2] ?? 'its port';
+  constructor(output: string, owner?: string) {
+    const where = portInUseAddress(output) ?? 'its port';
     super(
       'UNAVAILABLE',
-      `nats-server cannot listen on ${where}: the address is already in use (another amf up?). ` +
+      `nats-server cannot listen on ${where}: the address is already in use by ${owner ?? 'another program (another amf up?)'}. ` +
         `Choose another port with --nats-port (0 = any free port), or share that NATS with --nats-url`,
       { output },
     );
@@ -373,7 +387,8 @@ async function waitForPortsFile(server: SpawnedServer, dir: string, timeoutMs: n
       const bindFailure = /listen.*bind: address already in use|address already in use/i.exec(
         server.lastLines(),
       );
-      if (bindFailure) throw new NatsPortInUseError(server.lastLines());
+      if (bindFailure)
+        throw new NatsPortInUseError(server.lastLines(), await portOwnerOf(server.lastLines()));
       throw new Error(
         `nats-server exited (${exit}) before it was ready; last output:\n${server.lastLines()}`,
       );

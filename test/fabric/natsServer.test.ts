@@ -104,9 +104,35 @@ describe('startNatsServer', () => {
       expect(message).not.toContain('\n');
       expect(message).toContain(`127.0.0.1:${port}`);
       expect(message).toContain('--nats-port');
+      // The holder is named: here this very test process.
+      expect(message).toContain(`(pid ${process.pid}`);
       expect(String((err as NatsPortInUseError).details?.output)).toContain('address already in use');
     } finally {
       await closeServer(blocker);
+    }
+  });
+
+  it('names the running AMF instance (its data dir) when another mesh holds the NATS port', async () => {
+    const firstDir = join(root, 'first-instance');
+    const first = await startNatsServer({
+      dataDir: firstDir,
+      credentials: await loadOrCreateCredentials(firstDir, {}),
+    });
+    try {
+      const secondDir = join(root, 'second-instance');
+      const credentials = await loadOrCreateCredentials(secondDir, {});
+      const err = await startNatsServer({ dataDir: secondDir, credentials, port: first.port }).catch(
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(NatsPortInUseError);
+      const message = (err as Error).message;
+      expect(message).not.toContain('\n');
+      expect(message).toContain(
+        `in use by the nats-server of the AMF mesh with data dir ${firstDir} (pid ${first.pid})`,
+      );
+      expect(message).toContain('--nats-port');
+    } finally {
+      await first.close();
     }
   });
 

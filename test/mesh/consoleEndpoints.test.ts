@@ -68,6 +68,38 @@ describe('console endpoints', () => {
     expect((await get('/events/history', {})).status).toBe(401);
   });
 
+  it('GET /tasks lists the stored tasks newest first, filtered and bounded', async () => {
+    const final = await mesh.waitForEvent((e) => e.subject === 'amf.result.final');
+    const taskId = final.event.amftaskid!;
+    type Listed = { task_id: string; state: string; tag: string; claimed_by?: string; trace_id: string };
+    const listed = async (query: string) => {
+      const { status, body } = await get(`/tasks${query}`);
+      expect(status).toBe(200);
+      return body.tasks as Listed[];
+    };
+    // The KV write is coalesced: wait until the completed state is stored.
+    await expect
+      .poll(async () => (await listed('')).find((t) => t.task_id === taskId)?.state, { timeout: 10_000 })
+      .toBe('completed');
+    const task = (await listed('')).find((t) => t.task_id === taskId)!;
+    expect(task).toMatchObject({ tag: 'echo', claimed_by: 'spiffe://local/worker/hist-echo' });
+    expect((await listed('?state=completed&tag=echo')).map((t) => t.task_id)).toContain(taskId);
+    expect(await listed('?state=failed')).toEqual([]);
+    expect(await listed('?tag=nothing-here')).toEqual([]);
+    expect(
+      (await listed(`?agent=${encodeURIComponent('spiffe://local/worker/hist-echo')}`)).map((t) => t.task_id),
+    ).toContain(taskId);
+    expect((await listed(`?trace=${task.trace_id}`)).map((t) => t.task_id)).toEqual([taskId]);
+    expect((await listed(`?trace=${taskId.slice(0, 8)}&limit=1`)).map((t) => t.task_id)).toEqual([taskId]);
+
+    expect((await get('/tasks?state=done')).status).toBe(400);
+    expect((await get('/tasks?tag=Not A Tag')).status).toBe(400);
+    expect((await get('/tasks?limit=0')).status).toBe(400);
+    expect((await get('/tasks?limit=501')).status).toBe(400);
+    expect((await get(`/tasks?agent=${'x'.repeat(513)}`)).status).toBe(400);
+    expect((await get('/tasks', {})).status).toBe(401);
+  });
+
   it('GET /admissions joins the watcher score with the decision; GET /tools and /agents/<id> describe agents', async () => {
     const { body } = await get('/admissions');
     const decisions = body.decisions as Array<Record<string, unknown>>;

@@ -178,4 +178,20 @@ describe('two coordinators on one NATS share the mesh', () => {
       stop();
     }
   });
+
+  it('an offline agent forgotten on one coordinator is forgotten on the other too', async () => {
+    const agentId = 'spiffe://local/worker/leaver-1';
+    await mesh.waitFor(() => second!.registry.get(agentId)?.status === 'offline', 5000, 'leaver offline');
+    const res = await fetch(`${mesh.url}/agents/${encodeURIComponent(agentId)}`, { method: 'DELETE' });
+    expect(res.status).toBe(200);
+    expect(mesh.coordinator.registry.get(agentId)).toBeUndefined();
+    await mesh.waitFor(
+      async () => !(await agentsAt(secondHttp!.url)).some((a) => a.agent_id === agentId),
+      5000,
+      'leaver forgotten by the second coordinator',
+    );
+    expect(second!.registry.get(agentId)).toBeUndefined();
+    // A live agent is not dropped by a delete it would survive (its heartbeats bring it back).
+    expect(second!.registry.isLive(echo.worker.agentId)).toBe(true);
+  });
 });

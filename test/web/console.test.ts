@@ -8,6 +8,10 @@ import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { HandlerError, type WorkerHandler } from '../../src/worker/handlerApi.js';
 import { VERSION } from '../../src/version.js';
+import { createEvent } from '../../src/events/cloudEvent.js';
+import { randomUUID } from 'node:crypto';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { openBrowser, type Browser } from './browser.js';
 
@@ -84,6 +88,18 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     expect(await chat(mesh, 'echo', 'hello from history')).toBe(200);
     expect(await chat(mesh, 'plan', 'the launch')).toBe(200);
     expect(await chat(mesh, 'broken', 'anything')).not.toBe(200);
+    // A model nobody serves: refused, and the refusal must be visible in the console.
+    expect(await chat(mesh, 'nosuchtag', 'anyone there?')).toBe(404);
+    // An MCP call of a tool no agent serves: refused, and in the MCP audit.
+    const mcp = new Client({ name: 'console-test', version: '1.0.0' });
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL(`${mesh.url}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${KEY}` } },
+      }),
+    );
+    const call = await mcp.callTool({ name: 'nobody__nothing', arguments: {} }).catch((e: unknown) => e);
+    expect(String(call instanceof Error ? call.message : JSON.stringify(call))).toContain('not found');
+    await mcp.close();
     browser = await openBrowser();
     page = browser.page;
   }, 60_000);
@@ -108,7 +124,8 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
   });
 
   it('Tasks: replays history, shows failures in red with their reason, filters, opens a task from a link', async () => {
-    await page.locator('#view-tasks tbody tr').nth(3).waitFor(WAIT);
+    // The task list (GET /tasks) may come before the history: wait for the task's text.
+    await page.locator('#view-tasks tbody tr', { hasText: 'hello from history' }).waitFor(WAIT);
     const all = await rows(page, 'tasks');
     expect(all.some((r) => r.includes('completed') && r.includes('hello from history'))).toBe(true);
     const failed = page.locator('#view-tasks tr.failed');
@@ -198,7 +215,25 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
   });
 
   it('Policy and audit: admission decisions and MCP calls, searchable', async () => {
+    // A warning of per-agent identity: readable words, red like a deny.
+    mesh.coordinator.notices.warn({
+      reason: 'forged_event',
+      message: 'signed by key UFAKE, not by spiffe://local/worker/echoer',
+      agent_id: 'spiffe://local/worker/echoer',
+    });
     await page.goto(`${mesh.url}/#/policy`);
+    const notices = page.getByRole('region', { name: 'Policy notices' });
+    const refusal = notices.locator('tbody tr', { hasText: 'no_agent_for_tag' });
+    await refusal.waitFor(WAIT);
+    expect(await refusal.innerText()).toMatch(/openai request for amf\/nosuchtag refused/);
+    const forged = notices.locator('tbody tr.failed', { hasText: 'forged_event' });
+    await forged.waitFor(WAIT);
+    expect(await forged.innerText()).toMatch(/forged event[\s\S]*signed by key UFAKE/);
+    const unknownTool = page
+      .getByRole('region', { name: 'MCP calls' })
+      .locator('tbody tr.failed', { hasText: 'nobody__nothing' });
+    await unknownTool.waitFor(WAIT);
+    expect(await unknownTool.innerText()).toMatch(/deny[\s\S]*denied[\s\S]*unknown_tool/);
     const mcpRow = page
       .getByRole('region', { name: 'MCP calls' })
       .locator('tbody tr', { hasText: 'echoer/echo' });
@@ -239,7 +274,28 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
   });
 
   it('Events: history then live, heartbeats hidden unless asked, a row opens the CloudEvent by keyboard', async () => {
+    // A follow-up message of a multi-turn task has its own label and colour.
+    mesh.coordinator.bus.publish(
+      createEvent({
+        type: 'amf.task.input',
+        sender: mesh.coordinator.sender,
+        taskId: randomUUID(),
+        payload: {
+          task_id: randomUUID(),
+          agent_id: 'spiffe://local/worker/echoer',
+          text: 'and in blue please',
+        },
+      }),
+    );
     await page.goto(`${mesh.url}/#/events`);
+    const input = page.locator('#view-events tr.ev-row', { hasText: 'and in blue please' });
+    await input.waitFor(WAIT);
+    expect(await input.innerText()).toMatch(/task\.input[\s\S]*follow-up for echoer: and in blue please/);
+    expect(await input.locator('.badge.s-input').count()).toBe(1);
+    const refused = page.locator('#view-events tr.ev-row', { hasText: 'amf/nosuchtag' });
+    expect(await refused.innerText()).toMatch(
+      /policy\.warning[\s\S]*no agent for tag: openai request for amf\/nosuchtag/,
+    );
     const row = page.locator('#view-events tr.ev-row', { hasText: 'hello from history' }).first();
     await row.waitFor(WAIT);
     expect(
@@ -280,5 +336,38 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     await page.setViewportSize({ width: 1280, height: 800 });
     expect(browser.errors.filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
+  });
+
+  it('Tasks: a task older than the loaded history is listed from GET /tasks and opened by its id', async () => {
+    const failedTask = mesh.events.find(
+      (e) => e.event.type === 'amf.task.announce' && e.subject.endsWith('.broken'),
+    )!.event.amftaskid!;
+    // 1,000 newer events push the task's own events out of the window the page replays.
+    for (let i = 0; i < 1000; i++)
+      mesh.coordinator.bus.publish(
+        createEvent({ type: 'amf.artifact.publish', sender: mesh.coordinator.sender, payload: { n: i } }),
+      );
+    const window = async () => {
+      const res = await fetch(`${mesh.url}/events/history?limit=1000`, {
+        headers: { authorization: `Bearer ${KEY}` },
+      });
+      return ((await res.json()) as { events: Array<{ event: { amftaskid?: string } }> }).events;
+    };
+    await expect
+      .poll(async () => (await window()).some((e) => e.event.amftaskid === failedTask), WAIT)
+      .toBe(false);
+
+    await page.goto('about:blank');
+    await page.goto(`${mesh.url}/#/tasks`);
+    const listed = page.locator('#view-tasks tbody tr.failed', { hasText: 'broken' });
+    await listed.waitFor(WAIT);
+    expect(await listed.innerText()).toMatch(/failed[\s\S]*broken[\s\S]*breaker/);
+    await listed.getByRole('link', { name: `task ${failedTask}` }).click();
+    const detail = page.getByRole('article', { name: `Task ${failedTask}` });
+    await detail.waitFor(WAIT);
+    await detail.locator('ol.timeline li.bad').waitFor(WAIT);
+    expect((await detail.locator('ol.timeline li').allInnerTexts()).join('\n')).toMatch(
+      /announced for broken[\s\S]*claimed by breaker[\s\S]*failed — bad_input: the input is not a plan/,
+    );
   });
 });

@@ -16,7 +16,7 @@ import {
   type TaskStore,
   type ServerCallContext,
 } from '@a2a-js/sdk/server';
-import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import { RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import type { AgentRegistry } from '../../registry/agentRegistry.js';
 import type { TaskDispatcher, TaskResult, TaskUpdate } from '../../coordinator/taskDispatcher.js';
 import type { TaskLifecycle } from '../../coordinator/taskLifecycle.js';
@@ -41,6 +41,18 @@ export interface CoordinatorExecutorOptions {
   requestTimeoutMs: number;
   /** Hands a follow-up message to the worker holding a mesh task (src/coordinator/taskInput.ts). */
   sendInput: (meshTaskId: string, message: TaskInputMessage) => void;
+  /** Told of each message no capability could be found for (the console shows these refusals). */
+  onUnrouted?: (requested: string, message: string) => void;
+}
+
+/** What an unroutable message asked for, as a person would name it. */
+function requestedBy(params: SendMessageRequest): string {
+  const meta = (m: unknown, key: string): unknown => (m as Record<string, unknown> | undefined)?.[key];
+  const tag = meta(params.message?.metadata, 'tag') ?? meta(params.metadata, 'tag');
+  if (typeof tag === 'string') return `tag ${tag}`;
+  const intent = meta(params.message?.metadata, 'intent') ?? meta(params.metadata, 'intent');
+  if (typeof intent === 'string') return `intent "${intent.slice(0, 80)}"`;
+  return 'a message without a tag';
 }
 
 interface Running {
@@ -60,7 +72,12 @@ export class CoordinatorExecutor implements AgentExecutor {
 
   /** Admission check (before the SDK creates a task): routes the message or throws an A2A error. */
   admit(params: SendMessageRequest, context: ServerCallContext): void {
-    context.state.set(ROUTE_KEY, routeA2aMessage(params, this.opts.registry));
+    try {
+      context.state.set(ROUTE_KEY, routeA2aMessage(params, this.opts.registry));
+    } catch (err) {
+      if (err instanceof RequestMalformedError) this.opts.onUnrouted?.(requestedBy(params), err.message);
+      throw err;
+    }
   }
 
   /** True when `a2aTaskId` runs here and waits for the requester's next message. */

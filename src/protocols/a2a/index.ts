@@ -26,7 +26,11 @@ export interface CoordinatorA2a {
 }
 
 /** The coordinator's A2A server: tasks dispatched into the mesh. `getUrl` is its bound base URL. */
-export function createCoordinatorA2a(coordinator: Coordinator, getUrl: () => string): CoordinatorA2a {
+export function createCoordinatorA2a(
+  coordinator: Coordinator,
+  getUrl: () => string,
+  onUnrouted?: (requested: string, message: string) => void,
+): CoordinatorA2a {
   const { config } = coordinator;
   const store = new BoundedTaskStore(config.a2a.taskStoreSize);
   const executor = new CoordinatorExecutor({
@@ -36,6 +40,7 @@ export function createCoordinatorA2a(coordinator: Coordinator, getUrl: () => str
     registry: coordinator.registry,
     requestTimeoutMs: config.openai.requestTimeoutSeconds * 1000,
     sendInput: (meshTaskId, message) => sendTaskInput(coordinator, meshTaskId, message),
+    ...(onUnrouted ? { onUnrouted } : {}),
   });
   const server = new A2aServer({
     card: () => coordinatorAgentCard(coordinator, getUrl()),

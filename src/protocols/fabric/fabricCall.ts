@@ -26,6 +26,8 @@ export interface FabricDeps {
   /** Default (and upper bound) of `fabric.call`'s wait when `timeout_ms` is not given. */
   requestTimeoutMs: number;
   maxTaskBytes: number;
+  /** Told of each call for a capability no live agent offers (the console shows these refusals). */
+  onUnknownCapability?: (capability: string, message: string) => void;
 }
 
 /** One call's context. */
@@ -95,8 +97,11 @@ async function callAgent(
         'CAPABILITY_NOT_FOUND',
         `agent "${agentId}" does not offer capability "${capability}" (it offers ${(agent.record.capability_tags ?? []).join(', ') || 'none'})`,
       );
-  } else if (!deps.registry.servesTag(capability))
-    throw new FabricError('CAPABILITY_NOT_FOUND', `no live agent offers capability "${capability}"`);
+  } else if (!deps.registry.servesTag(capability)) {
+    const message = `no live agent offers capability "${capability}"`;
+    deps.onUnknownCapability?.(capability, message);
+    throw new FabricError('CAPABILITY_NOT_FOUND', message);
+  }
   const onUpdate = (u: TaskUpdate) => {
     if (u.kind === 'partial') ctx.onEvent?.('token', { delta: u.delta, seq: u.seq });
     else if (u.kind === 'progress')

@@ -17,6 +17,7 @@ import { newTrace, toTraceparent, traceForCall, type FabricTrace } from './fabri
 export interface FabricRouteDeps {
   coordinator: Coordinator;
   federation: McpFederation;
+  onUnknownCapability?: (capability: string, message: string) => void;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -61,6 +62,7 @@ export function registerFabricRoutes(router: Router, deps: FabricRouteDeps): voi
     federation: deps.federation,
     requestTimeoutMs: config.http.requestTimeoutSeconds * 1000,
     maxTaskBytes: config.tasks.maxTaskBytes,
+    ...(deps.onUnknownCapability ? { onUnknownCapability: deps.onUnknownCapability } : {}),
   };
   router.on('POST', '/mcp/call', async (req: IncomingMessage, res: ServerResponse) => {
     let call: ParsedCall;

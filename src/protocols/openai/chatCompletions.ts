@@ -19,6 +19,8 @@ export interface OpenAiOptions {
   requestTimeoutMs: number;
   maxBodyBytes: number;
   ttlSeconds?: number;
+  /** Told of each request refused because no agent serves its model (the console shows them). */
+  onUnknownModel?: (model: string, message: string) => void;
 }
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
@@ -143,6 +145,11 @@ export function listModels(registry: AgentRegistry): Record<string, unknown> {
   };
 }
 
+/** The model a NO_AGENT_FOR_TAG error names (its message quotes it in backticks). */
+function modelOf(err: AmfError): string {
+  return /`([^`]*)`/.exec(err.message)?.[1] ?? 'an unknown model';
+}
+
 /** `POST /v1/chat/completions`. */
 export async function handleChatCompletion(
   req: IncomingMessage,
@@ -160,6 +167,8 @@ export async function handleChatCompletion(
     }
     parsed = parseChatRequest(body, opts.registry);
   } catch (err) {
+    if (err instanceof AmfError && err.code === 'NO_AGENT_FOR_TAG' && opts.onUnknownModel)
+      opts.onUnknownModel(modelOf(err), err.message);
     sendOpenAiError(res, err);
     return;
   }

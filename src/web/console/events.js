@@ -5,6 +5,38 @@ import { h, fill, badge, clock, agentName, table, empty, json, throttle } from '
 const HEARTBEAT = 'amf.discovery.agent.heartbeat';
 const SHOWN = 500;
 
+/**
+ * Warnings about an agent's identity or permissions (per-agent identity): a person reads what
+ * happened, not the reason code alone, and sees them in red like a deny.
+ */
+const SECURITY_REASONS = {
+  forged_event: 'forged event',
+  identity_mismatch: 'identity mismatch',
+  unsigned_event: 'unsigned event',
+  bad_signature: 'bad signature',
+  permission_violation: 'permission violation',
+};
+
+/** A policy notice's reason as words: known security reasons named, others with spaces. */
+export function reasonText(reason) {
+  return SECURITY_REASONS[reason] ?? String(reason ?? '').replace(/_/g, ' ');
+}
+
+export function isSecurityNotice(e) {
+  const p = e.data?.payload ?? {};
+  return e.type.startsWith('amf.policy.') && Object.hasOwn(SECURITY_REASONS, p.reason ?? '');
+}
+
+/** The badge tone of each task event type, so a task's steps read at a glance. */
+const TASK_TONES = {
+  'amf.task.announce': 'announced',
+  'amf.task.claim': 'claimed',
+  'amf.task.input': 'input',
+  'amf.task.progress': 'running',
+  'amf.task.blocked': 'blocked',
+  'amf.task.delegate': 'delegated',
+};
+
 /** One line a person can read instead of the raw payload. */
 export function summarize(e) {
   const p = e.data?.payload ?? e.data ?? {};
@@ -12,21 +44,24 @@ export function summarize(e) {
     case 'amf.task.announce': return `${p.required_capability}: ${String(p.task ?? '').slice(0, 100)}`;
     case 'amf.task.claim': return `claimed by ${agentName(p.agent_id)}`;
     case 'amf.task.progress': return `${agentName(p.agent_id)} ${p.percent ?? ''}${p.percent !== undefined ? '%' : ''} ${p.message ?? ''}`;
+    case 'amf.task.input': return `follow-up for ${agentName(p.agent_id)}: ${String(p.text ?? '').slice(0, 100)}`;
     case 'amf.task.delegate': return `${agentName(p.agent_id)} delegated to ${p.required_capability}`;
     case 'amf.result.partial': return `chunk ${p.seq}: ${String(p.delta ?? '').slice(0, 80)}`;
     case 'amf.result.final': return p.status === 'failed' ? `failed: ${p.error?.code} ${p.error?.message ?? ''}` : `completed: ${String(p.result?.text ?? '').slice(0, 100)}`;
     case 'amf.discovery.capability.advertise': return `${agentName(p.agent_id)} ${p.change ?? ''} [${(p.capability_tags ?? []).join(', ')}]`;
     case HEARTBEAT: return `${agentName(p.agent_id)} alive`;
+    case 'amf.policy.warning':
+    case 'amf.policy.deny': return `${reasonText(p.reason)}: ${p.message ?? ''}${p.agent_id ? ` (agent ${agentName(p.agent_id)})` : ''}`;
     default: return p.message ?? p.reason ?? '';
   }
 }
 
 function tone(e) {
   const p = e.data?.payload ?? {};
-  if (e.type === 'amf.policy.deny' || (e.type === 'amf.result.final' && p.status === 'failed') || e.type === 'amf.task.cancel') return 'failed';
+  if (e.type === 'amf.policy.deny' || isSecurityNotice(e) || (e.type === 'amf.result.final' && p.status === 'failed') || e.type === 'amf.task.cancel') return 'failed';
   if (e.type === 'amf.result.final') return 'completed';
   if (e.type === 'amf.policy.warning') return 'unverified';
-  return 'info';
+  return TASK_TONES[e.type] ?? 'info';
 }
 
 export const eventsView = {

@@ -2,6 +2,7 @@
 // (GET /audit) and the policy notices of the event history, all filtered by one search box.
 import { h, fill, badge, clock, agentName, table, empty, errorBox, throttle } from './dom.js';
 import { getJson } from './api.js';
+import { isSecurityNotice, reasonText } from './events.js';
 
 const matches = (q, ...values) => !q || values.some((v) => String(v ?? '').toLowerCase().includes(q));
 
@@ -68,12 +69,12 @@ export const policyView = {
     const notices = this.store.events
       .filter((e) => e.type.startsWith('amf.policy.'))
       .map((e) => ({ e, p: e.data?.payload ?? {} }))
-      .filter(({ e, p }) => matches(q, e.type, p.reason, p.message, p.agent_id, p.task_id))
+      .filter(({ e, p }) => matches(q, e.type, p.reason, reasonText(p.reason), p.message, p.agent_id, p.task_id, JSON.stringify(p.details ?? {})))
       .reverse()
       .slice(0, 300)
-      .map(({ e, p }) => h('tr', { class: e.type === 'amf.policy.deny' ? 'failed' : '' },
-        h('td', {}, clock(e.time)), h('td', {}, badge(e.type === 'amf.policy.deny' ? 'deny' : 'warn', e.type.slice(11))),
-        h('td', { class: 'mono' }, p.reason ?? ''), h('td', { class: 'wrap' }, p.message ?? ''),
+      .map(({ e, p }) => h('tr', { class: e.type === 'amf.policy.deny' || isSecurityNotice(e) ? 'failed' : '' },
+        h('td', {}, clock(e.time)), h('td', {}, badge(e.type === 'amf.policy.deny' || isSecurityNotice(e) ? 'deny' : 'warn', e.type.slice(11))),
+        h('td', {}, h('span', { class: 'mono' }, p.reason ?? ''), isSecurityNotice(e) ? [' ', h('span', { class: 'reason' }, reasonText(p.reason))] : null), h('td', { class: 'wrap' }, p.message ?? ''),
         h('td', {}, p.task_id ? h('a', { href: `#/tasks/${encodeURIComponent(p.task_id)}` }, p.task_id.slice(0, 8)) : agentName(p.agent_id))));
     fill(this.notices, notices.length ? table(['Time', 'Kind', 'Reason', 'Message', 'About'], notices) : empty('No policy notices in the history.'));
   },

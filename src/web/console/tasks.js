@@ -56,6 +56,12 @@ export function foldTasks(events) {
         step(t, e, `progress${pct}${p.message ? `: ${p.message}` : ''}`);
         break;
       }
+      case 'amf.task.input': {
+        if (!id) break;
+        const t = taskFor(tasks, id, e);
+        step(t, e, `follow-up message for ${agentName(p.agent_id)}: ${String(p.text ?? '').slice(0, 200)}`, 'input');
+        break;
+      }
       case 'amf.task.blocked': {
         if (!id) break;
         const t = taskFor(tasks, id, e);
@@ -121,6 +127,34 @@ export function foldTasks(events) {
 }
 
 const FAILED = new Set(['failed', 'expired', 'cancelled']);
+/** Tasks asked of the coordinator's task list (GET /tasks), newest first. */
+const LISTED = 500;
+
+/**
+ * Adds the coordinator's stored tasks (GET /tasks) to those folded from events: a task whose events
+ * are older than the loaded history is still listed, with the state the coordinators stored.
+ */
+export function mergeListed(tasks, listed) {
+  for (const s of listed) {
+    const known = tasks.get(s.task_id);
+    if (known) {
+      known.tag = known.tag || s.tag;
+      known.claimedBy = known.claimedBy || s.claimed_by || '';
+      known.trace = known.trace || s.trace_id;
+      continue;
+    }
+    tasks.set(s.task_id, {
+      id: s.task_id, tag: s.tag, text: '', trace: s.trace_id ?? '', state: s.state, claimedBy: s.claimed_by ?? '',
+      attempts: s.attempt ?? 1, parent: s.parent_task_id ?? '', children: [], timeline: [], partials: 0,
+      created: s.created_at, ended: s.ended_at ?? '', reason: s.outcome ? `${s.outcome.reason}: ${s.outcome.message}` : '', result: '',
+    });
+  }
+  for (const t of tasks.values()) {
+    const parent = t.parent && tasks.get(t.parent);
+    if (parent && !parent.children.includes(t.id)) parent.children.push(t.id);
+  }
+  return tasks;
+}
 
 function options(select, label, values, keep) {
   fill(select, h('option', { value: '' }, `all ${label}`), [...values].sort().map((v) => h('option', { value: v }, v)));
@@ -145,17 +179,35 @@ export const tasksView = {
     fill(section, h('h2', { id: 'h-tasks' }, 'Tasks'), this.detail,
       h('div', { class: 'toolbar', role: 'group', 'aria-label': 'Task filters' }, ...Object.values(this.filters), h('span', { class: 'grow' }), this.count),
       this.list);
+    this.listed = [];
     const again = throttle(() => this.render(), 300);
+    const reload = throttle(() => this.visible && this.loadList(), 2000);
     store.subscribe((e) => {
       if (!e || /^amf\.(task|result|policy)\./.test(e.type)) again();
+      if (e && /^amf\.(task\.announce|result\.final)/.test(e.type)) reload();
     });
   },
   show(param) {
     this.param = param;
+    this.visible = true;
+    this.render();
+    void this.loadList();
+  },
+  hide() {
+    this.visible = false;
+  },
+  /** The coordinator's task list; on failure the tasks of the event history are shown alone. */
+  async loadList() {
+    try {
+      this.listed = (await getJson(`/tasks?limit=${LISTED}`)).tasks;
+      this.listError = '';
+    } catch (err) {
+      this.listError = err.message;
+    }
     this.render();
   },
   render() {
-    this.tasks = foldTasks(this.store.events);
+    this.tasks = mergeListed(foldTasks(this.store.events), this.listed);
     this.renderList();
     this.renderDetail();
   },
@@ -170,7 +222,7 @@ export const tasksView = {
       .filter((t) => !f.agent || agentName(t.claimedBy) === f.agent)
       .filter((t) => !f.trace || t.trace.includes(f.trace) || t.id.includes(f.trace))
       .sort((a, b) => (a.created < b.created ? 1 : -1));
-    this.count.textContent = `${shown.length} of ${all.length} tasks`;
+    this.count.textContent = `${shown.length} of ${all.length} tasks${this.listError ? ` (task list: ${this.listError})` : ''}`;
     if (all.length === 0) {
       fill(this.list, empty(this.store.historyState === 'loading' ? 'Loading history…' : 'No tasks yet. Ask the mesh in Chat, or run: amf send --tag echo hello'));
       return;
@@ -200,10 +252,12 @@ export const tasksView = {
       snapError = err;
     }
     // Older than the loaded history: ask JetStream for this task's own events.
-    if (!t) {
+    // (also a task known only from the task list: it has no timeline yet).
+    if (!t || t.timeline.length === 0) {
       try {
         const page = await getJson(`/events/history?task=${encodeURIComponent(id)}&limit=500`);
-        t = foldTasks(page.events.map((e) => e.event)).get(id);
+        const own = foldTasks(page.events.map((e) => e.event)).get(id);
+        if (own) t = { ...own, tag: own.tag || t?.tag || '', children: t?.children.length ? t.children : own.children };
       } catch {
         /* the snapshot, if any, is shown alone */
       }
