@@ -207,8 +207,10 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
 
   it('Tools: the federated catalog and a playground form built from the input schema, called through /mcp', async () => {
     await page.goto(`${mesh.url}/#/tools/echoer__echo`);
-    const catalog = await page.locator('#view-tools tbody tr').allInnerTexts();
-    expect(catalog.some((r) => r.includes('echoer__echo') && r.includes('echoer'))).toBe(true);
+    // The catalog is fetched after the page loads: wait for the row a person would look for.
+    const row = page.locator('#view-tools tbody tr', { hasText: 'echoer__echo' });
+    await row.first().waitFor(WAIT);
+    expect(await row.first().innerText()).toContain('echoer');
     await page.getByLabel('text *').fill('through the playground');
     await page.getByRole('button', { name: 'Call echoer__echo' }).click();
     await expect.poll(() => page.getByLabel('Tool result').innerText(), WAIT).toBe('through the playground');
