@@ -151,13 +151,8 @@ export async function readJoinCredential(
 }
 
 async function readJoinIfPresent(file: string): Promise<RoleCredential | undefined> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
+  const text = await readTextIfPresent(file);
+  if (text === undefined) return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -247,18 +242,23 @@ function sameCredentials(a: NatsCredentials, b: NatsCredentials): boolean {
   return NATS_ROLES.every((r) => a[r].user === b[r].user && a[r].password === b[r].password);
 }
 
+/** The file's text, or undefined when it does not exist (any other read error is thrown). */
+async function readTextIfPresent(file: string): Promise<string | undefined> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
 function serialize(creds: NatsCredentials): string {
   return `${JSON.stringify(creds, null, 2)}\n`;
 }
 
 async function readIfPresent(file: string): Promise<NatsCredentials | undefined> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
+  const text = await readTextIfPresent(file);
+  if (text === undefined) return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

@@ -81,23 +81,7 @@ export function carryResultSignature<E extends object>(from: object, to: E): E {
 /** Checks the result signature of a (possibly relayed) final against the key it names. */
 export function checkResultSignature(event: object): SignatureCheck {
   const e = event as Record<string, unknown>;
-  const signer = e[RESULT_SIGNER_ATTRIBUTE];
-  const signature = e[RESULT_SIGNATURE_ATTRIBUTE];
-  if (signer === undefined && signature === undefined) return { ok: false, reason: 'unsigned' };
-  if (
-    typeof signer !== 'string' ||
-    !isNkeyUser(signer) ||
-    typeof signature !== 'string' ||
-    !SIGNATURE_PATTERN.test(signature)
-  )
-    return { ok: false, reason: 'malformed_signature' };
-  const valid = edVerify(
-    null,
-    resultBytes(event),
-    publicKeyObject(signer),
-    Buffer.from(signature, 'base64url'),
-  );
-  return valid ? { ok: true, signer } : { ok: false, reason: 'bad_signature', signer };
+  return checkSignature(e[RESULT_SIGNER_ATTRIBUTE], e[RESULT_SIGNATURE_ATTRIBUTE], () => resultBytes(event));
 }
 
 /** What a signature check found. */
@@ -112,8 +96,11 @@ export type SignatureCheck =
  */
 export function checkEventSignature(event: object): SignatureCheck {
   const e = event as Record<string, unknown>;
-  const signer = e[SIGNER_ATTRIBUTE];
-  const signature = e[SIGNATURE_ATTRIBUTE];
+  return checkSignature(e[SIGNER_ATTRIBUTE], e[SIGNATURE_ATTRIBUTE], () => signedBytes(event));
+}
+
+/** One check for both signatures: well-formed signer and signature, then Ed25519 over `bytes()`. */
+function checkSignature(signer: unknown, signature: unknown, bytes: () => Uint8Array): SignatureCheck {
   if (signer === undefined && signature === undefined) return { ok: false, reason: 'unsigned' };
   if (
     typeof signer !== 'string' ||
@@ -126,11 +113,6 @@ export function checkEventSignature(event: object): SignatureCheck {
       reason: 'malformed_signature',
       ...(typeof signer === 'string' ? { signer: signer.slice(0, 64) } : {}),
     };
-  const valid = edVerify(
-    null,
-    signedBytes(event),
-    publicKeyObject(signer),
-    Buffer.from(signature, 'base64url'),
-  );
+  const valid = edVerify(null, bytes(), publicKeyObject(signer), Buffer.from(signature, 'base64url'));
   return valid ? { ok: true, signer } : { ok: false, reason: 'bad_signature', signer };
 }
