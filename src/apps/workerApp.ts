@@ -2,7 +2,7 @@
  * Starts a complete worker: HTTP edge first (so the advertised endpoint is the bound one), then the
  * NATS connection as the specialist role, then the mesh side. `close()` drains gracefully.
  */
-import type { NatsConnection } from '@nats-io/transport-node';
+import { errors, type NatsConnection } from '@nats-io/transport-node';
 import { connectAs, drainOrClose, NatsAuthError, RECONNECT_FOREVER } from '../fabric/connect.js';
 import type { RoleCredential } from '../fabric/credentials.js';
 import { isCapabilityTag } from '../events/subjects.js';
@@ -85,18 +85,28 @@ export interface StartWorkerOptions {
 
 /**
  * Connects as the join user. A server reloading its users (another agent was just admitted) may
- * refuse a login for a moment, so a refusal is tried again a few times before it counts.
+ * refuse a login for a moment, and a loaded machine may not finish the handshake within the
+ * client's 20 s: both are tried again (a few refusals, dial time-outs for a minute) before they count.
+ * A refused TCP connection (nothing listens there) counts at once.
  */
 async function connectJoin(url: string, join: RoleCredential, name: string): Promise<NatsConnection> {
-  for (let attempt = 1; ; attempt++) {
+  const deadline = Date.now() + JOIN_DIAL_PATIENCE_MS;
+  for (let refusals = 0; ;) {
     try {
       return await connectAs(url, join, name, RECONNECT_FOREVER);
     } catch (err) {
-      if (!(err instanceof NatsAuthError) || attempt >= 5) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      if (err instanceof NatsAuthError && ++refusals < 5) {
+        await new Promise((resolve) => setTimeout(resolve, 200 * refusals));
+        continue;
+      }
+      if (err instanceof errors.TimeoutError && Date.now() < deadline) continue;
+      throw err;
     }
   }
 }
+
+/** How long a join dial that times out is tried again. */
+const JOIN_DIAL_PATIENCE_MS = 60_000;
 
 /** How an agent reaches NATS (see {@link StartWorkerOptions}): passed through by the other apps. */
 export interface MeshAccess {

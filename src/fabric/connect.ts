@@ -132,6 +132,14 @@ export async function connectAsAgent(
   }
 }
 
+/**
+ * A dial that did not finish, as opposed to a refusal: the handshake timed out (a loaded machine, a
+ * server busy reloading its users) or the connection dropped before it. Worth another try.
+ */
+export function isPassingDialFailure(err: unknown): boolean {
+  return err instanceof errors.TimeoutError || err instanceof errors.ConnectionError;
+}
+
 /** Drains `nc` (flushing what was published), or closes it when the drain does not end in time. */
 export async function drainOrClose(nc: NatsConnection, timeoutMs: number): Promise<void> {
   if (nc.isClosed()) return;

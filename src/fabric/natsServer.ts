@@ -197,35 +197,49 @@ export async function startNatsServer(opts: StartNatsServerOptions): Promise<Nat
       await removePidFile(pidFile, server.pid);
     };
     const exited = server.exited.then(() => server.exitInfo() ?? 'unknown');
-    // Reloads run one after another: each writes the whole file, the last one wins.
+    // Reloads run one after another, and changes that arrive while one runs fold into the next: each
+    // writes the whole user set, so only the newest set matters. A burst of admissions and revocations
+    // (a test suite, a mesh starting) then costs two reloads instead of one each, and a server busy
+    // reloading does not keep new connections waiting behind a queue of them.
     let reloading: Promise<void> = Promise.resolve();
-    const reloadUsers = (users: MeshUsers): Promise<void> => {
-      const next = reloading.then(async () => {
-        if (server.exitInfo() !== undefined) return;
-        // The real port, not -1: a reload may not change the listener.
-        await writePrivateFile(configPath, render(listenPort, users));
-        const done = new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(
-            () => finish(new Error('nats-server did not confirm the reload in 5 s')),
-            5_000,
-          );
-          const waiter = (line: string): void => {
-            if (/Reloaded server configuration/.test(line)) finish();
-            else if (/config reload failed|Failed to reload/i.test(line)) finish(new Error(line));
-          };
-          const finish = (err?: Error): void => {
-            clearTimeout(timer);
-            reloads.delete(waiter);
-            if (err) reject(err);
-            else resolve();
-          };
-          reloads.add(waiter);
-        });
-        process.kill(server.pid, 'SIGHUP');
-        await done;
+    let queued: { users: MeshUsers; done: Promise<void> } | undefined;
+    const reloadOnce = async (users: MeshUsers): Promise<void> => {
+      if (server.exitInfo() !== undefined) return;
+      // The real port, not -1: a reload may not change the listener.
+      await writePrivateFile(configPath, render(listenPort, users));
+      const done = new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(
+          () => finish(new Error('nats-server did not confirm the reload in 5 s')),
+          5_000,
+        );
+        const waiter = (line: string): void => {
+          if (/Reloaded server configuration/.test(line)) finish();
+          else if (/config reload failed|Failed to reload/i.test(line)) finish(new Error(line));
+        };
+        const finish = (err?: Error): void => {
+          clearTimeout(timer);
+          reloads.delete(waiter);
+          if (err) reject(err);
+          else resolve();
+        };
+        reloads.add(waiter);
       });
-      reloading = next.catch(() => undefined);
-      return next;
+      process.kill(server.pid, 'SIGHUP');
+      await done;
+    };
+    const reloadUsers = (users: MeshUsers): Promise<void> => {
+      if (queued) {
+        queued.users = users;
+        return queued.done;
+      }
+      const entry: { users: MeshUsers; done: Promise<void> } = { users, done: Promise.resolve() };
+      entry.done = reloading.then(() => {
+        queued = undefined;
+        return reloadOnce(entry.users);
+      });
+      queued = entry;
+      reloading = entry.done.catch(() => undefined);
+      return entry.done;
     };
     return { url, host, port: listenPort, pid: server.pid, configPath, exited, close, reloadUsers };
   } catch (err) {

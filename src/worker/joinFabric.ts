@@ -4,9 +4,15 @@
  * granted its key a NATS user, then connects as that user. Admission takes as long as the watcher
  * and policy take; an agent that is denied never gets a user, and says so when it gives up.
  */
-import { errors, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { AmfEvent } from '../events/cloudEvent.js';
-import { connectAsAgent, NatsAuthError, RECONNECT_FOREVER, type AgentNkey } from '../fabric/connect.js';
+import {
+  connectAsAgent,
+  isPassingDialFailure,
+  NatsAuthError,
+  RECONNECT_FOREVER,
+  type AgentNkey,
+} from '../fabric/connect.js';
 import { EventBus } from '../fabric/eventBus.js';
 import { AmfError } from '../errors.js';
 
@@ -57,8 +63,4 @@ export async function joinFabric(opts: JoinFabricOptions): Promise<NatsConnectio
       );
     await new Promise((resolve) => setTimeout(resolve, retryMs));
   }
-}
-
-function isPassingDialFailure(err: unknown): boolean {
-  return err instanceof errors.TimeoutError || err instanceof errors.ConnectionError;
 }

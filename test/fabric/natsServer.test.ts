@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectAs, NatsAuthError } from '../../src/fabric/connect.js';
-import { loadOrCreateCredentials } from '../../src/fabric/credentials.js';
+import { JOIN_USER, loadOrCreateCredentials } from '../../src/fabric/credentials.js';
 import { NatsPortInUseError, NatsServerMissingError, startNatsServer } from '../../src/fabric/natsServer.js';
 import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
 
@@ -155,6 +155,29 @@ describe('startNatsServer', () => {
       expect(err).toBeInstanceOf(NatsAuthError);
       expect((err as NatsAuthError).code).toBe('NATS_AUTH_FAILED');
       expect((err as Error).message).toContain(`NATS at ${server.url} refused user "amf-watcher"`);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('folds user changes that arrive before a reload starts into it, and the newest set wins', async () => {
+    const dataDir = join(root, 'reloads');
+    const credentials = await loadOrCreateCredentials(dataDir, {});
+    const lines: string[] = [];
+    const server = await startNatsServer({ dataDir, credentials, logger: (line) => lines.push(line) });
+    try {
+      const joinUser = (n: number) => ({ user: JOIN_USER, password: `join-password-${n}` });
+      const reloadsBefore = lines.filter((l) => /Reloaded server configuration/.test(l)).length;
+      await Promise.all([1, 2, 3, 4].map((n) => server.reloadUsers({ join: joinUser(n) })));
+      const reloads = lines.filter((l) => /Reloaded server configuration/.test(l)).length - reloadsBefore;
+      // All four arrive before the first reload starts: they share it.
+      expect(reloads).toBe(1);
+      const joined = await connectAs(server.url, joinUser(4), 'reloads-newest');
+      await joined.close();
+      const stale = await connectAs(server.url, joinUser(2), 'reloads-stale', {
+        maxReconnectAttempts: 0,
+      }).catch((e: unknown) => e);
+      expect(stale).toBeInstanceOf(NatsAuthError);
     } finally {
       await server.close();
     }
