@@ -158,10 +158,14 @@ describe('task lifecycle', () => {
       const result = mesh.coordinator.dispatcher.submit({
         tag: 'fragile',
         task: 'survive',
-        timeoutMs: 20_000,
-        maxRetries: 1,
-        ttlSeconds: 1,
+        timeoutMs: 25_000,
+        // A loaded machine may take a while to claim: a few attempts of 3 s each (the watchdog that
+        // notices the killed worker runs ttl × grace = 6 s).
+        maxRetries: 3,
+        ttlSeconds: 3,
       });
+      // Read below; until then a rejection must not count as unhandled.
+      result.catch(() => undefined);
       const claim = await mesh.waitForEvent(
         (e) =>
           e.subject === 'amf.task.claim' &&
@@ -186,7 +190,7 @@ describe('task lifecycle', () => {
     } finally {
       child.kill('SIGKILL');
     }
-  });
+  }, 45_000);
 
   it('drops an announcement whose reply subject is not amf.internal.reply.<task_id>', async () => {
     await mesh.startWorker('spoof-target', ['spoofable'], echoHandler);
