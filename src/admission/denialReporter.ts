@@ -17,12 +17,19 @@ export class DenialReporter {
 
   constructor(
     private readonly notices: PolicyNotices,
-    options: { ratePerSecond?: number; burst?: number; summaryIntervalMs?: number } = {},
+    options: {
+      ratePerSecond?: number;
+      burst?: number;
+      summaryIntervalMs?: number;
+      /** The limiter's clock (ms); `Date.now` unless a test holds time still. */
+      now?: () => number;
+    } = {},
   ) {
     this.global = new GcraLimiter({
       ratePerSecond: options.ratePerSecond ?? 50,
       burst: options.burst ?? 100,
       maxKeys: 1,
+      ...(options.now ? { now: options.now } : {}),
     });
     this.timer = setInterval(() => this.flushSummary(), options.summaryIntervalMs ?? 10_000);
     this.timer.unref();
