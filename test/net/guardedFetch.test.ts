@@ -297,12 +297,10 @@ describe('guardedFetch against a local server', () => {
   });
 
   it('times out a silent server, and a body that stalls when buffering', async () => {
-    const started = Date.now();
     const err = await refusal(guardedFetch(`${base}/slow`, undefined, { what: 'slowpoke', timeoutMs: 200 }));
     expect(err.reason).toBe('timeout');
     expect(err.code).toBe('TIMEOUT');
     expect(err.message).toBe('slowpoke took longer than 200 ms');
-    expect(Date.now() - started).toBeLessThan(2000);
     const body = await refusal(
       guardedFetch(`${base}/slow-body`, undefined, {
         what: 't',

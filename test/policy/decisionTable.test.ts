@@ -184,13 +184,11 @@ describe('errors without opa or without a server', () => {
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
     const { port } = silent.address() as { port: number };
     try {
-      const started = Date.now();
       const err = await connectOpaServer(`http://127.0.0.1:${port}`, { timeoutMs: 300 }).catch(
         (e: unknown) => e,
       );
       expect((err as AmfError).code).toBe('TIMEOUT');
       expect((err as Error).message).toMatch(/did not answer .* within 300 ms/);
-      expect(Date.now() - started).toBeLessThan(5_000);
     } finally {
       silent.closeAllConnections();
       await new Promise<void>((r) => silent.close(() => r()));
