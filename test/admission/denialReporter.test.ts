@@ -1,4 +1,4 @@
-import { describe, expect, it, onTestFinished, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DenialReporter } from '../../src/admission/denialReporter.js';
 import type { PolicyNotices } from '../../src/registry/policyNotices.js';
 
@@ -32,11 +32,6 @@ describe('denial reporter', () => {
   });
 
   it('caps the notices a flood of distinct bad advertisements can cause', () => {
-    // Time stands still: on a loaded machine the 10,000 calls could otherwise span a refill.
-    vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval'] });
-    onTestFinished(() => {
-      vi.useRealTimers();
-    });
     const { notices, denies } = recordingNotices();
     const reporter = new DenialReporter(notices, {
       ratePerSecond: 50,
