@@ -7,6 +7,7 @@ import { readFile, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { POLL_MS, STOP_GRACE_MS } from './natsProcess.js';
+import { pidAlive } from '../util/pidAlive.js';
 
 /** Where the pid of the running server is recorded, relative to the data dir. */
 export const NATS_PID_FILE = 'nats-server.pid';
@@ -23,16 +24,6 @@ async function isOurServer(pid: number, configPath: string): Promise<boolean> {
   if (cmdline === undefined) return false;
   const argv = cmdline.split('\0');
   return basename(argv[0] ?? '').includes('nats-server') && argv.includes(configPath);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it exists but belongs to someone else, so it is not ours to end anyway.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**
@@ -54,8 +45,8 @@ export async function endRecordedServer(
   logger?.(`ending orphaned nats-server pid ${pid} left by an earlier coordinator`);
   process.kill(pid, 'SIGTERM');
   const deadline = Date.now() + STOP_GRACE_MS;
-  while (alive(pid) && (await isOurServer(pid, configPath)) && Date.now() < deadline) await delay(POLL_MS);
-  if (alive(pid) && (await isOurServer(pid, configPath))) {
+  while (pidAlive(pid) && (await isOurServer(pid, configPath)) && Date.now() < deadline) await delay(POLL_MS);
+  if (pidAlive(pid) && (await isOurServer(pid, configPath))) {
     process.kill(pid, 'SIGKILL');
     const killDeadline = Date.now() + STOP_GRACE_MS;
     while ((await isOurServer(pid, configPath)) && Date.now() < killDeadline) await delay(POLL_MS);
