@@ -8,13 +8,11 @@
  * only refreshes its liveness; a changed one is judged again. Every structure that outside input can
  * grow is bounded, and repeated denials are reported once per window instead of once per packet.
  */
-import { createHash } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { RawAdvertisement } from '../discovery/advertisement.js';
 import type { AgentRecord } from '../events/agentRecord.js';
 import { SUBJECT_INTERNAL_CLASSIFIED, SUBJECT_INTERNAL_RAW } from '../events/subjects.js';
 import type { AgentRegistry, Verification } from '../registry/agentRegistry.js';
-import type { AdvertisementRef } from '../events/payloads.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
 import type { PolicyEngine } from '../policy/policyEngine.js';
 import type { WatcherSummary } from '../watcher/watcherSummary.js';
@@ -22,8 +20,10 @@ import { openClassified, type SummaryVerification } from '../watcher/summarySign
 import type { SvidProof } from '../identity/svidProof.js';
 import { BoundedCache } from '../util/boundedCache.js';
 import { GcraLimiter } from '../util/gcraLimiter.js';
-import { crossVerify } from './crossVerify.js';
-import { verifyCard, type CardFetcher } from './verifyCard.js';
+import { admissionInput, isSummary, svidVerified } from './admissionJudgement.js';
+import { advertisementRef, describeAdvertisement } from './advertisementRef.js';
+import { advertisementHash } from './advertisementHash.js';
+import { verifyCard, warnUnverified, type CardFetcher } from './verifyCard.js';
 import { validateAdvertisement } from './validateAdvertisement.js';
 import { DenialReporter } from './denialReporter.js';
 import type { LogFn } from '../log.js';
@@ -105,31 +105,6 @@ const TRANSIENT_WATCHER_FAILURES = new Set([
   'watcher_closed',
 ]);
 const decoder = new TextDecoder();
-
-/** Hash of what an advertisement says (order of keys does not matter). */
-export function advertisementHash(txt: Record<string, string>): string {
-  const h = createHash('sha256');
-  for (const key of Object.keys(txt).sort()) {
-    // `status` changes (active → draining) are liveness, not a new advertisement to judge.
-    if (key === 'status') continue;
-    h.update(key).update('\u0000').update(txt[key]!).update('\u0001');
-  }
-  return h.digest('base64url');
-}
-
-function isSummary(value: unknown): value is WatcherSummary {
-  if (typeof value !== 'object' || value === null) return false;
-  const s = value as Record<string, unknown>;
-  return (
-    typeof s.raw_id === 'string' &&
-    typeof s.original_agent_id === 'string' &&
-    typeof s.risk_score === 'number' &&
-    Number.isFinite(s.risk_score) &&
-    typeof s.endpoint === 'string' &&
-    typeof s.trust_domain === 'string' &&
-    Array.isArray(s.protocols_supported)
-  );
-}
 
 export class AdmissionPipeline {
   private readonly pending = new Map<string, Pending>();
@@ -314,42 +289,11 @@ export class AdmissionPipeline {
     const p = this.finish(summary.raw_id);
     if (!p) return;
     const { record, raw } = p;
-    const svidVerified = await this.svidVerified(record);
-    let risk = summary.risk_score;
-    const mismatches = crossVerify(record, summary);
-    if (mismatches.length > 0) {
-      risk = 1;
-      this.options.notices.warn({
-        reason: 'watcher_summary_mismatch',
-        message: `watcher summary for ${record.agent_id} disagrees with the advertisement on ${mismatches.join(', ')}`,
-        agent_id: record.agent_id,
-        details: { fields: mismatches, watcher_id: summary.watcher_id },
-      });
-    }
+    const verified = await svidVerified(this.options, record);
+    const { input, risk } = admissionInput(this.options, record, raw.door, summary, verified);
     let decision;
     try {
-      decision = await this.options.policy.admission({
-        advertisement: {
-          agent_id: record.agent_id,
-          endpoint: record.endpoint,
-          protocols: record.protocols_supported,
-          tags: record.capability_tags ?? [],
-          trust_domain: record.trust_domain ?? 'local',
-          visibility: record.visibility ?? 'local',
-          card_url: record.card_url ?? null,
-          mcp_endpoint: record.mcp_endpoint ?? null,
-          door: raw.door,
-        },
-        summary: {
-          risk_score: Math.min(1, Math.max(0, risk)),
-          risk_reason: String(summary.risk_reason).slice(0, 200),
-          scorer: summary.scorer === 'llm' ? 'llm' : 'rules',
-        },
-        summary_mismatch: mismatches.length > 0,
-        identity: { mode: this.options.identity.mode, svid_verified: svidVerified },
-        coordinator_trust_domain: this.options.trustDomain,
-        mcp_require_tls: this.options.mcpRequireTls,
-      });
+      decision = await this.options.policy.admission(input);
     } catch (err) {
       this.deny(
         raw,
@@ -398,7 +342,7 @@ export class AdmissionPipeline {
     this.admittedHash.set(record.agent_id, p.hash);
     if (this.admittedHash.size > 50_000) this.admittedHash.delete(this.admittedHash.keys().next().value!);
     this.options.registry.admit(record, verification);
-    if (!verification.verified) this.warnUnverified(raw, record, verification);
+    if (!verification.verified) warnUnverified(this.options.notices, raw, record, verification);
     this.stats.admitted++;
     this.options.onDecision?.({
       kind: 'admitted',
@@ -410,24 +354,6 @@ export class AdmissionPipeline {
     });
   }
 
-  /**
-   * `identity.svid_verified` for the policy: under SPIFFE a mesh/public advertiser must prove its
-   * SVID (a failed proof is warned about, and the policy then denies visibility_requires_svid).
-   */
-  private async svidVerified(record: AgentRecord): Promise<boolean> {
-    const { proveSvid, identity } = this.options;
-    if (!proveSvid) return identity.svidVerified;
-    if ((record.visibility ?? 'local') === 'local') return identity.svidVerified;
-    const proof = await proveSvid(record);
-    if (!proof.verified)
-      this.options.notices.warn({
-        reason: proof.reason,
-        message: `${record.agent_id} did not prove its SVID: ${proof.message}`,
-        agent_id: record.agent_id,
-      });
-    return proof.verified;
-  }
-
   /** Tries the card of an unverified agent again; on success the agent becomes live. */
   private async reverify(record: AgentRecord, hash: string): Promise<void> {
     const verification = await verifyCard(record, this.options.fetchCard);
@@ -435,20 +361,6 @@ export class AdmissionPipeline {
     // Re-advertised differently meanwhile (or gone): that advertisement is judged on its own.
     if (!current?.unverified || this.admittedHash.get(record.agent_id) !== hash) return;
     if (verification.verified) this.options.registry.admit(current.record, verification);
-  }
-
-  private warnUnverified(
-    raw: RawAdvertisement,
-    record: AgentRecord,
-    verification: Extract<Verification, { verified: false }>,
-  ): void {
-    this.options.notices.warn({
-      reason: verification.reason,
-      message: `${record.agent_id} admitted as unverified, offered no tasks, tools or routes: ${verification.message}`,
-      agent_id: record.agent_id,
-      advertisement: advertisementRef(raw, record.agent_id),
-      details: { status: 'unverified', card_url: record.card_url },
-    });
   }
 
   private deny(
@@ -470,35 +382,4 @@ export class AdmissionPipeline {
       details: { reasons, stage, door: raw.door, source: raw.source, raw_id: raw.raw_id },
     });
   }
-}
-
-/** Longest advertised value copied into a notice (TXT values are short; a heartbeat's need not be). */
-const MAX_REF_CHARS = 256;
-
-/** What a notice about `raw` names: the door, the sender, and whatever the advertisement said. */
-export function advertisementRef(raw: RawAdvertisement, agentId?: string): AdvertisementRef {
-  const ref: AdvertisementRef = {
-    door: raw.door,
-    source: raw.source.slice(0, MAX_REF_CHARS),
-    raw_id: raw.raw_id,
-  };
-  if (raw.instance !== undefined) ref.instance = raw.instance.slice(0, MAX_REF_CHARS);
-  const ep = raw.txt.ep;
-  if (typeof ep === 'string' && ep !== '') ref.endpoint = ep.slice(0, MAX_REF_CHARS);
-  const id = agentId ?? raw.txt.id;
-  if (typeof id === 'string' && id !== '') ref.agent_id = id.slice(0, MAX_REF_CHARS);
-  return ref;
-}
-
-/** One line naming an advertisement, for messages (JSON-quoted: the values are the sender's). */
-export function describeAdvertisement(ref: AdvertisementRef): string {
-  const parts = [
-    ref.instance !== undefined
-      ? `mDNS instance ${JSON.stringify(ref.instance)}`
-      : `${ref.door} advertisement`,
-    `from ${ref.source}`,
-    ref.endpoint !== undefined ? `endpoint ${JSON.stringify(ref.endpoint)}` : 'no endpoint',
-  ];
-  if (ref.agent_id !== undefined) parts.push(`id ${JSON.stringify(ref.agent_id)}`);
-  return parts.join(', ');
 }

@@ -4,9 +4,12 @@
  * card cannot be fetched, or whose card describes someone else, is not treated as verified: it is
  * admitted `unverified` (listed with the reason, offered nothing) until a later check succeeds.
  */
+import type { RawAdvertisement } from '../discovery/advertisement.js';
 import type { AgentRecord } from '../events/agentRecord.js';
+import type { PolicyNotices } from '../registry/policyNotices.js';
 import type { Verification } from '../registry/agentRegistry.js';
 import { fetchAgentCard, type CardFetchOptions } from './fetchAgentCard.js';
+import { advertisementRef } from './advertisementRef.js';
 
 /** The fetch used for cards (tests and embedders may bound it differently). */
 export type CardFetcher = (
@@ -107,4 +110,20 @@ export async function verifyCard(
       message: `agent card ${record.card_url} does not match the advertisement: ${problems.join('; ')}`,
     };
   return { verified: true, card };
+}
+
+/** Tells the operator an agent was admitted unverified, and why. */
+export function warnUnverified(
+  notices: PolicyNotices,
+  raw: RawAdvertisement,
+  record: AgentRecord,
+  verification: Extract<Verification, { verified: false }>,
+): void {
+  notices.warn({
+    reason: verification.reason,
+    message: `${record.agent_id} admitted as unverified, offered no tasks, tools or routes: ${verification.message}`,
+    agent_id: record.agent_id,
+    advertisement: advertisementRef(raw, record.agent_id),
+    details: { status: 'unverified', card_url: record.card_url },
+  });
 }

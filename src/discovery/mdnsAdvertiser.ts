@@ -4,25 +4,16 @@
  * deferring on a lost simultaneous-probe tiebreak), announces twice one second apart, answers queries
  * (PTR, SRV, TXT, A/AAAA and service type enumeration, with known-answer suppression, the shared-
  * record delay and per-record rate limit, and legacy unicast answers), re-announces when the TXT
- * changes, and says goodbye (TTL 0) on close. multicast-dns does the socket and packet encoding;
+ * changes, and says goodbye (TTL 0) on close. The records are built in mdnsServiceRecords.ts, the
+ * answers to a query chosen in mdnsAnswers.ts. multicast-dns does the socket and packet encoding;
  * the protocol state lives here because the high-level libraries neither rename on conflict nor let
  * the caller see the raw TXT bytes.
  */
-import { isIPv4 } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AmfError } from '../errors.js';
-import {
-  canonicalName,
-  checkLabel,
-  hostAddresses,
-  hostName,
-  isInternetClass,
-  nextInstanceName,
-  serviceDomain,
-} from './mdnsNames.js';
+import { canonicalName, checkLabel, hostAddresses, hostName, nextInstanceName } from './mdnsNames.js';
 import {
   AMF_SERVICE_TYPE,
-  SERVICES_ENUMERATION,
   openMdnsSocket,
   type MdnsPacket,
   type MdnsRecord,
@@ -30,6 +21,8 @@ import {
   type PacketOrigin,
 } from './mdnsSocket.js';
 import { compareRecordSets, rdataOf, recordSignature } from './mdnsRecords.js';
+import { response, ServiceRecords, type ServiceConfig } from './mdnsServiceRecords.js';
+import { MAX_QUESTIONS, selectAnswers } from './mdnsAnswers.js';
 import { encodeTxt } from './txtRecord.js';
 
 /** Options of startMdnsAdvertiser. */
@@ -60,17 +53,12 @@ export interface MdnsAdvertiser {
   close(): Promise<void>;
 }
 
-// RFC 6762 section 10: records naming a host live 120 s, the others 75 minutes.
-const HOST_TTL = 120;
-const OTHER_TTL = 4500;
 const PROBE_COUNT = 3;
 const PROBE_INTERVAL_MS = 250;
 const ANNOUNCE_INTERVAL_MS = 1000;
 const TIEBREAK_DEFER_MS = 1000;
 /** Below the 250 ms probe spacing, so timer jitter never makes us skip a defending answer. */
 const PROBE_DEFENCE_GAP_MS = 200;
-const AUTHORITATIVE_ANSWER = 1 << 10;
-const MAX_QUESTIONS = 64;
 
 /**
  * Starts advertising. Resolves once the instance name is established (probed without conflict)
@@ -89,15 +77,13 @@ export async function startMdnsAdvertiser(options: MdnsAdvertiserOptions): Promi
     ...(options.interfaceAddress === undefined ? {} : { interfaceAddress: options.interfaceAddress }),
     ...(options.onError === undefined ? {} : { onError: options.onError }),
   });
-  const advertiser = new MdnsAdvertiserImpl(socket, {
-    name: options.instanceName,
-    port: options.port,
-    host,
+  const advertiser = new MdnsAdvertiserImpl(
+    socket,
+    options.onError ?? ((err) => process.emitWarning(String(err), 'AmfMdnsWarning')),
+    { port: options.port, host, addresses, serviceType: options.serviceType ?? AMF_SERVICE_TYPE },
+    options.instanceName,
     txt,
-    addresses,
-    serviceType: options.serviceType ?? AMF_SERVICE_TYPE,
-    onError: options.onError ?? ((err) => process.emitWarning(String(err), 'AmfMdnsWarning')),
-  });
+  );
   try {
     await advertiser.establish(true);
   } catch (err) {
@@ -112,22 +98,11 @@ export async function startMdnsAdvertiser(options: MdnsAdvertiserOptions): Promi
   return advertiser;
 }
 
-interface AdvertiserConfig {
-  name: string;
-  port: number;
-  host: string;
-  txt: Buffer[];
-  addresses: string[];
-  serviceType: string;
-  onError: (err: unknown) => void;
-}
-
 type AdvertiserState = 'probing' | 'announced' | 'closed';
 
 class MdnsAdvertiserImpl implements MdnsAdvertiser {
   private state: AdvertiserState = 'probing';
-  private name: string;
-  private txt: Buffer[];
+  private readonly records: ServiceRecords;
   private readonly abort = new AbortController();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly lastMulticast = new Map<string, number>();
@@ -140,26 +115,24 @@ class MdnsAdvertiserImpl implements MdnsAdvertiser {
 
   constructor(
     private readonly socket: MdnsSocket,
-    private readonly config: AdvertiserConfig,
+    private readonly onError: (err: unknown) => void,
+    config: ServiceConfig,
+    name: string,
+    txt: Buffer[],
   ) {
-    this.name = config.name;
-    this.txt = config.txt;
+    this.records = new ServiceRecords(config, name, txt);
     socket.onPacket((packet, origin) => this.onPacket(packet, origin));
   }
 
   get instanceName(): string {
-    return this.name;
-  }
-
-  private get fqdn(): string {
-    return `${this.name}.${serviceDomain(this.config.serviceType)}`;
+    return this.records.name;
   }
 
   update(txt: Record<string, string>): void {
     if (this.state === 'closed') throw new AmfError('INVALID_REQUEST', 'the mDNS advertiser is closed');
-    this.txt = encodeTxt(txt);
+    this.records.txt = encodeTxt(txt);
     // RFC 6762 8.4: changed data is announced like new data; probing picks the new TXT up by itself.
-    if (this.state === 'announced') this.announce().catch((err: unknown) => this.config.onError(err));
+    if (this.state === 'announced') this.announce().catch((err: unknown) => this.onError(err));
   }
 
   async close(): Promise<void> {
@@ -171,8 +144,11 @@ class MdnsAdvertiserImpl implements MdnsAdvertiser {
     this.timers.clear();
     if (wasAnnounced) {
       // The host records stay: other advertisers in this process may share the host name.
-      const goodbye = [this.ptrRecord(), this.srvRecord(), this.txtRecord()].map((r) => ({ ...r, ttl: 0 }));
-      await this.socket.send(response(goodbye, [])).catch((err: unknown) => this.config.onError(err));
+      const goodbye = [this.records.ptr(), this.records.srv(), this.records.txtRecord()].map((r) => ({
+        ...r,
+        ttl: 0,
+      }));
+      await this.socket.send(response(goodbye, [])).catch((err: unknown) => this.onError(err));
     }
     await this.socket.close();
   }
@@ -191,7 +167,7 @@ class MdnsAdvertiserImpl implements MdnsAdvertiser {
         await sleep(PROBE_INTERVAL_MS, undefined, { signal });
       }
       if (this.conflict) {
-        this.name = nextInstanceName(this.name);
+        this.records.name = nextInstanceName(this.records.name);
         this.ownProbes.clear();
         await this.conflictBackoff(signal);
       } else if (this.lostTiebreak) {
@@ -219,7 +195,13 @@ class MdnsAdvertiserImpl implements MdnsAdvertiser {
     const round = ++this.announceRound;
     const packet = () =>
       response(
-        [this.ptrRecord(), this.srvRecord(), this.txtRecord(), ...this.hostRecords(), this.enumRecord()],
+        [
+          this.records.ptr(),
+          this.records.srv(),
+          this.records.txtRecord(),
+          ...this.records.hostRecords(),
+          this.records.enumeration(),
+        ],
         [],
       );
     await this.socket.send(packet());
@@ -238,9 +220,9 @@ class MdnsAdvertiserImpl implements MdnsAdvertiser {
 
   /** A response with other data for our unique records means the name is someone else's. */
   private checkConflict(packet: MdnsPacket): void {
-    const ours = canonicalName(this.fqdn);
-    const srv = rdataOf(this.srvRecord());
-    const txt = rdataOf(this.txtRecord());
+    const ours = canonicalName(this.records.fqdn);
+    const srv = rdataOf(this.records.srv());
+    const txt = rdataOf(this.records.txtRecord());
     for (const record of [...(packet.answers ?? []), ...(packet.additionals ?? [])]) {
       if (typeof record?.name !== 'string' || canonicalName(record.name) !== ours || record.ttl === 0)
         continue;
@@ -257,7 +239,7 @@ class MdnsAdvertiserImpl implements MdnsAdvertiser {
         // on the network and would look like a rival. RFC 6762 9: conflict → probe again.
         this.state = 'probing';
         this.establish(false).catch((err: unknown) => {
-          if (!this.abort.signal.aborted) this.config.onError(err);
+          if (!this.abort.signal.aborted) this.onError(err);
         });
       }
       return;
@@ -266,61 +248,19 @@ class MdnsAdvertiserImpl implements MdnsAdvertiser {
 
   /** RFC 6762 8.2: simultaneous probes for our name are settled by comparing the proposed records. */
   private checkRivalProbe(packet: MdnsPacket): void {
-    const ours = canonicalName(this.fqdn);
+    const ours = canonicalName(this.records.fqdn);
     const theirs = (packet.authorities ?? []).filter(
       (r) => typeof r?.name === 'string' && canonicalName(r.name) === ours,
     );
     if (theirs.length === 0) return;
     const signature = recordSignature(theirs);
     if (this.ownProbes.has(signature)) return;
-    if (compareRecordSets(this.probeRecords(), theirs) < 0) this.lostTiebreak = true;
+    if (compareRecordSets(this.records.probe(), theirs) < 0) this.lostTiebreak = true;
   }
 
   private answer(packet: MdnsPacket, origin: PacketOrigin): void {
-    const svc = canonicalName(serviceDomain(this.config.serviceType));
-    const fqdn = canonicalName(this.fqdn);
-    const host = canonicalName(this.config.host);
-    const answers = new Map<string, MdnsRecord>();
-    const add = (r: MdnsRecord) => answers.set(recordKey(r), r);
-    for (const q of (packet.questions ?? []).slice(0, MAX_QUESTIONS)) {
-      if (typeof q?.name !== 'string' || typeof q.type !== 'string' || !isInternetClass(q.class)) continue;
-      const name = canonicalName(q.name);
-      const wants = (type: string) => q.type === type || q.type === 'ANY';
-      if (name === svc && wants('PTR')) add(this.ptrRecord());
-      if (name === SERVICES_ENUMERATION && wants('PTR')) add(this.enumRecord());
-      if (name === fqdn && wants('SRV')) add(this.srvRecord());
-      if (name === fqdn && wants('TXT')) add(this.txtRecord());
-      if (name === host)
-        this.hostRecords()
-          .filter((r) => wants(r.type))
-          .forEach(add);
-    }
-    // RFC 6762 7.1: leave out what the querier already knows with at least half its TTL left.
-    for (const known of packet.answers ?? []) {
-      const key = typeof known?.name === 'string' ? recordKey(known) : '';
-      const mine = answers.get(key);
-      const knownData = mine === undefined ? null : rdataOf(known);
-      const mineData = mine === undefined ? null : rdataOf(mine);
-      if (
-        mine &&
-        knownData &&
-        mineData &&
-        knownData.equals(mineData) &&
-        (known.ttl ?? 0) >= (mine.ttl ?? 0) / 2
-      ) {
-        answers.delete(key);
-      }
-    }
+    const { answers, extra } = selectAnswers(packet, this.records);
     if (answers.size === 0) return;
-    // RFC 6763 12: send what the querier will ask for next along with the answer.
-    const extra = new Map<string, MdnsRecord>();
-    const types = new Set([...answers.values()].map((r) => r.type));
-    if (types.has('PTR') && answers.has(recordKey(this.ptrRecord()))) {
-      for (const r of [this.srvRecord(), this.txtRecord(), ...this.hostRecords()]) extra.set(recordKey(r), r);
-    }
-    if (types.has('SRV')) for (const r of this.hostRecords()) extra.set(recordKey(r), r);
-    for (const key of answers.keys()) extra.delete(key);
-
     if (origin.legacy) {
       // RFC 6762 6.7: a one-shot resolver gets a unicast reply with its ID and question, short TTLs
       // and no cache-flush bits (it is not an mDNS cache).
@@ -330,12 +270,13 @@ class MdnsAdvertiserImpl implements MdnsAdvertiser {
         id: packet.id ?? 0,
         questions: (packet.questions ?? []).slice(0, MAX_QUESTIONS),
       };
-      this.socket.send(reply, origin).catch((err: unknown) => this.config.onError(err));
+      this.socket.send(reply, origin).catch((err: unknown) => this.onError(err));
       return;
     }
     // RFC 6762 6: at most one multicast of a record per second, but a probe for our name is answered
     // at once and at every probe (python-zeroconf probes with a PTR question and only counts the
     // PTR answers it has cached by its next probe, 250 ms later).
+    const fqdn = canonicalName(this.records.fqdn);
     const probe = (packet.authorities ?? []).some(
       (r) =>
         (typeof r?.name === 'string' && canonicalName(r.name) === fqdn) ||
@@ -354,79 +295,32 @@ class MdnsAdvertiserImpl implements MdnsAdvertiser {
       const at = Date.now();
       for (const key of answers.keys()) this.lastMulticast.set(key, at);
       // The TXT may have been updated during the delay: never answer with the superseded one.
-      const fresh = (r: MdnsRecord) => (r.type === 'TXT' ? this.txtRecord() : r);
+      const fresh = (r: MdnsRecord) => (r.type === 'TXT' ? this.records.txtRecord() : r);
       return this.socket.send(response([...answers.values()].map(fresh), [...extra.values()].map(fresh)));
     };
     if (shared) this.later(20 + Math.random() * 100, send);
-    else send()?.catch((err: unknown) => this.config.onError(err));
+    else send()?.catch((err: unknown) => this.onError(err));
   }
 
   /** Runs `fn` after `ms` unless closed first; failures go to onError. */
   private later(ms: number, fn: () => Promise<void> | undefined): void {
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      fn()?.catch((err: unknown) => this.config.onError(err));
+      fn()?.catch((err: unknown) => this.onError(err));
     }, ms);
     this.timers.add(timer);
   }
 
   private probePacket(): MdnsPacket {
-    const authorities = this.probeRecords();
+    const authorities = this.records.probe();
     this.ownProbes.add(recordSignature(authorities));
     // QU would be preferred (RFC 6762 8.1) but dns-packet cannot set that bit; QM probes work too.
     return {
       type: 'query',
       id: 0,
       flags: 0,
-      questions: [{ name: this.fqdn, type: 'ANY', class: 'IN' }],
+      questions: [{ name: this.records.fqdn, type: 'ANY', class: 'IN' }],
       authorities,
     };
   }
-
-  /** The proposed unique records, without cache-flush bits as probes require. */
-  private probeRecords(): MdnsRecord[] {
-    return [this.srvRecord(), this.txtRecord()].map((r) => ({ ...r, flush: false }));
-  }
-
-  private ptrRecord(): MdnsRecord {
-    const name = serviceDomain(this.config.serviceType);
-    return { name, type: 'PTR', class: 'IN', ttl: OTHER_TTL, flush: false, data: this.fqdn };
-  }
-
-  private enumRecord(): MdnsRecord {
-    const data = serviceDomain(this.config.serviceType);
-    return { name: SERVICES_ENUMERATION, type: 'PTR', class: 'IN', ttl: OTHER_TTL, flush: false, data };
-  }
-
-  private srvRecord(): MdnsRecord {
-    const data = { priority: 0, weight: 0, port: this.config.port, target: this.config.host };
-    return { name: this.fqdn, type: 'SRV', class: 'IN', ttl: HOST_TTL, flush: true, data };
-  }
-
-  private txtRecord(): MdnsRecord {
-    // RFC 6763 6.1: an empty TXT record is one empty string, never zero strings.
-    const data = this.txt.length === 0 ? [Buffer.alloc(0)] : this.txt;
-    return { name: this.fqdn, type: 'TXT', class: 'IN', ttl: OTHER_TTL, flush: true, data };
-  }
-
-  private hostRecords(): MdnsRecord[] {
-    return this.config.addresses.map((address) => ({
-      name: this.config.host,
-      type: isIPv4(address) ? 'A' : 'AAAA',
-      class: 'IN',
-      ttl: HOST_TTL,
-      flush: true,
-      data: address,
-    }));
-  }
-}
-
-function response(answers: MdnsRecord[], additionals: MdnsRecord[]): MdnsPacket {
-  return { type: 'response', id: 0, flags: AUTHORITATIVE_ANSWER, questions: [], answers, additionals };
-}
-
-function recordKey(record: MdnsRecord): string {
-  const data = typeof record.data === 'string' ? canonicalName(record.data) : '';
-  // PTR records of one name differ by target; the unique records are one per name and type.
-  return `${canonicalName(record.name)}|${record.type}|${record.type === 'PTR' || record.type === 'A' || record.type === 'AAAA' ? data : ''}`;
 }

@@ -9,6 +9,7 @@ import { open, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writePrivateFile } from './credentials.js';
 import { AmfError } from '../errors.js';
+import { pidAlive } from '../util/pidAlive.js';
 
 export const INSTANCE_LOCK_FILE = 'amf.lock';
 
@@ -45,15 +46,6 @@ export interface InstanceLock {
   readonly file: string;
   update(info: Partial<Omit<InstanceInfo, 'pid'>>): Promise<void>;
   release(): Promise<void>;
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 function parseInfo(text: string): InstanceInfo | undefined {

@@ -1,12 +1,13 @@
 /**
- * The guarded path of every federated request other than `tools/call` (resource reads and
- * subscriptions, prompt gets, completions): the same OPA decision (`data.amf.mcp.decision` with
- * `kind`), plaintext warning, TLS-pin refusal and audit record as a tool call. A refusal is a
- * JSON-RPC error here (these requests have no `isError` result shape): -32003 with the policy's
- * reasons, or the pin-mismatch code.
+ * The guarded path of every federated request, `tools/call` and the rest (resource reads and
+ * subscriptions, prompt gets, completions): the OPA decision (`data.amf.mcp.decision`, with `kind`
+ * for non-tool requests), plaintext warning, TLS-pin refusal and audit record. How a refusal or a
+ * failure is answered differs by request: a tool call answers with an `isError` result
+ * (federatedToolCall.ts); the rest have no such shape, so they get a JSON-RPC error (-32003 with
+ * the policy's reasons, or the pin-mismatch code).
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { PolicyEngine } from '../../policy/policyEngine.js';
 import type { AgentRegistry } from '../../registry/agentRegistry.js';
 import type { PolicyNotices } from '../../registry/policyNotices.js';
@@ -14,12 +15,12 @@ import type { McpAuditLog, McpAuditRecord } from './mcpAudit.js';
 import { findPinMismatch, TLS_PIN_MISMATCH_REASON } from './tlsPins.js';
 
 /** What a forwarded request reaches at the agent (the policy input's `kind`). */
-export type ForwardKind = 'resource' | 'prompt' | 'completion';
+export type ForwardKind = 'tool' | 'resource' | 'prompt' | 'completion';
 
 /** JSON-RPC error code of a request the AMF policy refused. */
 export const MCP_POLICY_DENIED_CODE = -32003;
-/** JSON-RPC error code of a refusal because the agent's certificate no longer matches its pin. */
-const MCP_TLS_PIN_MISMATCH_CODE = -32010;
+/** JSON-RPC error code of a call refused because the agent's certificate no longer matches its pin. */
+export const MCP_TLS_PIN_MISMATCH_CODE = -32010;
 /** MCP's "resource not found". */
 export const MCP_RESOURCE_NOT_FOUND = -32002;
 
@@ -45,28 +46,72 @@ export interface ForwardRequest {
   who: { caller: string; sessionId: string | null };
 }
 
+/** How refusals and failures are answered: returned as a result, or thrown. */
+export interface ForwardAnswers<T> {
+  /** A policy refusal; `unavailable` when no decision could be had (fail closed). */
+  refused(reasons: string[], unavailable: boolean): T;
+  /** The agent could not be reached or failed (not a pin mismatch). */
+  failed(err: unknown, agentId: string, message: string): T;
+  /** The audit outcome of an answer the agent gave. */
+  outcome(result: T): 'ok' | 'tool_error';
+}
+
+/** Answers as JSON-RPC errors: the requests other than `tools/call`. */
+function jsonRpcAnswers<T>(): ForwardAnswers<T> {
+  return {
+    refused(reasons, unavailable) {
+      if (unavailable)
+        throw new McpError(MCP_POLICY_DENIED_CODE, 'the AMF policy could not be evaluated: request refused', {
+          reasons,
+        });
+      throw new McpError(
+        MCP_POLICY_DENIED_CODE,
+        `the AMF policy denied this request: ${reasons.join(', ')}`,
+        {
+          reasons,
+        },
+      );
+    },
+    failed(err, agentId, message) {
+      // The agent's own JSON-RPC error (e.g. resource not found) reaches the caller unchanged.
+      if (err instanceof McpError) throw err;
+      throw new McpError(-32603, `forwarding to ${agentId} failed: ${message}`);
+    },
+    outcome: () => 'ok',
+  };
+}
+
 function notFound(kind: ForwardKind, wireName: string): McpError {
   if (kind === 'resource')
     return new McpError(MCP_RESOURCE_NOT_FOUND, `Resource ${wireName} not found`, { uri: wireName });
-  return new McpError(-32602, `${kind === 'prompt' ? 'Prompt' : 'Reference'} ${wireName} not found`);
+  const what = kind === 'tool' ? 'Tool' : kind === 'prompt' ? 'Prompt' : 'Reference';
+  return new McpError(ErrorCode.InvalidParams, `${what} ${wireName} not found`);
 }
 
-/** Policy, auth tier, forward, audit; throws McpError on refusal, unknown names and failures. */
+/**
+ * Policy, auth tier, forward, audit. Unknown names and pin mismatches throw McpError; refusals and
+ * failures are answered by `answers` (default: thrown as JSON-RPC errors).
+ */
 export async function guardedForward<T>(
   deps: ForwardDeps,
   req: ForwardRequest,
   run: (client: Client) => Promise<T>,
+  answers: ForwardAnswers<T> = jsonRpcAnswers<T>(),
 ): Promise<T> {
   const started = Date.now();
+  const { kind } = req;
+  const isTool = kind === 'tool';
   const base = {
     kind: 'mcp.call' as const,
-    capability: req.kind,
+    // Tool calls carry no `capability` in the audit, nor a `kind` in the policy input.
+    ...(kind === 'tool' ? {} : { capability: kind }),
     time: new Date(started).toISOString(),
     caller: req.who.caller,
     session_id: req.who.sessionId,
     wire_name: req.wireName.slice(0, 1024),
     argument_bytes: req.argumentBytes,
   };
+  // Not awaited: the audit log tracks the store acknowledgement (see McpAuditLog.append).
   const record = (fields: Pick<McpAuditRecord, 'decision' | 'reasons' | 'outcome'> & { error?: string }) =>
     void deps.audit.append({
       ...base,
@@ -87,53 +132,51 @@ export async function guardedForward<T>(
       caller: req.who.caller,
       agent_id: target.agentId,
       tool: target.name,
-      kind: req.kind,
+      ...(isTool ? {} : { kind: req.kind }),
       trust_domain: deps.registry.get(target.agentId)?.record.trust_domain ?? '',
       argument_bytes: req.argumentBytes,
       agent_admitted: deps.registry.isLive(target.agentId),
     });
   } catch (err) {
+    // No decision, no call (fail closed).
     record({ decision: 'deny', reasons: ['policy_unavailable'], outcome: 'denied', error: String(err) });
-    throw new McpError(MCP_POLICY_DENIED_CODE, 'the AMF policy could not be evaluated: request refused', {
-      reasons: ['policy_unavailable'],
-    });
+    return answers.refused(['policy_unavailable'], true);
   }
   if (!decision.allow) {
     record({ decision: 'deny', reasons: decision.reasons, outcome: 'denied' });
-    throw new McpError(
-      MCP_POLICY_DENIED_CODE,
-      `the AMF policy denied this request: ${decision.reasons.join(', ')}`,
-      {
-        reasons: decision.reasons,
-      },
-    );
+    return answers.refused(decision.reasons, false);
   }
   if (deps.auth === 'none')
+    // Plaintext tier: warned on every call, not just once (README "MCP call authentication").
     deps.notices.warn({
       reason: 'mcp_call_unauthenticated',
-      message: `MCP ${req.kind} request ${target.agentId}/${target.name} forwarded over plaintext http:// without authentication`,
+      message: `MCP ${isTool ? 'call' : `${req.kind} request`} ${target.agentId}/${target.name} forwarded over plaintext http:// without authentication`,
       agent_id: target.agentId,
       details: { [req.kind]: target.name, mcp_endpoint: deps.endpoint },
     });
   try {
     const result = await run(await deps.clientFor(target.agentId));
-    record({ decision: 'allow', reasons: [], outcome: 'ok' });
+    record({ decision: 'allow', reasons: [], outcome: answers.outcome(result) });
     return result;
   } catch (err) {
     const mismatch = findPinMismatch(err);
     if (mismatch) {
+      // Refused, not failed: the peer is not the agent that was admitted. Warned by the agent fetch.
       record({
         decision: 'deny',
         reasons: [TLS_PIN_MISMATCH_REASON],
         outcome: 'denied',
         error: mismatch.message,
       });
-      throw new McpError(MCP_TLS_PIN_MISMATCH_CODE, mismatch.message, { reason: TLS_PIN_MISMATCH_REASON });
+      throw new McpError(MCP_TLS_PIN_MISMATCH_CODE, mismatch.message, {
+        reason: TLS_PIN_MISMATCH_REASON,
+        agent_id: mismatch.agentId,
+        pinned_sha256: mismatch.expected,
+        presented_sha256: mismatch.actual,
+      });
     }
     const message = err instanceof Error ? err.message : String(err);
     record({ decision: 'allow', reasons: [], outcome: 'failed', error: message.slice(0, 500) });
-    // The agent's own JSON-RPC error (e.g. resource not found) reaches the caller unchanged.
-    if (err instanceof McpError) throw err;
-    throw new McpError(-32603, `forwarding to ${target.agentId} failed: ${message}`);
+    return answers.failed(err, target.agentId, message);
   }
 }

@@ -1,50 +1,32 @@
 /**
  * The federated MCP catalog behind the coordinator's `POST /mcp` (Model C): the tools of every live
  * admitted agent that announces an MCP endpoint, under federated wire names, with an OPA decision,
- * an authentication-tier check and an audit record on every call. Calls are forwarded (Model B)
- * through one SDK Client per agent, reused across calls and closed when the agent leaves. Agents on
- * `https://` are TOFU-pinned when they are admitted (tlsPins.ts); see callAuth.ts for the tiers.
+ * an authentication-tier check and an audit record on every call (federatedForward.ts). Calls are
+ * forwarded (Model B) through the agents' shared clients (federatedAgents.ts).
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  ErrorCode,
-  LoggingMessageNotificationSchema,
-  McpError,
-  PromptListChangedNotificationSchema,
-  ResourceListChangedNotificationSchema,
-  ResourceUpdatedNotificationSchema,
-  ToolListChangedNotificationSchema,
-  type CallToolResult,
-  type ClientCapabilities,
-  type LoggingLevel,
-  type LoggingMessageNotification,
-  type Progress,
-  type Tool,
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type {
+  CallToolResult,
+  ClientCapabilities,
+  LoggingLevel,
+  LoggingMessageNotification,
+  Progress,
+  Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { AgentRegistry, RegisteredAgent } from '../../registry/agentRegistry.js';
 import type { PolicyNotices } from '../../registry/policyNotices.js';
 import type { PolicyEngine } from '../../policy/policyEngine.js';
-import {
-  createAgentFetch,
-  isHttps,
-  NO_CALL_CREDENTIALS,
-  type AgentFetch,
-  type McpCallCredentials,
-} from './callAuth.js';
-import type { McpAuditLog, McpAuditRecord } from './mcpAudit.js';
-import {
-  findPinMismatch,
-  TLS_PIN_MISMATCH_REASON,
-  type TlsPinMismatchError,
-  type TlsPinStore,
-} from './tlsPins.js';
+import type { McpCallCredentials } from './callAuth.js';
+import type { McpAuditLog } from './mcpAudit.js';
+import type { TlsPinStore } from './tlsPins.js';
 import { federatedCatalog, ToolNamer, type FederatedTool } from './toolNames.js';
-import { EMPTY_CATALOG, listAgentCatalog, type AgentCatalog } from './agentCatalog.js';
+import type { AgentCatalog } from './agentCatalog.js';
 import { BareNames, type BareCollision } from './bareNames.js';
 import type { FederationEntry } from './federatedResources.js';
 import { buildFederatedExtras, grantBareToolNames, type FederatedExtras } from './federatedExtras.js';
-import { guardedForward, type ForwardKind } from './federatedForward.js';
+import { guardedForward, type ForwardDeps, type ForwardKind } from './federatedForward.js';
+import { FederatedAgents } from './federatedAgents.js';
+import { TOOL_CALL_ANSWERS } from './federatedToolCall.js';
 import { FederatedLogLevels } from './federatedLogging.js';
 import { AgentSubscriptions } from './federatedSubscriptions.js';
 import type { LogFn } from '../../log.js';
@@ -52,9 +34,7 @@ import type { LogFn } from '../../log.js';
 export type { McpCallCredentials } from './callAuth.js';
 export type { FederatedTool } from './toolNames.js';
 export type { FederatedExtras } from './federatedExtras.js';
-
-/** JSON-RPC error code of a call refused because the agent's certificate no longer matches its pin. */
-export const MCP_TLS_PIN_MISMATCH_CODE = -32010;
+export { MCP_TLS_PIN_MISMATCH_CODE } from './federatedForward.js';
 
 /** Options of the federation. */
 export interface McpFederationOptions {
@@ -76,20 +56,6 @@ export interface McpFederationOptions {
   bareNames?: boolean;
 }
 
-interface AgentTools {
-  endpoint: string;
-  client?: Client;
-  connecting?: Promise<Client>;
-  tools: Tool[];
-  /** Everything else the agent offers (resources, templates, prompts, capabilities). */
-  offer: AgentCatalog;
-  /** Pinned certificate fingerprint (https endpoints under TOFU). */
-  pin?: string;
-  fetch?: AgentFetch;
-  /** Bumped on every refresh so a slow stale listing cannot overwrite a newer one. */
-  generation: number;
-}
-
 /** Who is calling through the federated endpoint. */
 export interface McpCaller {
   caller: string;
@@ -102,30 +68,11 @@ function toolAlias(agent: RegisteredAgent): string | undefined {
   return agent.record.tool_alias;
 }
 
-function denied(text: string, reasons: string[]): CallToolResult {
-  return {
-    content: [{ type: 'text', text }],
-    isError: true,
-    _meta: { 'amf/policy': { decision: 'deny', reasons } },
-  };
-}
-
 /** The federated catalog and call router. */
 export class McpFederation {
-  private readonly agents = new Map<string, AgentTools>();
-  /**
-   * Last tools each agent listed over a verified connection, kept after it leaves: an agent that
-   * comes back with a different certificate keeps its tools listed, so calling them gives a clear
-   * pin-mismatch refusal instead of "tool not found". Bounded; oldest forgotten first.
-   */
-  private readonly verifiedTools = new Map<string, Tool[]>();
   private readonly namer = new ToolNamer();
   private readonly listeners = new Set<() => void>();
   private readonly extrasListeners = new Set<(kind: 'resources' | 'prompts') => void>();
-  private readonly updateListeners = new Set<(agentId: string, uri: string) => void>();
-  private readonly logListeners = new Set<
-    (agentId: string, params: LoggingMessageNotification['params']) => void
-  >();
   private readonly bare: BareNames | undefined;
   private catalogCache: Map<string, FederatedTool> | undefined;
   private listedCache: Tool[] | undefined;
@@ -133,24 +80,24 @@ export class McpFederation {
   private extrasCache: FederatedExtras | undefined;
   private lastSignature = '';
   private readonly lastExtrasSignature = { resources: '', prompts: '' };
-  private logLevel: LoggingLevel | undefined;
   /** Agent-side resource subscriptions shared by the coordinator's sessions. */
   readonly subscriptions = new AgentSubscriptions();
   /** The log levels the coordinator's sessions asked for; agents get the most verbose one. */
   readonly logLevels = new FederatedLogLevels((level) => this.setLogLevel(level));
   private unsubscribe: (() => void) | undefined;
-  private closed = false;
+  private readonly agents: FederatedAgents;
 
   constructor(private readonly options: McpFederationOptions) {
     this.bare = options.bareNames ? new BareNames() : undefined;
+    this.agents = new FederatedAgents(options, () => this.changed());
   }
 
   /** Follows the registry: agents with an MCP endpoint are listed while live. */
   start(): void {
     const offReg = this.options.registry.onChange((change) => {
       const id = change.agent.record.agent_id;
-      if (change.kind === 'offline') this.drop(id);
-      else void this.refresh(id);
+      if (change.kind === 'offline') this.agents.drop(id);
+      else void this.agents.refresh(id);
     });
     // A card arriving after admission may carry the agent's tool alias.
     const offCard = this.options.registry.onCard((agentId) => {
@@ -161,7 +108,7 @@ export class McpFederation {
       offCard();
     };
     for (const agent of this.options.registry.list())
-      if (agent.status === 'live') void this.refresh(agent.record.agent_id);
+      if (agent.status === 'live') void this.agents.refresh(agent.record.agent_id);
   }
 
   /** Registers a listener called when the catalog changed (→ `notifications/tools/list_changed`). */
@@ -245,14 +192,12 @@ export class McpFederation {
 
   /** Called on every `notifications/resources/updated` an agent sends (agent id, agent URI). */
   onResourceUpdated(listener: (agentId: string, uri: string) => void): () => void {
-    this.updateListeners.add(listener);
-    return () => this.updateListeners.delete(listener);
+    return this.agents.onResourceUpdated(listener);
   }
 
   /** Called on every log message an agent sends the coordinator. */
   onAgentLog(listener: (agentId: string, params: LoggingMessageNotification['params']) => void): () => void {
-    this.logListeners.add(listener);
-    return () => this.logListeners.delete(listener);
+    return this.agents.onAgentLog(listener);
   }
 
   /** The wire prefix of an agent (alias or slug), for naming what it sends. */
@@ -261,18 +206,9 @@ export class McpFederation {
     return this.entriesCache.find((e) => e.agentId === agentId)?.prefix ?? this.namer.slug(agentId);
   }
 
-  /**
-   * Sets the log level of every agent that offers logging (and of agents that connect later): the
-   * most verbose level any caller asked for; undefined leaves agents at their default.
-   */
-  async setLogLevel(level: LoggingLevel | undefined): Promise<void> {
-    this.logLevel = level;
-    if (level === undefined) return;
-    await Promise.allSettled(
-      [...this.agents.entries()]
-        .filter(([, s]) => s.offer.capabilities.logging !== undefined && s.client)
-        .map(([, s]) => s.client!.setLoggingLevel(level)),
-    );
+  /** Sets the log level of every agent that offers logging (federatedAgents.ts). */
+  setLogLevel(level: LoggingLevel | undefined): Promise<void> {
+    return this.agents.setLogLevel(level);
   }
 
   /**
@@ -287,24 +223,7 @@ export class McpFederation {
     who: McpCaller,
     run: (client: Client) => Promise<T>,
   ): Promise<T> {
-    const endpoint = target
-      ? (this.agents.get(target.agentId)?.endpoint ??
-        this.options.registry.get(target.agentId)?.record.mcp_endpoint ??
-        '')
-      : '';
-    return guardedForward(
-      {
-        policy: this.options.policy,
-        audit: this.options.audit,
-        notices: this.options.notices,
-        registry: this.options.registry,
-        auth: this.authTier(endpoint),
-        endpoint,
-        clientFor: (agentId) => this.clientFor(agentId),
-      },
-      { kind, wireName, target, argumentBytes, who },
-      run,
-    );
+    return guardedForward(this.forwardDeps(target), { kind, wireName, target, argumentBytes, who }, run);
   }
 
   /**
@@ -313,7 +232,7 @@ export class McpFederation {
    * With `onProgress`, the forwarded call carries a progress token of its own and each progress
    * notification the agent sends for it is handed to `onProgress` (for the caller's own token).
    */
-  async call(
+  call(
     wireName: string,
     args: Record<string, unknown>,
     who: McpCaller,
@@ -321,164 +240,57 @@ export class McpFederation {
     onProgress?: (progress: Progress) => void,
     clientFor?: (agentId: string) => Promise<Client>,
   ): Promise<CallToolResult> {
-    const started = Date.now();
     const argumentBytes = Buffer.byteLength(JSON.stringify(args));
     const entry = this.catalog().get(wireName);
-    const base = {
-      kind: 'mcp.call' as const,
-      time: new Date(started).toISOString(),
-      caller: who.caller,
-      session_id: who.sessionId,
-      wire_name: wireName,
-      argument_bytes: argumentBytes,
-    };
-    if (!entry) {
-      void this.options.audit.append({
-        ...base,
-        tool: null,
-        agent_id: null,
-        decision: 'deny',
-        reasons: ['unknown_tool'],
-        outcome: 'denied',
-        duration_ms: Date.now() - started,
-        auth: 'none',
-      });
-      throw new McpError(ErrorCode.InvalidParams, `Tool ${wireName} not found`);
-    }
-    const agent = this.options.registry.get(entry.agentId);
-    const state = this.agents.get(entry.agentId);
-    const endpoint = state?.endpoint ?? agent?.record.mcp_endpoint ?? '';
-    const auth = this.authTier(endpoint);
-    // Not awaited: the audit log tracks the store acknowledgement (see McpAuditLog.append).
-    const record = (fields: Pick<McpAuditRecord, 'decision' | 'reasons' | 'outcome'> & { error?: string }) =>
-      void this.options.audit.append({
-        ...base,
-        tool: `${entry.agentId}/${entry.tool}`,
-        agent_id: entry.agentId,
-        duration_ms: Date.now() - started,
-        auth,
-        ...fields,
-      });
-    let decision;
-    try {
-      decision = await this.options.policy.mcp({
-        caller: who.caller,
-        agent_id: entry.agentId,
-        tool: entry.tool,
-        trust_domain: agent?.record.trust_domain ?? '',
-        argument_bytes: argumentBytes,
-        agent_admitted: this.options.registry.isLive(entry.agentId),
-      });
-    } catch (err) {
-      // No decision, no call (fail closed).
-      record({
-        decision: 'deny',
-        reasons: ['policy_unavailable'],
-        outcome: 'denied',
-        error: String(err),
-      });
-      return denied('the AMF policy could not be evaluated: call refused', ['policy_unavailable']);
-    }
-    if (!decision.allow) {
-      record({ decision: 'deny', reasons: decision.reasons, outcome: 'denied' });
-      return denied(`the AMF policy denied this call: ${decision.reasons.join(', ')}`, decision.reasons);
-    }
-    if (auth === 'none') {
-      // Plaintext tier: warned on every call, not just once (README "MCP call authentication").
-      this.options.notices.warn({
-        reason: 'mcp_call_unauthenticated',
-        message: `MCP call ${entry.agentId}/${entry.tool} forwarded over plaintext http:// without authentication`,
-        agent_id: entry.agentId,
-        details: { tool: entry.tool, mcp_endpoint: endpoint },
-      });
-    }
-    try {
-      const client = await (clientFor ?? ((id: string) => this.clientFor(id)))(entry.agentId);
-      const result = (await client.callTool({ name: entry.tool, arguments: args }, undefined, {
-        // One total time limit: progress does not extend it (no resetTimeoutOnProgress).
-        timeout: this.options.callTimeoutMs ?? 60_000,
-        ...(signal ? { signal } : {}),
-        ...(onProgress ? { onprogress: onProgress } : {}),
-      })) as CallToolResult;
-      record({ decision: 'allow', reasons: [], outcome: result.isError ? 'tool_error' : 'ok' });
-      return result;
-    } catch (err) {
-      const mismatch = findPinMismatch(err);
-      if (mismatch) {
-        // Refused, not failed: the peer is not the agent that was admitted. Warned by the agent fetch.
-        record({
-          decision: 'deny',
-          reasons: [TLS_PIN_MISMATCH_REASON],
-          outcome: 'denied',
-          error: mismatch.message,
-        });
-        throw new McpError(MCP_TLS_PIN_MISMATCH_CODE, mismatch.message, {
-          reason: TLS_PIN_MISMATCH_REASON,
-          agent_id: mismatch.agentId,
-          pinned_sha256: mismatch.expected,
-          presented_sha256: mismatch.actual,
-        });
-      }
-      const message = err instanceof Error ? err.message : String(err);
-      record({ decision: 'allow', reasons: [], outcome: 'failed', error: message.slice(0, 500) });
-      return {
-        content: [{ type: 'text', text: `forwarding to ${entry.agentId} failed: ${message}` }],
-        isError: true,
-      };
-    }
+    const target = entry ? { agentId: entry.agentId, name: entry.tool } : undefined;
+    return guardedForward(
+      this.forwardDeps(target, clientFor),
+      { kind: 'tool', wireName, target, argumentBytes, who },
+      async (client) =>
+        (await client.callTool({ name: target!.name, arguments: args }, undefined, {
+          // One total time limit: progress does not extend it (no resetTimeoutOnProgress).
+          timeout: this.options.callTimeoutMs ?? 60_000,
+          ...(signal ? { signal } : {}),
+          ...(onProgress ? { onprogress: onProgress } : {}),
+        })) as CallToolResult,
+      TOOL_CALL_ANSWERS,
+    );
   }
 
-  /**
-   * Opens a connection of its own to an agent for one caller session, with `capabilities` (sampling,
-   * elicitation) the shared client does not declare: requests the agent sends on it belong to that
-   * session alone. Uses the agent's fetch (pins, credentials, fingerprint); the caller closes it.
-   */
-  async openSessionClient(
+  private forwardDeps(
+    target: { agentId: string } | undefined,
+    clientFor?: (agentId: string) => Promise<Client>,
+  ): ForwardDeps {
+    const endpoint = target ? this.agents.endpointOf(target.agentId) : '';
+    return {
+      policy: this.options.policy,
+      audit: this.options.audit,
+      notices: this.options.notices,
+      registry: this.options.registry,
+      auth: this.agents.authTier(endpoint),
+      endpoint,
+      clientFor: clientFor ?? ((agentId) => this.agents.clientFor(agentId)),
+    };
+  }
+
+  /** A connection of its own to an agent for one caller session (federatedAgents.ts). */
+  openSessionClient(
     agentId: string,
     capabilities: ClientCapabilities,
     setup: (client: Client) => void,
   ): Promise<Client> {
-    await this.clientFor(agentId);
-    const state = this.agents.get(agentId);
-    if (!state?.fetch) throw new Error(`agent ${agentId} has no MCP endpoint in the federation`);
-    const client = new Client({ name: 'amf-coordinator', version: this.options.version }, { capabilities });
-    setup(client);
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(state.endpoint), { fetch: state.fetch.fetch }),
-    );
-    return client;
+    return this.agents.openSessionClient(agentId, capabilities, setup);
   }
 
   /** The federation's shared client of an agent (connects on first use). */
   sharedClient(agentId: string): Promise<Client> {
-    return this.clientFor(agentId);
+    return this.agents.clientFor(agentId);
   }
 
   /** Closes every agent client. */
   async close(): Promise<void> {
-    this.closed = true;
     this.unsubscribe?.();
-    const all = [...this.agents.values()];
-    this.agents.clear();
-    await Promise.allSettled(all.map((s) => s.client?.close()));
-    for (const s of all) s.fetch?.close();
-  }
-
-  /** How calls to `endpoint` are authenticated, as the audit records it. */
-  private authTier(endpoint: string): McpAuditRecord['auth'] {
-    const credentials = this.options.credentials ?? NO_CALL_CREDENTIALS;
-    if (credentials.kind !== NO_CALL_CREDENTIALS.kind) return 'spiffe';
-    if (!isHttps(endpoint)) return 'none';
-    return this.options.pins ? 'tofu' : 'tls';
-  }
-
-  private warnPinMismatch(err: TlsPinMismatchError, endpoint: string): void {
-    this.options.notices.warn({
-      reason: TLS_PIN_MISMATCH_REASON,
-      message: err.message,
-      agent_id: err.agentId,
-      details: { mcp_endpoint: endpoint, pinned_sha256: err.expected, presented_sha256: err.actual },
-    });
+    await this.agents.close();
   }
 
   private changed(): void {
@@ -499,120 +311,5 @@ export class McpFederation {
     if (signature === this.lastSignature) return;
     this.lastSignature = signature;
     for (const l of this.listeners) l();
-  }
-
-  private async clientFor(agentId: string): Promise<Client> {
-    const state = this.agents.get(agentId);
-    if (!state) throw new Error(`agent ${agentId} has no MCP endpoint in the federation`);
-    if (state.client) return state.client;
-    state.connecting ??= this.connect(agentId, state).catch((err: unknown) => {
-      state.connecting = undefined;
-      throw err;
-    });
-    return state.connecting;
-  }
-
-  private async connect(agentId: string, state: AgentTools): Promise<Client> {
-    const pins = this.options.pins;
-    if (pins && isHttps(state.endpoint))
-      state.pin ??= await pins.pinOnFirstUse(agentId, state.endpoint, (sha256) =>
-        this.options.log?.('info', 'TLS certificate of an MCP agent pinned (TOFU)', {
-          agent: agentId,
-          sha256,
-        }),
-      );
-    state.fetch?.close();
-    const agentFetch = createAgentFetch({
-      agentId,
-      endpoint: state.endpoint,
-      credentials: this.options.credentials ?? NO_CALL_CREDENTIALS,
-      ...(this.options.coordinatorFingerprint
-        ? { coordinatorFingerprint: this.options.coordinatorFingerprint }
-        : {}),
-      ...(state.pin ? { pin: state.pin } : {}),
-      onPinMismatch: (err) => this.warnPinMismatch(err, state.endpoint),
-    });
-    state.fetch = agentFetch;
-    const client = new Client({ name: 'amf-coordinator', version: this.options.version });
-    // The agent may change its tools, resources or prompts; re-list them when it says so.
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void this.refresh(agentId));
-    client.setNotificationHandler(ResourceListChangedNotificationSchema, () => void this.refresh(agentId));
-    client.setNotificationHandler(PromptListChangedNotificationSchema, () => void this.refresh(agentId));
-    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
-      for (const l of this.updateListeners) l(agentId, n.params.uri);
-    });
-    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
-      for (const l of this.logListeners) l(agentId, n.params);
-    });
-    const transport = new StreamableHTTPClientTransport(new URL(state.endpoint), { fetch: agentFetch.fetch });
-    await client.connect(transport);
-    if (this.agents.get(agentId) !== state || this.closed) {
-      await client.close();
-      throw new Error(`agent ${agentId} left while connecting`);
-    }
-    state.client = client;
-    client.onclose = () => {
-      if (state.client === client) state.client = undefined;
-      state.connecting = undefined;
-    };
-    return client;
-  }
-
-  /** (Re)lists the tools of an agent; agents without an MCP endpoint or not live are dropped. */
-  private async refresh(agentId: string): Promise<void> {
-    if (this.closed) return;
-    const agent = this.options.registry.get(agentId);
-    const endpoint = agent?.record.mcp_endpoint;
-    if (!agent || agent.status !== 'live' || !endpoint) {
-      this.drop(agentId);
-      return;
-    }
-    let state = this.agents.get(agentId);
-    if (state && state.endpoint !== endpoint) {
-      this.drop(agentId);
-      state = undefined;
-    }
-    if (!state) {
-      state = { endpoint, tools: [], offer: EMPTY_CATALOG, generation: 0 };
-      this.agents.set(agentId, state);
-    }
-    const generation = ++state.generation;
-    try {
-      const client = await this.clientFor(agentId);
-      const offer = await listAgentCatalog(client);
-      const tools = offer.tools;
-      if (this.agents.get(agentId) !== state || state.generation !== generation) return;
-      state.tools = tools;
-      state.offer = offer;
-      if (this.logLevel && offer.capabilities.logging)
-        void client.setLoggingLevel(this.logLevel).catch(() => undefined);
-      this.verifiedTools.delete(agentId);
-      this.verifiedTools.set(agentId, tools);
-      if (this.verifiedTools.size > 10_000)
-        this.verifiedTools.delete(this.verifiedTools.keys().next().value!);
-      this.changed();
-    } catch (err) {
-      const known = this.verifiedTools.get(agentId);
-      if (findPinMismatch(err) && known && this.agents.get(agentId) === state) {
-        state.tools = known;
-        this.changed();
-      }
-      this.options.log?.('warn', 'could not list the MCP tools of an agent', {
-        agent: agentId,
-        err: err instanceof Error ? err.message : String(err),
-      });
-    }
-  }
-
-  private drop(agentId: string): void {
-    const state = this.agents.get(agentId);
-    if (!state) return;
-    this.agents.delete(agentId);
-    void state.client
-      ?.close()
-      .catch(() => undefined)
-      .finally(() => state.fetch?.close());
-    if (!state.client) state.fetch?.close();
-    this.changed();
   }
 }
