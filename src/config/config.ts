@@ -11,9 +11,8 @@
 import { readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { LineCounter, parseDocument } from 'yaml';
 import { CONFIG_SCHEMA } from './configSchema.js';
-import { checkLayer, findProblems, formatPath, locate, type Problem } from './configProblems.js';
+import { checkLayer, findProblems, formatPath, type Problem } from './configProblems.js';
 import {
   coerce,
   deepFreeze,
@@ -395,6 +394,11 @@ async function readConfigFile(file: string, required: boolean): Promise<FileLaye
     return fail(`cannot read config file (${code === 'ENOENT' ? 'no such file' : (code ?? String(err))})`);
   }
 
+  // Loaded only when there is a file: yaml is most of the modules a short command would load.
+  const [{ LineCounter, parseDocument }, { locate }] = await Promise.all([
+    import('yaml'),
+    import('./configLocate.js'),
+  ]);
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, {
     version: '1.2',
