@@ -45,6 +45,7 @@ import { BareNames, type BareCollision } from './bareNames.js';
 import type { FederationEntry } from './federatedResources.js';
 import { buildFederatedExtras, grantBareToolNames, type FederatedExtras } from './federatedExtras.js';
 import { guardedForward, type ForwardKind } from './federatedForward.js';
+import { callToolDirect } from './directToolCall.js';
 import { FederatedLogLevels } from './federatedLogging.js';
 import { AgentSubscriptions } from './federatedSubscriptions.js';
 import type { LogFn } from '../../log.js';
@@ -394,12 +395,20 @@ export class McpFederation {
     }
     try {
       const client = await (clientFor ?? ((id: string) => this.clientFor(id)))(entry.agentId);
-      const result = (await client.callTool({ name: entry.tool, arguments: args }, undefined, {
-        // One total time limit: progress does not extend it (no resetTimeoutOnProgress).
-        timeout: this.options.callTimeoutMs ?? 60_000,
-        ...(signal ? { signal } : {}),
-        ...(onProgress ? { onprogress: onProgress } : {}),
-      })) as CallToolResult;
+      const timeout = this.options.callTimeoutMs ?? 60_000;
+      // The shared client's session without the SDK's request machinery (directToolCall.ts).
+      const fetch = clientFor || onProgress ? undefined : this.agents.get(entry.agentId)?.fetch;
+      const direct = fetch
+        ? { client, fetch, endpoint, tool: entry.tool, args, timeoutMs: timeout, signal }
+        : undefined;
+      const result =
+        (direct && (await callToolDirect(direct))) ??
+        ((await client.callTool({ name: entry.tool, arguments: args }, undefined, {
+          // One total time limit: progress does not extend it (no resetTimeoutOnProgress).
+          timeout,
+          ...(signal ? { signal } : {}),
+          ...(onProgress ? { onprogress: onProgress } : {}),
+        })) as CallToolResult);
       record({ decision: 'allow', reasons: [], outcome: result.isError ? 'tool_error' : 'ok' });
       return result;
     } catch (err) {
