@@ -49,21 +49,33 @@ export async function callToolDirect(call: DirectCall): Promise<CallToolResult |
     method: 'tools/call',
     params: { name: call.tool, arguments: call.args },
   });
-  const timeout = AbortSignal.timeout(call.timeoutMs);
-  const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
     'mcp-session-id': sessionId,
   };
   if (transport.protocolVersion) headers['mcp-protocol-version'] = transport.protocolVersion;
+  // A timer cleared when the call ends (AbortSignal.timeout would keep one per call for the whole
+  // time limit), and the caller's signal followed while the call runs.
+  const abort = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    abort.abort();
+  }, call.timeoutMs);
+  const follow = () => abort.abort(call.signal?.reason);
+  if (call.signal?.aborted) follow();
+  else call.signal?.addEventListener('abort', follow, { once: true });
   let answer;
   try {
-    answer = await call.fetch.post(call.endpoint, headers, body, signal);
+    answer = await call.fetch.post(call.endpoint, headers, body, abort.signal);
   } catch (err) {
-    if (timeout.aborted)
+    if (timedOut)
       throw new McpError(ErrorCode.RequestTimeout, `Request timed out after ${call.timeoutMs} ms`);
     throw err;
+  } finally {
+    clearTimeout(timer);
+    call.signal?.removeEventListener('abort', follow);
   }
   if (answer.status === 404) {
     // The agent ended the session (restart, idle expiry): a new client connects on the next call.
