@@ -15,7 +15,8 @@
  *
  * Environment: BENCH_A2A_CONCURRENCY (default "1,32"), BENCH_SECONDS (5), BENCH_WARMUP_SECONDS (1),
  * BENCH_ROUNDS (3; medians over rotated rounds), BENCH_A2A_OUT (default docs/benchmarks-a2a.md;
- * "-" writes none), BENCH_SEPARATE_WORKER (default 1).
+ * "-" writes none), BENCH_SEPARATE_WORKER (default 1), BENCH_CHILD_FLAGS (extra node flags for the mesh
+ * process, e.g. --cpu-prof).
  */
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -50,6 +51,7 @@ const WARMUP_SECONDS = envNumber('BENCH_WARMUP_SECONDS', 1);
 const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 3, 1));
 const OUT = process.env.BENCH_A2A_OUT ?? fileURLToPath(new URL('docs/benchmarks-a2a.md', ROOT));
 const SEPARATE_WORKER = process.env.BENCH_SEPARATE_WORKER ?? '1';
+const CHILD_FLAGS = (process.env.BENCH_CHILD_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const TEXT = 'Hello from the AMF A2A benchmark: please echo this sentence back, word for word.';
 const log = (line) => process.stderr.write(`${line}\n`);
 
@@ -161,7 +163,7 @@ const rate = formatRate;
 const PATHS = ['direct', 'coordinator', 'openai'];
 
 async function main() {
-  const mesh = await startMeshProcess();
+  const mesh = await startMeshProcess({ childFlags: CHILD_FLAGS });
   stopMesh = mesh.stop;
   const info = mesh.info;
   const procs = meshProcesses(info);

@@ -134,16 +134,18 @@ ${table}
 
 ${verdicts.map((v) => `- ${v}`).join('\n')}
 
-Where the time goes (\`node --cpu-prof bin/amf.js agents\`, issue 14): before this change every
-command imported every other command's modules at start (the coordinator, NATS, OPA, both SDKs,
-the AFM runtime): 1.1–1.3 s of CPU for \`--version\`. Now \`bin/amf.js\` answers \`--version\` from
-\`dist/version.js\` alone, and \`src/cli/main.ts\` imports a command's module inside its action. What
-is left in \`amf agents\` is Node's own start-up (the floor row), commander, the configuration
-(yaml, and ajv compiling the configuration schema: the largest single item, about a third of the
-command's CPU; its code optimiser is off, as the validator runs a few times per process) and the GET of \`/agents\`, now one plain
-node:http request: with the global fetch, loading undici and its pooled keep-alive socket (which
-kept the process alive) made the command about a second slower. A precompiled (standalone) ajv
-validator would remove most of the schema cost.
+Where the time goes (\`node --cpu-prof bin/amf.js agents\`, \`node bench/profileTop.js\`, issue 14): before
+these changes every command imported every other command's modules at start (the coordinator, NATS,
+OPA, both SDKs, the AFM runtime): 1.1–1.3 s of CPU for \`--version\`. Now \`bin/amf.js\` answers
+\`--version\` from \`dist/version.js\` alone, and \`src/cli/main.ts\` imports a command's module inside
+its action. In \`amf agents\` half of what was left was ajv compiling the configuration schema, and
+most of the modules loaded were yaml's (72 CommonJS files): the build now writes the validator as
+standalone code (\`scripts/build-config-validator.mjs\` → \`dist/config/configValidator.generated.cjs\`,
+used only when it was built from the current schema, else the schema is compiled as before), and
+yaml is loaded only when a configuration file exists. What is left is Node's own start-up (the
+floor row), commander, the compiled configuration schema and validator, and the GET of \`/agents\`
+(one plain node:http request: the global fetch, loading undici and keeping a pooled socket alive,
+made the command about a second slower).
 `,
   );
   log(`bench/startup.js: wrote ${OUT}`);

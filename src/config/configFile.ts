@@ -3,8 +3,7 @@
  * checked against the schema, each problem reported with its line and column.
  */
 import { readFile, stat } from 'node:fs/promises';
-import { LineCounter, parseDocument } from 'yaml';
-import { findProblems, formatPath, locate } from './configProblems.js';
+import { findProblems, formatPath } from './configProblems.js';
 import type { Json, JsonObject } from './configValues.js';
 
 // A configuration file is small; refusing huge files bounds parse time and memory.
@@ -32,6 +31,11 @@ export async function readConfigFile(file: string, required: boolean): Promise<F
     return fail(`cannot read config file (${code === 'ENOENT' ? 'no such file' : (code ?? String(err))})`);
   }
 
+  // Loaded only when there is a file: yaml is most of the modules a short command would load.
+  const [{ LineCounter, parseDocument }, { locate }] = await Promise.all([
+    import('yaml'),
+    import('./configLocate.js'),
+  ]);
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, {
     version: '1.2',

@@ -4,35 +4,13 @@
  * YAML file. Every message names the key the user has to edit and says what was expected.
  */
 import { isIP } from 'node:net';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { isMap, isScalar, type Document, type LineCounter } from 'yaml';
-import { CONFIG_SCHEMA, SCHEMA_ANNOTATIONS, type SchemaNode } from './configSchema.js';
+import type { ErrorObject } from 'ajv';
+import type { SchemaNode } from './configSchema.js';
+import { configValidator } from './configValidator.js';
 import { camelToSnake, isObject, type Json } from './configValues.js';
 
 /** One segment of a path into the configuration: a key or a list index. */
 type Seg = string | number;
-
-// Compiled once per process: validation runs for every layer of every load.
-let compiled: ValidateFunction | undefined;
-function validator(): ValidateFunction {
-  if (!compiled) {
-    // verbose: errors carry the failing schema node (for x-expected) and the offending value.
-    // strictRequired is off because the if/then rules require keys declared one level up.
-    // optimize off: the code is run a handful of times per process, so compiling it fast matters
-    // more than running it fast (a third of `amf agents` start-up went to ajv's optimiser).
-    const ajv = new Ajv({
-      code: { optimize: false },
-      allErrors: true,
-      verbose: true,
-      strict: true,
-      strictRequired: false,
-      allowUnionTypes: true,
-    });
-    ajv.addVocabulary([...SCHEMA_ANNOTATIONS]);
-    compiled = ajv.compile(CONFIG_SCHEMA);
-  }
-  return compiled;
-}
 
 /** One problem found in a layer, before it is labelled with the place the user has to edit. */
 export interface Problem {
@@ -49,7 +27,7 @@ export function checkLayer(data: Json, label: (p: Problem) => string): string[] 
 
 /** Every schema and semantic problem of `data`, at most one per key. */
 export function findProblems(data: Json): Problem[] {
-  const validate = validator();
+  const validate = configValidator();
   const problems: Problem[] = [];
   if (!validate(data)) problems.push(...fromAjv(validate.errors ?? []));
   // Semantic checks tolerate invalid data, so they run too: one pass shows everything.
@@ -205,31 +183,6 @@ function editDistance(a: string, b: string): number {
     prev = row;
   }
   return prev[b.length]!;
-}
-
-/** Where a value (or key) sits in the parsed YAML document, when it can be found. */
-export function locate(
-  doc: Document,
-  lines: LineCounter,
-  at: Seg[],
-  isKey: boolean,
-): { offset: number; line: number; col: number } | undefined {
-  let offset: number | undefined;
-  if (isKey && at.length > 0) {
-    const parent = at.length === 1 ? doc.contents : doc.getIn(at.slice(0, -1), true);
-    if (isMap(parent)) {
-      const last = String(at[at.length - 1]);
-      const pair = parent.items.find((p) => isScalar(p.key) && String(p.key.value) === last);
-      offset = pair && isScalar(pair.key) ? pair.key.range?.[0] : undefined;
-      // A missing required key has no position: point at the mapping that lacks it.
-      if (offset === undefined) offset = parent.range?.[0];
-    }
-  } else {
-    const node = at.length === 0 ? doc.contents : doc.getIn(at, true);
-    offset = (node as { range?: [number, number, number] } | undefined)?.range?.[0];
-  }
-  if (offset === undefined) return undefined;
-  return { offset, ...lines.linePos(offset) };
 }
 
 function parsePointer(pointer: string): Seg[] {

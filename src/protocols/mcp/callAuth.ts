@@ -13,6 +13,7 @@
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { COORDINATOR_FINGERPRINT_HEADER } from './coordinatorFingerprint.js';
 import http from 'node:http';
+import https from 'node:https';
 import { nodeFetch } from './nodeFetch.js';
 import { PinnedHttpsAgent, type TlsPinMismatchError } from './tlsPins.js';
 
@@ -49,9 +50,24 @@ export interface AgentFetchOptions {
   onPinMismatch?: (err: TlsPinMismatchError) => void;
 }
 
+/** A whole HTTP answer (body read to its end). */
+export interface RawAnswer {
+  status: number;
+  contentType: string;
+  body: Buffer;
+}
+
+/** Largest answer `post` reads: far above the 1 MiB arguments the policy lets through. */
+const MAX_RAW_ANSWER_BYTES = 64 * 1024 * 1024;
+
 /** A fetch for one agent and the resources to release when the agent leaves. */
 export interface AgentFetch {
   fetch: FetchLike;
+  /**
+   * POSTs `body` to the agent over the same connections, pin and headers as `fetch`, and reads the
+   * whole answer: the direct `tools/call` path (directToolCall.ts) needs no web Request/Response.
+   */
+  post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<RawAnswer>;
   close(): void;
 }
 
@@ -65,17 +81,71 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
       ? undefined
       : new http.Agent({ keepAlive: true, maxSockets: 64 });
   const base: FetchLike = agent ? nodeFetch(agent) : (input, init) => fetch(input, init);
+  const ownHeaders = async (): Promise<Record<string, string>> => ({
+    ...(options.coordinatorFingerprint
+      ? { [COORDINATOR_FINGERPRINT_HEADER]: options.coordinatorFingerprint }
+      : {}),
+    ...(await options.credentials.headersFor(options.agentId, options.endpoint)),
+  });
   return {
     async fetch(input, init) {
       const headers = new Headers(init?.headers);
-      if (options.coordinatorFingerprint)
-        headers.set(COORDINATOR_FINGERPRINT_HEADER, options.coordinatorFingerprint);
-      const extra = await options.credentials.headersFor(options.agentId, options.endpoint);
-      for (const [name, value] of Object.entries(extra)) headers.set(name, value);
+      for (const [name, value] of Object.entries(await ownHeaders())) headers.set(name, value);
       return base(input, { ...init, headers });
+    },
+    async post(url, headers, body, signal) {
+      const all = { ...headers, ...(await ownHeaders()) };
+      if (agent) return rawPost(agent, url, all, body, signal);
+      const res = await fetch(url, { method: 'POST', headers: all, body, signal });
+      return {
+        status: res.status,
+        contentType: res.headers.get('content-type') ?? '',
+        body: Buffer.from(await res.arrayBuffer()),
+      };
     },
     close() {
       agent?.destroy();
     },
   };
+}
+
+/** One POST through `agent` (http.Agent, or the pinned https.Agent), its whole answer read. */
+function rawPost(
+  agent: http.Agent,
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  signal: AbortSignal,
+): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const options: http.RequestOptions = {
+      method: 'POST',
+      agent,
+      signal,
+      headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+    };
+    const req = agent instanceof https.Agent ? https.request(url, options) : http.request(url, options);
+    req.once('error', reject);
+    req.once('response', (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_RAW_ANSWER_BYTES) {
+          req.destroy(new Error(`the agent's answer is larger than ${MAX_RAW_ANSWER_BYTES} bytes`));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      res.once('error', reject);
+      res.once('end', () =>
+        resolve({
+          status: res.statusCode ?? 502,
+          contentType: String(res.headers['content-type'] ?? ''),
+          body: Buffer.concat(chunks),
+        }),
+      );
+    });
+    req.end(body);
+  });
 }

@@ -16,6 +16,7 @@ import {
 import { McpEndpoint, type McpSessionLimits } from './mcpEndpoint.js';
 import type { McpFederation } from './federation.js';
 import { CoordinatorMcpSession, federatedCapabilities } from './coordinatorMcpSession.js';
+import { plainToolCall } from './plainToolCall.js';
 
 const INSTRUCTIONS =
   'AMF mesh: the tools of every admitted agent. Wire names are <agent>__<tool>; each description starts with the AMF name [<agent_id>/<tool>].';
@@ -26,8 +27,15 @@ export function createCoordinatorMcpEndpoint(
   version: string,
   limits: McpSessionLimits = {},
 ): McpEndpoint {
+  // The session state of each SDK server, for the fast path of its plain tool calls.
+  const sessions = new WeakMap<Server, CoordinatorMcpSession>();
   const endpoint: McpEndpoint = new McpEndpoint({
     ...limits,
+    fastRequest: ({ server, sessionId }, request, signal) => {
+      const session = sessions.get(server as Server);
+      if (!session?.takesPlainCalls()) return undefined;
+      return plainToolCall(federation, request, session.caller(sessionId), signal);
+    },
     createServer: ({ caller }) => {
       const capabilities = { tools: { listChanged: true }, ...federatedCapabilities(federation) };
       const server = new Server(
@@ -36,6 +44,7 @@ export function createCoordinatorMcpEndpoint(
       );
       const session = new CoordinatorMcpSession(server, federation, caller, capabilities);
       session.install();
+      sessions.set(server, session);
       server.onclose = () => session.close();
       server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: federation.listTools() }));
       server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {

@@ -72,12 +72,12 @@ export class CoordinatorMcpSession {
   constructor(
     private readonly server: Server,
     private readonly federation: McpFederation,
-    private readonly caller: string,
+    private readonly callerAddress: string,
     private readonly capabilities: ServerCapabilities,
   ) {}
 
   private who(extra: Extra) {
-    return { caller: this.caller, sessionId: extra.sessionId ?? null };
+    return this.caller(extra.sessionId ?? null);
   }
 
   /** Registers the handlers of the announced capabilities and the relays. */
@@ -200,6 +200,20 @@ export class CoordinatorMcpSession {
     const call = this.inflight.get(agentId)?.at(-1);
     const send = call ? call.sendNotification(notification) : this.server.notification(notification);
     void send.catch(() => undefined);
+  }
+
+  /** Who a call of this session is, as the federation records it. */
+  caller(sessionId: string | null): { caller: string; sessionId: string | null } {
+    return { caller: this.callerAddress, sessionId };
+  }
+
+  /**
+   * True when a plain `tools/call` of this session needs nothing from its SDK server: no log level
+   * was set (nothing is relayed on the call's stream) and the caller answers neither sampling nor
+   * elicitation (no connection of its own to the agent). Such calls may take the fast path.
+   */
+  takesPlainCalls(): boolean {
+    return !this.closed && this.level.level === undefined && this.clientSupplier() === undefined;
   }
 
   /** Marks a call of this session to `agentId` in flight; returns the function that ends it. */

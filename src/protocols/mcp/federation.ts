@@ -27,6 +27,7 @@ import { buildFederatedExtras, grantBareToolNames, type FederatedExtras } from '
 import { guardedForward, type ForwardDeps, type ForwardKind } from './federatedForward.js';
 import { FederatedAgents } from './federatedAgents.js';
 import { TOOL_CALL_ANSWERS } from './federatedToolCall.js';
+import { callToolDirect } from './directToolCall.js';
 import { FederatedLogLevels } from './federatedLogging.js';
 import { AgentSubscriptions } from './federatedSubscriptions.js';
 import type { LogFn } from '../../log.js';
@@ -243,16 +244,27 @@ export class McpFederation {
     const argumentBytes = Buffer.byteLength(JSON.stringify(args));
     const entry = this.catalog().get(wireName);
     const target = entry ? { agentId: entry.agentId, name: entry.tool } : undefined;
+    const deps = this.forwardDeps(target, clientFor);
     return guardedForward(
-      this.forwardDeps(target, clientFor),
+      deps,
       { kind: 'tool', wireName, target, argumentBytes, who },
-      async (client) =>
-        (await client.callTool({ name: target!.name, arguments: args }, undefined, {
-          // One total time limit: progress does not extend it (no resetTimeoutOnProgress).
-          timeout: this.options.callTimeoutMs ?? 60_000,
-          ...(signal ? { signal } : {}),
-          ...(onProgress ? { onprogress: onProgress } : {}),
-        })) as CallToolResult,
+      async (client) => {
+        const timeout = this.options.callTimeoutMs ?? 60_000;
+        // The shared client's session without the SDK's request machinery (directToolCall.ts).
+        const fetch = clientFor || onProgress ? undefined : this.agents.get(target!.agentId)?.fetch;
+        const direct = fetch
+          ? { client, fetch, endpoint: deps.endpoint, tool: target!.name, args, timeoutMs: timeout, signal }
+          : undefined;
+        return (
+          (direct && (await callToolDirect(direct))) ??
+          ((await client.callTool({ name: target!.name, arguments: args }, undefined, {
+            // One total time limit: progress does not extend it (no resetTimeoutOnProgress).
+            timeout,
+            ...(signal ? { signal } : {}),
+            ...(onProgress ? { onprogress: onProgress } : {}),
+          })) as CallToolResult)
+        );
+      },
       TOOL_CALL_ANSWERS,
     );
   }

@@ -26,6 +26,7 @@ import {
 } from '../../http/wireErrors.js';
 import { isLoopbackHost } from '../../net/hostRules.js';
 import { StatelessMcp, type McpToolSurface } from './statelessMcp.js';
+import { answerFast, asFastRequest, type FastRequestHandler } from './sessionFastPath.js';
 
 export type { McpToolSurface } from './statelessMcp.js';
 
@@ -63,6 +64,8 @@ export interface McpEndpointOptions {
    * are served by the v2 SDK (statelessMcp.ts); without it, every request takes the session path.
    */
   tools?: McpToolSurface;
+  /** Serves a plain request of a live session without the SDK transport (sessionFastPath.ts). */
+  fastRequest?: FastRequestHandler;
 }
 
 /** The bounds of an endpoint's session table (config `mcp.*`, see McpEndpointOptions). */
@@ -239,6 +242,16 @@ export class McpEndpoint {
         session.open--;
         session.lastUsed = Date.now();
       });
+      const fast = this.options.fastRequest && req.method === 'POST' ? asFastRequest(req, parsed) : undefined;
+      if (fast) {
+        const gone = new AbortController();
+        res.once('close', () => gone.abort());
+        const pending = this.options.fastRequest!({ server: session.server, sessionId }, fast, gone.signal);
+        if (pending) {
+          await answerFast(res, sessionId, fast, pending);
+          return;
+        }
+      }
       await session.transport.handleRequest(req, res, parsed);
       return;
     }
