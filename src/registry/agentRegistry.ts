@@ -282,6 +282,12 @@ export class AgentRegistry {
     return this.agents.get(agentId)?.status === 'live';
   }
 
+  /** True when the agent is live and was admitted for `tag` (the tags of its advertisement). */
+  admittedFor(agentId: string, tag: string): boolean {
+    const agent = this.agents.get(agentId);
+    return agent?.status === 'live' && (agent.record.capability_tags ?? []).includes(tag);
+  }
+
   /** Number of live agents serving each tag. */
   liveTags(): ReadonlyMap<string, number> {
     if (!this.tagCache) {

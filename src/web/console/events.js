@@ -16,6 +16,7 @@ const SECURITY_REASONS = {
   bad_signature: 'bad signature',
   permission_violation: 'permission violation',
   agent_key_mismatch: 'key mismatch',
+  tag_not_admitted: 'claim outside its tags',
 };
 
 /** A policy notice's reason as words: known security reasons named, others with spaces. */
