@@ -104,7 +104,7 @@ describe('an agent id stays bound to its first key until the operator forgets it
   };
   /** A worker with `key` is refused: it never gets its NATS user, and the coordinator warns. */
   const refused = async (key: typeof firstKey, agentId: string) => {
-    const start = roamer(key, 8_000);
+    const start = roamer(key, 4_000);
     const warning = await waitFor(
       () =>
         running!.warnings.find(
