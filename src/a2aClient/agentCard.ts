@@ -5,6 +5,7 @@
  * size (256 KiB), redirects refused, metadata hosts refused. Both v1.0 cards and v0.3 cards are
  * accepted; the SDK's resolver turns a v0.3 card into the v1.0 shape.
  */
+import { amfCardBlock } from '../util/amfCardBlock.js';
 import { DefaultAgentCardResolver } from '@a2a-js/sdk/client';
 import type { AgentCard, AgentSkill } from '@a2a-js/sdk';
 import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from '@a2a-js/sdk';
@@ -26,6 +27,8 @@ export interface FetchedCard {
   cardUrl: string;
   /** The protocol versions its interfaces announce (e.g. `["1.0"]`, `["0.3"]`). */
   protocolVersions: string[];
+  /** The agent id an AMF agent's card states (its mesh facts, util/amfCardBlock.ts), which normalizing drops. */
+  amfAgentId?: string;
 }
 
 export interface CardFetchOptions {
@@ -158,7 +161,13 @@ export async function fetchAgentCard(agentUrl: string, options: CardFetchOptions
     const protocolVersions = [
       ...new Set(card.supportedInterfaces.map((i) => i.protocolVersion || A2A_PROTOCOL_VERSION)),
     ];
-    return { card, cardUrl: candidate.href, protocolVersions };
+    const amfAgentId = amfCardBlock(raw)?.agent_id;
+    return {
+      card,
+      cardUrl: candidate.href,
+      protocolVersions,
+      ...(typeof amfAgentId === 'string' ? { amfAgentId: amfAgentId.slice(0, 2048) } : {}),
+    };
   }
   throw new AmfError('NOT_FOUND', `no agent card found; tried ${tried.join(', ')}`);
 }

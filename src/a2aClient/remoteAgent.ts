@@ -16,7 +16,9 @@ import { Role, type AgentCard, type AgentSkill, type Message, type SendMessageRe
 import { A2AError } from '@a2a-js/sdk/errors';
 import { AmfError } from '../errors.js';
 import { cardSkills, fetchAgentCard, type CardFetchOptions } from './agentCard.js';
+import type { IdentityProvider } from '../identity/identityProvider.js';
 import { createGuardedFetch } from '../net/guardedFetch.js';
+import { provenPeerBearer } from './peerBearer.js';
 import {
   isFinalState,
   replyFromResult,
@@ -38,6 +40,11 @@ export const MAX_SEND_TEXT_BYTES = 1024 * 1024;
 export interface ConnectOptions extends CardFetchOptions {
   /** Name in errors and logs (default: the card's name). */
   name?: string;
+  /**
+   * The caller's identity: under SPIFFE, every call after the card carries a JWT-SVID bearer for
+   * the SPIFFE ID the card names, once the agent proved it (peerBearer.ts).
+   */
+  identity?: IdentityProvider;
 }
 
 export interface SendOptions {
@@ -93,7 +100,7 @@ export class RemoteA2aAgent {
     const name = options.name ?? fetched.card.name.slice(0, 64);
     // Every call goes only to the host the card came from (a card chooses its interface URLs),
     // redirects refused, JSON bodies read under the cap; SSE passes (the SDK bounds each event).
-    const fetchImpl = createGuardedFetch({
+    const guarded = createGuardedFetch({
       what: `A2A agent "${name}"`,
       host: new URL(fetched.cardUrl).hostname,
       hostRole: 'the host its card came from',
@@ -103,6 +110,14 @@ export class RemoteA2aAgent {
       buffer: true,
       ...(options.headers ? { headers: options.headers } : {}),
     }) as typeof fetch;
+    const bearer = await provenPeerBearer(options.identity, fetched, name);
+    const fetchImpl: typeof fetch = bearer
+      ? async (input, init) => {
+          const headers = new Headers(init?.headers);
+          for (const [k, v] of Object.entries(await bearer())) headers.set(k, v);
+          return guarded(input, { ...init, headers });
+        }
+      : guarded;
     const factory = new ClientFactory(
       ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
         transports: [

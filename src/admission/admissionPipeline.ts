@@ -204,19 +204,7 @@ export class AdmissionPipeline {
       return;
     }
     const record = check.record;
-    // A key is bound to its agent id at admission: while the agent is admitted, an advertisement of
-    // that id with another key (or none) is someone else (the NATS door also checks the signature).
-    const boundKey = known && known.status !== 'offline' ? known.record.nkey : undefined;
-    if (boundKey !== undefined && record.nkey !== boundKey) {
-      this.deny(
-        raw,
-        id,
-        ['agent_key_mismatch'],
-        `advertisement of ${id} refused: that agent is admitted with key ${boundKey}, this one ${record.nkey ? `names key ${record.nkey}` : 'names no key'}`,
-        'validation',
-      );
-      return;
-    }
+    if (this.refusedRebinding(raw, record)) return;
     if (raw.door === 'mdns' && record.heartbeat_seconds === undefined)
       record.heartbeat_seconds = this.mdnsLiveness();
     const timer = setTimeout(
@@ -228,6 +216,25 @@ export class AdmissionPipeline {
     this.inFlightHashes.add(hash);
     // Raw advertisements travel only on the connector's subject; the watcher reads them there.
     this.options.connector.publish(SUBJECT_INTERNAL_RAW, encoder.encode(JSON.stringify(raw)));
+  }
+
+  /**
+   * A key is bound to its agent id at its first admission, and stays bound while the agent is
+   * offline and across restarts (the registry's KV entries): an advertisement of that id with
+   * another key (or none) is someone else until an operator forgets the agent.
+   */
+  private refusedRebinding(raw: RawAdvertisement, record: AgentRecord): boolean {
+    const id = record.agent_id;
+    const bound = this.options.registry.boundKey(id);
+    if (bound === undefined || record.nkey === bound) return false;
+    this.deny(
+      raw,
+      id,
+      ['agent_key_mismatch'],
+      `advertisement of ${id} refused: that id is bound to key ${bound}, this one ${record.nkey ? `names key ${record.nkey}` : 'names no key'} (to re-key it, forget the agent: amf agents forget ${id})`,
+      'validation',
+    );
+    return true;
   }
 
   private mdnsLiveness(): number {
@@ -339,6 +346,8 @@ export class AdmissionPipeline {
       }
       this.cardRetries.set(record.agent_id, true);
     }
+    // Checked again: another advertisement of this id may have bound a key while this one was judged.
+    if (this.refusedRebinding(raw, record)) return;
     this.admittedHash.set(record.agent_id, p.hash);
     if (this.admittedHash.size > 50_000) this.admittedHash.delete(this.admittedHash.keys().next().value!);
     this.options.registry.admit(record, verification);

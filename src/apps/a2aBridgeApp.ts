@@ -12,6 +12,7 @@ import { AmfError } from '../errors.js';
 import type { LogFn } from '../log.js';
 import { createBridgeHandler } from '../a2aClient/bridgeHandler.js';
 import { RemoteA2aAgent } from '../a2aClient/remoteAgent.js';
+import type { IdentityProvider } from '../identity/identityProvider.js';
 import { bridgeTags } from '../a2aClient/skillTags.js';
 import { amfCardBlock } from '../util/amfCardBlock.js';
 
@@ -36,6 +37,8 @@ export interface A2aBridgeOptions {
   cardTimeoutMs?: number;
   /** Time one forwarded task may take (default 120 s). */
   sendTimeoutMs?: number;
+  /** The coordinator's identity: under SPIFFE its calls carry a JWT-SVID bearer (peerBearer.ts). */
+  identity?: IdentityProvider;
 }
 
 /** What a bridge reports about one configured agent. */
@@ -84,6 +87,7 @@ export function startA2aBridges(opts: A2aBridgeOptions): A2aBridges {
       const remote = await RemoteA2aAgent.connect(agent.url, {
         name: agent.name,
         signal: abort.signal,
+        ...(opts.identity ? { identity: opts.identity } : {}),
         ...(opts.cardTimeoutMs !== undefined ? { timeoutMs: opts.cardTimeoutMs } : {}),
       });
       refuseSelf(remote, opts);

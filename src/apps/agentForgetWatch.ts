@@ -30,8 +30,10 @@ export async function watchForgottenAgents(
       if (entry.operation !== 'DEL' && entry.operation !== 'PURGE') continue;
       const id = agentIdOf(entry.key);
       const agent = registry.get(id);
-      if (!agent || agent.status !== 'offline') continue;
-      registry.remove(id, 'forgotten');
+      if (agent && agent.status !== 'offline') continue;
+      if (!agent && registry.boundKey(id) === undefined) continue;
+      // Forgotten also unbinds the id from its key here, so the agent may come back with a new one.
+      registry.forget(id);
       log('info', 'agent forgotten by another coordinator', { agent_id: id });
     }
   })().catch((err: unknown) => {

@@ -90,18 +90,21 @@ export function registerConsoleRoutes(
     if (!agent) throw new AmfError('NOT_FOUND', `no agent ${id} is known to this coordinator`);
     sendJson(res, 200, agentDetail(agent, federation));
   });
-  // Forgetting removes an offline agent from the registry and the shared store; a live one would
-  // be back at its next heartbeat, so it is refused with the reason.
+  // Forgetting removes an offline agent from the registry and the shared store and unbinds its id
+  // from its key (the key rotation path); a live one would be back at its next heartbeat, so it is
+  // refused with the reason.
   router.onPrefix('DELETE', AGENT_PREFIX, async (_req, res, url) => {
     const id = agentIdFrom(url);
     const agent = coordinator.registry.get(id);
-    if (!agent) throw new AmfError('NOT_FOUND', `no agent ${id} is known to this coordinator`);
-    if (agent.status !== 'offline')
+    // An id no longer listed may still be bound to its key (removed after a denied re-advertisement).
+    if (!agent && coordinator.registry.boundKey(id) === undefined)
+      throw new AmfError('NOT_FOUND', `no agent ${id} is known to this coordinator`);
+    if (agent && agent.status !== 'offline')
       throw new AmfError(
         'INVALID_REQUEST',
         `agent ${id} is ${agent.status}: only an offline agent can be forgotten (stop it first)`,
       );
-    coordinator.registry.remove(id, 'forgotten');
+    coordinator.registry.forget(id);
     await coordinator.stores.agents.delete(kvKey(id));
     coordinator.log('info', 'agent forgotten by the operator', { agent_id: id });
     sendJson(res, 200, { forgotten: id });

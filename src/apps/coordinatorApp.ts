@@ -350,6 +350,7 @@ export async function startCoordinator(options: StartCoordinatorOptions): Promis
     trustDomain: config.identity.trustDomain,
     heartbeatSeconds: config.heartbeat.intervalSeconds,
     selfOrigins: [http.url],
+    ...(coordinator.identity.mode === 'spiffe' ? { identity: coordinator.identity } : {}),
     log,
   });
   let closing: Promise<void> | undefined;

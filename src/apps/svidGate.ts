@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { checkBearer, type BearerOptions } from '../identity/bearerAuth.js';
 import type { IdentityProvider } from '../identity/identityProvider.js';
-import { answerSvidProof, SVID_PROOF_PATH } from '../identity/svidProof.js';
+import { answerSvidProof, PROOF_AUDIENCE_PREFIX, SVID_PROOF_PATH } from '../identity/svidProof.js';
 import { sendJson, type Router } from '../http/httpKit.js';
 
 /** Paths anyone may read: discovery must work before a caller can know whom to ask a token for. */
@@ -31,7 +31,14 @@ export function verifiedCaller(req: IncomingMessage): string | undefined {
 export function svidGate(options: BearerOptions): RequestGate {
   return async (req, res, url) => {
     if ((req.method === 'GET' || req.method === 'HEAD') && OPEN_PATHS.has(url.pathname)) return true;
-    const check = await checkBearer(req.headers.authorization, options);
+    // The proof path takes the proof audience only, and no other path takes it (svidProof.ts).
+    const own = options.audience ?? options.identity.agentId;
+    const check = await checkBearer(
+      req.headers.authorization,
+      url.pathname === SVID_PROOF_PATH && own !== undefined
+        ? { ...options, audience: `${PROOF_AUDIENCE_PREFIX}${own}` }
+        : options,
+    );
     if (!check.ok) {
       sendJson(
         res,

@@ -12,7 +12,9 @@ import { AmfError } from '../errors.js';
 import { startCoordinator, type RunningCoordinator } from '../apps/coordinatorApp.js';
 import { createLogger } from '../log.js';
 import { startWorker, type RunningWorker } from '../apps/workerApp.js';
+import { loadOrCreateAgentKey } from '../identity/agentKey.js';
 import { BUILTIN_HANDLERS } from './handlerLoader.js';
+import { agentKeyFile } from './workerCommand.js';
 
 const DEMO_WORKERS = [
   { name: 'demo-echo', tags: ['echo'], handler: 'echo' },
@@ -75,6 +77,8 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
             name: demo.name,
             tags: [...demo.tags],
             handler: BUILTIN_HANDLERS[demo.handler]!,
+            // A key kept in the data dir: the id stays bound to it across restarts (issue 12).
+            key: await loadOrCreateAgentKey(agentKeyFile(config, demo.name, {})),
             natsUrl: coordinator.natsUrl,
             ...(coordinator.grants
               ? { join: coordinator.joinCredential }

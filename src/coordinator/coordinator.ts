@@ -71,6 +71,12 @@ export interface CoordinatorOptions {
    * with the error; without this option the coordinator logs it and closes itself.
    */
   onFatal?: (err: Error) => void;
+  /**
+   * Keep the legacy shared `specialist` NATS user on the spawned server although legacy mode is
+   * off (embedding code and tests whose agents connect with it). Without it, the user is there only
+   * with `identity.legacy_unsigned_agents`.
+   */
+  legacySpecialistUser?: boolean;
 }
 
 /** How the fabric looks from this coordinator, for `/health` and `/metrics`. */
@@ -286,6 +292,8 @@ export class Coordinator {
           maxPayloadBytes: spawnedNatsMaxPayload(config),
           onEvent: (event) => onServerEvent(event),
           users: { join: joinCredential, agents: [] },
+          // Seed workers connect with the shared specialist user: only legacy mode needs it.
+          specialistUser: config.identity.legacyUnsignedAgents || options.legacySpecialistUser === true,
           onViolation: (violation) => onViolation(violation),
         });
         natsUrl = natsServer.url;

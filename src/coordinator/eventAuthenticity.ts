@@ -17,7 +17,8 @@ import type { PolicyNotices } from '../registry/policyNotices.js';
 import { BoundedCache } from '../util/boundedCache.js';
 
 /** Why an event was not taken as the named agent's. */
-export type ForgeryReason = 'identity_mismatch' | 'forged_event' | 'unsigned_event' | 'bad_signature';
+export type ForgeryReason =
+  'identity_mismatch' | 'forged_event' | 'unsigned_event' | 'bad_signature' | 'agent_key_mismatch';
 
 /** The verdict on one event. */
 export type Authenticity =
@@ -91,11 +92,19 @@ export class EventAuthenticity {
         `sender ${identity} speaks for ${claimed} (an agent acts only as itself)`,
       );
     const known = this.options.registry.get(claimed);
+    // The id's key binding outlives its listing (offline, removed): only forgetting unbinds it.
+    const bound = this.options.registry.boundKey(claimed) ?? known?.record.nkey;
     // Not admitted at all: the lifecycle refuses it as from an unadmitted agent, with its own warning.
-    if (!known) return { ok: true };
-    const bound = known.record.nkey;
+    if (!known && bound === undefined) return { ok: true };
     if (signature.ok) {
       if (bound === signature.signer) return { ok: true };
+      const offered = (event.data.payload as { nkey?: unknown }).nkey;
+      // A fresh key offered for a bound id is a re-binding; another agent's key is a forgery.
+      if (bound !== undefined && offered === signature.signer && !this.agentWithKey(signature.signer))
+        return refuse(
+          'agent_key_mismatch',
+          `${claimed} is bound to key ${bound}; an advertisement with key ${signature.signer} is refused until an operator forgets the agent (amf agents forget ${claimed})`,
+        );
       return refuse(
         'forged_event',
         `signed by ${signerName()}, not by ${claimed}${bound ? '' : ' (admitted without a key)'}`,

@@ -67,17 +67,19 @@ export class HeartbeatDoor {
   }
 
   /**
-   * A heartbeat of an agent admitted with a key must be signed with that key (so nobody else can
-   * mark it offline or change its advertisement), and an advertisement naming a key must be signed
-   * by it (proof of possession, before the key is bound). An agent that is offline may come back
-   * with a new key: it is then judged again as a changed advertisement.
+   * A heartbeat of an agent id bound to a key must be signed with that key — live, offline or gone
+   * from the list, until an operator forgets it — so nobody else can mark it offline, change its
+   * advertisement or take its id over; an advertisement naming a key must be signed by it (proof of
+   * possession, before the key is bound). An offline agent admitted without a key may come back
+   * with one: it is then judged again as a changed advertisement.
    */
   private boundToKey(event: AmfEvent, agentId: string, nkey: string | undefined, agentKey: string): boolean {
     if (!this.binding) return true;
     const known = this.binding.registry.get(agentId);
-    const rebinding = known !== undefined && known.status === 'offline';
-    const keyless = known !== undefined && known.record.nkey === undefined;
-    if (known && !rebinding && !(keyless && nkey === undefined)) {
+    const bound = this.binding.registry.boundKey(agentId);
+    const keylessComingBack = bound === undefined && known?.status === 'offline';
+    const keylessStaysKeyless = bound === undefined && nkey === undefined;
+    if ((known || bound !== undefined) && !keylessComingBack && !keylessStaysKeyless) {
       if (!this.binding.authenticity.accept(event, 'the heartbeat door')) return false;
     }
     if (nkey === undefined) return true;

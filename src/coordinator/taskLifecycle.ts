@@ -401,6 +401,17 @@ export class TaskLifecycle {
       this.reofferAfterRefusal(task);
       return;
     }
+    if (!this.registry.admittedFor(agentId, task.tag)) {
+      // NATS keeps other tags' work queues closed to it; a claim by task id is refused here.
+      this.notices.warn({
+        reason: 'tag_not_admitted',
+        message: `claim of task ${taskId} by ${agentId} refused: the agent was not admitted for tag ${task.tag}`,
+        task_id: taskId,
+        agent_id: agentId,
+      });
+      this.refuseClaim(task, agentId, `the agent was not admitted for tag ${task.tag}`);
+      return;
+    }
     if ((task.state === 'claimed' || task.state === 'blocked') && task.claimedBy !== agentId) {
       this.notices.warn({
         reason: 'duplicate_claim',

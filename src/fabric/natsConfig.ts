@@ -135,6 +135,13 @@ export interface NatsConfigOptions {
   cluster?: ClusterRouting;
   /** The join user and the admitted agents' nkey users (agentUsers.ts). */
   users?: MeshUsers;
+  /**
+   * Whether the legacy shared `specialist` user is configured (default true: an external server
+   * or a cluster node serves agents that connect with it). A coordinator that spawns its server
+   * with legacy mode off leaves it out: its agents each have their own user, and a user nobody
+   * needs is one password less to steal.
+   */
+  specialistUser?: boolean;
 }
 
 /** The `cluster {}` block of one node: where it listens for routes and which peers it dials. */
@@ -175,7 +182,10 @@ export function renderNatsConfig(opts: NatsConfigOptions): string {
   lines.push('jetstream {', `  store_dir: ${quote(opts.storeDir)}`, '}');
   if (opts.cluster) lines.push(...renderCluster(opts.cluster, opts.serverName));
   lines.push('authorization {', '  users: [');
-  for (const role of NATS_ROLES) lines.push(`    ${renderUser(role, opts.credentials)}`);
+  for (const role of NATS_ROLES) {
+    if (role === 'specialist' && opts.specialistUser === false) continue;
+    lines.push(`    ${renderUser(role, opts.credentials)}`);
+  }
   const join = opts.users?.join;
   if (join) {
     if (join.user !== JOIN_USER) throw new Error(`the join user must be named ${JOIN_USER}`);

@@ -59,6 +59,8 @@ export interface StartNatsServerOptions {
   users?: MeshUsers;
   /** Told of every publish or subscription the server refused (so the coordinator can warn about it). */
   onViolation?: (violation: PermissionViolation) => void;
+  /** Whether the legacy shared `specialist` user is configured (default true; natsConfig.ts). */
+  specialistUser?: boolean;
 }
 
 const DEFAULT_READY_TIMEOUT_MS = 15_000;
@@ -86,6 +88,7 @@ export async function startNatsServer(opts: StartNatsServerOptions): Promise<Nat
       credentials: opts.credentials,
       ...(opts.maxPayloadBytes !== undefined ? { maxPayloadBytes: opts.maxPayloadBytes } : {}),
       ...(users ? { users } : {}),
+      ...(opts.specialistUser !== undefined ? { specialistUser: opts.specialistUser } : {}),
     });
   const config = render(port === 0 ? -1 : port, opts.users);
   // A server a SIGKILLed coordinator left behind holds the port and the store: end it first.

@@ -1,7 +1,7 @@
 /**
  * Proof that the agent behind an advertised endpoint holds the SVID of the agent id it advertises
  * (decision #3a: mesh/public visibility needs a verified SVID). The coordinator sends a fresh random
- * challenge, with its own JWT-SVID as bearer; the agent answers with a JWT-SVID whose audience names
+ * challenge, with its own JWT-SVID as bearer (audience `amf-svid-proof:<id>`, good for nothing else); the agent answers with a JWT-SVID whose audience names
  * the coordinator and the challenge. A replayed or borrowed answer fails: the challenge is new each
  * time, and only the workload SPIRE attested as that SPIFFE ID can get an SVID with it.
  */
@@ -11,6 +11,12 @@ import type { IdentityProvider } from './identityProvider.js';
 
 /** Where agents answer a proof request. */
 export const SVID_PROOF_PATH = '/.well-known/amf/svid-proof';
+/**
+ * Audience prefix of the bearer on a proof request. The agent is not proven yet, so the token must
+ * be worth nothing anywhere else: an endpoint that only claims an agent's id would otherwise get a
+ * token it could replay to that agent. Agents accept this audience on the proof path only.
+ */
+export const PROOF_AUDIENCE_PREFIX = 'amf-svid-proof:';
 /** Audience prefix carrying the challenge. */
 export const CHALLENGE_AUDIENCE_PREFIX = 'amf-challenge:';
 const CHALLENGE = /^[A-Za-z0-9_-]{22,128}$/;
@@ -50,7 +56,7 @@ export async function requestSvidProof(req: SvidProofRequest): Promise<SvidProof
   const challenge = randomBytes(24).toString('base64url');
   let answer: unknown;
   try {
-    const bearer = await req.identity.jwtSvid([req.agentId]);
+    const bearer = await req.identity.jwtSvid([`${PROOF_AUDIENCE_PREFIX}${req.agentId}`]);
     const base = new URL(req.endpoint);
     const url = new URL(base.origin);
     url.pathname = `${base.pathname.replace(/\/$/, '')}${SVID_PROOF_PATH}`;

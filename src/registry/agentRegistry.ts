@@ -53,6 +53,9 @@ export interface RegistryOptions {
   now?: () => number;
 }
 
+/** Upper bound on remembered key bindings (ten times the default list bound). */
+const MAX_KEY_BINDINGS = 100_000;
+
 /** Compares the fields of an advertisement that matter for routing and admission. */
 function sameAdvertisement(a: AgentRecord, b: AgentRecord): boolean {
   return (
@@ -70,6 +73,12 @@ function sameAdvertisement(a: AgentRecord, b: AgentRecord): boolean {
 /** In-memory registry of admitted agents. */
 export class AgentRegistry {
   private readonly agents = new Map<string, RegisteredAgent>();
+  /**
+   * Agent id → the nkey it was first admitted with. Outlives the agent going offline, being removed
+   * after a denied re-advertisement or evicted: only `forget` (the operator) unbinds an id, so a new
+   * key cannot take over an agent that is merely away. Persisted through the agents' KV entries.
+   */
+  private readonly keyBindings = new Map<string, string>();
   private readonly listeners = new Set<(change: RegistryChange) => void>();
   private readonly cardListeners = new Set<(agentId: string) => void>();
   private readonly now: () => number;
@@ -103,7 +112,12 @@ export class AgentRegistry {
   admit(record: AgentRecord, verification?: Verification): RegistryChange | undefined {
     const now = this.now();
     const heartbeatSeconds = record.heartbeat_seconds ?? this.options.defaultHeartbeatSeconds;
+    // An id is bound to one key: a record with another (or none) is not this agent. Admission
+    // refuses such advertisements first; this keeps the invariant even when two race.
+    const bound = this.keyBindings.get(record.agent_id);
+    if (bound !== undefined && record.nkey !== bound) return undefined;
     const known = this.agents.get(record.agent_id);
+    this.bindKey(record);
     if (!known) {
       this.evictIfFull();
       const agent: RegisteredAgent = {
@@ -165,6 +179,7 @@ export class AgentRegistry {
   /** Restores an agent from the shared KV store (another coordinator admitted it). */
   restore(agent: RegisteredAgent): void {
     const known = this.agents.get(agent.record.agent_id);
+    this.bindKey(agent.record);
     if (known && known.lastSeen >= agent.lastSeen) return;
     this.agents.set(agent.record.agent_id, { ...agent });
     this.tagCache = undefined;
@@ -186,6 +201,43 @@ export class AgentRegistry {
     if (agent.status === 'live') this.markOffline(agentId, reason);
     this.agents.delete(agentId);
     this.tagCache = undefined;
+  }
+
+  /**
+   * The operator forgets an agent: removed, and its id unbound from its key, so the next admission
+   * of that id binds whatever key it advertises (how a key is rotated or a lost key replaced).
+   */
+  forget(agentId: string): void {
+    this.remove(agentId, 'forgotten');
+    this.keyBindings.delete(agentId);
+  }
+
+  /**
+   * The key this agent id is bound to (its first admission with a key), whether the agent is live,
+   * offline or gone from the list; undefined when it was never admitted with a key or was forgotten.
+   */
+  boundKey(agentId: string): string | undefined {
+    return this.keyBindings.get(agentId);
+  }
+
+  /** Binds an id to its first key; a binding is never replaced here (admission refuses other keys). */
+  private bindKey(record: AgentRecord): void {
+    if (record.nkey === undefined || this.keyBindings.has(record.agent_id)) return;
+    if (this.keyBindings.size >= MAX_KEY_BINDINGS) this.dropOneBinding();
+    this.keyBindings.set(record.agent_id, record.nkey);
+  }
+
+  /**
+   * Bounds the bindings: the oldest binding of an id no longer in the list goes first (the list
+   * holds up to maxAgents agents, so such ids exist once the bound is reached).
+   */
+  private dropOneBinding(): void {
+    for (const id of this.keyBindings.keys()) {
+      if (!this.agents.has(id)) {
+        this.keyBindings.delete(id);
+        return;
+      }
+    }
   }
 
   /** Marks offline every live agent whose heartbeats stopped; returns their ids. */
@@ -228,6 +280,12 @@ export class AgentRegistry {
   /** True when the agent is admitted and its heartbeats are current. */
   isLive(agentId: string): boolean {
     return this.agents.get(agentId)?.status === 'live';
+  }
+
+  /** True when the agent is live and was admitted for `tag` (the tags of its advertisement). */
+  admittedFor(agentId: string, tag: string): boolean {
+    const agent = this.agents.get(agentId);
+    return agent?.status === 'live' && (agent.record.capability_tags ?? []).includes(tag);
   }
 
   /** Number of live agents serving each tag. */

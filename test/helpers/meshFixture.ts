@@ -55,6 +55,11 @@ export interface TestMeshOptions {
   config?: ConfigOverrides;
   /** The coordinator's environment (identity mode, SPIFFE socket); default process.env. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Keep the legacy `specialist` NATS user (default true: many tests stand in for seed agents or
+   * inject events with it). False tests the product default: no such user with legacy mode off.
+   */
+  legacySpecialistUser?: boolean;
 }
 
 /** Starts a coordinator with its own nats-server and HTTP edge on random ports. */
@@ -79,7 +84,11 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
       mdns: { enabled: false, ...((overrides.mdns as object | undefined) ?? {}) },
     } as ConfigOverrides,
   });
-  const coordinator = await Coordinator.start({ config, ...(options.env ? { env: options.env } : {}) });
+  const coordinator = await Coordinator.start({
+    config,
+    ...(options.env ? { env: options.env } : {}),
+    legacySpecialistUser: options.legacySpecialistUser ?? true,
+  });
   const http = await startCoordinatorHttp(coordinator);
   const connections: NatsConnection[] = [];
   const workers: RunningWorker[] = [];

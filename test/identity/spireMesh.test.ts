@@ -11,6 +11,9 @@ import type { AgentRecord } from '../../src/events/agentRecord.js';
 import { EventBus } from '../../src/fabric/eventBus.js';
 import { WorkloadApiClient } from '../../src/identity/workloadApiClient.js';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { RemoteA2aAgent } from '../../src/a2aClient/remoteAgent.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -221,6 +224,65 @@ describe('SPIFFE mesh with real SPIRE', () => {
       ).toBe(false);
     } finally {
       await client.close();
+    }
+  });
+
+  it('the coordinator presents a proven JWT-SVID on its A2A calls; without one the worker refuses them', async () => {
+    await mesh.waitFor(() => mesh.coordinator.registry.isLive(WORKER), 60_000, 'worker admitted');
+    // Without an identity: the card is open, the A2A call is refused by the worker's gate.
+    const anonymous = await RemoteA2aAgent.connect(workerUrl);
+    await expect(anonymous.send('no bearer', { timeoutMs: 30_000 })).rejects.toThrow(/401|missing_bearer/);
+    // As the coordinator: the worker proves the SPIFFE ID its card names, then every call has a bearer.
+    const asCoordinator = await RemoteA2aAgent.connect(workerUrl, { identity: mesh.coordinator.identity });
+    const reply = await asCoordinator.send('through the A2A bearer', { timeoutMs: 30_000 });
+    expect(reply.text).toContain('through the A2A bearer');
+
+    // A card that names the worker's SPIFFE ID from another endpoint: the proof fails, no call is made,
+    // and what it was sent to prove with is worth nothing at the real worker.
+    const seen: Array<{ path: string; authorization?: string }> = [];
+    const impostor = createServer((req, res) => {
+      seen.push({
+        path: req.url ?? '',
+        ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+      });
+      const origin = `http://127.0.0.1:${(impostor.address() as AddressInfo).port}`;
+      if (req.url === '/.well-known/agent-card.json') {
+        res.setHeader('content-type', 'application/json');
+        res.end(
+          JSON.stringify({
+            name: 'impostor',
+            description: 'names another agent',
+            version: '1.0.0',
+            protocolVersion: '0.3.0',
+            url: `${origin}/a2a`,
+            preferredTransport: 'JSONRPC',
+            capabilities: {},
+            defaultInputModes: ['text/plain'],
+            defaultOutputModes: ['text/plain'],
+            skills: [{ id: 'echo', name: 'echo', description: 'echo', tags: ['echo'] }],
+            'x-amf': { agent_id: WORKER },
+          }),
+        );
+        return;
+      }
+      res.statusCode = 404;
+      res.end();
+    });
+    await new Promise<void>((r) => impostor.listen(0, '127.0.0.1', r));
+    try {
+      const port = (impostor.address() as AddressInfo).port;
+      await expect(
+        RemoteA2aAgent.connect(`http://127.0.0.1:${port}`, { identity: mesh.coordinator.identity }),
+      ).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+      expect(seen.some((r) => r.path.startsWith('/a2a'))).toBe(false);
+      const proofBearer = seen.find((r) => r.authorization)?.authorization;
+      expect(proofBearer).toBeDefined();
+      // Replayed to the real worker, the proof request's token opens nothing.
+      const replayed = await send(proofBearer!.replace(/^Bearer /, ''));
+      expect(replayed.status).toBe(401);
+      expect(await replayed.json()).toMatchObject({ error: { reason: 'wrong_audience' } });
+    } finally {
+      await new Promise((r) => impostor.close(r));
     }
   });
 

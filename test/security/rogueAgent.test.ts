@@ -277,7 +277,7 @@ describe('a rogue agent with its own credential', () => {
     await mesh.waitForEvent(
       (e) =>
         e.subject === 'amf.policy.warning' &&
-        payloadOf(e).reason === 'forged_event' &&
+        payloadOf(e).reason === 'agent_key_mismatch' &&
         payloadOf(e).agent_id === `key ${stranger.publicKey}`,
       10_000,
       'heartbeat under a stranger key refused',

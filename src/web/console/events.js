@@ -15,6 +15,8 @@ const SECURITY_REASONS = {
   unsigned_event: 'unsigned event',
   bad_signature: 'bad signature',
   permission_violation: 'permission violation',
+  agent_key_mismatch: 'key mismatch',
+  tag_not_admitted: 'claim outside its tags',
 };
 
 /** A policy notice's reason as words: known security reasons named, others with spaces. */
