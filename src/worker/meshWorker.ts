@@ -19,7 +19,7 @@ import { TaskSlots } from './taskSlots.js';
 import { DelegationClient } from './delegationClient.js';
 import { workerAgentId, workerAgentRecord, workerHeartbeat } from './workerAdvertisement.js';
 import { createEphemeralAgentKey, type AgentKey } from '../identity/agentKey.js';
-import { signEvent, signResult } from '../identity/eventSignature.js';
+import { signEvent } from '../identity/eventSignature.js';
 import { InputWaits } from './inputWaits.js';
 import { HandlerError, type FollowUpMessage } from './handlerApi.js';
 
@@ -246,7 +246,6 @@ export class MeshWorker {
       traceId,
       ...(confidence !== undefined ? { confidence } : {}),
     });
-    if (type === 'amf.result.final') signResult(created, this.key);
     const event = signEvent(created, this.key);
     if (reply) this.bus.publish(event, type, reply);
     else this.bus.publish(event);
@@ -341,21 +340,18 @@ export class MeshWorker {
    * (docs/reliability.md). The work-queue message is acknowledged only after either.
    */
   private async submitResult(task: TaskInput, payload: FinalPayload, confidence?: number): Promise<void> {
-    // Signed twice: the envelope as this agent's event, the result itself so that it stays verifiable
-    // when the coordinator relays it as the canonical final.
+    // One signature, in the split form of finals: the coordinator that relays the result carries it
+    // over, so the answer stays verifiable as this worker's (identity/eventSignature.ts).
     const finalEvent = (final: FinalPayload, conf?: number) =>
       signEvent(
-        signResult(
-          createEvent({
-            type: 'amf.result.final',
-            sender: this.sender,
-            payload: final,
-            taskId: task.taskId,
-            traceId: task.traceId,
-            ...(conf !== undefined ? { confidence: conf } : {}),
-          }),
-          this.key,
-        ),
+        createEvent({
+          type: 'amf.result.final',
+          sender: this.sender,
+          payload: final,
+          taskId: task.taskId,
+          traceId: task.traceId,
+          ...(conf !== undefined ? { confidence: conf } : {}),
+        }),
         this.key,
       );
     const answer = await this.bus.request(
