@@ -12,7 +12,7 @@ import {
   largestTaskEventBytes,
   spawnedNatsMaxPayload,
 } from '../config/payloadLimits.js';
-import { createEvent, type EventSender } from '../events/cloudEvent.js';
+import type { EventSender } from '../events/cloudEvent.js';
 import { connectAs, drainOrClose, RECONNECT_FOREVER } from '../fabric/connect.js';
 import { acquireInstanceLock, type InstanceLock } from '../fabric/instanceLock.js';
 import {
@@ -31,8 +31,7 @@ import {
 import { AdmissionPipeline, type AdmissionOutcome } from '../admission/admissionPipeline.js';
 import { openIdentity } from '../identity/identityMode.js';
 import type { IdentityProvider } from '../identity/identityProvider.js';
-import { requestSvidProof } from '../identity/svidProof.js';
-import { createSummarySealer, type SummaryVerification } from '../watcher/summarySigning.js';
+import { createSummarySealer } from '../watcher/summarySigning.js';
 import { createPolicyEngine } from '../policy/index.js';
 import type { PolicyEngine } from '../policy/policyEngine.js';
 import { DmzWatcher } from '../watcher/watcherPool.js';
@@ -42,51 +41,29 @@ import { MdnsDoor } from './mdnsDoor.js';
 import { AgentRegistry } from '../registry/agentRegistry.js';
 import { HeartbeatDoor } from './heartbeatAdmission.js';
 import { PolicyNotices } from '../registry/policyNotices.js';
-import { LeaderLease } from './leaderLease.js';
+import { LeaderLease, sweeperLease, SWEEPER_LEASE_KEY } from './leaderLease.js';
 import { SharedState } from './sharedState.js';
-import { TaskDispatcher } from './taskDispatcher.js';
-import { TaskLifecycle } from './taskLifecycle.js';
-import { ResultIntake } from './resultIntake.js';
-import { adoptOrphanResult } from './orphanResults.js';
+import type { TaskDispatcher } from './taskDispatcher.js';
+import type { TaskLifecycle } from './taskLifecycle.js';
+import type { ResultIntake } from './resultIntake.js';
+import { createTaskPath } from './taskPath.js';
+import {
+  announceAgentChanges,
+  logServerEvent,
+  warnIfPayloadCapTooSmall,
+  watchConnection,
+} from './coordinatorEvents.js';
+import { spiffeAdmission } from './spiffeAdmission.js';
+import { fabricHealthOf, type CoordinatorOptions, type FabricHealth } from './coordinatorOptions.js';
 import { WorkQueueWriter } from '../fabric/workQueue.js';
-import { EventAuthenticity } from './eventAuthenticity.js';
+import type { EventAuthenticity } from './eventAuthenticity.js';
 import { AgentGrants, permissionViolationReporter } from './agentGrants.js';
 import type { PermissionViolation } from '../fabric/natsServer.js';
 import type { LogFn } from '../log.js';
 
-/** Key of the sweeper lease in the `amf_leases` bucket. */
-export const SWEEPER_LEASE_KEY = 'sweeper';
+export { SWEEPER_LEASE_KEY };
 
-export interface CoordinatorOptions {
-  config: AmfConfig;
-  /** Public URL of the coordinator's HTTP edge (used as the event source). */
-  publicUrl?: string;
-  log?: LogFn;
-  /** Environment for identity mode and optional LLM risk scoring (default process.env). */
-  env?: NodeJS.ProcessEnv;
-  /** Observes every admission outcome (benchmarks, tests). */
-  onAdmission?: (outcome: AdmissionOutcome) => void;
-  /**
-   * Told when the coordinator cannot go on (its spawned nats-server keeps dying). `amf up` exits
-   * with the error; without this option the coordinator logs it and closes itself.
-   */
-  onFatal?: (err: Error) => void;
-  /**
-   * Keep the legacy shared `specialist` NATS user on the spawned server although legacy mode is
-   * off (embedding code and tests whose agents connect with it). Without it, the user is there only
-   * with `identity.legacy_unsigned_agents`.
-   */
-  legacySpecialistUser?: boolean;
-}
-
-/** How the fabric looks from this coordinator, for `/health` and `/metrics`. */
-export interface FabricHealth {
-  /** `degraded` while the NATS connection is down or the spawned server is being restarted. */
-  status: 'ok' | 'degraded';
-  connected: boolean;
-  /** The spawned nats-server (absent with `--nats-url`). */
-  server?: { pid: number; state: 'running' | 'restarting' | 'failed'; restarts: number };
-}
+export type { CoordinatorOptions, FabricHealth };
 
 interface AdmissionParts {
   policy: PolicyEngine;
@@ -125,7 +102,8 @@ export class Coordinator {
   private readonly work: WorkQueueWriter;
   private watcherService: WatcherService | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
-  private closing: Promise<void> | undefined;
+  /** Set once close() has begun. */
+  closing: Promise<void> | undefined;
   /** Follows the connection's status events: nats.js reconnects by itself, this only tells the truth. */
   private connected = true;
 
@@ -163,11 +141,6 @@ export class Coordinator {
       defaultHeartbeatSeconds: config.heartbeat.intervalSeconds,
       offlineAfterMissed: config.heartbeat.offlineAfterMissed,
     });
-    this.authenticity = new EventAuthenticity({
-      registry: this.registry,
-      notices: this.notices,
-      acceptUnsignedFromKeylessAgents: config.identity.legacyUnsignedAgents,
-    });
     const server = natsServer;
     this.grants = server
       ? new AgentGrants({
@@ -176,41 +149,23 @@ export class Coordinator {
           log,
         })
       : undefined;
-    this.lifecycle = new TaskLifecycle(this.bus, this.registry, this.sender, this.notices, {
-      ttlSeconds: config.tasks.ttlSeconds,
-      maxRetries: config.tasks.maxRetries,
-      retryDelaySeconds: config.tasks.retryDelaySeconds,
-      watchdogGraceFactor: config.tasks.watchdogGraceFactor,
-      retainedTerminalTasks: config.tasks.retainedTerminalTasks,
-      workerLossRetries: config.tasks.workerLossRetries,
-      decideDelegation: (input) => parts.policy.delegation(input),
-      // A stored result counts only when it is the agent's own (the results stream is one intake).
-      storedResult: async (taskId) => {
-        const event = await this.results.storedResult(taskId);
-        return event && this.authenticity.accept(event, 'the results stream') ? event : undefined;
-      },
-      workQueue: this.work,
-      authenticate: (event, intake) => this.authenticity.accept(event, intake),
-    });
-    this.dispatcher = new TaskDispatcher(this.bus, this.lifecycle, (event, intake) =>
-      this.authenticity.accept(event, intake),
-    );
-    this.results = new ResultIntake({
+    const path = createTaskPath({
       nc,
       jsm: stores.jsm,
-      accept: (event, arrival) =>
-        this.authenticity.accept(
-          event,
-          arrival.path === 'direct' ? 'the direct final subject' : 'the results stream',
-        )
-          ? this.lifecycle.acceptResult(event, arrival)
-          : 'refused',
-      adopt: async (event) =>
-        this.authenticity.accept(event, 'the results stream')
-          ? adoptOrphanResult(event, { tasks: stores.tasks, bus: this.bus, sender: this.sender, log })
-          : 'ended',
-      log: (level, message, fields) => log(level, message, fields),
+      tasksKv: stores.tasks,
+      bus: this.bus,
+      work: this.work,
+      registry: this.registry,
+      notices: this.notices,
+      sender: this.sender,
+      config,
+      policy: parts.policy,
+      log,
     });
+    this.authenticity = path.authenticity;
+    this.lifecycle = path.lifecycle;
+    this.dispatcher = path.dispatcher;
+    this.results = path.results;
     this.admission = new AdmissionPipeline({
       registry: this.registry,
       notices: this.notices,
@@ -242,16 +197,7 @@ export class Coordinator {
       100,
       (subject, bytes) => nc.publish(subject, bytes),
     );
-    this.sweeperLease = new LeaderLease({
-      kv: stores.leases,
-      key: SWEEPER_LEASE_KEY,
-      holderId: this.instanceId,
-      // Losing a race or a NATS hiccup is routine for a lease: worth a debug line, not a warning.
-      onError: (err) =>
-        log('debug', 'sweeper lease attempt failed', {
-          err: err instanceof Error ? err.message : String(err),
-        }),
-    });
+    this.sweeperLease = sweeperLease(stores.leases, this.instanceId, log);
   }
 
   /** Starts the fabric and the core services. */
@@ -302,12 +248,7 @@ export class Coordinator {
       }
       const nc = await connectAs(natsUrl, credentials.coordinator, 'amf-coordinator', RECONNECT_FOREVER);
       opened.push(nc);
-      const maxPayload = nc.info?.max_payload;
-      if (maxPayload !== undefined && maxPayload < largestTaskEventBytes(config))
-        log('warn', 'NATS max_payload is smaller than the HTTP body caps admit: larger tasks get 413', {
-          max_payload: maxPayload,
-          needed: largestTaskEventBytes(config),
-        });
+      warnIfPayloadCapTooSmall(nc, config, log);
       // Each role of the admission path has its own connection, so NATS ACLs separate them.
       const connector = await connectAs(natsUrl, credentials.connector, 'amf-connector', RECONNECT_FOREVER);
       opened.push(connector);
@@ -334,7 +275,10 @@ export class Coordinator {
         options.publicUrl ?? config.coordinator.url,
         options.onAdmission,
       );
-      onServerEvent = (event) => coordinator.onServerEvent(event, options.onFatal);
+      onServerEvent = (event) => {
+        if (coordinator.closing) return;
+        logServerEvent(event, log, options.onFatal ?? (() => void coordinator.close()));
+      };
       onViolation = permissionViolationReporter(coordinator.registry, coordinator.notices);
       await coordinator.startServices();
       return coordinator;
@@ -348,44 +292,10 @@ export class Coordinator {
     }
   }
 
-  /** Logs what the nats-server supervisor did; giving up ends the coordinator. */
-  private onServerEvent(event: NatsSupervisorEvent, onFatal: ((err: Error) => void) | undefined): void {
-    if (this.closing) return;
-    switch (event.kind) {
-      case 'exited':
-        this.log('error', 'nats-server died; restarting it', { pid: event.pid, how: event.how });
-        return;
-      case 'restart-failed':
-        this.log('warn', 'nats-server restart failed', { attempt: event.attempt, err: event.error.message });
-        return;
-      case 'restarted':
-        this.log('info', 'nats-server restarted', { pid: event.pid, restarts: event.restarts });
-        return;
-      case 'gave-up':
-        this.log('error', event.error.message);
-        if (onFatal) onFatal(event.error);
-        else void this.close();
-        return;
-    }
-  }
-
-  /** Tracks the coordinator connection's state from its status events (ends when it closes). */
-  private watchConnection(): void {
-    void (async () => {
-      for await (const status of this.nc.status()) {
-        if (status.type === 'disconnect') {
-          this.connected = false;
-          this.log('warn', 'NATS connection lost; reconnecting', { server: status.server });
-        } else if (status.type === 'reconnect') {
-          this.connected = true;
-          this.log('info', 'NATS connection restored', { server: status.server });
-        }
-      }
-    })().catch(() => undefined);
-  }
-
   private async startServices(): Promise<void> {
-    this.watchConnection();
+    watchConnection(this.nc, this.log, (connected) => {
+      this.connected = connected;
+    });
     await this.shared.attachRegistry(
       this.registry,
       (change) =>
@@ -413,47 +323,18 @@ export class Coordinator {
     this.lifecycle.start();
     this.dispatcher.start();
     await this.results.start();
-    this.registry.onChange((change) => {
-      if (change.kind === 'offline') {
-        this.log('info', 'agent offline', { agent: change.agent.record.agent_id, reason: change.reason });
-        return;
-      }
-      // Not advertised to the mesh: an unverified agent is listed in /agents and offered nothing.
-      if (change.kind === 'unverified') {
-        this.log('warn', 'agent admitted unverified', {
-          agent: change.agent.record.agent_id,
-          reason: change.reason,
-        });
-        return;
-      }
-      this.log('info', `agent ${change.kind}`, {
-        agent: change.agent.record.agent_id,
-        tags: change.agent.record.capability_tags,
-      });
-      // The tag's work-queue consumer exists before the agent's first pull (not only at the first task).
-      for (const tag of change.agent.record.capability_tags ?? [])
-        this.work
-          .ensureConsumer(tag)
-          .catch((err: unknown) =>
-            this.log('warn', 'work queue consumer not created', { tag, err: String(err) }),
-          );
-      this.bus.publish(
-        createEvent({
-          type: 'amf.discovery.capability.advertise',
-          sender: this.sender,
-          payload: { ...change.agent.record, admitted_at: change.agent.admittedAt, change: change.kind },
-        }),
-      );
+    announceAgentChanges({
+      registry: this.registry,
+      work: this.work,
+      bus: this.bus,
+      sender: this.sender,
+      log: this.log,
     });
     this.sweepTimer = setInterval(() => this.registry.sweep(), 500);
     this.sweepTimer.unref();
     await Promise.all([this.nc.flush(), this.parts.watcherNc.flush(), this.parts.connector.flush()]);
   }
 
-  /**
-   * Opens the mDNS door once the HTTP edge knows its URL: browses `_amf-agent._tcp.local` into the
-   * admission pipeline and advertises this coordinator so workers without `--coordinator` find it.
-   */
   /** Names the coordinator by the URL its HTTP edge really bound (with port 0 the configured one ends in :0). */
   setPublicUrl(url: string): void {
     this.sender.source = url;
@@ -461,6 +342,10 @@ export class Coordinator {
     this.instanceLock?.update({ url }).catch(() => undefined);
   }
 
+  /**
+   * Opens the mDNS door once the HTTP edge knows its URL: browses `_amf-agent._tcp.local` into the
+   * admission pipeline and advertises this coordinator so workers without `--coordinator` find it.
+   */
   async startDiscovery(publicUrl: string): Promise<void> {
     if (!this.config.mdns.enabled || this.mdnsDoor) return;
     this.mdnsDoor = await MdnsDoor.start({
@@ -481,12 +366,7 @@ export class Coordinator {
 
   /** The fabric as `/health` and `/metrics` report it. */
   get fabricHealth(): FabricHealth {
-    const connected = this.natsConnected;
-    const server = this.natsServer
-      ? { pid: this.natsServer.pid, state: this.natsServer.state, restarts: this.natsServer.restarts }
-      : undefined;
-    const status = connected && (server === undefined || server.state === 'running') ? 'ok' : 'degraded';
-    return { status, connected, ...(server ? { server } : {}) };
+    return fabricHealthOf(this.natsConnected, this.natsServer);
   }
 
   /** Stops everything this coordinator started; in-flight tasks end with a terminal event. */
@@ -519,20 +399,3 @@ export class Coordinator {
 }
 
 const DRAIN_TIMEOUT_MS = 2_000;
-
-/**
- * What admission checks under SPIFFE: signed watcher summaries (the watcher runs in this process,
- * so its SVID is the coordinator's own), and an SVID proof from every mesh/public advertiser.
- */
-function spiffeAdmission(identity: IdentityProvider): {
-  summaryVerification?: SummaryVerification;
-  proveSvid?: (record: { agent_id: string; endpoint: string }) => ReturnType<typeof requestSvidProof>;
-} {
-  const own = identity.agentId;
-  if (identity.mode !== 'spiffe' || !own) return {};
-  return {
-    summaryVerification: { identity, audience: own, signerAllowed: (id) => id === own },
-    proveSvid: (record) =>
-      requestSvidProof({ identity, agentId: record.agent_id, endpoint: record.endpoint }),
-  };
-}

@@ -14,6 +14,7 @@
  * a moment before the contender can have first seen that revision — so the old holder steps down
  * before anyone else can step up, as long as both clocks run at about the same rate.
  */
+import type { LogFn } from '../log.js';
 import { performance } from 'node:perf_hooks';
 import type { KV, KvEntry } from '@nats-io/kv';
 
@@ -233,4 +234,19 @@ export class LeaderLease {
 
 function isLive(entry: KvEntry): boolean {
   return entry.operation === 'PUT';
+}
+
+/** Key of the sweeper lease in the `amf_leases` bucket. */
+export const SWEEPER_LEASE_KEY = 'sweeper';
+
+/** The lease of the coordinator that writes sweep decisions into shared state. */
+export function sweeperLease(kv: LeaderLeaseOptions['kv'], holderId: string, log: LogFn): LeaderLease {
+  return new LeaderLease({
+    kv,
+    key: SWEEPER_LEASE_KEY,
+    holderId,
+    // Losing a race or a NATS hiccup is routine for a lease: worth a debug line, not a warning.
+    onError: (err) =>
+      log('debug', 'sweeper lease attempt failed', { err: err instanceof Error ? err.message : String(err) }),
+  });
 }

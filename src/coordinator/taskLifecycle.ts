@@ -6,25 +6,13 @@
  *
  * This file wires the parts and reads the fabric; the parts are the task table and its state
  * changes (taskTable.ts), the timers (taskTimers.ts), retries (taskRetries.ts), the
- * terminal-event writer (taskEndings.ts), results (taskResults.ts) and work-queue offers
- * (taskWorkOffers.ts).
+ * terminal-event writer (taskEndings.ts), results (taskResults.ts), claims (taskClaims.ts), tasks
+ * of other coordinators (foreignTasks.ts) and work-queue offers (taskWorkOffers.ts).
  */
 import { randomUUID } from 'node:crypto';
-import {
-  createEvent,
-  type AmfEvent,
-  type AmfEventOf,
-  type AnyAmfEvent,
-  type EventSender,
-} from '../events/cloudEvent.js';
-import {
-  payloadTaskId,
-  type AnnouncePayload,
-  type CancelPayload,
-  type PolicyPayload,
-} from '../events/payloads.js';
+import { createEvent, type AmfEventOf, type AnyAmfEvent, type EventSender } from '../events/cloudEvent.js';
+import { payloadTaskId, type AnnouncePayload, type CancelPayload } from '../events/payloads.js';
 import { announceSubject, isCapabilityTag, isTaskId, replySubject } from '../events/subjects.js';
-import { parseAnnouncement } from '../events/announcement.js';
 import { AmfError } from '../errors.js';
 import { delegate } from './delegationGate.js';
 import { TaskEndings } from './taskEndings.js';
@@ -42,6 +30,8 @@ import { TaskRetries } from './taskRetries.js';
 import { TaskTable } from './taskTable.js';
 import { senderAgent, TaskResults } from './taskResults.js';
 import { TaskWorkOffers } from './taskWorkOffers.js';
+import { TaskClaims } from './taskClaims.js';
+import { endOnForeignDeny, trackForeignAnnounce, type ForeignTaskDeps } from './foreignTasks.js';
 import type { ResultArrival, ResultDecision } from './resultIntake.js';
 
 import { systemClock, TaskTimers, type LifecycleClock } from './taskTimers.js';
@@ -57,9 +47,6 @@ export type {
 } from './taskRecord.js';
 export type { LifecycleClock, TimerHandle } from './taskTimers.js';
 
-/** The pause before a task whose claim was refused (unadmitted agent) is offered again. */
-const REOFFER_AFTER_REFUSAL_MS = 250;
-
 /** Follows and drives the lifecycle of every task on the fabric. */
 export class TaskLifecycle {
   private readonly subs: { unsubscribe(): void }[] = [];
@@ -71,6 +58,7 @@ export class TaskLifecycle {
   private readonly retries: TaskRetries;
   private readonly offers: TaskWorkOffers;
   private readonly results: TaskResults;
+  private readonly claims: TaskClaims;
   private closed = false;
 
   constructor(
@@ -116,6 +104,18 @@ export class TaskLifecycle {
       table: this.table,
       endings: this.endings,
     });
+    this.claims = new TaskClaims({
+      fabric: bus,
+      agents: registry,
+      notices,
+      sender,
+      clock: this.clock,
+      table: this.table,
+      timers: this.timers,
+      hasWorkQueue: options.workQueue !== undefined,
+      offerWork: (task) => this.offers.offer(task),
+      closed: () => this.closed,
+    });
   }
 
   /** Subscribes to the task and result events; delegations are shared among coordinators. */
@@ -143,7 +143,7 @@ export class TaskLifecycle {
             ?.identity === this.sender.identity,
       }),
     );
-    this.subs.push(this.bus.subscribe('amf.policy.deny', (e) => this.onForeignDeny(e)));
+    this.subs.push(this.bus.subscribe('amf.policy.deny', (e) => endOnForeignDeny(e, this.foreignDeps())));
     this.subs.push(
       this.bus.subscribe(
         'amf.task.delegate',
@@ -301,9 +301,9 @@ export class TaskLifecycle {
     if (!this.authentic(event)) return;
     switch (event.type) {
       case 'amf.task.announce':
-        return this.onForeignAnnounce(event);
+        return trackForeignAnnounce(event, this.foreignDeps());
       case 'amf.task.claim':
-        return this.onClaim(event);
+        return this.claims.onClaim(event);
       case 'amf.task.progress':
       case 'amf.result.partial':
       case 'amf.task.blocked':
@@ -353,81 +353,6 @@ export class TaskLifecycle {
     }
   }
 
-  /** Tracks tasks announced by another coordinator on the same NATS, without timers. */
-  private onForeignAnnounce(event: AmfEventOf<'amf.task.announce'>): void {
-    const parsed = parseAnnouncement(event.data.payload, { otherReplySubject: 'reject' });
-    if (!parsed.ok) {
-      if (parsed.reason === 'invalid_announce')
-        this.notices.warn({ reason: parsed.reason, message: `announcement dropped: ${parsed.problem}` });
-      else
-        this.notices.warn({
-          reason: parsed.reason,
-          message: `announcement of task ${parsed.taskId} dropped: ${parsed.problem}`,
-          task_id: parsed.taskId,
-        });
-      return;
-    }
-    const p = parsed.payload;
-    const existing = this.get(p.task_id);
-    if (existing) return; // our own announcement (or a republish we already track)
-    const task = taskRecordFromAnnouncement(event, { owned: false, now: this.clock.now() });
-    this.active.set(task.taskId, task);
-  }
-
-  private senderAgent(event: AmfEvent): string {
-    return senderAgent(event);
-  }
-
-  private onClaim(event: AmfEventOf<'amf.task.claim'>): void {
-    // The envelope was validated, the payload not: read the id defensively.
-    const taskId: unknown = event.data.payload.task_id;
-    if (typeof taskId !== 'string') return;
-    const agentId = this.senderAgent(event);
-    const task = this.active.get(taskId);
-    if (!task) {
-      // A claim for a task that already ended: that worker should stop, nobody waits for it.
-      const ended = this.table.get(taskId);
-      if (ended) this.refuseClaim(ended, agentId, `task ${taskId} already ended (${ended.state})`);
-      return;
-    }
-    if (!this.registry.isLive(agentId)) {
-      this.notices.warn({
-        reason: 'claim_from_unadmitted_agent',
-        message: `claim of task ${taskId} by ${agentId} refused: the agent is not admitted`,
-        task_id: taskId,
-        agent_id: agentId,
-      });
-      this.refuseClaim(task, agentId, 'the agent is not admitted');
-      this.reofferAfterRefusal(task);
-      return;
-    }
-    if (!this.registry.admittedFor(agentId, task.tag)) {
-      // NATS keeps other tags' work queues closed to it; a claim by task id is refused here.
-      this.notices.warn({
-        reason: 'tag_not_admitted',
-        message: `claim of task ${taskId} by ${agentId} refused: the agent was not admitted for tag ${task.tag}`,
-        task_id: taskId,
-        agent_id: agentId,
-      });
-      this.refuseClaim(task, agentId, `the agent was not admitted for tag ${task.tag}`);
-      return;
-    }
-    if ((task.state === 'claimed' || task.state === 'blocked') && task.claimedBy !== agentId) {
-      this.notices.warn({
-        reason: 'duplicate_claim',
-        message: `task ${taskId} is already claimed by ${task.claimedBy ?? 'another agent'}; claim by ${agentId} ignored`,
-        task_id: taskId,
-        agent_id: agentId,
-      });
-      this.refuseClaim(task, agentId, `the task is claimed by ${task.claimedBy ?? 'another agent'}`);
-      return;
-    }
-    if (task.state === 'claimed' && task.claimedBy === agentId) return; // the same claim seen twice
-    if (!this.table.transition(task, 'amf.task.claim', agentId)) return;
-    task.claimedBy = agentId;
-    this.timers.armWatchdog(task);
-  }
-
   private onWorkerUpdate(
     event: AmfEventOf<'amf.task.progress' | 'amf.result.partial' | 'amf.task.blocked' | 'amf.task.delegate'>,
     // Typed by the sender's promise only: the payload was not validated, so it is checked here.
@@ -436,7 +361,7 @@ export class TaskLifecycle {
     if (typeof taskId !== 'string') return;
     const task = this.active.get(taskId);
     if (!task) return;
-    const agentId = this.senderAgent(event);
+    const agentId = senderAgent(event);
     if (task.claimedBy !== undefined && agentId !== task.claimedBy) {
       this.notices.warn({
         reason: 'invalid_transition',
@@ -450,53 +375,8 @@ export class TaskLifecycle {
     task.lastActivity = this.clock.now();
   }
 
-  /**
-   * An AMF worker that the registry does not hold live (typically one back from a NATS outage and
-   * not re-admitted yet) can still pull a task from the work queue; its claim is refused and it
-   * acknowledges that message away. The task, still unclaimed, is offered again shortly (a fresh
-   * message, the old one withdrawn) so an admitted worker takes it rather than the TTL ending it.
-   */
-  private reofferAfterRefusal(task: TaskRecord): void {
-    if (!task.owned || task.state !== 'announced' || !this.options.workQueue) return;
-    // Past its TTL the task waits for its retry, which offers the next attempt anyway.
-    if (this.clock.now() - task.lastActivity >= task.ttlSeconds * 1000) return;
-    const announce = task.announce;
-    this.clock.setTimeout(() => {
-      if (this.closed || task.state !== 'announced' || task.announce !== announce) return;
-      if (this.active.get(task.taskId) !== task) return;
-      this.offers.offer(task);
-    }, REOFFER_AFTER_REFUSAL_MS);
-  }
-
-  /** Tells the one worker whose claim lost to stop its handler (first valid claim wins). */
-  private refuseClaim(task: TaskRecord, agentId: string, why: string): void {
-    const payload: CancelPayload = {
-      task_id: task.taskId,
-      reason: 'claim_refused',
-      message: `claim refused: ${why}`,
-      agent_id: agentId,
-    };
-    this.bus.publish(
-      createEvent({
-        type: 'amf.task.cancel',
-        sender: this.sender,
-        payload,
-        taskId: task.taskId,
-        traceId: task.traceId,
-      }),
-    );
-  }
-
-  /** A deny published by another coordinator ends the task here too. */
-  private onForeignDeny(event: AmfEvent): void {
-    const p = event.data.payload as Partial<PolicyPayload>;
-    if (!p.terminal || typeof p.task_id !== 'string') return;
-    const task = this.active.get(p.task_id);
-    if (!task || task.owned) return;
-    this.endings.finish(task, 'amf.policy.deny', {
-      reason: p.reason ?? 'denied',
-      message: p.message ?? 'denied',
-    });
+  private foreignDeps(): ForeignTaskDeps {
+    return { table: this.table, notices: this.notices, endings: this.endings, now: this.clock.now() };
   }
 
   // --- delegation ----------------------------------------------------------------------------------

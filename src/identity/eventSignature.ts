@@ -1,48 +1,74 @@
 /**
  * Events bound to the key that sent them. Two CloudEvents extension attributes travel with every
- * event an agent sends: `amfsigner` (its nkey public key) and `amfsignature` (Ed25519, base64url) over
- * the event's canonical form — the whole event without `amfsignature`, as JSON with object keys
- * sorted by UTF-16 code units at every level and no whitespace (RFC 8785 for the values AMF events
- * carry: strings, integers, booleans, null, arrays, objects). Both the envelope and the payload are
- * covered, so neither `agent_id` nor `auth_context.identity` can be changed without the key.
+ * event an agent sends: `amfsigner` (its nkey public key) and `amfsignature` (Ed25519, base64url).
+ * What is signed is the event's canonical form (canonicalJson.ts) — the whole event without
+ * `amfsignature` — so neither the envelope nor the payload (`agent_id`, `auth_context.identity`)
+ * can be changed without the key.
+ *
+ * A final result is signed in a split form instead, so that its one signature can travel with the
+ * answer when a coordinator relays it: the signed text is `amf.result.final\n` + the SHA-256 of the
+ * canonical envelope (everything but the payload and the signature attributes) + `.` + the SHA-256
+ * of the canonical payload. Still one Ed25519 signature over the whole event; a relaying coordinator
+ * copies the signer, the signature and the envelope digest (`amfresultsigner`, `amfresultsig`,
+ * `amfresultenv`) onto the canonical final it publishes, and any reader can check that the worker's
+ * key signed exactly this payload.
  */
-import { verify as edVerify } from 'node:crypto';
+import * as nodeCrypto from 'node:crypto';
 import type { AgentKey } from './agentKey.js';
+import { canonicalJson, canonicalJsonOmitting } from './canonicalJson.js';
 import { isNkeyUser, publicKeyObject } from './nkeyPublic.js';
 
-/**
- * A final result is the worker's words whoever relays it: the worker also signs its payload alone
- * (`amfresultsig`, with its key in `amfresultsigner`), and a coordinator that relays the final as the
- * task's canonical one copies both, so every reader can check the answer against the worker's key.
- */
-export const RESULT_SIGNER_ATTRIBUTE = 'amfresultsigner';
-export const RESULT_SIGNATURE_ATTRIBUTE = 'amfresultsig';
-const RESULT_DOMAIN = 'amf.result.final\n';
+export { canonicalJson };
 
 /** Extension attribute holding the signer's nkey public key. */
 export const SIGNER_ATTRIBUTE = 'amfsigner';
 /** Extension attribute holding the signature. */
 export const SIGNATURE_ATTRIBUTE = 'amfsignature';
+/** On a relayed final: the worker's key, its signature and the digest of its envelope. */
+export const RESULT_SIGNER_ATTRIBUTE = 'amfresultsigner';
+export const RESULT_SIGNATURE_ATTRIBUTE = 'amfresultsig';
+export const RESULT_ENVELOPE_ATTRIBUTE = 'amfresultenv';
+const RESULT_ATTRIBUTES = [RESULT_SIGNER_ATTRIBUTE, RESULT_SIGNATURE_ATTRIBUTE, RESULT_ENVELOPE_ATTRIBUTE];
+const FINAL_TYPE = 'amf.result.final';
+const FINAL_DOMAIN = `${FINAL_TYPE}\n`;
 
-const encoder = new TextEncoder();
-/** An Ed25519 signature is 64 bytes: 86 base64url characters. */
+/** An Ed25519 signature is 64 bytes: 86 base64url characters; a SHA-256 digest 43. */
 const SIGNATURE_PATTERN = /^[A-Za-z0-9_-]{86}$/;
+const DIGEST_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
-/** The canonical JSON text of `value` (sorted keys, no whitespace). */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v ?? null)).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+const SIGNATURE_ONLY: ReadonlySet<string> = new Set([SIGNATURE_ATTRIBUTE]);
+const ENVELOPE_OMITS: ReadonlySet<string> = new Set([SIGNATURE_ATTRIBUTE, ...RESULT_ATTRIBUTES]);
+const PAYLOAD_ONLY = { key: 'data', omit: new Set(['payload']) } as const;
+
+/** Node ≥ 20.12 has a one-shot hash, a few times cheaper than createHash for short texts. */
+const oneShotHash = (
+  nodeCrypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }
+).hash;
+
+function digest(text: string): string {
+  return oneShotHash
+    ? oneShotHash('sha256', text, 'base64url')
+    : nodeCrypto.createHash('sha256').update(text).digest('base64url');
 }
 
-/** The bytes that are signed: the event without its signature, in canonical form. */
-export function signedBytes(event: object): Uint8Array {
-  const rest: Record<string, unknown> = { ...(event as Record<string, unknown>) };
-  delete rest[SIGNATURE_ATTRIBUTE];
-  return encoder.encode(canonicalJson(rest));
+function isFinal(event: object): boolean {
+  return (event as { type?: unknown }).type === FINAL_TYPE;
+}
+
+/** The digest of a final's envelope: the event without its payload and signature attributes. */
+export function envelopeDigest(event: object): string {
+  return digest(canonicalJsonOmitting(event as Record<string, unknown>, ENVELOPE_OMITS, PAYLOAD_ONLY));
+}
+
+function finalText(envelope: string, payload: unknown): string {
+  return `${FINAL_DOMAIN}${envelope}.${digest(canonicalJson(payload ?? null))}`;
+}
+
+/** The text that is signed: a final's split form, else the event without its signature, canonical. */
+export function signedText(event: object): string {
+  if (isFinal(event))
+    return finalText(envelopeDigest(event), (event as { data?: { payload?: unknown } }).data?.payload);
+  return canonicalJsonOmitting(event as Record<string, unknown>, SIGNATURE_ONLY);
 }
 
 /** Stamps `event` with the signer and the signature (in place; returns it). */
@@ -50,38 +76,59 @@ export function signEvent<E extends object>(event: E, key: AgentKey): E {
   const target = event as Record<string, unknown>;
   delete target[SIGNATURE_ATTRIBUTE];
   target[SIGNER_ATTRIBUTE] = key.publicKey;
-  target[SIGNATURE_ATTRIBUTE] = key.sign(signedBytes(event));
+  target[SIGNATURE_ATTRIBUTE] = key.sign(Buffer.from(signedText(event)));
   return event;
 }
 
-function resultBytes(event: object): Uint8Array {
-  const payload = (event as { data?: { payload?: unknown } }).data?.payload;
-  return encoder.encode(RESULT_DOMAIN + canonicalJson(payload ?? null));
-}
-
-/** Adds the result signature to a final (before {@link signEvent}, which then covers it too). */
+/**
+ * Makes a final carry its own relay-ready result signature (the same one {@link signEvent} makes):
+ * for a final that is published without an event signature of its own.
+ */
 export function signResult<E extends object>(event: E, key: AgentKey): E {
   const target = event as Record<string, unknown>;
+  const envelope = envelopeDigest(event);
   target[RESULT_SIGNER_ATTRIBUTE] = key.publicKey;
-  target[RESULT_SIGNATURE_ATTRIBUTE] = key.sign(resultBytes(event));
+  target[RESULT_ENVELOPE_ATTRIBUTE] = envelope;
+  target[RESULT_SIGNATURE_ATTRIBUTE] = key.sign(
+    Buffer.from(finalText(envelope, (event as { data?: { payload?: unknown } }).data?.payload)),
+  );
   return event;
 }
 
-/** Copies the worker's result signature onto a relayed final (its payload must be the same). */
+/**
+ * Puts the worker's signature onto a relayed final (its payload must be the same): derived from the
+ * worker's event signature, or copied when `from` is itself a relayed final.
+ */
 export function carryResultSignature<E extends object>(from: object, to: E): E {
   const source = from as Record<string, unknown>;
   const target = to as Record<string, unknown>;
-  for (const attribute of [RESULT_SIGNER_ATTRIBUTE, RESULT_SIGNATURE_ATTRIBUTE]) {
+  if (typeof source[SIGNATURE_ATTRIBUTE] === 'string' && source.amfagentrole !== 'coordinator') {
+    target[RESULT_SIGNER_ATTRIBUTE] = source[SIGNER_ATTRIBUTE];
+    target[RESULT_SIGNATURE_ATTRIBUTE] = source[SIGNATURE_ATTRIBUTE];
+    target[RESULT_ENVELOPE_ATTRIBUTE] = envelopeDigest(from);
+    return to;
+  }
+  for (const attribute of RESULT_ATTRIBUTES) {
     const value = source[attribute];
     if (typeof value === 'string') target[attribute] = value;
   }
   return to;
 }
 
-/** Checks the result signature of a (possibly relayed) final against the key it names. */
+/** Checks the worker's signature on a (possibly relayed) final against the key it names. */
 export function checkResultSignature(event: object): SignatureCheck {
-  const e = event as Record<string, unknown>;
-  return checkSignature(e[RESULT_SIGNER_ATTRIBUTE], e[RESULT_SIGNATURE_ATTRIBUTE], () => resultBytes(event));
+  const e = event as Record<string, unknown> & { data?: { payload?: unknown } };
+  const signer = e[RESULT_SIGNER_ATTRIBUTE];
+  const signature = e[RESULT_SIGNATURE_ATTRIBUTE];
+  const envelope = e[RESULT_ENVELOPE_ATTRIBUTE];
+  if (signer === undefined && signature === undefined) return { ok: false, reason: 'unsigned' };
+  if (!isFinal(event) || typeof envelope !== 'string' || !DIGEST_PATTERN.test(envelope))
+    return {
+      ok: false,
+      reason: 'malformed_signature',
+      ...(typeof signer === 'string' ? { signer: signer.slice(0, 64) } : {}),
+    };
+  return checkSignature(signer, signature, () => finalText(envelope, e.data?.payload));
 }
 
 /** What a signature check found. */
@@ -96,11 +143,30 @@ export type SignatureCheck =
  */
 export function checkEventSignature(event: object): SignatureCheck {
   const e = event as Record<string, unknown>;
-  return checkSignature(e[SIGNER_ATTRIBUTE], e[SIGNATURE_ATTRIBUTE], () => signedBytes(event));
+  return checkSignature(e[SIGNER_ATTRIBUTE], e[SIGNATURE_ATTRIBUTE], () => signedText(event));
 }
 
-/** One check for both signatures: well-formed signer and signature, then Ed25519 over `bytes()`. */
-function checkSignature(signer: unknown, signature: unknown, bytes: () => Uint8Array): SignatureCheck {
+/**
+ * Signatures already verified, with the key and text they verified for. An event often arrives
+ * twice (a worker publishes claim and progress on the canonical subject and on the task's reply
+ * subject): the second copy costs a comparison of texts, not another Ed25519 verification (the
+ * costliest step of the task path). A hit needs the same signature, key and signed text, so
+ * nothing that did not verify is believed; Ed25519 signatures are deterministic, and a different
+ * text under the same signature is verified afresh.
+ */
+const verified = new Map<string, { signer: string; text: string }>();
+const VERIFIED_LIMIT = 1024;
+
+function remember(signature: string, signer: string, text: string): void {
+  if (verified.size >= VERIFIED_LIMIT) {
+    const oldest = verified.keys().next().value;
+    if (oldest !== undefined) verified.delete(oldest);
+  }
+  verified.set(signature, { signer, text });
+}
+
+/** One check for both signatures: well-formed signer and signature, then Ed25519 over `text()`. */
+function checkSignature(signer: unknown, signature: unknown, text: () => string): SignatureCheck {
   if (signer === undefined && signature === undefined) return { ok: false, reason: 'unsigned' };
   if (
     typeof signer !== 'string' ||
@@ -113,6 +179,16 @@ function checkSignature(signer: unknown, signature: unknown, bytes: () => Uint8A
       reason: 'malformed_signature',
       ...(typeof signer === 'string' ? { signer: signer.slice(0, 64) } : {}),
     };
-  const valid = edVerify(null, bytes(), publicKeyObject(signer), Buffer.from(signature, 'base64url'));
-  return valid ? { ok: true, signer } : { ok: false, reason: 'bad_signature', signer };
+  const signed = text();
+  const seen = verified.get(signature);
+  if (seen !== undefined && seen.signer === signer && seen.text === signed) return { ok: true, signer };
+  const valid = nodeCrypto.verify(
+    null,
+    Buffer.from(signed),
+    publicKeyObject(signer),
+    Buffer.from(signature, 'base64url'),
+  );
+  if (!valid) return { ok: false, reason: 'bad_signature', signer };
+  remember(signature, signer, signed);
+  return { ok: true, signer };
 }

@@ -5,105 +5,29 @@
  * stops claiming, lets in-flight tasks finish, then says goodbye.
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { createEvent, type AmfEventOf, type EventSender } from '../events/cloudEvent.js';
-import type { LogFn } from '../log.js';
+import { createEvent, type EventSender } from '../events/cloudEvent.js';
 import type { AgentRecord } from '../events/agentRecord.js';
-import type { AmfPayloadMap, FinalPayload, ResultArtifactPayload } from '../events/payloads.js';
-import { finalSubject, resultSubject } from '../events/subjects.js';
+import type { AmfPayloadMap } from '../events/payloads.js';
 import { WorkIntake } from './workIntake.js';
 import type { AmfEventType } from '../events/eventTypes.js';
 import { EventBus } from '../fabric/eventBus.js';
-import type { ResultArtifact, TaskContext, TaskTools, WorkerHandler } from './handlerApi.js';
+import type { TaskContext } from './handlerApi.js';
 import { CANCELLED, invokeHandler, type LocalOutcome } from './invokeHandler.js';
 import { TaskSlots } from './taskSlots.js';
 import { DelegationClient } from './delegationClient.js';
 import { workerAgentId, workerAgentRecord, workerHeartbeat } from './workerAdvertisement.js';
 import { createEphemeralAgentKey, type AgentKey } from '../identity/agentKey.js';
-import { signEvent, signResult } from '../identity/eventSignature.js';
+import { signEvent } from '../identity/eventSignature.js';
 import { InputWaits } from './inputWaits.js';
 import { HandlerError, type FollowUpMessage } from './handlerApi.js';
+import type { MeshWorkerOptions, RunTaskOptions, TaskInput } from './meshWorkerOptions.js';
+import { subscribeToOrders } from './coordinatorOrders.js';
+import { finalPayload, submitResult, type ResultSubmitter } from './resultSubmission.js';
 
+export type { MeshWorkerOptions, RunTaskOptions, TaskInput };
 export { workerAgentId, workerAgentRecord, workerHeartbeat };
 
 export type { LocalOutcome };
-
-/**
- * How long a worker waits for its coordinator's decision on a final sent straight to it before it
- * stores the final durably instead (a coordinator answers in well under a millisecond when alive).
- */
-const DIRECT_FINAL_TIMEOUT_MS = 3_000;
-const decoder = new TextDecoder();
-
-/** True when the coordinator's answer is a decision (accepted or refused): nothing left to store. */
-function isFinalDecision(answer: Uint8Array | undefined): boolean {
-  if (!answer) return false;
-  try {
-    const decision = (JSON.parse(decoder.decode(answer)) as { decision?: unknown }).decision;
-    return decision === 'accepted' || decision === 'refused';
-  } catch {
-    return false;
-  }
-}
-
-export interface MeshWorkerOptions {
-  name: string;
-  tags: string[];
-  trustDomain: string;
-  /** Base URL where this worker's HTTP endpoints are reachable. */
-  endpoint: string;
-  handler: WorkerHandler;
-  heartbeatSeconds: number;
-  concurrency: number;
-  version?: string;
-  /** Extra protocols announced in the AgentRecord (e.g. MCP). */
-  protocols?: string[];
-  /** The agent id (under SPIFFE: the SVID's SPIFFE ID); default `spiffe://<trust>/worker/<name>`. */
-  agentId?: string;
-  /** Advertised visibility (default local; mesh/public need a proven SPIFFE SVID at admission). */
-  visibility?: 'local' | 'mesh' | 'public';
-  mcpEndpoint?: string;
-  /** Gives each task its `ctx.tools` (the worker's MCP servers), bound to the task's signal. */
-  tools?: (signal: AbortSignal) => TaskTools;
-  log?: LogFn;
-  /**
-   * The agent's own key: advertised as `nkey` and signing every event this worker sends, so the
-   * coordinator accepts them only as this agent's (default: a key for this process only).
-   */
-  key?: AgentKey;
-  /**
-   * Where heartbeats go when not on the main connection: the join connection of an agent that
-   * connects as its own NATS user. Its user exists only while the agent is admitted, so its
-   * heartbeats must travel on a connection that outlives a revocation (or a restarted server) to
-   * get it admitted again.
-   */
-  heartbeatConnection?: NatsConnection;
-}
-
-/** A task as it reaches the worker; the worker adds the signal, progress, delegate, tools and input. */
-export type TaskInput = Omit<TaskContext, 'signal' | 'progress' | 'delegate' | 'tools' | 'requestInput'>;
-
-/** How one task is run: every way a task arrives goes through `MeshWorker.run` with these. */
-export interface RunTaskOptions {
-  /**
-   * `mesh`: announced by a coordinator, which ends the task itself when it is cancelled or expires.
-   * `direct`: A2A, `POST /tasks/send` or an MCP tool call; this worker publishes its one ending.
-   */
-  origin: 'mesh' | 'direct';
-  /** The caller's cancellation (client gone, A2A cancel, MCP request aborted). */
-  signal?: AbortSignal;
-  /** The coordinator's reply subject for this task (mesh tasks only, already checked). */
-  replySubject?: string;
-  /** Receives each streamed chunk (also published as `amf.result.partial`). */
-  onChunk?: (delta: string) => void;
-  /** Receives each progress message (also published as `amf.task.progress`). */
-  onProgress?: (message: string) => void;
-  /**
-   * The handler asked for input (`ctx.requestInput`): a direct task's caller shows it (A2A
-   * input-required) and delivers the follow-up with `MeshWorker.provideInput`. Without it a direct
-   * task cannot take input; mesh tasks get theirs from the coordinator (`amf.task.input`).
-   */
-  onInputRequired?: (prompt: string) => void;
-}
 
 interface InFlight {
   controller: AbortController;
@@ -180,21 +104,12 @@ export class MeshWorker {
     });
     this.intake = intake;
     for (const tag of this.options.tags) this.pullLoops.push(intake.pull(tag));
-    // Cancellations arrive on the public fabric (specialists cannot read amf.internal.>); delegation
-    // results too, but that subscription exists only while delegations are pending (see delegate()).
     this.subs.push(
-      this.bus.subscribe('amf.policy.deny', (e) => {
-        if (e.type === 'amf.policy.deny') this.onDeny(e);
-      }),
-    );
-    this.subs.push(
-      this.bus.subscribe('amf.task.cancel', (e) => {
-        if (e.type === 'amf.task.cancel') this.onCancel(e);
-      }),
-    );
-    this.subs.push(
-      this.bus.subscribe('amf.task.input', (e) => {
-        if (e.type === 'amf.task.input') this.onInput(e);
+      ...subscribeToOrders(this.bus, {
+        agentId: this.agentId,
+        abort: (taskId) => this.inFlight.get(taskId)?.controller.abort(),
+        deliverInput: (taskId, message) => this.inputs.deliver(taskId, message),
+        denied: (taskId, reason, message) => this.delegations.denied(taskId, reason, message),
       }),
     );
     this.heartbeat();
@@ -246,7 +161,6 @@ export class MeshWorker {
       traceId,
       ...(confidence !== undefined ? { confidence } : {}),
     });
-    if (type === 'amf.result.final') signResult(created, this.key);
     const event = signEvent(created, this.key);
     if (reply) this.bus.publish(event, type, reply);
     else this.bus.publish(event);
@@ -307,102 +221,29 @@ export class MeshWorker {
       if (options.origin === 'mesh') return CANCELLED;
       outcome = CANCELLED;
     }
-    const payload: FinalPayload = outcome.ok
-      ? {
-          task_id: task.taskId,
-          agent_id: this.agentId,
-          status: 'completed',
-          result: {
-            text: outcome.result.text,
-            ...(outcome.result.data ? { data: outcome.result.data } : {}),
-            ...(outcome.result.artifacts ? { artifacts: toArtifactPayloads(outcome.result.artifacts) } : {}),
-            ...(outcome.result.respondWith === 'message' ? { respond_with: 'message' as const } : {}),
-          },
-          ...(outcome.result.usage ? { usage: outcome.result.usage } : {}),
-        }
-      : {
-          task_id: task.taskId,
-          agent_id: this.agentId,
-          status: 'failed',
-          error: { code: outcome.code, message: outcome.message },
-        };
+    const payload = finalPayload(task.taskId, this.agentId, outcome);
     const confidence = outcome.ok ? outcome.result.confidence : 0;
-    if (options.origin === 'mesh') onStoring(this.submitResult(task, payload, confidence));
+    if (options.origin === 'mesh') onStoring(submitResult(this.submitter(), task, payload, confidence));
     else this.emit('amf.result.final', task.taskId, task.traceId, payload, undefined, confidence);
     return outcome;
   }
 
-  /**
-   * A mesh task's final never goes onto `amf.result.final` from here: the coordinator that accepts it
-   * (the task is still open and claimed by this worker) publishes the one canonical final, so a stale
-   * worker's late answer can never become a second terminal event. It is first sent straight to the
-   * task's coordinator (request/reply); only when no decision comes back (coordinator gone, NATS
-   * down) is it stored in the durable results stream, retried across NATS outages until stored
-   * (docs/reliability.md). The work-queue message is acknowledged only after either.
-   */
-  private async submitResult(task: TaskInput, payload: FinalPayload, confidence?: number): Promise<void> {
-    // Signed twice: the envelope as this agent's event, the result itself so that it stays verifiable
-    // when the coordinator relays it as the canonical final.
-    const finalEvent = (final: FinalPayload, conf?: number) =>
-      signEvent(
-        signResult(
-          createEvent({
-            type: 'amf.result.final',
-            sender: this.sender,
-            payload: final,
-            taskId: task.taskId,
-            traceId: task.traceId,
-            ...(conf !== undefined ? { confidence: conf } : {}),
-          }),
-          this.key,
-        ),
-        this.key,
-      );
-    const answer = await this.bus.request(
-      finalEvent(payload, confidence),
-      finalSubject(task.taskId),
-      DIRECT_FINAL_TIMEOUT_MS,
-    );
-    if (isFinalDecision(answer)) return;
-    const store = (final: FinalPayload, conf?: number) =>
-      this.bus.publishDurable(finalEvent(final, conf), resultSubject(task.taskId), {
-        msgId: `${task.taskId}.${task.attempt}.${this.options.name}`,
-        onRetry: (err) => {
-          this.options.log?.('warn', 'result not stored yet; retrying', {
-            task_id: task.taskId,
-            err: String(err),
-          });
-          // A sign of life for the coordinator's watchdog: the work is done, only storing waits.
-          this.emit('amf.task.progress', task.taskId, task.traceId, {
-            task_id: task.taskId,
-            agent_id: this.agentId,
-            message: 'result not stored yet; retrying',
-          });
-        },
-      });
-    let outcome = await store(payload, confidence);
-    if (outcome === 'too_large')
-      // The answer cannot travel: the task still ends, as a failure that says why.
-      outcome = await store(
-        {
+  /** What the result submission needs of this worker (its connection may change before start). */
+  private submitter(): ResultSubmitter {
+    return {
+      bus: this.bus,
+      sender: this.sender,
+      key: this.key,
+      agentId: this.agentId,
+      name: this.options.name,
+      log: this.options.log,
+      progress: (task, message) =>
+        this.emit('amf.task.progress', task.taskId, task.traceId, {
           task_id: task.taskId,
           agent_id: this.agentId,
-          status: 'failed',
-          error: {
-            code: 'result_too_large',
-            message: 'the result is larger than the fabric carries (NATS max_payload)',
-          },
-        },
-        0,
-      );
-    if (outcome !== 'stored')
-      this.options.log?.(
-        'error',
-        'result could not be stored; the coordinator will retry or expire the task',
-        {
-          task_id: task.taskId,
-        },
-      );
+          message,
+        }),
+    };
   }
 
   /** Builds the handler's context (progress, delegate, tools bound to this task) and runs it. */
@@ -486,37 +327,6 @@ export class MeshWorker {
     return this.inputs.isWaiting(taskId);
   }
 
-  /** A follow-up from a coordinator (only coordinators may publish it, NATS ACLs) for a task held here. */
-  private onInput(event: AmfEventOf<'amf.task.input'>): void {
-    if (event.amfagentrole !== 'coordinator') return;
-    const p = event.data.payload;
-    if (p.agent_id !== this.agentId || typeof p.task_id !== 'string' || typeof p.text !== 'string') return;
-    const data = typeof p.data === 'object' && p.data !== null && !Array.isArray(p.data) ? p.data : undefined;
-    this.inputs.deliver(p.task_id, {
-      text: p.text,
-      ...(data ? { data } : {}),
-      ...(typeof p.message_id === 'string' ? { messageId: p.message_id } : {}),
-    });
-  }
-
-  private onDeny(event: AmfEventOf<'amf.policy.deny'>): void {
-    // Only a coordinator ends tasks (NATS ACLs keep others from publishing policy events; this is the second line).
-    if (event.amfagentrole !== 'coordinator') return;
-    const p = event.data.payload;
-    if (!p.terminal || typeof p.task_id !== 'string') return;
-    this.inFlight.get(p.task_id)?.controller.abort();
-    this.delegations.denied(p.task_id, p.reason, p.message);
-  }
-
-  /** A cancel from a coordinator (only coordinators may publish it, NATS ACLs) aborts the handler. */
-  private onCancel(event: AmfEventOf<'amf.task.cancel'>): void {
-    if (event.amfagentrole !== 'coordinator') return;
-    const { task_id: taskId, agent_id: agentId } = event.data.payload;
-    // A cancel naming an agent (the claimant, or a claim that lost) is for that agent only.
-    if (agentId !== undefined && agentId !== this.agentId) return;
-    if (typeof taskId === 'string') this.inFlight.get(taskId)?.controller.abort();
-  }
-
   get inFlightCount(): number {
     return this.inFlight.size;
   }
@@ -548,15 +358,6 @@ export class MeshWorker {
     // Bounded: while NATS is unreachable a flush would wait for the reconnect, however long.
     await within(Promise.all([this.bus.flush(), this.heartbeatBus.flush()]), 2_000);
   }
-}
-
-/** A handler's artifacts as they travel in a final result (plain JSON, at most 32). */
-function toArtifactPayloads(artifacts: readonly ResultArtifact[]): ResultArtifactPayload[] {
-  return artifacts.slice(0, 32).map((a) => ({
-    ...(a.name !== undefined ? { name: String(a.name) } : {}),
-    ...(a.description !== undefined ? { description: String(a.description) } : {}),
-    parts: (Array.isArray(a.parts) ? a.parts : []).map((p) => ({ ...p }) as Record<string, unknown>),
-  }));
 }
 
 /** Waits for `work` (its failure ignored) or `ms`, whichever comes first. */

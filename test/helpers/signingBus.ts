@@ -6,7 +6,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { AmfEvent } from '../../src/events/cloudEvent.js';
 import { EventBus } from '../../src/fabric/eventBus.js';
 import type { AgentKey } from '../../src/identity/agentKey.js';
-import { signEvent, signResult } from '../../src/identity/eventSignature.js';
+import { signEvent } from '../../src/identity/eventSignature.js';
 
 export class SigningBus extends EventBus {
   constructor(
@@ -17,7 +17,6 @@ export class SigningBus extends EventBus {
   }
 
   override publish(event: AmfEvent, ...subjects: string[]): void {
-    if (event.type === 'amf.result.final') signResult(event, this.key);
     super.publish(signEvent(event, this.key), ...subjects);
   }
 }

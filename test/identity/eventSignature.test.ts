@@ -101,15 +101,68 @@ describe('event signatures', () => {
     });
   });
 
-  it('the result signature travels with a relayed final and binds only the payload', () => {
-    const worker = signResult(final(), key);
+  it('the worker signature travels with a relayed final and binds its payload', () => {
+    const worker = JSON.parse(JSON.stringify(signEvent(final(), key))) as ReturnType<typeof final>;
+    expect(checkEventSignature(worker)).toEqual({ ok: true, signer: key.publicKey });
     const relayed = carryResultSignature(worker, {
       ...final(),
       amfagentrole: 'coordinator' as const,
       source: 'http://coordinator',
     });
     expect(checkResultSignature(relayed)).toEqual({ ok: true, signer: key.publicKey });
+    // Relayed again (an adopted orphan's final): the worker's signature is copied as it is.
+    const again = carryResultSignature(relayed, { ...final(), amfagentrole: 'coordinator' as const });
+    expect(checkResultSignature(again)).toEqual({ ok: true, signer: key.publicKey });
     relayed.data.payload.result = { text: 'changed' };
     expect(checkResultSignature(relayed).ok).toBe(false);
+    const noEnvelope = { ...again } as Record<string, unknown>;
+    delete noEnvelope.amfresultenv;
+    expect(checkResultSignature(noEnvelope)).toMatchObject({ ok: false, reason: 'malformed_signature' });
+    // A standalone result signature (a final published without an event signature) verifies alike.
+    expect(checkResultSignature(signResult(final(), key))).toEqual({ ok: true, signer: key.publicKey });
+  });
+
+  it("a final's one signature still covers its whole envelope", () => {
+    const tamper = (change: (e: Record<string, unknown>) => void) => {
+      const e = JSON.parse(JSON.stringify(signEvent(final(), key))) as Record<string, unknown>;
+      change(e);
+      return checkEventSignature(e).ok;
+    };
+    expect(tamper(() => undefined)).toBe(true);
+    expect(tamper((e) => (e.amfconfidence = '0.1'))).toBe(false);
+    expect(tamper((e) => (e.source = 'http://elsewhere'))).toBe(false);
+    expect(
+      tamper((e) => ((e.data as { auth_context: { identity: string } }).auth_context.identity = 'x')),
+    ).toBe(false);
+  });
+
+  it('a second copy of a verified event is believed only with the same signed text', () => {
+    const claim = signEvent(
+      createEvent({
+        type: 'amf.task.claim',
+        sender,
+        payload: { task_id: 't-1', agent_id: sender.identity, required_capability: 'echo', attempt: 1 },
+        taskId: 't-1',
+      }),
+      key,
+    );
+    const copy = () => JSON.parse(JSON.stringify(claim)) as typeof claim;
+    expect(checkEventSignature(copy())).toEqual({ ok: true, signer: key.publicKey });
+    expect(checkEventSignature(copy())).toEqual({ ok: true, signer: key.publicKey });
+    // Same signature, different text: not taken from the memory of the first check.
+    const changed = copy();
+    changed.data.payload.attempt = 2;
+    expect(checkEventSignature(changed)).toMatchObject({ ok: false, reason: 'bad_signature' });
+    const otherSigner = copy() as unknown as Record<string, string>;
+    otherSigner.amfsigner = createEphemeralAgentKey().publicKey;
+    expect(checkEventSignature(otherSigner)).toMatchObject({ ok: false, reason: 'bad_signature' });
+  });
+
+  it('canonical JSON keeps already sorted keys and sorts the rest the same way', () => {
+    const sorted = { a: 1, b: [true, null, 'x'], c: { d: 1.5, e: -2 } };
+    const shuffled = { c: { e: -2, d: 1.5 }, b: [true, undefined, 'x'], a: 1 };
+    expect(canonicalJson(sorted)).toBe('{"a":1,"b":[true,null,"x"],"c":{"d":1.5,"e":-2}}');
+    expect(canonicalJson(shuffled)).toBe(canonicalJson(sorted));
+    expect(canonicalJson({ é: 1, Z: 2, a: '\u2028"' })).toBe('{"Z":2,"a":"\u2028\\"","é":1}');
   });
 });

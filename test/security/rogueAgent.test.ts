@@ -108,9 +108,9 @@ describe('a rogue agent with its own credential', () => {
 
     // 1. A final in the victim's name, signed with the rogue's own key, on the core subject and on
     //    the durable results stream (the two intake points of results).
-    rogueBus.publish(signEvent(signResult(forgedFinal(), rogue.worker.key), rogue.worker.key));
+    rogueBus.publish(signEvent(forgedFinal(), rogue.worker.key));
     const stored = await rogueBus.publishDurable(
-      signEvent(signResult(forgedFinal(), rogue.worker.key), rogue.worker.key),
+      signEvent(forgedFinal(), rogue.worker.key),
       `amf.internal.result.${taskId}`,
       { msgId: `forged-${taskId}`, giveUpMs: 5_000 },
     );

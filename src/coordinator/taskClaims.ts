@@ -1,0 +1,121 @@
+/**
+ * Claims in the coordinator: the first valid claim of an open task wins; a claim from an agent that
+ * is not admitted, for a task another agent holds, or for a task that already ended is refused
+ * (the worker is told to stop with a cancel naming it). A task whose claim was refused is offered
+ * again shortly so an admitted worker takes it.
+ */
+import { createEvent, type AmfEventOf, type EventSender } from '../events/cloudEvent.js';
+import type { CancelPayload } from '../events/payloads.js';
+import type { TaskAgents, TaskFabric, TaskNotices, TaskRecord } from './taskRecord.js';
+import { senderAgent } from './taskResults.js';
+import type { TaskTable } from './taskTable.js';
+import type { LifecycleClock, TaskTimers } from './taskTimers.js';
+
+/** The pause before a task whose claim was refused (unadmitted agent) is offered again. */
+const REOFFER_AFTER_REFUSAL_MS = 250;
+
+export interface TaskClaimsDeps {
+  fabric: TaskFabric;
+  agents: TaskAgents;
+  notices: TaskNotices;
+  sender: EventSender;
+  clock: LifecycleClock;
+  table: TaskTable;
+  timers: TaskTimers;
+  /** Whether tasks are offered on the work queue (AMF workers pull them). */
+  hasWorkQueue: boolean;
+  offerWork: (task: TaskRecord) => void;
+  closed: () => boolean;
+}
+
+export class TaskClaims {
+  constructor(private readonly deps: TaskClaimsDeps) {}
+
+  /** A claim on the canonical subject (its signature was checked at intake). */
+  onClaim(event: AmfEventOf<'amf.task.claim'>): void {
+    // The envelope was validated, the payload not: read the id defensively.
+    const taskId: unknown = event.data.payload.task_id;
+    if (typeof taskId !== 'string') return;
+    const agentId = senderAgent(event);
+    const task = this.deps.table.active.get(taskId);
+    if (!task) {
+      // A claim for a task that already ended: that worker should stop, nobody waits for it.
+      const ended = this.deps.table.get(taskId);
+      if (ended) this.refuseClaim(ended, agentId, `task ${taskId} already ended (${ended.state})`);
+      return;
+    }
+    if (!this.deps.agents.isLive(agentId)) {
+      this.deps.notices.warn({
+        reason: 'claim_from_unadmitted_agent',
+        message: `claim of task ${taskId} by ${agentId} refused: the agent is not admitted`,
+        task_id: taskId,
+        agent_id: agentId,
+      });
+      this.refuseClaim(task, agentId, 'the agent is not admitted');
+      this.reofferAfterRefusal(task);
+      return;
+    }
+    if (!this.deps.agents.admittedFor(agentId, task.tag)) {
+      // NATS keeps other tags' work queues closed to it; a claim by task id is refused here.
+      this.deps.notices.warn({
+        reason: 'tag_not_admitted',
+        message: `claim of task ${taskId} by ${agentId} refused: the agent was not admitted for tag ${task.tag}`,
+        task_id: taskId,
+        agent_id: agentId,
+      });
+      this.refuseClaim(task, agentId, `the agent was not admitted for tag ${task.tag}`);
+      return;
+    }
+    if ((task.state === 'claimed' || task.state === 'blocked') && task.claimedBy !== agentId) {
+      this.deps.notices.warn({
+        reason: 'duplicate_claim',
+        message: `task ${taskId} is already claimed by ${task.claimedBy ?? 'another agent'}; claim by ${agentId} ignored`,
+        task_id: taskId,
+        agent_id: agentId,
+      });
+      this.refuseClaim(task, agentId, `the task is claimed by ${task.claimedBy ?? 'another agent'}`);
+      return;
+    }
+    if (task.state === 'claimed' && task.claimedBy === agentId) return; // the same claim seen twice
+    if (!this.deps.table.transition(task, 'amf.task.claim', agentId)) return;
+    task.claimedBy = agentId;
+    this.deps.timers.armWatchdog(task);
+  }
+
+  /**
+   * An AMF worker that the registry does not hold live (typically one back from a NATS outage and
+   * not re-admitted yet) can still pull a task from the work queue; its claim is refused and it
+   * acknowledges that message away. The task, still unclaimed, is offered again shortly (a fresh
+   * message, the old one withdrawn) so an admitted worker takes it rather than the TTL ending it.
+   */
+  private reofferAfterRefusal(task: TaskRecord): void {
+    if (!task.owned || task.state !== 'announced' || !this.deps.hasWorkQueue) return;
+    // Past its TTL the task waits for its retry, which offers the next attempt anyway.
+    if (this.deps.clock.now() - task.lastActivity >= task.ttlSeconds * 1000) return;
+    const announce = task.announce;
+    this.deps.clock.setTimeout(() => {
+      if (this.deps.closed() || task.state !== 'announced' || task.announce !== announce) return;
+      if (this.deps.table.active.get(task.taskId) !== task) return;
+      this.deps.offerWork(task);
+    }, REOFFER_AFTER_REFUSAL_MS);
+  }
+
+  /** Tells the one worker whose claim lost to stop its handler (first valid claim wins). */
+  private refuseClaim(task: TaskRecord, agentId: string, why: string): void {
+    const payload: CancelPayload = {
+      task_id: task.taskId,
+      reason: 'claim_refused',
+      message: `claim refused: ${why}`,
+      agent_id: agentId,
+    };
+    this.deps.fabric.publish(
+      createEvent({
+        type: 'amf.task.cancel',
+        sender: this.deps.sender,
+        payload,
+        taskId: task.taskId,
+        traceId: task.traceId,
+      }),
+    );
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * The coordinator's task path, wired: the authenticity check of agents' events, the task lifecycle,
+ * the dispatcher that runs requesters' tasks, and the intake of workers' final results. Every
+ * intake point asks the same EventAuthenticity (one signature check per event and intake).
+ */
+import type { JetStreamManager } from '@nats-io/jetstream';
+import type { KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { AmfConfig } from '../config/config.js';
+import type { EventSender } from '../events/cloudEvent.js';
+import type { EventBus } from '../fabric/eventBus.js';
+import type { WorkQueueWriter } from '../fabric/workQueue.js';
+import type { LogFn } from '../log.js';
+import type { PolicyEngine } from '../policy/policyEngine.js';
+import type { AgentRegistry } from '../registry/agentRegistry.js';
+import type { PolicyNotices } from '../registry/policyNotices.js';
+import { EventAuthenticity } from './eventAuthenticity.js';
+import { adoptOrphanResult } from './orphanResults.js';
+import { ResultIntake } from './resultIntake.js';
+import { TaskDispatcher } from './taskDispatcher.js';
+import { TaskLifecycle } from './taskLifecycle.js';
+
+export interface TaskPathParts {
+  nc: NatsConnection;
+  jsm: JetStreamManager;
+  /** The shared task-state bucket (orphaned tasks are adopted through it). */
+  tasksKv: KV;
+  bus: EventBus;
+  work: WorkQueueWriter;
+  registry: AgentRegistry;
+  notices: PolicyNotices;
+  sender: EventSender;
+  config: AmfConfig;
+  policy: PolicyEngine;
+  log: LogFn;
+}
+
+export interface TaskPath {
+  authenticity: EventAuthenticity;
+  lifecycle: TaskLifecycle;
+  dispatcher: TaskDispatcher;
+  results: ResultIntake;
+}
+
+export function createTaskPath(parts: TaskPathParts): TaskPath {
+  const { nc, jsm, tasksKv, bus, work, registry, notices, sender, config, policy, log } = parts;
+  const authenticity: EventAuthenticity = new EventAuthenticity({
+    registry: registry,
+    notices: notices,
+    acceptUnsignedFromKeylessAgents: config.identity.legacyUnsignedAgents,
+  });
+  const lifecycle: TaskLifecycle = new TaskLifecycle(bus, registry, sender, notices, {
+    ttlSeconds: config.tasks.ttlSeconds,
+    maxRetries: config.tasks.maxRetries,
+    retryDelaySeconds: config.tasks.retryDelaySeconds,
+    watchdogGraceFactor: config.tasks.watchdogGraceFactor,
+    retainedTerminalTasks: config.tasks.retainedTerminalTasks,
+    workerLossRetries: config.tasks.workerLossRetries,
+    decideDelegation: (input) => policy.delegation(input),
+    // A stored result counts only when it is the agent's own (the results stream is one intake).
+    storedResult: async (taskId) => {
+      const event = await results.storedResult(taskId);
+      return event && authenticity.accept(event, 'the results stream') ? event : undefined;
+    },
+    workQueue: work,
+    authenticate: (event, intake) => authenticity.accept(event, intake),
+  });
+  const dispatcher = new TaskDispatcher(bus, lifecycle, (event, intake) =>
+    authenticity.accept(event, intake),
+  );
+  const results: ResultIntake = new ResultIntake({
+    nc,
+    jsm: jsm,
+    accept: (event, arrival) =>
+      authenticity.accept(
+        event,
+        arrival.path === 'direct' ? 'the direct final subject' : 'the results stream',
+      )
+        ? lifecycle.acceptResult(event, arrival)
+        : 'refused',
+    adopt: async (event) =>
+      authenticity.accept(event, 'the results stream')
+        ? adoptOrphanResult(event, { tasks: tasksKv, bus: bus, sender: sender, log })
+        : 'ended',
+    log: (level, message, fields) => log(level, message, fields),
+  });
+  return { authenticity, lifecycle, dispatcher, results };
+}

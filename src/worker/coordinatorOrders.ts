@@ -1,0 +1,51 @@
+/**
+ * What coordinators tell a worker on the public fabric (specialists cannot read amf.internal.>):
+ * cancellations, terminal denials and follow-up input. Only coordinators may publish these (NATS
+ * ACLs); the role check here is the second line. Delegation results come on a subscription of their
+ * own, only while delegations are pending (delegationClient.ts).
+ */
+import type { Subscription } from '@nats-io/transport-node';
+import type { EventBus } from '../fabric/eventBus.js';
+import type { FollowUpMessage } from './handlerApi.js';
+
+export interface OrderTaker {
+  agentId: string;
+  /** Stops the handler of `taskId` if it runs here. */
+  abort: (taskId: string) => void;
+  /** Hands a follow-up to a handler waiting for input. */
+  deliverInput: (taskId: string, message: FollowUpMessage) => void;
+  /** A delegation of this worker's was denied. */
+  denied: (taskId: string, reason: string, message: string) => void;
+}
+
+export function subscribeToOrders(bus: EventBus, worker: OrderTaker): Subscription[] {
+  return [
+    bus.subscribe('amf.policy.deny', (e) => {
+      if (e.type !== 'amf.policy.deny' || e.amfagentrole !== 'coordinator') return;
+      const p = e.data.payload;
+      if (!p.terminal || typeof p.task_id !== 'string') return;
+      worker.abort(p.task_id);
+      worker.denied(p.task_id, p.reason, p.message);
+    }),
+    bus.subscribe('amf.task.cancel', (e) => {
+      if (e.type !== 'amf.task.cancel' || e.amfagentrole !== 'coordinator') return;
+      const { task_id: taskId, agent_id: agentId } = e.data.payload;
+      // A cancel naming an agent (the claimant, or a claim that lost) is for that agent only.
+      if (agentId !== undefined && agentId !== worker.agentId) return;
+      if (typeof taskId === 'string') worker.abort(taskId);
+    }),
+    bus.subscribe('amf.task.input', (e) => {
+      if (e.type !== 'amf.task.input' || e.amfagentrole !== 'coordinator') return;
+      const p = e.data.payload;
+      if (p.agent_id !== worker.agentId || typeof p.task_id !== 'string' || typeof p.text !== 'string')
+        return;
+      const data =
+        typeof p.data === 'object' && p.data !== null && !Array.isArray(p.data) ? p.data : undefined;
+      worker.deliverInput(p.task_id, {
+        text: p.text,
+        ...(data ? { data } : {}),
+        ...(typeof p.message_id === 'string' ? { messageId: p.message_id } : {}),
+      });
+    }),
+  ];
+}
