@@ -44,6 +44,25 @@ export interface DrillResult {
   seconds: number;
 }
 
+/** What a fault gets: the run's helpers. Only what TypeScript callers use is typed. */
+export interface DrillContext {
+  p: DrillParams;
+  spawnedMesh(options: {
+    workers: number;
+    demo?: boolean;
+    port?: number;
+    natsPort?: number;
+    handler?: string;
+  }): Promise<unknown>;
+}
+
+/** One fault of the drill (scripts/faults/faults.mjs). */
+export interface DrillFault {
+  id: number;
+  name: string | ((p: DrillParams) => string);
+  run(ctx: DrillContext): Promise<unknown>;
+}
+
 export const FULL: DrillParams;
 export const QUICK: DrillParams;
 export const BUDGET_MS: number;
@@ -51,6 +70,7 @@ export function rowFails(row: DrillRow): boolean;
 export function runDrill(options?: {
   quick?: boolean;
   only?: number[];
+  faults?: DrillFault[];
   params?: Partial<DrillParams>;
   mdns?: boolean;
   keep?: boolean;

@@ -19,7 +19,7 @@ import {
   waitForModel,
 } from './mesh.mjs';
 import { probeRecovery, runLoad } from './load.mjs';
-import { killAllGroups, signalPid } from './procs.mjs';
+import { killAllGroups, killMentioningSync, ownPath, signalPid, waitGone } from './procs.mjs';
 
 /** The issue's numbers, and the small ones CI runs. */
 export const FULL = {
@@ -75,11 +75,21 @@ function makeRun(root, id, mdns, log) {
     signalPid,
     appendLog: (name, line) => appendFileSync(join(logDir, `${name}.log`), line + '\n'),
     log,
-    /** SIGKILL everything this fault started, process groups first, then lone pids. */
+    /**
+     * SIGKILL everything this fault started: process groups first, then lone pids, then any process
+     * still naming this fault's dir (a coordinator's nats-server runs in a group of its own and
+     * outlives a SIGKILLed coordinator). What survives 5 s is killed again and reported.
+     */
     async killAll() {
       for (const p of procs) p.signalGroup('SIGKILL');
       for (const pid of pids) signalPid(pid, 'SIGKILL');
+      killMentioningSync(dir);
       await Promise.all(procs.map((p) => Promise.race([p.exited, delay(5000)])));
+      const left = await waitGone(dir);
+      if (left.length > 0) {
+        killMentioningSync(dir);
+        log(`  still running 5 s after SIGKILL: ${left.map((p) => p.pid).join(', ')}`);
+      }
     },
   };
 }
@@ -89,11 +99,11 @@ function makeCtx(run, p) {
     run,
     p,
     waitForModel: (url, tag = TAG) => waitForModel(url, tag, 30_000),
-    async spawnedMesh({ workers, demo = false, port = 0, natsPort = 0 }) {
+    async spawnedMesh({ workers, demo = false, port = 0, natsPort = 0, handler }) {
       const dataDir = run.dir('mesh');
       const coordinator = await startCoordinator(run, { dataDir, demo, port, natsPort });
       const mesh = { dataDir, coordinator, workers: [], credentials: await meshCredentials(dataDir) };
-      await addWorkers(mesh, workers);
+      await addWorkers(mesh, workers, handler);
       // The NATS URL is asked anew: a supervised nats-server may come back on another port.
       mesh.liveNatsUrl = async () => (await natsUrlOf(mesh.coordinator.url)) ?? mesh.coordinator.natsUrl;
       return mesh;
@@ -144,7 +154,7 @@ function makeCtx(run, p) {
       }
     },
   };
-  async function addWorkers(mesh, n) {
+  async function addWorkers(mesh, n, handler) {
     for (let k = 1; k <= n; k++) {
       mesh.workers.push(
         await startWorker(run, {
@@ -152,6 +162,7 @@ function makeCtx(run, p) {
           coordinatorUrl: mesh.coordinator.url,
           dataDir: mesh.dataDir,
           sleepMs: p.sleepMs,
+          handler,
           // On an external NATS (fault 4) no user can be granted per agent: workers connect as the
           // legacy specialist user and still sign every event (docs/security.md, "Joining").
           ...(mesh.nats ? { specialistPass: mesh.credentials.specialist.password } : {}),
@@ -210,7 +221,9 @@ async function runFault(fault, p, root, mdns, log) {
     limit.abort();
   }
   await run.killAll();
-  const events = await readEventsOffline(outcome.storeDir, outcome.credentials, run);
+  // A fault on a NATS cluster reads the events live before the kill (a clustered store is not
+  // readable by one standalone server); the others read the dead mesh's store.
+  const events = outcome.events ?? (await readEventsOffline(outcome.storeDir, outcome.credentials, run));
   const audit = auditRecords(outcome.records, events, run.markerRe);
   await run.killAll();
   return {
@@ -242,12 +255,14 @@ export function rowFails(row) {
 
 /**
  * Runs the faults `only` (ids; default all) with the full or quick numbers and returns the rows.
+ * `faults` replaces the fault list (tests use it to make a case fail on purpose).
  * Every process is SIGKILLed and the temp dir removed before it returns, whatever happened,
  * unless `keep` (then the dir with each process's log is left for reading).
  */
 export async function runDrill({
   quick = false,
   only,
+  faults = FAULTS,
   params = {},
   mdns = true,
   keep = false,
@@ -255,10 +270,11 @@ export async function runDrill({
 } = {}) {
   const p = { ...(quick ? QUICK : FULL), ...params };
   const root = await mkdtemp(join(tmpdir(), 'amf-drill-'));
+  ownPath(root);
   const started = Date.now();
   const rows = [];
   try {
-    for (const fault of FAULTS) {
+    for (const fault of faults) {
       if (only && !only.includes(fault.id)) continue;
       const left = BUDGET_MS - (Date.now() - started);
       if (!fault.skip && estimateMs(p, fault.id) > left) {
