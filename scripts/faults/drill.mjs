@@ -51,8 +51,10 @@ export const BUDGET_MS = 9.5 * 60_000;
 /** Rough upper bound of one fault's duration, used to decide whether it still fits the budget. */
 function estimateMs(p, id) {
   const load = (p.requests * p.sleepMs) / p.concurrency;
-  const fault = { 2: p.stopMs, 3: p.natsShortMs, 4: p.natsLongMs }[id] ?? 0;
-  return 15_000 + Math.max(load, p.faultAtMs + fault) + 10_000;
+  const fault = { 2: p.stopMs, 3: p.natsShortMs, 4: p.natsLongMs, 9: 2 * p.natsShortMs }[id] ?? 0;
+  // Fault 9 also starts a 3-node cluster and a second coordinator.
+  const setup = id === 9 ? 30_000 : 15_000;
+  return setup + Math.max(load, p.faultAtMs + fault) + 10_000;
 }
 
 /** The per-fault context: its processes, its dirs, and the steps every fault shares. */
@@ -99,6 +101,7 @@ function makeCtx(run, p) {
     run,
     p,
     waitForModel: (url, tag = TAG) => waitForModel(url, tag, 30_000),
+    addWorkers: (mesh, n) => addWorkers(mesh, n),
     async spawnedMesh({ workers, demo = false, port = 0, natsPort = 0, handler }) {
       const dataDir = run.dir('mesh');
       const coordinator = await startCoordinator(run, { dataDir, demo, port, natsPort });
