@@ -40,6 +40,7 @@ export interface DrillRow {
 export interface DrillResult {
   rows: DrillRow[];
   params: DrillParams;
+  lanes: number;
   root: string;
   seconds: number;
 }
@@ -71,6 +72,7 @@ export function runDrill(options?: {
   quick?: boolean;
   only?: number[];
   faults?: DrillFault[];
+  lanes?: number;
   params?: Partial<DrillParams>;
   mdns?: boolean;
   keep?: boolean;
