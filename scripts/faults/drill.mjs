@@ -220,7 +220,10 @@ async function runFault(fault, p, root, mdns, log) {
     ]);
   } catch (err) {
     await run.killAll();
-    return { ...row, ran: true, error: String(err.message).split('\n')[0], logs: run.logDir };
+    // The first line says what failed; the process's last output line (if any) says why.
+    const lines = String(err.message).split('\n').filter(Boolean);
+    const why = lines.length > 1 ? ` (last output: ${lines.at(-1).slice(0, 200)})` : '';
+    return { ...row, ran: true, error: lines[0] + why, logs: run.logDir };
   } finally {
     limit.abort();
   }
