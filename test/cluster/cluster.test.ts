@@ -77,9 +77,11 @@ describe('AMF on a 3-node NATS cluster', () => {
         nats: { url: cluster.urls, replicas: 3 },
         heartbeat: { intervalSeconds: 1, offlineAfterMissed: 3 },
         // Announcements and results go through replicated JetStream streams; while a node's streams
-        // elect new leaders a store can wait several seconds, and the watchdog (ttl × 2) and the
-        // retries bound how long a task may wait through that.
-        tasks: { ttlSeconds: 5, maxRetries: 3, retryDelaySeconds: 0.2 },
+        // elect new leaders a store or a pull can wait several seconds (longer on a starved CPU:
+        // RAFT timeouts stretch), and the watchdog (ttl × 2) and the retries bound how long a task
+        // may wait through that. 10 s × (1 + 3 retries) stays under ask()'s 60 s bound; 5 s left a
+        // task one election away from expiry (docs/cluster.md, "Failure behaviour").
+        tasks: { ttlSeconds: 10, maxRetries: 3, retryDelaySeconds: 0.2 },
         mdns: { enabled: false },
       } as ConfigOverrides,
     });
