@@ -134,6 +134,9 @@ export async function clusterNodeAndCoordinator(ctx) {
       await delay(gapMs);
       aAlive = false;
       await a.proc.kill();
+      // The settle bound counts from the last fault: a result A held is redelivered to B only after
+      // the results consumer's ack wait (30 s), like any dead coordinator's (fault 7).
+      run.faultAt = Date.now();
       notes.push(`then coordinator A SIGKILLed; later requests go to B`);
     },
   );

@@ -41,6 +41,7 @@ export interface DrillResult {
   rows: DrillRow[];
   params: DrillParams;
   lanes: number;
+  mdns: boolean;
   root: string;
   seconds: number;
 }

@@ -162,7 +162,8 @@ function makeCtx(run, p) {
     for (let k = 1; k <= n; k++) {
       mesh.workers.push(
         await startWorker(run, {
-          name: `drill-w${k}`,
+          // Unique per fault: two lanes' meshes must never share an agent id.
+          name: `drill-f${run.id}-w${k}`,
           coordinatorUrl: mesh.coordinator.url,
           dataDir: mesh.dataDir,
           sleepMs: p.sleepMs,
@@ -205,6 +206,7 @@ async function runFault(fault, p, root, mdns, log) {
   const row = { id: fault.id, name, ran: false };
   if (fault.skip) return { ...row, note: fault.skip() };
   const run = makeRun(root, fault.id, mdns, log);
+  run.id = fault.id;
   run.marker = `${Date.now().toString(36)}f${fault.id}`;
   run.markerRe = new RegExp(`drill-${run.marker}-\\d+`);
   const started = Date.now();
@@ -298,7 +300,9 @@ export async function runDrill({
         continue;
       }
       log(`fault ${fault.id}: starting`);
-      const row = await runFault(fault, p, root, mdns, (line) => log(`[${fault.id}] ${line}`));
+      // mDNS is one multicast domain for the whole namespace: with two meshes at once, each
+      // coordinator would discover the other's workers, so lanes > 1 join through NATS only.
+      const row = await runFault(fault, p, root, mdns && lanes === 1, (line) => log(`[${fault.id}] ${line}`));
       log(`fault ${fault.id}: ${row.ran ? (rowFails(row) ? 'FAIL' : 'ok') : row.note}`);
       rows.push(row);
     }
@@ -310,5 +314,12 @@ export async function runDrill({
     if (!keep) await rm(root, { recursive: true, force: true });
   }
   rows.sort((a, b) => a.id - b.id);
-  return { rows, params: p, lanes, root, seconds: Math.round((Date.now() - started) / 1000) };
+  return {
+    rows,
+    params: p,
+    lanes,
+    mdns: mdns && lanes === 1,
+    root,
+    seconds: Math.round((Date.now() - started) / 1000),
+  };
 }

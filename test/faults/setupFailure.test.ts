@@ -38,7 +38,7 @@ describe('fault drill set-up failure', () => {
       const result = await runDrill({ quick: true, faults: [failing], mdns: false });
       const row = result.rows[0];
       expect(row?.ran).toBe(true);
-      expect(row?.error).toMatch(/drill-w1 exited/);
+      expect(row?.error).toMatch(/drill-f99-w1 exited/);
       // The case really had a spawned nats-server to clean up.
       expect(natsSeen.length).toBeGreaterThan(0);
       expect(await processesMentioning(result.root)).toEqual([]);
