@@ -49,6 +49,7 @@ export interface DrillResult {
 /** What a fault gets: the run's helpers. Only what TypeScript callers use is typed. */
 export interface DrillContext {
   p: DrillParams;
+  run: { logDir: string };
   spawnedMesh(options: {
     workers: number;
     demo?: boolean;

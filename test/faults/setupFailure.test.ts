@@ -7,6 +7,7 @@
  * leaves behind, with ppid 1).
  */
 import { readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runDrill, type DrillFault } from '../../scripts/faults/drill.mjs';
 import { killAllGroups, processesMentioning } from '../../scripts/faults/procs.mjs';
@@ -28,8 +29,10 @@ describe('fault drill set-up failure', () => {
             await ctx.spawnedMesh({ workers: 1, handler: '/nonexistent/amf-drill-handler.mjs' });
           } finally {
             // The nats-server the coordinator spawned, seen while the case was failing.
+            // (This case's dir only: another drill may be running on the machine.)
+            const caseDir = dirname(ctx.run.logDir);
             natsSeen = (await processesMentioning('nats-server.conf'))
-              .filter((p) => p.cmdline.includes('amf-drill-'))
+              .filter((p) => p.cmdline.includes(caseDir))
               .map((p) => p.pid);
           }
           throw new Error('the worker came up although its handler does not exist');
