@@ -40,8 +40,30 @@ export interface DrillRow {
 export interface DrillResult {
   rows: DrillRow[];
   params: DrillParams;
+  lanes: number;
+  mdns: boolean;
   root: string;
   seconds: number;
+}
+
+/** What a fault gets: the run's helpers. Only what TypeScript callers use is typed. */
+export interface DrillContext {
+  p: DrillParams;
+  run: { logDir: string };
+  spawnedMesh(options: {
+    workers: number;
+    demo?: boolean;
+    port?: number;
+    natsPort?: number;
+    handler?: string;
+  }): Promise<unknown>;
+}
+
+/** One fault of the drill (scripts/faults/faults.mjs). */
+export interface DrillFault {
+  id: number;
+  name: string | ((p: DrillParams) => string);
+  run(ctx: DrillContext): Promise<unknown>;
 }
 
 export const FULL: DrillParams;
@@ -51,6 +73,8 @@ export function rowFails(row: DrillRow): boolean;
 export function runDrill(options?: {
   quick?: boolean;
   only?: number[];
+  faults?: DrillFault[];
+  lanes?: number;
   params?: Partial<DrillParams>;
   mdns?: boolean;
   keep?: boolean;

@@ -3,11 +3,11 @@
  * load with the fault injected at `p.faultAtMs`, and returns what the audit needs: the client's
  * records, the recovery probe, where the JetStream store is, and notes on what it observed.
  */
-import { existsSync } from 'node:fs';
 import { copyFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { REPO, freePort, startCoordinator, startExternalNats } from './mesh.mjs';
+import { clusterNodeAndCoordinator } from './cluster.mjs';
+import { freePort, startCoordinator, startExternalNats } from './mesh.mjs';
 import { processesMentioning } from './procs.mjs';
 
 const secs = (ms) => `${Math.round(ms / 100) / 10} s`;
@@ -98,12 +98,8 @@ export const FAULTS = [
   { id: 8, name: 'Ctrl-C (SIGINT) on amf up --demo', run: ctrlC },
   {
     id: 9,
-    name: '3-node NATS cluster, kill and restart one node',
-    // The cluster script is another engineer's work; the drill never pretends it ran.
-    skip: () =>
-      existsSync(join(REPO, 'scripts/cluster.sh'))
-        ? 'not run: scripts/cluster.sh exists but the drill does not drive it yet'
-        : 'not run: scripts/cluster.sh missing',
+    name: '3-node NATS cluster: SIGKILL + restart a node, then SIGKILL 1 of 2 coordinators',
+    run: clusterNodeAndCoordinator,
   },
 ];
 

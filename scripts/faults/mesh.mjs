@@ -62,7 +62,10 @@ export async function startCoordinator(
 }
 
 /** Starts `amf worker` with the drill handler (sleeping `sleepMs`) and waits until it serves. */
-export async function startWorker(run, { name, coordinatorUrl, dataDir, sleepMs, specialistPass }) {
+export async function startWorker(
+  run,
+  { name, coordinatorUrl, dataDir, sleepMs, specialistPass, handler = HANDLER },
+) {
   const args = [
     AMF_BIN,
     'worker',
@@ -75,7 +78,7 @@ export async function startWorker(run, { name, coordinatorUrl, dataDir, sleepMs,
     '--coordinator',
     coordinatorUrl,
   ];
-  args.push('--data-dir', dataDir, '--handler', HANDLER);
+  args.push('--data-dir', dataDir, '--handler', handler);
   if (!run.mdns) args.push('--no-mdns');
   const proc = startProcess(process.execPath, args, {
     label: name,

@@ -4,13 +4,25 @@
  * and a registry of live groups lets the drill clean up on any exit path, a crash included.
  */
 import { spawn } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
 
 /** Process groups started by the drill and not yet seen to exit. */
 const liveGroups = new Set();
+/**
+ * Paths the drill owns (its temp dir). A process naming one in its command line is the drill's even
+ * when it left our process groups: the coordinator starts nats-server in a group of its own
+ * (detached, so a Ctrl-C reaches the coordinator alone), and a SIGKILLed coordinator leaves it with
+ * ppid 1. The sweep below ends those too.
+ */
+const ownedPaths = new Set();
+
+/** Marks `path` as the drill's: every process whose command line names it is ended on cleanup. */
+export function ownPath(path) {
+  ownedPaths.add(path);
+}
 
 /** Sends `signal` to a whole process group; a group that is already gone is not an error. */
 export function signalGroup(pgid, signal) {
@@ -39,6 +51,37 @@ export function signalPid(pid, signal) {
 export function killAllGroups() {
   for (const pgid of liveGroups) signalGroup(pgid, 'SIGKILL');
   liveGroups.clear();
+  for (const path of ownedPaths) killMentioningSync(path);
+}
+
+/**
+ * SIGKILLs every process (but this one) whose command line contains `text`, and returns their pids.
+ * Synchronous, for the same reason as killAllGroups.
+ */
+export function killMentioningSync(text) {
+  const killed = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    let cmdline;
+    try {
+      cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ');
+    } catch {
+      continue; // exited while we looked
+    }
+    if (cmdline.includes(text) && signalPid(Number(entry), 'SIGKILL')) killed.push(Number(entry));
+  }
+  return killed;
+}
+
+/** Waits (bounded) until no process names `text`; resolves with those still there at the end. */
+export async function waitGone(text, timeoutMs = 5000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    // A zombie's command line reads empty, so a killed child not yet reaped is not counted.
+    const left = await processesMentioning(text);
+    if (left.length === 0 || Date.now() >= deadline) return left;
+    await delay(100);
+  }
 }
 
 /**

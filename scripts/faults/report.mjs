@@ -35,12 +35,13 @@ export function formatRow(row) {
 }
 
 /** The whole report: parameters, table, and details of failing rows. */
-export function formatReport({ rows, params, seconds }, { quick, commit }) {
+export function formatReport({ rows, params, lanes = 1, mdns, seconds }, { quick, commit }) {
   const p = params;
   const lines = [
     `Fault drill${quick ? ' (--quick)' : ''}${commit ? ` on ${commit}` : ''}: ${p.requests} requests, ` +
       `concurrency ${p.concurrency}, handler ${p.sleepMs / 1000} s, fault at ${p.faultAtMs / 1000} s; ` +
-      `${seconds} s in total.`,
+      `${lanes > 1 ? `${lanes} faults at a time, each on its own mesh; ` : ''}` +
+      `mDNS ${mdns ? 'on' : 'off (workers join through NATS)'}; ${seconds} s in total.`,
     '',
     HEADER,
     ...rows.map(formatRow),

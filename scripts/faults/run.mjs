@@ -22,14 +22,15 @@ succeeds afterwards without help. Exit code 1 when any row loses, doubles or doe
 
 Faults: 1 SIGKILL 1 of 2 workers; 2 SIGSTOP a worker; 3 external NATS down 5 s; 4 external NATS
 down 40 s; 5 SIGKILL the spawned nats-server; 6 SIGKILL + restart the coordinator; 7 two
-coordinators on one NATS, SIGKILL one; 8 Ctrl-C on amf up --demo; 9 3-node cluster (needs
-scripts/cluster.sh).
+coordinators on one NATS, SIGKILL one; 8 Ctrl-C on amf up --demo; 9 3-node NATS cluster: a
+node SIGKILLed and restarted, then 1 of 2 coordinators SIGKILLed.
 
 Options:
   --quick            ${QUICK.requests} requests, concurrency ${QUICK.concurrency}, ${QUICK.sleepMs / 1000} s handler, fault at ${QUICK.faultAtMs / 1000} s (CI)
                      (default: ${FULL.requests}, ${FULL.concurrency}, ${FULL.sleepMs / 1000} s, ${FULL.faultAtMs / 1000} s)
   --only 1,2,5       run these faults only
   --requests N  --concurrency C  --sleep SECONDS  --fault-at SECONDS   override the numbers
+  --lanes N          faults run at once, each on its own mesh (default 2; 1 = one after another)
   --out FILE         also write the report (markdown) to FILE
   --keep             keep the temp dir with every process's log
   --help
@@ -47,6 +48,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string' },
     sleep: { type: 'string' },
     'fault-at': { type: 'string' },
+    lanes: { type: 'string', default: '2' },
     out: { type: 'string' },
     keep: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
@@ -97,6 +99,7 @@ if (!isolated) process.stderr.write('not in a private network namespace: mDNS of
 const result = await runDrill({
   quick: values.quick,
   only,
+  lanes: Number(values.lanes),
   params,
   mdns: isolated,
   keep: values.keep,
