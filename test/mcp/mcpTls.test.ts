@@ -22,6 +22,7 @@ import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
 import { kvKey } from '../../src/fabric/jetstream.js';
+import { createEphemeralAgentKey, type AgentKey } from '../../src/identity/agentKey.js';
 import type { McpAuditRecord } from '../../src/protocols/mcp/mcpAudit.js';
 import { MCP_TLS_PIN_MISMATCH_CODE } from '../../src/protocols/mcp/federation.js';
 import { createAgentFetch, NO_CALL_CREDENTIALS } from '../../src/protocols/mcp/callAuth.js';
@@ -80,13 +81,20 @@ afterAll(async () => {
   await rm(certDir, { recursive: true, force: true });
 });
 
+// An agent keeps its key across restarts (an id stays bound to its first key): between the two starts
+// of one agent only the certificate changes.
+const agentKeys = new Map<string, AgentKey>();
+
 async function httpsWorker(name: string, pair: CertPair, port = 0): Promise<RunningWorker> {
+  let key = agentKeys.get(name);
+  if (!key) agentKeys.set(name, (key = createEphemeralAgentKey()));
   const w = await startWorker({
     name,
     tags: ['echo'],
     handler: echoHandler,
     natsUrl: mesh.coordinator.natsUrl,
     credential: mesh.coordinator.credentials.specialist,
+    key,
     port,
     heartbeatSeconds: 1,
     tls: { cert: pair.cert, key: pair.key },
