@@ -4,24 +4,16 @@
  * (the worker is told to stop with a cancel naming it). A task whose claim was refused is offered
  * again shortly so an admitted worker takes it.
  */
-import { createEvent, type AmfEventOf, type EventSender } from '../events/cloudEvent.js';
+import { createEvent, type AmfEventOf } from '../events/cloudEvent.js';
 import type { CancelPayload } from '../events/payloads.js';
-import type { TaskAgents, TaskFabric, TaskNotices, TaskRecord } from './taskRecord.js';
+import type { TaskParts } from './taskParts.js';
+import type { TaskRecord } from './taskRecord.js';
 import { senderAgent } from './taskResults.js';
-import type { TaskTable } from './taskTable.js';
-import type { LifecycleClock, TaskTimers } from './taskTimers.js';
 
 /** The pause before a task whose claim was refused (unadmitted agent) is offered again. */
 const REOFFER_AFTER_REFUSAL_MS = 250;
 
-export interface TaskClaimsDeps {
-  fabric: TaskFabric;
-  agents: TaskAgents;
-  notices: TaskNotices;
-  sender: EventSender;
-  clock: LifecycleClock;
-  table: TaskTable;
-  timers: TaskTimers;
+export interface TaskClaimsDeps extends TaskParts {
   /** Whether tasks are offered on the work queue (AMF workers pull them). */
   hasWorkQueue: boolean;
   offerWork: (task: TaskRecord) => void;

@@ -31,6 +31,7 @@ import { TaskTable } from './taskTable.js';
 import { senderAgent, TaskResults } from './taskResults.js';
 import { TaskWorkOffers } from './taskWorkOffers.js';
 import { TaskClaims } from './taskClaims.js';
+import type { TaskParts } from './taskParts.js';
 import { endOnForeignDeny, trackForeignAnnounce, type ForeignTaskDeps } from './foreignTasks.js';
 import type { ResultArrival, ResultDecision } from './resultIntake.js';
 
@@ -78,7 +79,7 @@ export class TaskLifecycle {
       workerSilent: (task, silentForMs) => this.retries.workerSilent(task, silentForMs),
     });
     this.endings = new TaskEndings(this.table, notices, this.timers, this.clock);
-    this.retries = new TaskRetries({
+    const parts: TaskParts = {
       fabric: bus,
       agents: registry,
       notices,
@@ -86,6 +87,9 @@ export class TaskLifecycle {
       clock: this.clock,
       table: this.table,
       timers: this.timers,
+    };
+    this.retries = new TaskRetries({
+      ...parts,
       endings: this.endings,
       offerWork: (task) => this.offers.offer(task),
     });
@@ -97,21 +101,11 @@ export class TaskLifecycle {
       else this.offers.withdraw(task);
     });
     this.results = new TaskResults({
-      fabric: bus,
-      agents: registry,
-      notices,
-      sender,
-      table: this.table,
+      ...parts,
       endings: this.endings,
     });
     this.claims = new TaskClaims({
-      fabric: bus,
-      agents: registry,
-      notices,
-      sender,
-      clock: this.clock,
-      table: this.table,
-      timers: this.timers,
+      ...parts,
       hasWorkQueue: options.workQueue !== undefined,
       offerWork: (task) => this.offers.offer(task),
       closed: () => this.closed,

@@ -5,11 +5,11 @@
  * (`stale_result`), so no task gets a second ending.
  */
 import { carryResultSignature } from '../identity/eventSignature.js';
-import { createEvent, type AmfEvent, type AmfEventOf, type EventSender } from '../events/cloudEvent.js';
+import { createEvent, type AmfEvent, type AmfEventOf } from '../events/cloudEvent.js';
 import { checkFinalPayload } from '../events/payloads.js';
 import type { TaskEndings } from './taskEndings.js';
-import type { TaskAgents, TaskFabric, TaskNotices, TaskRecord } from './taskRecord.js';
-import type { TaskTable } from './taskTable.js';
+import type { TaskParts } from './taskParts.js';
+import type { TaskRecord } from './taskRecord.js';
 import type { ResultArrival, ResultDecision } from './resultIntake.js';
 
 /** The agent an event speaks for: its payload's `agent_id`, else the envelope's identity. */
@@ -18,12 +18,7 @@ export function senderAgent(event: AmfEvent): string {
   return typeof agent === 'string' ? agent : event.data.auth_context.identity;
 }
 
-export interface TaskResultsDeps {
-  fabric: TaskFabric;
-  agents: TaskAgents;
-  notices: TaskNotices;
-  sender: EventSender;
-  table: TaskTable;
+export interface TaskResultsDeps extends Pick<TaskParts, 'fabric' | 'agents' | 'notices' | 'sender' | 'table'> {
   endings: TaskEndings;
 }
 

@@ -3,23 +3,15 @@
  * went offline, is announced again while it has retries left — with the next attempt number — and
  * otherwise ends as expired (never claimed) or failed (lost its worker).
  */
-import { createEvent, type EventSender } from '../events/cloudEvent.js';
+import { createEvent } from '../events/cloudEvent.js';
 import type { AnnouncePayload } from '../events/payloads.js';
 import { announceSubject } from '../events/subjects.js';
 import { isTerminal } from '../events/taskStateMachine.js';
 import type { TaskEndings } from './taskEndings.js';
-import type { TaskAgents, TaskFabric, TaskNotices, TaskRecord } from './taskRecord.js';
-import type { TaskTable } from './taskTable.js';
-import type { LifecycleClock, TaskTimers } from './taskTimers.js';
+import type { TaskParts } from './taskParts.js';
+import type { TaskRecord } from './taskRecord.js';
 
-export interface RetryDeps {
-  fabric: TaskFabric;
-  agents: TaskAgents;
-  notices: TaskNotices;
-  sender: EventSender;
-  clock: LifecycleClock;
-  table: TaskTable;
-  timers: TaskTimers;
+export interface RetryDeps extends TaskParts {
   endings: TaskEndings;
   /** Offers the (re-)announced task on the work queue, withdrawing the previous offer. */
   offerWork: (task: TaskRecord) => void;
