@@ -18,7 +18,10 @@ export function senderAgent(event: AmfEvent): string {
   return typeof agent === 'string' ? agent : event.data.auth_context.identity;
 }
 
-export interface TaskResultsDeps extends Pick<TaskParts, 'fabric' | 'agents' | 'notices' | 'sender' | 'table'> {
+export interface TaskResultsDeps extends Pick<
+  TaskParts,
+  'fabric' | 'agents' | 'notices' | 'sender' | 'table'
+> {
   endings: TaskEndings;
 }
 

@@ -14,7 +14,6 @@ import { JOIN_FILE, CREDENTIALS_FILE } from '../../src/fabric/credentials.js';
 import { createEphemeralAgentKey } from '../../src/identity/agentKey.js';
 import { signEvent, signResult } from '../../src/identity/eventSignature.js';
 import type { RunningWorker } from '../../src/apps/workerApp.js';
-import type { WorkerHandler } from '../../src/worker/handlerApi.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import {
   settledTerminalEvents,
@@ -22,23 +21,7 @@ import {
   type ObservedEvent,
   type TestMesh,
 } from '../helpers/meshFixture.js';
-
-/** Answers after `release()` is called, so forgeries can be tried while the honest task runs. */
-function gatedHandler(): { handler: WorkerHandler; release: () => void } {
-  let release: () => void = () => undefined;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  return {
-    release: () => release(),
-    handler: {
-      name: 'gated',
-      description: 'answers once released',
-      handle: async (ctx) => {
-        await gate;
-        return { text: `honest: ${ctx.text}` };
-      },
-    },
-  };
-}
+import { gatedHandler } from '../helpers/gatedHandler.js';
 
 function payloadOf(e: ObservedEvent): Record<string, unknown> {
   return e.event.data.payload as Record<string, unknown>;

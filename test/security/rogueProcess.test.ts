@@ -10,7 +10,6 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOrCreateAgentKey } from '../../src/identity/agentKey.js';
 import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
-import type { WorkerHandler } from '../../src/worker/handlerApi.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import {
   settledTerminalEvents,
@@ -18,26 +17,10 @@ import {
   type ObservedEvent,
   type TestMesh,
 } from '../helpers/meshFixture.js';
+import { gatedHandler } from '../helpers/gatedHandler.js';
 
 const ROGUE_SCRIPT = fileURLToPath(new URL('./rogueProcess.mjs', import.meta.url));
 const run = promisify(execFile);
-
-/** Answers after `release()` is called, so the attacks happen while the honest tasks wait. */
-function gatedHandler(): { handler: WorkerHandler; release: () => void } {
-  let release: () => void = () => undefined;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  return {
-    release: () => release(),
-    handler: {
-      name: 'gated',
-      description: 'answers once released',
-      handle: async (ctx) => {
-        await gate;
-        return { text: `honest: ${ctx.text}` };
-      },
-    },
-  };
-}
 
 const payloadOf = (e: ObservedEvent) => e.event.data.payload as Record<string, unknown>;
 
