@@ -2,8 +2,8 @@
  * Starts a complete worker: HTTP edge first (so the advertised endpoint is the bound one), then the
  * NATS connection as the specialist role, then the mesh side. `close()` drains gracefully.
  */
-import { errors, type NatsConnection } from '@nats-io/transport-node';
-import { connectAs, drainOrClose, NatsAuthError, RECONNECT_FOREVER } from '../fabric/connect.js';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectAs, connectAsPatiently, drainOrClose, RECONNECT_FOREVER } from '../fabric/connect.js';
 import type { RoleCredential } from '../fabric/credentials.js';
 import { isCapabilityTag } from '../events/subjects.js';
 import { AmfError } from '../errors.js';
@@ -82,31 +82,6 @@ export interface StartWorkerOptions {
   /** Advertised visibility (default local; mesh/public are admitted only with a proven SVID). */
   visibility?: 'local' | 'mesh' | 'public';
 }
-
-/**
- * Connects as the join user. A server reloading its users (another agent was just admitted) may
- * refuse a login for a moment, and a loaded machine may not finish the handshake within the
- * client's 20 s: both are tried again (a few refusals, dial time-outs for a minute) before they count.
- * A refused TCP connection (nothing listens there) counts at once.
- */
-async function connectJoin(url: string, join: RoleCredential, name: string): Promise<NatsConnection> {
-  const deadline = Date.now() + JOIN_DIAL_PATIENCE_MS;
-  for (let refusals = 0; ;) {
-    try {
-      return await connectAs(url, join, name, RECONNECT_FOREVER);
-    } catch (err) {
-      if (err instanceof NatsAuthError && ++refusals < 5) {
-        await new Promise((resolve) => setTimeout(resolve, 200 * refusals));
-        continue;
-      }
-      if (err instanceof errors.TimeoutError && Date.now() < deadline) continue;
-      throw err;
-    }
-  }
-}
-
-/** How long a join dial that times out is tried again. */
-const JOIN_DIAL_PATIENCE_MS = 60_000;
 
 /** How an agent reaches NATS (see {@link StartWorkerOptions}): passed through by the other apps. */
 export interface MeshAccess {
@@ -204,7 +179,8 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     };
     // Reconnects forever: a NATS outage of any length must end with the worker back in the mesh.
     if (opts.join) {
-      joinNc = await connectJoin(opts.natsUrl, opts.join, `amf-join-${opts.name}`);
+      // The join user exists from the start, but a reload of the users may turn it away for a moment.
+      joinNc = await connectAsPatiently(opts.natsUrl, opts.join, `amf-join-${opts.name}`, RECONNECT_FOREVER);
       workerOptions.heartbeatConnection = joinNc;
     }
     nc =

@@ -95,6 +95,34 @@ export async function connectAs(
   }
 }
 
+/**
+ * {@link connectAs} for a user that exists but may be refused for a moment: a server reloading its
+ * users (an agent was just admitted or revoked) can turn a login away while it swaps them, and a
+ * loaded machine may not finish the handshake within the client's 20 s. A refusal is tried again a
+ * few times, a dial time-out for up to a minute; a refused TCP connection (nothing listens) counts
+ * at once.
+ */
+export async function connectAsPatiently(
+  url: string,
+  cred: RoleCredential,
+  name: string,
+  opts: ConnectAsOptions = {},
+): Promise<NatsConnection> {
+  const deadline = Date.now() + 60_000;
+  for (let refusals = 0; ;) {
+    try {
+      return await connectAs(url, cred, name, opts);
+    } catch (err) {
+      if (err instanceof NatsAuthError && ++refusals < 5) {
+        await new Promise((resolve) => setTimeout(resolve, 200 * refusals));
+        continue;
+      }
+      if (err instanceof errors.TimeoutError && Date.now() < deadline) continue;
+      throw err;
+    }
+  }
+}
+
 /** What {@link connectAsAgent} needs of an agent's key (identity/agentKey.ts). */
 export interface AgentNkey {
   readonly publicKey: string;
