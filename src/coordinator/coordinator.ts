@@ -62,7 +62,6 @@ import type { PermissionViolation } from '../fabric/natsServer.js';
 import type { LogFn } from '../log.js';
 
 export { SWEEPER_LEASE_KEY };
-
 export type { CoordinatorOptions, FabricHealth };
 
 interface AdmissionParts {
