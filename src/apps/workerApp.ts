@@ -3,7 +3,7 @@
  * NATS connection as the specialist role, then the mesh side. `close()` drains gracefully.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectAs, connectAsPatiently, drainOrClose, RECONNECT_FOREVER } from '../fabric/connect.js';
+import { connectAs, drainOrClose, RECONNECT_FOREVER } from '../fabric/connect.js';
 import type { RoleCredential } from '../fabric/credentials.js';
 import { isCapabilityTag } from '../events/subjects.js';
 import { AmfError } from '../errors.js';
@@ -179,8 +179,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     };
     // Reconnects forever: a NATS outage of any length must end with the worker back in the mesh.
     if (opts.join) {
-      // The join user exists from the start, but a reload of the users may turn it away for a moment.
-      joinNc = await connectAsPatiently(opts.natsUrl, opts.join, `amf-join-${opts.name}`, RECONNECT_FOREVER);
+      joinNc = await connectAs(opts.natsUrl, opts.join, `amf-join-${opts.name}`, RECONNECT_FOREVER);
       workerOptions.heartbeatConnection = joinNc;
     }
     nc =

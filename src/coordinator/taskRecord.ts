@@ -17,6 +17,15 @@ import type { LifecycleClock, TimerHandle } from './taskTimers.js';
  */
 export interface TaskFabric {
   publish(event: AmfEvent, ...subjects: string[]): void;
+  /**
+   * Publishes through JetStream and retries until the stream acknowledges (fabric/eventBus.ts); a
+   * fabric without streams (an in-memory bus) leaves it out and gets a plain publish.
+   */
+  publishDurable?(
+    event: AmfEvent,
+    subject: string,
+    options: { msgId: string; giveUpMs?: number },
+  ): Promise<'stored' | 'too_large' | 'gave_up'>;
   /** Throws PAYLOAD_TOO_LARGE when the fabric could not carry `event` (an in-memory bus need not check). */
   assertFits?(event: AmfEvent): void;
   subscribe(subject: string, handler: EventHandler, options?: SubscribeOptions): { unsubscribe(): void };

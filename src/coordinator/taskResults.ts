@@ -9,7 +9,7 @@ import { createEvent, type AmfEvent, type AmfEventOf } from '../events/cloudEven
 import { checkFinalPayload } from '../events/payloads.js';
 import type { TaskEndings } from './taskEndings.js';
 import type { TaskParts } from './taskParts.js';
-import type { TaskRecord } from './taskRecord.js';
+import type { TaskFabric, TaskRecord } from './taskRecord.js';
 import type { ResultArrival, ResultDecision } from './resultIntake.js';
 
 /** The agent an event speaks for: its payload's `agent_id`, else the envelope's identity. */
@@ -95,7 +95,7 @@ export class TaskResults {
     );
     const reply = task.announce.data.payload.reply_subject;
     task.answeredFromQueue = true;
-    this.deps.fabric.publish(relayed, 'amf.result.final', ...(reply ? [reply] : []));
+    publishCanonicalFinal(this.deps.fabric, relayed, reply);
     this.endWithFinal(task, relayed, agentId);
     return 'accepted';
   }
@@ -133,4 +133,20 @@ export class TaskResults {
       agentId,
     );
   }
+}
+
+/**
+ * The requester hears the final on its reply subject at once (core NATS). The canonical copy goes
+ * through JetStream and is retried until the stream acknowledges it: a stream without a leader for
+ * a few seconds (a cluster node died) would otherwise drop it, and the task would have no terminal
+ * event in its history although its client got the answer. The message id is the event's, so a
+ * retry is not stored twice.
+ */
+function publishCanonicalFinal(fabric: TaskFabric, final: AmfEvent, reply: string | undefined): void {
+  if (!fabric.publishDurable) {
+    fabric.publish(final, 'amf.result.final', ...(reply ? [reply] : []));
+    return;
+  }
+  if (reply) fabric.publish(final, reply);
+  void fabric.publishDurable(final, 'amf.result.final', { msgId: final.id, giveUpMs: 120_000 });
 }

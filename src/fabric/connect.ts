@@ -64,16 +64,12 @@ export interface ConnectAsOptions {
  */
 export const RECONNECT_FOREVER: ConnectAsOptions = { maxReconnectAttempts: -1, reconnectTimeWait: 1000 };
 
-/**
- * Connects to `url` as the given role user. The connection `name` shows up in the server's
- * monitoring so an operator can tell agents apart. The inbox prefix is derived from the user so that
- * request/reply and JetStream replies land on subjects the role is allowed to subscribe to.
- */
-export async function connectAs(
+/** One connection attempt as a role user (see {@link connectAs}). */
+async function connectOnce(
   url: string,
   cred: RoleCredential,
   name: string,
-  opts: ConnectAsOptions = {},
+  opts: ConnectAsOptions,
 ): Promise<NatsConnection> {
   const options: NodeConnectionOptions = {
     servers: natsServers(url),
@@ -96,13 +92,17 @@ export async function connectAs(
 }
 
 /**
- * {@link connectAs} for a user that exists but may be refused for a moment: a server reloading its
- * users (an agent was just admitted or revoked) can turn a login away while it swaps them, and a
- * loaded machine may not finish the handshake within the client's 20 s. A refusal is tried again a
- * few times, a dial time-out for up to a minute; a refused TCP connection (nothing listens) counts
- * at once.
+ * Connects to `url` as the given role user. The connection `name` shows up in the server's
+ * monitoring so an operator can tell agents apart. The inbox prefix is derived from the user so that
+ * request/reply and JetStream replies land on subjects the role is allowed to subscribe to.
+ *
+ * A user that exists may still be refused for a moment: nats-server turns logins away while a reload
+ * swaps its users (each admission and revocation reloads them), and a loaded machine may not finish
+ * the handshake within the client's 20 s. So a refusal is tried again a few times (about 2 s in all)
+ * before it counts, and a dial time-out for up to a minute; a refused TCP connection (nothing
+ * listens) counts at once.
  */
-export async function connectAsPatiently(
+export async function connectAs(
   url: string,
   cred: RoleCredential,
   name: string,
@@ -111,7 +111,7 @@ export async function connectAsPatiently(
   const deadline = Date.now() + 60_000;
   for (let refusals = 0; ;) {
     try {
-      return await connectAs(url, cred, name, opts);
+      return await connectOnce(url, cred, name, opts);
     } catch (err) {
       if (err instanceof NatsAuthError && ++refusals < 5) {
         await new Promise((resolve) => setTimeout(resolve, 200 * refusals));

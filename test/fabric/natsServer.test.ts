@@ -182,4 +182,32 @@ describe('startNatsServer', () => {
       await server.close();
     }
   });
+
+  it('lets an existing user in while its users are being reloaded over and over', async () => {
+    const dataDir = join(root, 'reload-storm');
+    const credentials = await loadOrCreateCredentials(dataDir, {});
+    const server = await startNatsServer({ dataDir, credentials });
+    try {
+      let storming = true;
+      let reloads = 0;
+      const storm = (async () => {
+        while (storming) {
+          await server.reloadUsers({ join: { user: JOIN_USER, password: `storm-${reloads}` } });
+          reloads++;
+        }
+      })();
+      // nats-server turns logins away while it swaps its users; connectAs tries a refusal again.
+      for (let i = 0; i < 20; i++) {
+        const nc = await connectAs(server.url, credentials.coordinator, `storm-${i}`, {
+          maxReconnectAttempts: 0,
+        });
+        await nc.close();
+      }
+      storming = false;
+      await storm;
+      expect(reloads).toBeGreaterThan(20);
+    } finally {
+      await server.close();
+    }
+  });
 });

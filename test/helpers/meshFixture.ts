@@ -10,7 +10,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { loadConfig, type AmfConfig, type ConfigOverrides } from '../../src/config/config.js';
 import { Coordinator } from '../../src/coordinator/coordinator.js';
 import type { AmfEvent } from '../../src/events/cloudEvent.js';
-import { connectAs, connectAsPatiently } from '../../src/fabric/connect.js';
+import { connectAs } from '../../src/fabric/connect.js';
 import type { NatsRole } from '../../src/fabric/credentials.js';
 import { startCoordinatorHttp, type CoordinatorHttp } from '../../src/apps/coordinatorApp.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
@@ -150,8 +150,7 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
       return w;
     },
     async connect(role, name = `test-${role}`) {
-      // Patiently: the users are reloaded whenever an agent is admitted or leaves.
-      const nc = await connectAsPatiently(coordinator.natsUrl, coordinator.credentials[role], name, {
+      const nc = await connectAs(coordinator.natsUrl, coordinator.credentials[role], name, {
         maxReconnectAttempts: 0,
       });
       connections.push(nc);
