@@ -161,6 +161,8 @@ async function measure(env, identityMode, records) {
   const coordinator = await Coordinator.start({
     config,
     env,
+    // The advertiser below publishes as the shared specialist user (present only when asked for).
+    legacySpecialistUser: true,
     onAdmission: (o) => {
       if (o.kind === 'admitted' || o.kind === 'denied') {
         waiting.get(o.agentId)?.(o);

@@ -162,7 +162,9 @@ async function runMeshProcess() {
         ...(heartbeat ? { heartbeat: { intervalSeconds: heartbeat } } : {}),
       },
     });
-    coordinator = await Coordinator.start({ config });
+    // The echo worker and the admission benchmarks' advertisers connect as the shared specialist
+    // user (events still signed), which the spawned server carries only when asked for.
+    coordinator = await Coordinator.start({ config, legacySpecialistUser: true });
     http = await startCoordinatorHttp(coordinator);
     const workerOptions = {
       natsUrl: coordinator.natsUrl,
