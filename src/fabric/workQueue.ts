@@ -66,7 +66,6 @@ export class WorkQueuePuller {
   private readonly inbox: string;
   private readonly sub: Subscription;
   private readonly open = new Map<string, PullRequest>();
-  private outstandingCount = 0;
   private pausedUntil = 0;
   private closed = false;
   /** The consumer is known to exist (a pull to a missing one is never answered at all). */
@@ -87,9 +86,16 @@ export class WorkQueuePuller {
     this.sub = nc.subscribe(`${this.inbox}.*`, { callback: (_err, msg) => this.onMessage(msg) });
   }
 
-  /** Messages asked for by open pull requests and not delivered yet. */
+  /**
+   * Messages asked for by open pull requests and not delivered yet. Counted from the open requests
+   * themselves (a handful), never kept as a running total: a total drifts for good when the server's
+   * count of a request's undelivered messages differs from ours, and a worker whose total stays
+   * above its batch never pulls again.
+   */
   get outstanding(): number {
-    return this.outstandingCount;
+    let count = 0;
+    for (const request of this.open.values()) count += request.asked - request.delivered;
+    return count;
   }
 
   /** True while pulls should wait (the consumer is missing, or the server refused the last one). */
@@ -117,7 +123,6 @@ export class WorkQueuePuller {
     }, PULL_EXPIRES_MS + PULL_GRACE_MS);
     timer.unref();
     this.open.set(id, { asked: n, delivered: 0, timer });
-    this.outstandingCount += n;
     try {
       this.nc.publish(
         this.pullSubject,
@@ -180,10 +185,10 @@ export class WorkQueuePuller {
     }
     // A delivered message carries its stream subject, not the request's: the server serves waiting
     // requests in order, so it is counted against the oldest open one.
-    const requested = this.outstandingCount > 0;
-    if (requested) this.outstandingCount--;
+    let requested = false;
     for (const [id, request] of this.open) {
       if (request.delivered >= request.asked) continue;
+      requested = true;
       request.delivered++;
       if (request.delivered >= request.asked) this.finish(id, request);
       break;
@@ -199,9 +204,9 @@ export class WorkQueuePuller {
     const request = this.open.get(id);
     if (!request) return;
     this.finish(id, request);
-    const undelivered = Math.min(this.outstandingCount, serverPending ?? request.asked - request.delivered);
-    this.outstandingCount -= undelivered;
-    if (undelivered > 0) this.options.onSettled(undelivered);
+    const missing = request.asked - request.delivered;
+    // Told even when the server's count is 0 and ours is not: what this request held is free again.
+    if (missing > 0) this.options.onSettled(Math.min(missing, serverPending ?? missing));
   }
 
   private finish(id: string, request: PullRequest): void {
