@@ -55,6 +55,8 @@ export interface ConnectAsOptions {
   maxReconnectAttempts?: number;
   /** Wait between reconnect attempts in ms; the nats.js default (2 s) when omitted. */
   reconnectTimeWait?: number;
+  /** How long the first dial may take in ms; the nats.js default (20 s) when omitted. */
+  dialTimeoutMs?: number;
 }
 
 /**
@@ -151,6 +153,7 @@ export async function connectAsAgent(
   };
   if (opts.maxReconnectAttempts !== undefined) options.maxReconnectAttempts = opts.maxReconnectAttempts;
   if (opts.reconnectTimeWait !== undefined) options.reconnectTimeWait = opts.reconnectTimeWait;
+  if (opts.dialTimeoutMs !== undefined) options.timeout = opts.dialTimeoutMs;
   try {
     return await connect(options);
   } catch (err) {

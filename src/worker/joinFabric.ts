@@ -31,36 +31,51 @@ export interface JoinFabricOptions {
   timeoutMs?: number;
 }
 
+/** How long one dial of the agent's own user may take (the nats.js default), within the deadline. */
+const JOIN_DIAL_TIMEOUT_MS = 20_000;
+
 /** Resolves the agent's own connection once its key is admitted; rejects after `timeoutMs`. */
 export async function joinFabric(opts: JoinFabricOptions): Promise<NatsConnection> {
   const bus = new EventBus(opts.joinConnection);
   const retryMs = opts.retryMs ?? 250;
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const deadline = Date.now() + timeoutMs;
-  let lastHeartbeat = 0;
-  for (;;) {
-    // Heartbeats once a second at most: the admission pipeline rate-limits each advertiser.
-    if (Date.now() - lastHeartbeat >= 1_000) {
-      bus.publish(opts.heartbeat());
-      await bus.flush();
-      lastHeartbeat = Date.now();
-    }
+  // Heartbeats go out on their own clock, once a second (the admission pipeline rate-limits each
+  // advertiser), whatever the dials do: an agent is granted its user only while it is live, and a
+  // dial that hangs on a loaded machine must not let it miss heartbeats, go offline and lose the
+  // grant it is waiting for (seen in the fault drill: 20 s dials, a grant that never held).
+  const beat = () => {
     try {
-      return await connectAsAgent(opts.natsUrl, opts.key, opts.name, {
-        ...RECONNECT_FOREVER,
-        maxReconnectAttempts: -1,
-      });
-    } catch (err) {
-      // Not granted yet, or a dial that did not finish (a loaded machine, a server reloading its
-      // users): both are worth another heartbeat and try until the deadline.
-      if (!(err instanceof NatsAuthError) && !isPassingDialFailure(err)) throw err;
+      bus.publish(opts.heartbeat());
+    } catch {
+      // The join connection is closed: the caller is giving up anyway.
     }
-    if (Date.now() > deadline)
-      throw new AmfError(
-        'UNAVAILABLE',
-        `not admitted within ${Math.round(timeoutMs / 1000)} s: the coordinator did not grant key ${opts.key.publicKey} ` +
-          `(see \`amf events --subject amf.policy.>\` for a deny naming this agent)`,
-      );
-    await new Promise((resolve) => setTimeout(resolve, retryMs));
+  };
+  beat();
+  const heartbeats = setInterval(beat, 1_000);
+  heartbeats.unref();
+  try {
+    for (;;) {
+      try {
+        return await connectAsAgent(opts.natsUrl, opts.key, opts.name, {
+          ...RECONNECT_FOREVER,
+          maxReconnectAttempts: -1,
+          dialTimeoutMs: Math.max(1_000, Math.min(JOIN_DIAL_TIMEOUT_MS, deadline - Date.now())),
+        });
+      } catch (err) {
+        // Not granted yet, or a dial that did not finish (a loaded machine, a server reloading its
+        // users): both are worth another try until the deadline.
+        if (!(err instanceof NatsAuthError) && !isPassingDialFailure(err)) throw err;
+      }
+      if (Date.now() > deadline)
+        throw new AmfError(
+          'UNAVAILABLE',
+          `not admitted within ${Math.round(timeoutMs / 1000)} s: the coordinator did not grant key ${opts.key.publicKey} ` +
+            `(see \`amf events --subject amf.policy.>\` for a deny naming this agent)`,
+        );
+      await new Promise((resolve) => setTimeout(resolve, retryMs));
+    }
+  } finally {
+    clearInterval(heartbeats);
   }
 }
