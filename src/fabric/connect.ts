@@ -148,6 +148,8 @@ export async function connectAsAgent(
     // While the agent is not admitted (revoked, or a restarted server) the server refuses its key;
     // its heartbeats on the join connection get it re-admitted, and this connection then gets back in.
     ignoreAuthErrorAbort: true,
+    // As in connectOnce: no two Error objects built per request (a worker's finals, acks and pulls).
+    noAsyncTraces: true,
   };
   if (opts.maxReconnectAttempts !== undefined) options.maxReconnectAttempts = opts.maxReconnectAttempts;
   if (opts.reconnectTimeWait !== undefined) options.reconnectTimeWait = opts.reconnectTimeWait;
