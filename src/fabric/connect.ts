@@ -11,6 +11,7 @@ import {
   type NodeConnectionOptions,
 } from '@nats-io/transport-node';
 import { agentInboxPrefix } from './agentUsers.js';
+import { coalesceWrites } from './coalescedWrites.js';
 import type { RoleCredential } from './credentials.js';
 import { inboxPrefixFor } from './natsConfig.js';
 import { AmfError } from '../errors.js';
@@ -64,6 +65,12 @@ export interface ConnectAsOptions {
  */
 export const RECONNECT_FOREVER: ConnectAsOptions = { maxReconnectAttempts: -1, reconnectTimeWait: 1000 };
 
+/** Every AMF connection writes once per event-loop turn (coalescedWrites.ts). */
+function coalesced(nc: NatsConnection): NatsConnection {
+  coalesceWrites(nc);
+  return nc;
+}
+
 /** One connection attempt as a role user (see {@link connectAs}). */
 async function connectOnce(
   url: string,
@@ -84,7 +91,7 @@ async function connectOnce(
   if (opts.maxReconnectAttempts !== undefined) options.maxReconnectAttempts = opts.maxReconnectAttempts;
   if (opts.reconnectTimeWait !== undefined) options.reconnectTimeWait = opts.reconnectTimeWait;
   try {
-    return await connect(options);
+    return coalesced(await connect(options));
   } catch (err) {
     if (err instanceof errors.AuthorizationError) throw new NatsAuthError(cred.user, url, { cause: err });
     throw err;
@@ -154,7 +161,7 @@ export async function connectAsAgent(
   if (opts.maxReconnectAttempts !== undefined) options.maxReconnectAttempts = opts.maxReconnectAttempts;
   if (opts.reconnectTimeWait !== undefined) options.reconnectTimeWait = opts.reconnectTimeWait;
   try {
-    return await connect(options);
+    return coalesced(await connect(options));
   } catch (err) {
     if (err instanceof errors.AuthorizationError)
       throw new NatsAuthError(`nkey ${key.publicKey}`, url, { cause: err });
