@@ -39,7 +39,7 @@ describe('coalesced NATS writes', () => {
   it('publishes from several callbacks of one turn leave in one write, in order', async () => {
     const writer = await nats.connect('coordinator', 'writer');
     const got: string[] = [];
-    const sub = reader.subscribe('coalesce.order', { callback: (_e, m) => got.push(m.string()) });
+    const sub = reader.subscribe('coalesce.order', { callback: (_e, m) => void got.push(m.string()) });
     await reader.flush();
     await writer.flush();
     const writes = countWrites(writer);
@@ -62,7 +62,7 @@ describe('coalesced NATS writes', () => {
   it('writes at once when the queue reaches nats.js’s threshold, and a big burst arrives whole', async () => {
     const writer = await nats.connect('coordinator', 'burst');
     let received = 0;
-    const sub = reader.subscribe('coalesce.burst', { callback: () => received++ });
+    const sub = reader.subscribe('coalesce.burst', { callback: () => void received++ });
     await reader.flush();
     await writer.flush();
     const writes = countWrites(writer);
@@ -79,7 +79,7 @@ describe('coalesced NATS writes', () => {
   it('what was published just before drain() still arrives', async () => {
     const writer = await nats.connect('coordinator', 'closer');
     const got: string[] = [];
-    const sub = reader.subscribe('coalesce.close', { callback: (_e, m) => got.push(m.string()) });
+    const sub = reader.subscribe('coalesce.close', { callback: (_e, m) => void got.push(m.string()) });
     await reader.flush();
     await writer.flush();
     writer.publish('coalesce.close', 'last words');
