@@ -582,7 +582,7 @@ function renderReport({ startedAt, results, memory }) {
     const heapGrowth = firstSlice ? last.memory.heapUsed - firstSlice.memory.heapUsed : undefined;
     const flatLimit = firstSlice ? Math.max(5 * 1024 * 1024, firstSlice.memory.heapUsed * 0.1) : undefined;
     targetRows.push(
-      `| coordinator process RSS (after GC) < ${mb(TARGETS.rssBytes)} MB at every checkpoint up to ${TASKS.toLocaleString('en-US')} tasks | ${mb(rssAfter)} MB at the end, ${mb(rssMax)} MB at most | ${verdict(rssMax === undefined ? undefined : rssMax < TARGETS.rssBytes)} |`,
+      `| coordinator process RSS (after GC; ${separateWorker() ? 'the coordinator alone, echo worker in its own process' : 'echo worker in the same process, as `amf up --demo`; BENCH_SEPARATE_WORKER=1 measures the coordinator alone'}) < ${mb(TARGETS.rssBytes)} MB at every checkpoint up to ${TASKS.toLocaleString('en-US')} tasks | ${mb(rssAfter)} MB at the end, ${mb(rssMax)} MB at most | ${verdict(rssMax === undefined ? undefined : rssMax < TARGETS.rssBytes)} |`,
     );
     targetRows.push(
       `| heap after GC flat from ${firstSlice ? firstSlice.done.toLocaleString('en-US') : '?'} to ${last.done.toLocaleString('en-US')} tasks (growth ≤ max(5 MB, 10 %)) | ${heapGrowth === undefined ? 'n/a' : `${heapGrowth >= 0 ? '+' : ''}${mb(heapGrowth)} MB`} | ${verdict(heapGrowth === undefined ? undefined : heapGrowth <= flatLimit)} |`,

@@ -34,6 +34,7 @@ import { TaskClaims } from './taskClaims.js';
 import type { TaskParts } from './taskParts.js';
 import { endOnForeignDeny, trackForeignAnnounce, type ForeignTaskDeps } from './foreignTasks.js';
 import type { ResultArrival, ResultDecision } from './resultIntake.js';
+import { isOutputOfUntrackedTask } from './untrackedOutput.js';
 
 import { systemClock, TaskTimers, type LifecycleClock } from './taskTimers.js';
 
@@ -119,13 +120,16 @@ export class TaskLifecycle {
         reason: 'invalid_event',
         message: `invalid event on ${subject}: ${errors.join('; ')}`,
       });
+    const knows = (taskId: string) => this.table.get(taskId) !== undefined;
     this.subs.push(
       this.bus.subscribe('amf.task.>', (e) => this.onFabricEvent(e), {
         onInvalid,
         // Our own announcements come back on this subscription: known ids need no validation work.
+        // Workers' output about tasks not followed here (direct tasks) would change nothing.
         skip: (parsed, subject) =>
-          subject.startsWith('amf.task.announce.') &&
-          this.active.has(String((parsed as { amftaskid?: unknown } | null)?.amftaskid)),
+          (subject.startsWith('amf.task.announce.') &&
+            this.active.has(String((parsed as { amftaskid?: unknown } | null)?.amftaskid))) ||
+          isOutputOfUntrackedTask(parsed, knows),
       }),
     );
     this.subs.push(
@@ -134,7 +138,7 @@ export class TaskLifecycle {
         // The canonical finals this coordinator relays come back here: their task already ended.
         skip: (parsed) =>
           (parsed as { data?: { auth_context?: { identity?: unknown } } } | null)?.data?.auth_context
-            ?.identity === this.sender.identity,
+            ?.identity === this.sender.identity || isOutputOfUntrackedTask(parsed, knows),
       }),
     );
     this.subs.push(this.bus.subscribe('amf.policy.deny', (e) => endOnForeignDeny(e, this.foreignDeps())));

@@ -11,6 +11,7 @@ import {
   type NodeConnectionOptions,
 } from '@nats-io/transport-node';
 import { agentInboxPrefix } from './agentUsers.js';
+import { coalesceWrites } from './coalescedWrites.js';
 import type { RoleCredential } from './credentials.js';
 import { inboxPrefixFor } from './natsConfig.js';
 import { AmfError } from '../errors.js';
@@ -66,6 +67,12 @@ export interface ConnectAsOptions {
  */
 export const RECONNECT_FOREVER: ConnectAsOptions = { maxReconnectAttempts: -1, reconnectTimeWait: 1000 };
 
+/** Every AMF connection writes once per event-loop turn (coalescedWrites.ts). */
+function coalesced(nc: NatsConnection): NatsConnection {
+  coalesceWrites(nc);
+  return nc;
+}
+
 /** One connection attempt as a role user (see {@link connectAs}). */
 async function connectOnce(
   url: string,
@@ -86,7 +93,7 @@ async function connectOnce(
   if (opts.maxReconnectAttempts !== undefined) options.maxReconnectAttempts = opts.maxReconnectAttempts;
   if (opts.reconnectTimeWait !== undefined) options.reconnectTimeWait = opts.reconnectTimeWait;
   try {
-    return await connect(options);
+    return coalesced(await connect(options));
   } catch (err) {
     if (err instanceof errors.AuthorizationError) throw new NatsAuthError(cred.user, url, { cause: err });
     throw err;
@@ -150,12 +157,14 @@ export async function connectAsAgent(
     // While the agent is not admitted (revoked, or a restarted server) the server refuses its key;
     // its heartbeats on the join connection get it re-admitted, and this connection then gets back in.
     ignoreAuthErrorAbort: true,
+    // As in connectOnce: no two Error objects built per request (a worker's finals, acks and pulls).
+    noAsyncTraces: true,
   };
   if (opts.maxReconnectAttempts !== undefined) options.maxReconnectAttempts = opts.maxReconnectAttempts;
   if (opts.reconnectTimeWait !== undefined) options.reconnectTimeWait = opts.reconnectTimeWait;
   if (opts.dialTimeoutMs !== undefined) options.timeout = opts.dialTimeoutMs;
   try {
-    return await connect(options);
+    return coalesced(await connect(options));
   } catch (err) {
     if (err instanceof errors.AuthorizationError)
       throw new NatsAuthError(`nkey ${key.publicKey}`, url, { cause: err });

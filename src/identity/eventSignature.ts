@@ -96,6 +96,12 @@ export function signResult<E extends object>(event: E, key: AgentKey): E {
 }
 
 /**
+ * The envelope digest of each final whose signature verified, for {@link carryResultSignature}:
+ * relaying the final needs exactly the digest the worker signed, so it is not computed again.
+ */
+const verifiedEnvelopes = new WeakMap<object, string>();
+
+/**
  * Puts the worker's signature onto a relayed final (its payload must be the same): derived from the
  * worker's event signature, or copied when `from` is itself a relayed final.
  */
@@ -105,7 +111,7 @@ export function carryResultSignature<E extends object>(from: object, to: E): E {
   if (typeof source[SIGNATURE_ATTRIBUTE] === 'string' && source.amfagentrole !== 'coordinator') {
     target[RESULT_SIGNER_ATTRIBUTE] = source[SIGNER_ATTRIBUTE];
     target[RESULT_SIGNATURE_ATTRIBUTE] = source[SIGNATURE_ATTRIBUTE];
-    target[RESULT_ENVELOPE_ATTRIBUTE] = envelopeDigest(from);
+    target[RESULT_ENVELOPE_ATTRIBUTE] = verifiedEnvelopes.get(from) ?? envelopeDigest(from);
     return to;
   }
   for (const attribute of RESULT_ATTRIBUTES) {
@@ -143,7 +149,15 @@ export type SignatureCheck =
  */
 export function checkEventSignature(event: object): SignatureCheck {
   const e = event as Record<string, unknown>;
-  return checkSignature(e[SIGNER_ATTRIBUTE], e[SIGNATURE_ATTRIBUTE], () => signedText(event));
+  if (!isFinal(event))
+    return checkSignature(e[SIGNER_ATTRIBUTE], e[SIGNATURE_ATTRIBUTE], () => signedText(event));
+  let envelope = '';
+  const check = checkSignature(e[SIGNER_ATTRIBUTE], e[SIGNATURE_ATTRIBUTE], () => {
+    envelope = envelopeDigest(event);
+    return finalText(envelope, (event as { data?: { payload?: unknown } }).data?.payload);
+  });
+  if (check.ok && envelope !== '') verifiedEnvelopes.set(event, envelope);
+  return check;
 }
 
 /**
