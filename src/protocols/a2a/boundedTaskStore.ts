@@ -39,7 +39,7 @@ function decodeCursor(token: string): PageCursor {
 export function copyOf<T>(value: T): T {
   if (typeof value !== 'object' || value === null) return value;
   if (Array.isArray(value)) return value.map(copyOf) as T;
-  if (value instanceof Uint8Array) return value.slice() as T;
+  if (value instanceof Uint8Array) return new Uint8Array(value) as T;
   const proto = Object.getPrototypeOf(value) as unknown;
   if (proto !== Object.prototype && proto !== null) return structuredClone(value);
   const out: Record<string, unknown> = {};
