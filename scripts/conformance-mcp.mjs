@@ -72,7 +72,9 @@ async function main() {
       mcp: { bareNames: true, maxSessionsPerClient: 256 },
     },
   });
-  const coordinator = await Coordinator.start({ config });
+  // The conformance worker connects as the shared specialist user (events still signed), which the
+  // spawned server carries only when asked for (as in bench/meshServer.js).
+  const coordinator = await Coordinator.start({ config, legacySpecialistUser: true });
   const http = await startCoordinatorHttp(coordinator);
   let worker;
   try {

@@ -197,8 +197,15 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
   const metrics = new CoordinatorMetrics(coordinator);
   registerEventStreamMetrics(metrics.registry, hub);
   let url = '';
-  const audit = new McpAuditLog(coordinator.nc, coordinator.stores.jsm, (err) =>
-    coordinator.log('warn', 'MCP audit record not stored', { err: String(err) }),
+  const audit = new McpAuditLog(
+    coordinator.nc,
+    coordinator.stores.jsm,
+    (err) => coordinator.log('warn', 'MCP audit record not stored yet, will try again', { err: String(err) }),
+    {
+      // The last resort after every retry failed: the whole record in the log, not lost silently.
+      onLost: (record, err) =>
+        coordinator.log('error', 'MCP audit record could not be stored', { err: String(err), record }),
+    },
   );
   const federation = new McpFederation({
     registry: coordinator.registry,

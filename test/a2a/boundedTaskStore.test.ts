@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Task, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
-import { BoundedTaskStore } from '../../src/protocols/a2a/boundedTaskStore.js';
+import { BoundedTaskStore, copyOf } from '../../src/protocols/a2a/boundedTaskStore.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { holdingHandler, textMessage } from './a2aTestKit.js';
@@ -15,6 +15,45 @@ function task(id: string, state: TaskState, timestamp = new Date().toISOString()
 }
 
 describe('BoundedTaskStore', () => {
+  it('copies a task on save and load as structuredClone would (bytes, nesting, no shared objects)', async () => {
+    const full = Task.fromJSON({
+      id: 't-copy',
+      contextId: 'c',
+      status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date(0).toISOString() },
+      artifacts: [
+        {
+          artifactId: 'a',
+          parts: [
+            { text: 'hello', metadata: { nested: { list: [1, 'two', null, { deep: true }] } } },
+            { raw: 'AAEC/w==' },
+          ],
+        },
+      ],
+      history: [{ messageId: 'm', role: 'ROLE_USER', parts: [{ data: { k: [1, 2] } }] }],
+      metadata: { when: 'now' },
+    });
+    const withExotic = { ...full, metadata: { ...full.metadata, at: new Date(5), set: new Map([['k', 1]]) } };
+    expect(copyOf(full)).toEqual(structuredClone(full));
+    expect(copyOf(withExotic)).toEqual(structuredClone(withExotic));
+    const store = new BoundedTaskStore(2);
+    await store.save(full);
+    const loaded = (await store.load('t-copy'))!;
+    expect(loaded).toEqual(structuredClone(full));
+    const raw = loaded.artifacts[0]!.parts[1]!.content;
+    expect(raw?.$case === 'raw' && raw.value instanceof Uint8Array && [...raw.value]).toEqual([0, 1, 2, 255]);
+    // Changing what was saved or what was loaded does not change what is stored.
+    full.artifacts[0]!.parts[0]!.metadata!.nested = 'changed';
+    loaded.history.push(loaded.history[0]!);
+    if (raw?.$case === 'raw') raw.value[0] = 9;
+    const again = (await store.load('t-copy'))!;
+    expect(again.history).toHaveLength(1);
+    expect(again.artifacts[0]!.parts[0]!.metadata!.nested).toEqual({
+      list: [1, 'two', null, { deep: true }],
+    });
+    const rawAgain = again.artifacts[0]!.parts[1]!.content;
+    expect(rawAgain?.$case === 'raw' && rawAgain.value[0]).toBe(0);
+  });
+
   it('evicts the oldest terminal task first and never a running one', async () => {
     const store = new BoundedTaskStore(3);
     await store.save(task('run-1', TaskState.TASK_STATE_WORKING));

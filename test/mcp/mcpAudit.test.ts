@@ -59,3 +59,51 @@ describe('McpAuditLog', () => {
     expect(newest.map((r) => r.wire_name)).toEqual(['echo-102', 'echo-101', 'echo-100']);
   });
 });
+
+// A store acknowledgement that fails (here: the stream is gone, so JetStream has no responder) is
+// not the end of the record: the batch is tried again until the stream takes it, and a record given
+// up after the last retry is handed to onLost whole (the coordinator logs it), never dropped silently.
+describe('McpAuditLog when JetStream does not acknowledge', () => {
+  let nats: TestNats;
+  afterAll(async () => {
+    await nats?.close();
+  });
+
+  it('stores a record once the stream is back, exactly once, and hands over a record it gives up', async () => {
+    nats = await startTestNats();
+    const nc = await nats.connect('coordinator');
+    await ensureFabricStores(nc);
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.delete(AUDIT_STREAM);
+    const errors: unknown[] = [];
+    let sawError!: () => void;
+    const firstError = new Promise<void>((resolve) => (sawError = resolve));
+    const audit = new McpAuditLog(
+      nc,
+      jsm,
+      (err) => {
+        errors.push(err);
+        sawError();
+      },
+      { retryDelaysMs: [50, 100, 200, 400, 800, 1600, 3200] },
+    );
+    const appended = audit.append(record(7));
+    await firstError;
+    await ensureFabricStores(nc);
+    await appended;
+    expect(errors.length).toBeGreaterThan(0);
+    const stored = await audit.recent(10);
+    expect(stored.filter((r) => r.wire_name === 'echo-7')).toHaveLength(1);
+    expect((await jsm.streams.info(AUDIT_STREAM)).state.messages).toBe(1);
+
+    await jsm.streams.delete(AUDIT_STREAM);
+    const lost: string[] = [];
+    const givingUp = new McpAuditLog(nc, jsm, () => undefined, {
+      retryDelaysMs: [10, 10],
+      onLost: (text) => lost.push(text),
+    });
+    await givingUp.append(record(8));
+    expect(lost).toHaveLength(1);
+    expect(JSON.parse(lost[0]!)).toMatchObject({ wire_name: 'echo-8', kind: 'mcp.call' });
+  });
+});

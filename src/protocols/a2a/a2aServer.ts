@@ -8,15 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { GetTaskRequest, SendMessageRequest, StreamResponse, Task, Message } from '@a2a-js/sdk';
-import {
-  DefaultRequestHandler,
-  ResultManager,
-  type AgentExecutionEvent,
-  type AgentExecutor,
-  type ExecutionEventBus,
-  type ServerCallContext,
-  type TaskStore,
-} from '@a2a-js/sdk/server';
+import { DefaultRequestHandler, type AgentExecutor, type ServerCallContext } from '@a2a-js/sdk/server';
 import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import {
   A2AError,
@@ -36,27 +28,7 @@ import {
 import { A2A_JSONRPC_PATH, A2A_REST_PATH, supportedInterfaces, toSdkAgentCard } from './agentCards.js';
 import type { BoundedTaskStore } from './boundedTaskStore.js';
 import { isTerminalTaskState, messageInput } from './messageParts.js';
-
-/**
- * Keeps the store current for a task's whole life. The SDK persists events only while the request
- * that started the task listens; a stream ends at input-required (A2A 1.0) and a client may leave,
- * yet the mesh task goes on and GetTask must show its end. Events are applied in order.
- */
-export function persistTaskEvents(
-  bus: ExecutionEventBus,
-  store: TaskStore,
-  context: ServerCallContext,
-  userMessage: Message,
-): void {
-  const manager = new ResultManager(store, context);
-  manager.setContext(userMessage);
-  let chain = Promise.resolve();
-  const onEvent = (event: AgentExecutionEvent): void => {
-    chain = chain.then(() => manager.processEvent(event)).catch(() => undefined);
-  };
-  bus.on('event', onEvent);
-  bus.once('finished', () => bus.off('event', onEvent));
-}
+import { isLightSendMessage, LightSendMessage } from './lightSendMessage.js';
 
 /** ServerCallContext.state key: true while serving SendStreamingMessage. */
 export const STREAMING_KEY = 'amf.a2a.streaming';
@@ -71,6 +43,8 @@ export interface A2aServerOptions {
   admit?: (params: SendMessageRequest, context: ServerCallContext) => void;
   /** True when the running task `taskId` waits for the requester's next message. */
   awaitsInput: (taskId: string) => boolean;
+  /** Serve a plain blocking JSON-RPC SendMessage without Express (default true; lightSendMessage.ts). */
+  lightSendMessage?: boolean;
 }
 
 /** historyLength counts messages: a negative one is a malformed request, not "no limit". */
@@ -230,6 +204,8 @@ function protocolApp(handler: express.RequestHandler, jsonRpc: boolean): express
 /** The A2A endpoints of one agent (coordinator or worker). */
 export class A2aServer {
   readonly requestHandler: DefaultRequestHandler;
+  /** The light path of a plain blocking SendMessage (lightSendMessage.ts); undefined when off. */
+  readonly light: LightSendMessage | undefined;
   private readonly jsonRpcApp: express.Express;
   private readonly restApp: express.Express;
 
@@ -241,6 +217,7 @@ export class A2aServer {
       legacyCompat: { enabled: true },
     };
     this.jsonRpcApp = protocolApp(jsonRpcHandler(common), true);
+    if (opts.lightSendMessage !== false) this.light = new LightSendMessage(this.requestHandler);
     this.restApp = protocolApp(restHandler(common), false);
   }
 
@@ -294,8 +271,9 @@ export class A2aServer {
       const parse =
         body.length > 0 && (!jsonRpc || mediaType === undefined || mediaType === 'application/json');
       if (parse) {
+        let parsed: unknown;
         try {
-          (req as IncomingMessage & { body?: unknown }).body = JSON.parse(body.toString('utf8'));
+          parsed = JSON.parse(body.toString('utf8'));
         } catch (err) {
           const e = new AmfError(
             'INVALID_REQUEST',
@@ -307,6 +285,11 @@ export class A2aServer {
           else sendRestError(res, e, 'PARSE_ERROR');
           return;
         }
+        if (jsonRpc && this.light && isLightSendMessage(req, mediaType, parsed)) {
+          await this.light.handle(req, res, parsed as Record<string, unknown>);
+          return;
+        }
+        (req as IncomingMessage & { body?: unknown }).body = parsed;
       } else (req as IncomingMessage & { body?: unknown }).body = {};
     }
     // The body is consumed, so the SDK's JSON parser skips it and uses req.body as set above. Each

@@ -30,6 +30,23 @@ function decodeCursor(token: string): PageCursor {
 }
 
 /** Newest status first, then by id, so pages are stable. */
+/**
+ * A deep copy of a task, as structuredClone makes it, for the plain data tasks are (objects, arrays,
+ * strings, numbers, byte arrays). A task is copied on every load and save, several times per
+ * message (issue 14), and a walk over plain data costs a fraction of structuredClone's serialise
+ * and deserialise. Anything else (a Date, a Map, a class instance) is left to structuredClone.
+ */
+export function copyOf<T>(value: T): T {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map(copyOf) as T;
+  if (value instanceof Uint8Array) return new Uint8Array(value) as T;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return structuredClone(value);
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) out[key] = copyOf((value as Record<string, unknown>)[key]);
+  return out as T;
+}
+
 function byStatusTimeDesc(a: Task, b: Task): number {
   const ta = a.status?.timestamp ?? '';
   const tb = b.status?.timestamp ?? '';
@@ -48,12 +65,12 @@ export class BoundedTaskStore implements TaskStore {
 
   async load(taskId: string): Promise<Task | undefined> {
     const task = this.tasks.get(taskId);
-    return task ? structuredClone(task) : undefined;
+    return task ? copyOf(task) : undefined;
   }
 
   async save(task: Task): Promise<void> {
     const isNew = !this.tasks.has(task.id);
-    this.tasks.set(task.id, structuredClone(task));
+    this.tasks.set(task.id, copyOf(task));
     if (isTerminalTaskState(task.status?.state)) this.ended.add(task.id);
     else this.ended.delete(task.id);
     if (isNew) this.evict();

@@ -25,7 +25,8 @@ import { toAmfError } from '../../errors.js';
 import { REJECTED_CODE } from '../../worker/handlerApi.js';
 import { ampOutcome } from '../amp/ampService.js';
 import { AMP_EXTENSION_URI } from './agentCards.js';
-import { persistTaskEvents, STREAMING_KEY } from './a2aServer.js';
+import { STREAMING_KEY } from './a2aServer.js';
+import { persistTaskEvents } from './taskPersistence.js';
 import { messageInput, resultArtifact, traceIdForContext, UUID_PATTERN } from './messageParts.js';
 import { routeA2aMessage, type A2aRoute } from './taskRouting.js';
 import { handlerArtifacts, TaskSession } from './taskSession.js';
@@ -105,7 +106,7 @@ export class CoordinatorExecutor implements AgentExecutor {
     const traceId = traceIdForContext(contextId);
     const streaming = rc.context.state.get(STREAMING_KEY) === true;
     const amf: Record<string, unknown> = { tag: route.tag, routedVia: route.via, traceId };
-    persistTaskEvents(bus, this.opts.store, rc.context, rc.userMessage);
+    persistTaskEvents(bus, this.opts.store, rc.context, rc.userMessage, { sdkPersistsUntilStop: !streaming });
     const entry: Running = { controller: new AbortController() } as Running;
     const session = new TaskSession(taskId, contextId, bus, rc.userMessage, amf, (followUp) => {
       if (!entry.meshTaskId) throw new UnsupportedOperationError(`task ${taskId} is not on the mesh yet`);

@@ -30,6 +30,7 @@ export function createCoordinatorA2a(
   coordinator: Coordinator,
   getUrl: () => string,
   onUnrouted?: (requested: string, message: string) => void,
+  options: { lightSendMessage?: boolean } = {},
 ): CoordinatorA2a {
   const { config } = coordinator;
   const store = new BoundedTaskStore(config.a2a.taskStoreSize);
@@ -49,6 +50,7 @@ export function createCoordinatorA2a(
     maxBodyBytes: config.openai.maxBodyBytes,
     admit: (params, context) => executor.admit(params, context),
     awaitsInput: (taskId) => executor.awaitsInput(taskId),
+    ...(options.lightSendMessage === false ? { lightSendMessage: false } : {}),
   });
   return { server, executor, store };
 }

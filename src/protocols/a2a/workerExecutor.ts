@@ -17,7 +17,8 @@ import { RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/er
 import type { MeshWorker } from '../../worker/meshWorker.js';
 import { REJECTED_CODE } from '../../worker/handlerApi.js';
 import type { ResultArtifactPayload } from '../../events/payloads.js';
-import { persistTaskEvents, STREAMING_KEY } from './a2aServer.js';
+import { STREAMING_KEY } from './a2aServer.js';
+import { persistTaskEvents } from './taskPersistence.js';
 import { messageInput, resultArtifact, traceIdForContext } from './messageParts.js';
 import { handlerArtifacts, TaskSession } from './taskSession.js';
 
@@ -79,7 +80,7 @@ export class WorkerExecutor implements AgentExecutor {
     const traceId = traceIdForContext(contextId);
     const worker = this.opts.worker();
     const amf: Record<string, unknown> = { tag, traceId, agentId: worker.agentId };
-    persistTaskEvents(bus, this.opts.store, rc.context, rc.userMessage);
+    persistTaskEvents(bus, this.opts.store, rc.context, rc.userMessage, { sdkPersistsUntilStop: !streaming });
     const session = new TaskSession(taskId, contextId, bus, rc.userMessage, amf, (followUp) => {
       if (!worker.provideInput(taskId, followUp))
         throw new UnsupportedOperationError(`task ${taskId} is not waiting for input`);

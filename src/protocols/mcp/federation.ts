@@ -282,6 +282,7 @@ export class McpFederation {
       auth: this.agents.authTier(endpoint),
       endpoint,
       clientFor: clientFor ?? ((agentId) => this.agents.clientFor(agentId)),
+      log: this.options.log,
     };
   }
 

@@ -4,7 +4,8 @@
  * it and it survives restarts. Records hold sizes, never argument values (they may be secrets).
  */
 import { jetstream, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { randomUUID } from 'node:crypto';
+import { headers, type NatsConnection } from '@nats-io/transport-node';
 import { AUDIT_STREAM } from '../../fabric/jetstream.js';
 
 /** Subject of MCP call audit records. */
@@ -40,32 +41,58 @@ export interface McpAuditRecord {
   error?: string;
 }
 
+/**
+ * Waits before each new try of a batch whose store acknowledgement failed: about 30 s in all, well
+ * inside JetStream's default duplicate window (2 min), so a record stored before the failure is
+ * recognised by its message id and not stored twice.
+ */
+const DEFAULT_RETRY_DELAYS_MS = [250, 1_000, 2_000, 4_000, 8_000, 15_000];
+
+/** One record on its way to the stream. */
+interface PendingRecord {
+  data: string;
+  /** Nats-Msg-Id: the stream drops a second copy within its duplicate window. */
+  msgId: string;
+  stored: () => void;
+}
+
 /** Writes and reads the MCP audit trail. */
 export class McpAuditLog {
   private readonly js: JetStreamClient;
   /** Appends not yet acknowledged by JetStream; `recent()` waits for them. */
   private readonly pending = new Set<Promise<void>>();
   /** Records appended during this turn of the event loop, published together at its end. */
-  private batch: Array<{ data: string; stored: () => void }> = [];
+  private batch: PendingRecord[] = [];
+  private readonly idPrefix = `${randomUUID()}-`;
+  private nextId = 0;
+  private readonly retryDelaysMs: readonly number[];
+  private readonly onLost: (record: string, err: unknown) => void;
 
+  /**
+   * `onError` is told of every failed store attempt; `onLost` of each record still not stored after
+   * the last retry (the coordinator logs it whole, so it survives in the log at least).
+   */
   constructor(
     private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
     private readonly onError: (err: unknown) => void = () => undefined,
+    options: { retryDelaysMs?: readonly number[]; onLost?: (record: string, err: unknown) => void } = {},
   ) {
     this.js = jetstream(nc);
+    this.retryDelaysMs = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
+    this.onLost = options.onLost ?? (() => undefined);
   }
 
   /**
-   * Appends a record; resolves once JetStream stored it (a failure is reported, never thrown). Callers
-   * on the call path need not wait: the store acknowledgement is a NATS round trip that the MCP client
-   * should not pay for, and `recent()` waits for appends still in flight, so a query made after a
-   * call on this coordinator always sees it.
+   * Appends a record; resolves once JetStream stored it, or once it was given up after the last
+   * retry (reported to `onLost`, never thrown). Callers on the call path need not wait: the store
+   * acknowledgement is a NATS round trip that the MCP client should not pay for, and `recent()`
+   * waits for appends still in flight, so a query made after a call on this coordinator sees it.
    */
   append(record: McpAuditRecord): Promise<void> {
     const done = new Promise<void>((stored) => {
       if (this.batch.length === 0) setImmediate(() => this.publishBatch());
-      this.batch.push({ data: JSON.stringify(record), stored });
+      this.batch.push({ data: JSON.stringify(record), msgId: this.idPrefix + ++this.nextId, stored });
     });
     this.pending.add(done);
     void done.finally(() => this.pending.delete(done));
@@ -77,28 +104,60 @@ export class McpAuditLog {
    * the last go out as plain publishes (the stream captures its subject either way) and the last as
    * a JetStream publish. The server stores one connection's messages in order, so the last one's
    * acknowledgement covers the whole batch. Under concurrent calls this saves most of the
-   * request/reply round trips the audit cost the coordinator and nats-server (issue 14).
+   * request/reply round trips the audit cost the coordinator and nats-server (issue 14). When the
+   * acknowledgement fails, the whole batch is tried again record by record (retry()).
    */
   private publishBatch(): void {
     const batch = this.batch;
     this.batch = [];
-    const last = batch.pop();
+    const last = batch[batch.length - 1];
     if (!last) return;
     try {
-      for (const item of batch) this.nc.publish(MCP_AUDIT_SUBJECT, item.data);
+      for (const item of batch)
+        if (item !== last) this.nc.publish(MCP_AUDIT_SUBJECT, item.data, withId(item));
     } catch (err) {
       this.onError(err);
     }
-    void this.js
-      .publish(MCP_AUDIT_SUBJECT, last.data)
-      .then(
-        () => undefined,
-        (err: unknown) => this.onError(err),
-      )
-      .finally(() => {
+    this.js.publish(MCP_AUDIT_SUBJECT, last.data, { msgID: last.msgId }).then(
+      () => {
         for (const item of batch) item.stored();
-        last.stored();
+      },
+      (err: unknown) => {
+        this.onError(err);
+        this.retry(batch, 0);
+      },
+    );
+  }
+
+  /** Each record of `batch` again with its own acknowledgement, after the `attempt`-th delay. */
+  private retry(batch: PendingRecord[], attempt: number): void {
+    const delay = this.retryDelaysMs[attempt];
+    if (delay === undefined) {
+      for (const item of batch) {
+        this.onLost(item.data, new Error('not stored after the last retry'));
+        item.stored();
+      }
+      return;
+    }
+    setTimeout(() => {
+      void Promise.all(
+        batch.map((item) =>
+          this.js.publish(MCP_AUDIT_SUBJECT, item.data, { msgID: item.msgId }).then(
+            () => {
+              item.stored();
+              return undefined;
+            },
+            (err: unknown) => {
+              this.onError(err);
+              return item;
+            },
+          ),
+        ),
+      ).then((outcomes) => {
+        const left = outcomes.filter((o): o is PendingRecord => o !== undefined);
+        if (left.length > 0) this.retry(left, attempt + 1);
       });
+    }, delay).unref();
   }
 
   /** Resolves once every append made so far is stored (or reported as failed). */
@@ -120,4 +179,11 @@ export class McpAuditLog {
     }
     return out;
   }
+}
+
+/** Publish options carrying the record's message id. */
+function withId(item: PendingRecord): { headers: ReturnType<typeof headers> } {
+  const h = headers();
+  h.set('Nats-Msg-Id', item.msgId);
+  return { headers: h };
 }
