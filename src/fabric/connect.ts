@@ -148,6 +148,9 @@ export async function connectAsAgent(
     // While the agent is not admitted (revoked, or a restarted server) the server refuses its key;
     // its heartbeats on the join connection get it re-admitted, and this connection then gets back in.
     ignoreAuthErrorAbort: true,
+    // Only the nodes given (the coordinator's card lists them all): with the nodes a cluster gossips
+    // added, a refused first login would cycle through them until admitted, never back to joinFabric.
+    ignoreClusterUpdates: true,
   };
   if (opts.maxReconnectAttempts !== undefined) options.maxReconnectAttempts = opts.maxReconnectAttempts;
   if (opts.reconnectTimeWait !== undefined) options.reconnectTimeWait = opts.reconnectTimeWait;
