@@ -5,10 +5,11 @@
  * coordinators issue. It lives in `<data-dir>/callout.nkey` (0600, created once), or where
  * `AMF_CALLOUT_KEY_FILE` says; every coordinator of a mesh holds the same file.
  */
-import { createHash } from 'node:crypto';
+import { createHash, createPrivateKey, sign as edSign } from 'node:crypto';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { createAccount, fromSeed, type KeyPair } from '@nats-io/jwt';
+import { anyPublicKeyObject, rawSeed } from '../identity/nkeyPublic.js';
 
 /** Name of the issuer's seed file inside the data dir. */
 export const CALLOUT_KEY_FILE = 'callout.nkey';
@@ -31,10 +32,35 @@ export function calloutKeyFile(dataDir: string, env: NodeJS.ProcessEnv = process
   return explicit ? explicit : join(dataDir, CALLOUT_KEY_FILE);
 }
 
+/**
+ * The issuer's key pair for `@nats-io/jwt`, signing with node:crypto: the pure-JS Ed25519 of
+ * nkeys.js took about 95 ms per signature on a loaded 2-core machine, and every login needs two
+ * (bench/authCallout.js). The key is the same; everything else is delegated.
+ */
+function fastSigner(seed: string): KeyPair {
+  const pair = fromSeed(new TextEncoder().encode(seed));
+  const publicKey = pair.getPublicKey();
+  const x = anyPublicKeyObject(publicKey).export({ format: 'jwk' }).x;
+  const d = Buffer.from(rawSeed(seed)).toString('base64url');
+  const privateKey = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', d, x }, format: 'jwk' });
+  // Derived once: the encoders ask for both on every JWT, and nkeys.js derives them anew each time.
+  const privateKeyBytes = pair.getPrivateKey();
+  return {
+    getPublicKey: () => publicKey,
+    getPrivateKey: () => privateKeyBytes,
+    getSeed: () => pair.getSeed(),
+    sign: (input) => new Uint8Array(edSign(null, input, privateKey)),
+    verify: (input, sig) => pair.verify(input, sig),
+    clear: () => pair.clear(),
+    seal: (input, recipient, nonce) => pair.seal(input, recipient, nonce),
+    open: (message, sender) => pair.open(message, sender),
+  };
+}
+
 function fromText(text: string, file: string): CalloutIssuer {
   const seed = text.trim();
   if (!ACCOUNT_SEED.test(seed)) throw new Error(`${file} does not hold an nkey account seed (SA…)`);
-  const pair = fromSeed(new TextEncoder().encode(seed));
+  const pair = fastSigner(seed);
   return { publicKey: pair.getPublicKey(), pair, file };
 }
 
