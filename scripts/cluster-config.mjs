@@ -2,11 +2,14 @@
 // line per node: "<node name> <config path>", then "URLS <comma-separated client URLs>".
 // It imports AMF's own renderer from dist/ (run `npm run build` first), so the users, ACLs and
 // credentials are exactly those of the single server `amf up` spawns: <data-dir>/credentials.json
-// is read, or created (honouring AMF_*_PASS) when absent, as `amf up` would.
+// is read, or created (honouring AMF_*_PASS) when absent, as `amf up` would. With --auth-callout the
+// nodes send every login but the role users' to the coordinators (NATS auth callout), whose issuer key
+// is <data-dir>/callout.nkey (or $AMF_CALLOUT_KEY_FILE), created here when absent.
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import process from 'node:process';
 import { parseArgs } from 'node:util';
+import { calloutKeyFile, loadOrCreateCalloutIssuer } from '../dist/fabric/calloutIssuer.js';
 import { loadOrCreateCredentials, writePrivateFile } from '../dist/fabric/credentials.js';
 import { clusterClientUrls, planCluster, renderClusterNodeConfig } from '../dist/fabric/natsCluster.js';
 
@@ -18,6 +21,7 @@ const { values } = parseArgs({
     host: { type: 'string', default: '127.0.0.1' },
     'client-port': { type: 'string', default: '4222' },
     'route-port': { type: 'string', default: '6222' },
+    'auth-callout': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -26,7 +30,7 @@ function usage(message) {
   process.stderr.write(
     `cluster-config.mjs: ${message}\n` +
       'usage: node scripts/cluster-config.mjs --dir DIR --data-dir DATA_DIR [--nodes 3] [--host 127.0.0.1] ' +
-      '[--client-port 4222] [--route-port 6222]\n',
+      '[--client-port 4222] [--route-port 6222] [--auth-callout]\n',
   );
   process.exit(2);
 }
@@ -46,7 +50,10 @@ const dir = resolve(values.dir);
 const range = (base) => Array.from({ length: nodes }, (_, i) => base + i);
 if (range(clientPort).some((p) => range(routePort).includes(p))) usage('client and route ports overlap');
 
-const credentials = await loadOrCreateCredentials(resolve(values['data-dir']));
+const dataDir = resolve(values['data-dir']);
+const credentials = await loadOrCreateCredentials(dataDir);
+const issuer = values['auth-callout'] ? await loadOrCreateCalloutIssuer(calloutKeyFile(dataDir)) : undefined;
+const renderOptions = issuer ? { calloutIssuer: issuer.publicKey } : {};
 const plan = planCluster({
   dir,
   clientPorts: range(clientPort),
@@ -57,7 +64,8 @@ for (const [i, node] of plan.nodes.entries()) {
   await mkdir(node.storeDir, { recursive: true, mode: 0o700 });
   // The config holds every role's password: owner-only, like credentials.json.
   const path = join(node.storeDir, 'nats-server.conf');
-  await writePrivateFile(path, renderClusterNodeConfig(plan, i, credentials));
+  await writePrivateFile(path, renderClusterNodeConfig(plan, i, credentials, renderOptions));
   process.stdout.write(`${node.name} ${path}\n`);
 }
+if (issuer) process.stdout.write(`CALLOUT ${issuer.publicKey} ${issuer.file}\n`);
 process.stdout.write(`URLS ${clusterClientUrls(plan)}\n`);

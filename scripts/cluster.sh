@@ -4,10 +4,14 @@
 # the single server `amf up` spawns (credentials from <data-dir>/credentials.json). Then:
 #   amf up --data-dir DATA_DIR --nats-url <printed URLs>      (with nats.replicas: 3 in amf.yaml)
 # Usage: scripts/cluster.sh [--dir DIR] [--data-dir DATA_DIR] [--nodes N] [--client-port P] [--route-port P]
+#                           [--no-auth-callout]
 #   --dir          where node stores and configs live (default DATA_DIR/cluster)
 #   --data-dir     the mesh's data dir (default $AMF_DATA_DIR or ~/.amf)
 #   --client-port  first client port, one per node upward (default 4222)
 #   --route-port   first route port, one per node upward (default 6222)
+#   --no-auth-callout  no NATS auth callout: agents then share the legacy specialist user
+# By default the nodes ask the coordinators about every login but the role users' (auth callout), so
+# each admitted agent gets its own NATS user; the issuer key is DATA_DIR/callout.nkey.
 # The nats-server binary: $AMF_NATS_CLUSTER_BIN, else the one scripts/install-nats.sh pins (installed
 # on first use).
 set -euo pipefail
@@ -18,6 +22,7 @@ dir=""
 nodes=3
 client_port=4222
 route_port=6222
+callout=(--auth-callout)
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir="$2"; shift 2 ;;
@@ -25,7 +30,8 @@ while [ $# -gt 0 ]; do
     --nodes) nodes="$2"; shift 2 ;;
     --client-port) client_port="$2"; shift 2 ;;
     --route-port) route_port="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --no-auth-callout) callout=(); shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "cluster.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -50,12 +56,13 @@ trap stop INT TERM EXIT
 urls=""
 while read -r name conf; do
   if [ "$name" = URLS ]; then urls="$conf"; continue; fi
+  if [ "$name" = CALLOUT ]; then echo "==> auth callout: issuer $conf"; continue; fi
   node_dir="$(dirname "$conf")"
   "$binary" -c "$conf" >"$node_dir/nats-server.log" 2>&1 &
   pids+=("$!")
   echo "==> $name (pid $!) log: $node_dir/nats-server.log"
 done < <(node scripts/cluster-config.mjs --dir "$dir" --data-dir "$data_dir" --nodes "$nodes" \
-  --client-port "$client_port" --route-port "$route_port")
+  --client-port "$client_port" --route-port "$route_port" "${callout[@]}")
 
 if [ -z "$urls" ]; then
   echo "cluster.sh: scripts/cluster-config.mjs wrote no configs (see its error above)" >&2

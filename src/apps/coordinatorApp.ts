@@ -47,6 +47,7 @@ import { CONSOLE_PREFIX, registerConsoleAssets } from './consoleAssets.js';
 import { registerConsoleRoutes } from './consoleRoutes.js';
 import { UnknownTagNotices } from '../registry/unknownTagNotices.js';
 import { watchForgottenAgents } from './agentForgetWatch.js';
+import { ownAgentAccess } from '../coordinator/calloutWiring.js';
 
 const PUBLIC_PATHS = new Set([
   '/',
@@ -349,11 +350,9 @@ export async function startCoordinator(options: StartCoordinatorOptions): Promis
   const bridges = startA2aBridges({
     agents: config.a2a.agents,
     natsUrl: coordinator.natsUrl,
-    // Each bridge is an agent of its own: it joins like any worker when the coordinator runs the
-    // NATS server; an external NATS knows only the role users.
-    ...(coordinator.grants
-      ? { join: coordinator.joinCredential }
-      : { credential: coordinator.credentials.specialist }),
+    // Each bridge is an agent of its own: it joins like any worker when the fabric grants agent
+    // users (a spawned server, or auth callout); otherwise it is the legacy specialist.
+    ...ownAgentAccess(coordinator),
     trustDomain: config.identity.trustDomain,
     heartbeatSeconds: config.heartbeat.intervalSeconds,
     selfOrigins: [http.url],

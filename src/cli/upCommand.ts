@@ -15,6 +15,7 @@ import { startWorker, type RunningWorker } from '../apps/workerApp.js';
 import { loadOrCreateAgentKey } from '../identity/agentKey.js';
 import { BUILTIN_HANDLERS } from './handlerLoader.js';
 import { agentKeyFile } from './workerCommand.js';
+import { ownAgentAccess } from '../coordinator/calloutWiring.js';
 
 const DEMO_WORKERS = [
   { name: 'demo-echo', tags: ['echo'], handler: 'echo' },
@@ -80,9 +81,7 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
             // A key kept in the data dir: the id stays bound to it across restarts (issue 12).
             key: await loadOrCreateAgentKey(agentKeyFile(config, demo.name, {})),
             natsUrl: coordinator.natsUrl,
-            ...(coordinator.grants
-              ? { join: coordinator.joinCredential }
-              : { credential: coordinator.credentials.specialist }),
+            ...ownAgentAccess(coordinator),
             port: 0,
             trustDomain: config.identity.trustDomain,
             heartbeatSeconds: config.heartbeat.intervalSeconds,

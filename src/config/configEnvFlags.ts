@@ -16,6 +16,7 @@ export const ENV_VARIABLES: Readonly<Record<string, string>> = Object.freeze({
   AMF_API_KEY: 'coordinator.api_key',
   AMF_COORDINATOR_URL: 'coordinator.url',
   AMF_NATS_URL: 'nats.url',
+  AMF_NATS_AUTH_CALLOUT: 'nats.auth_callout',
   AMF_MDNS_INTERFACE: 'mdns.interface',
   AMF_IDENTITY_MODE: 'identity.mode',
   AMF_LEGACY_UNSIGNED_AGENTS: 'identity.legacy_unsigned_agents',

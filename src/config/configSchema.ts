@@ -185,6 +185,9 @@ export const CONFIG_SCHEMA: SchemaNode = {
         max_payload_bytes: intRange(1024, 67108864, 'a whole number of bytes'),
         // JetStream caps replicas at 5; more than the cluster's node count fails at stream creation.
         replicas: intRange(1, 5, 'a number of replicas'),
+        // null = on when an external NATS is used and the data dir holds callout.nkey.
+        auth_callout: nullable(boolean()),
+        auth_callout_ttl_seconds: intRange(5, 86400, 'a number of seconds'),
       },
       'NATS settings',
     ),

@@ -62,6 +62,13 @@ export interface AmfConfig {
      * the mesh state survives the loss of a node (JetStream needs a majority of the copies up).
      */
     readonly replicas: number;
+    /**
+     * Answer NATS auth callout with per-agent users on an external NATS (docs/security.md): true =
+     * on (the issuer key is created if missing), false = off, null = on when `callout.nkey` exists.
+     */
+    readonly authCallout: boolean | null;
+    /** Lifetime of each user JWT the callout issues: a revoked agent is cut after at most this. */
+    readonly authCalloutTtlSeconds: number;
   };
   readonly mdns: { readonly enabled: boolean; readonly interface: string | null };
   readonly policy: { readonly opaUrl: string | null; readonly path: string | null };

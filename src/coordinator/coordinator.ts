@@ -26,8 +26,10 @@ import { ensureFabricStores, type FabricStores } from '../fabric/jetstream.js';
 import {
   superviseNatsServer,
   type NatsSupervisorEvent,
+  type PermissionViolation,
   type SupervisedNatsServer,
 } from '../fabric/natsServer.js';
+import { calloutIssuerFor, wireAuthCallout } from './calloutWiring.js';
 import { AdmissionPipeline, type AdmissionOutcome } from '../admission/admissionPipeline.js';
 import { openIdentity } from '../identity/identityMode.js';
 import type { IdentityProvider } from '../identity/identityProvider.js';
@@ -58,7 +60,6 @@ import { fabricHealthOf, type CoordinatorOptions, type FabricHealth } from './co
 import { WorkQueueWriter } from '../fabric/workQueue.js';
 import type { EventAuthenticity } from './eventAuthenticity.js';
 import { AgentGrants, permissionViolationReporter } from './agentGrants.js';
-import type { PermissionViolation } from '../fabric/natsServer.js';
 import type { LogFn } from '../log.js';
 
 export { SWEEPER_LEASE_KEY };
@@ -247,6 +248,9 @@ export class Coordinator {
       }
       const nc = await connectAs(natsUrl, credentials.coordinator, 'amf-coordinator', RECONNECT_FOREVER);
       opened.push(nc);
+      const issuer = await calloutIssuerFor(config, env);
+      const callout =
+        issuer && wireAuthCallout({ nc, issuer, config, credentials, join: joinCredential, log });
       warnIfPayloadCapTooSmall(nc, config, log);
       // Each role of the admission path has its own connection, so NATS ACLs separate them.
       const connector = await connectAs(natsUrl, credentials.connector, 'amf-connector', RECONNECT_FOREVER);
@@ -279,6 +283,7 @@ export class Coordinator {
         logServerEvent(event, log, options.onFatal ?? (() => void coordinator.close()));
       };
       onViolation = permissionViolationReporter(coordinator.registry, coordinator.notices);
+      callout?.attach(coordinator);
       await coordinator.startServices();
       return coordinator;
     } catch (err) {
@@ -322,13 +327,8 @@ export class Coordinator {
     this.lifecycle.start();
     this.dispatcher.start();
     await this.results.start();
-    announceAgentChanges({
-      registry: this.registry,
-      work: this.work,
-      bus: this.bus,
-      sender: this.sender,
-      log: this.log,
-    });
+    const { registry, work, bus, sender, log } = this;
+    announceAgentChanges({ registry, work, bus, sender, log });
     this.sweepTimer = setInterval(() => this.registry.sweep(), 500);
     this.sweepTimer.unref();
     await Promise.all([this.nc.flush(), this.parts.watcherNc.flush(), this.parts.connector.flush()]);

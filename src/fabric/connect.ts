@@ -159,6 +159,9 @@ export async function connectAsAgent(
     ignoreAuthErrorAbort: true,
     // As in connectOnce: no two Error objects built per request (a worker's finals, acks and pulls).
     noAsyncTraces: true,
+    // Only the nodes given (the coordinator's card lists them all): with the nodes a cluster gossips
+    // added, a refused first login would cycle through them until admitted, never back to joinFabric.
+    ignoreClusterUpdates: true,
   };
   if (opts.maxReconnectAttempts !== undefined) options.maxReconnectAttempts = opts.maxReconnectAttempts;
   if (opts.reconnectTimeWait !== undefined) options.reconnectTimeWait = opts.reconnectTimeWait;

@@ -71,11 +71,15 @@ export function routePassword(credentials: NatsCredentials): string {
     .digest('base64url');
 }
 
-/** The config text of node `index` of `plan`. */
+/**
+ * The config text of node `index` of `plan`. With `calloutIssuer` (the public key of the mesh's
+ * calloutIssuer.ts key), agents and the join user log in through the coordinators' auth callout.
+ */
 export function renderClusterNodeConfig(
   plan: ClusterPlan,
   index: number,
   credentials: NatsCredentials,
+  options: { calloutIssuer?: string } = {},
 ): string {
   const node = plan.nodes[index];
   if (node === undefined) throw new Error(`no node ${index} in a cluster of ${plan.nodes.length}`);
@@ -85,6 +89,7 @@ export function renderClusterNodeConfig(
     storeDir: node.storeDir,
     credentials,
     serverName: node.name,
+    ...(options.calloutIssuer ? { authCallout: { issuer: options.calloutIssuer } } : {}),
     cluster: {
       name: plan.clusterName,
       host: node.host,

@@ -5,6 +5,7 @@
  */
 import { NATS_ROLES, ROLE_USERS, type NatsCredentials, type NatsRole } from './credentials.js';
 import { agentPermissions, JOIN_PERMISSIONS, JOIN_USER, type MeshUsers } from './agentUsers.js';
+import { NONCE_ANCHOR_NKEY } from './calloutIssuer.js';
 
 /** Subjects a user may (allow) and may never (deny) use for one operation; deny wins. */
 export interface SubjectPermission {
@@ -142,6 +143,11 @@ export interface NatsConfigOptions {
    * needs is one password less to steal.
    */
   specialistUser?: boolean;
+  /**
+   * NATS auth callout (nats-server ≥ 2.10): every login but the static role users' is decided by the
+   * coordinators (coordinator/authCallout.ts), whose issuer key's public half is `issuer`.
+   */
+  authCallout?: { issuer: string };
 }
 
 /** The `cluster {}` block of one node: where it listens for routes and which peers it dials. */
@@ -182,10 +188,16 @@ export function renderNatsConfig(opts: NatsConfigOptions): string {
   lines.push('jetstream {', `  store_dir: ${quote(opts.storeDir)}`, '}');
   if (opts.cluster) lines.push(...renderCluster(opts.cluster, opts.serverName));
   lines.push('authorization {', '  users: [');
+  const staticUsers: string[] = [];
   for (const role of NATS_ROLES) {
     if (role === 'specialist' && opts.specialistUser === false) continue;
     lines.push(`    ${renderUser(role, opts.credentials)}`);
+    staticUsers.push(opts.credentials[role].user);
   }
+  // With a callout, one nkey user makes the server send every client a nonce to sign (see
+  // NONCE_ANCHOR_NKEY); no one holds its seed, and it may do nothing.
+  if (opts.authCallout)
+    lines.push(`    { nkey: ${quote(NONCE_ANCHOR_NKEY)}, ${renderPermissions(NOTHING_ALLOWED)} }`);
   const join = opts.users?.join;
   if (join) {
     if (join.user !== JOIN_USER) throw new Error(`the join user must be named ${JOIN_USER}`);
@@ -198,8 +210,27 @@ export function renderNatsConfig(opts: NatsConfigOptions): string {
       throw new Error(`invalid agent nkey ${JSON.stringify(agent.nkey)}`);
     lines.push(`    { nkey: ${quote(agent.nkey)}, ${renderPermissions(agentPermissions(agent))} }`);
   }
-  lines.push('  ]', '}', '');
+  lines.push('  ]');
+  if (opts.authCallout) lines.push(...renderAuthCallout(opts.authCallout.issuer, staticUsers));
+  lines.push('}', '');
   return lines.join('\n');
+}
+
+const NOTHING_ALLOWED: RolePermissions = {
+  publish: { allow: [], deny: ['>'] },
+  subscribe: { allow: [], deny: ['>'] },
+};
+
+/** The role users bypass the callout (`auth_users`): the coordinators must log in to answer it. */
+function renderAuthCallout(issuer: string, staticUsers: readonly string[]): string[] {
+  if (!/^A[A-Z2-7]{55}$/.test(issuer))
+    throw new Error(`invalid auth callout issuer ${JSON.stringify(issuer)}`);
+  return [
+    '  auth_callout {',
+    `    issuer: ${quote(issuer)}`,
+    `    auth_users: [${staticUsers.map(quote).join(', ')}]`,
+    '  }',
+  ];
 }
 
 function renderCluster(c: ClusterRouting, serverName: string | undefined): string[] {

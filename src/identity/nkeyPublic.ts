@@ -41,6 +41,20 @@ export function publicKeyObject(publicKey: string): KeyObject {
   return key;
 }
 
+/**
+ * The Ed25519 public key of any nkey public key (server `N…`, account `A…`, user `U…`); the prefix
+ * and checksum are checked by nkeys.js. Not cached: for the few keys of servers and issuers.
+ */
+export function anyPublicKeyObject(publicKey: string): KeyObject {
+  if (publicKey.startsWith('U')) return publicKeyObject(publicKey);
+  nkeys.fromPublic(publicKey);
+  const raw = base32Decode(publicKey).subarray(1, 33);
+  return createPublicKey({
+    key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(raw).toString('base64url') },
+    format: 'jwk',
+  });
+}
+
 /** The 32 raw Ed25519 seed bytes of an encoded nkey seed (two prefix bytes, seed, CRC). */
 export function rawSeed(seedText: string): Uint8Array {
   return base32Decode(seedText).subarray(2, 34);

@@ -99,8 +99,15 @@ async function poll<T>(check: () => Promise<T | undefined>, timeoutMs: number, w
   }
 }
 
-/** Starts a 3-node cluster and waits until JetStream answers (a meta leader is elected). */
-export async function startTestCluster(credentials: NatsCredentials, nodes = 3): Promise<TestCluster> {
+/**
+ * Starts a 3-node cluster and waits until JetStream answers (a meta leader is elected). With
+ * `calloutIssuer` the nodes send every login but the role users' to the coordinators (auth callout).
+ */
+export async function startTestCluster(
+  credentials: NatsCredentials,
+  nodes = 3,
+  options: { calloutIssuer?: string } = {},
+): Promise<TestCluster> {
   const binary = await clusterNatsBinary();
   const dir = await mkdtemp(join(tmpdir(), 'amf-cluster-test-'));
   const ports: number[] = [];
@@ -123,7 +130,7 @@ export async function startTestCluster(credentials: NatsCredentials, nodes = 3):
     if (!node) throw new Error(`no node ${i}`);
     await mkdir(node.storeDir, { recursive: true });
     const conf = join(node.storeDir, 'nats-server.conf');
-    await writeFile(conf, renderClusterNodeConfig(plan, i, credentials), { mode: 0o600 });
+    await writeFile(conf, renderClusterNodeConfig(plan, i, credentials, options), { mode: 0o600 });
     const child = spawn(binary, ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
     const keep = (b: Buffer): void => {
       const log = logs[i] as string[];

@@ -1,0 +1,126 @@
+/**
+ * Turns the auth callout on for a coordinator on an external NATS or a cluster (`nats.auth_callout`,
+ * docs/security.md) and ties it to the coordinator once that exists: the registry decides which keys
+ * are live agents, and refused logins become `amf.policy.warning` `permission_violation`.
+ */
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { AmfConfig } from '../config/configTypes.js';
+import {
+  calloutKeyFile,
+  loadOrCreateCalloutIssuer,
+  readCalloutIssuer,
+  type CalloutIssuer,
+} from '../fabric/calloutIssuer.js';
+import type { NatsCredentials, RoleCredential } from '../fabric/credentials.js';
+import type { LogFn } from '../log.js';
+import type { AgentRegistry } from '../registry/agentRegistry.js';
+import type { PolicyNotices } from '../registry/policyNotices.js';
+import { BoundedCache } from '../util/boundedCache.js';
+import { startAuthCallout, type AuthCalloutResponder, type RefusedLogin } from './authCallout.js';
+
+/** Coordinators whose responder has been attached (see {@link ownAgentAccess}). */
+const answering = new WeakSet<object>();
+
+/**
+ * How a coordinator's own agents (demo workers, A2A bridges) log in: through the join door and then
+ * with their own keys when the fabric grants agent users (a spawned server, or the auth callout),
+ * else as the legacy shared specialist (an external NATS without callout knows only the roles).
+ */
+export function ownAgentAccess(c: {
+  grants: unknown;
+  joinCredential: RoleCredential;
+  credentials: NatsCredentials;
+}): { join: RoleCredential } | { credential: RoleCredential } {
+  return c.grants !== undefined || answering.has(c)
+    ? { join: c.joinCredential }
+    : { credential: c.credentials.specialist };
+}
+
+/** The issuer key when the callout is on for this coordinator, else undefined. */
+export async function calloutIssuerFor(
+  config: AmfConfig,
+  env: NodeJS.ProcessEnv,
+): Promise<CalloutIssuer | undefined> {
+  // A spawned server (Debian's 2.9 has no callout) gets its agent users by config reload instead.
+  if (!config.nats.url || config.nats.authCallout === false) return undefined;
+  const file = calloutKeyFile(config.dataDir, env);
+  return config.nats.authCallout === true ? loadOrCreateCalloutIssuer(file) : readCalloutIssuer(file);
+}
+
+/** What the coordinator hands over once it is built. */
+export interface CalloutParts {
+  registry: AgentRegistry;
+  notices: PolicyNotices;
+}
+
+/** A responder started before the coordinator exists, and `attach` to give it the registry. */
+export interface WiredCallout {
+  responder: AuthCalloutResponder;
+  attach(parts: CalloutParts): void;
+}
+
+/**
+ * Starts answering at once (the coordinator's own watcher and connector logins may already need
+ * it); until `attach`, no agent key is live and refusals are only logged.
+ */
+export function wireAuthCallout(opts: {
+  nc: NatsConnection;
+  issuer: CalloutIssuer;
+  config: AmfConfig;
+  credentials: NatsCredentials;
+  join: RoleCredential;
+  log: LogFn;
+}): WiredCallout {
+  let parts: CalloutParts | undefined;
+  const recent = new BoundedCache<true>(10_000, 10_000);
+  const onRefused = (r: RefusedLogin): void => {
+    const key = `${r.reason}|${r.claimed}`;
+    if (recent.get(key) !== undefined) return;
+    recent.set(key, true);
+    const fields = { reason: r.reason, claimed: r.claimed, host: r.host, server: r.server };
+    // An honest agent tries its key before it is admitted, and again after a revocation: no alarm.
+    if (r.reason === 'key_not_admitted' || !parts) {
+      opts.log('info', 'NATS login refused by the auth callout', fields);
+      return;
+    }
+    const bound = parts.registry.list().find((a) => a.record.nkey === r.claimed)?.record.agent_id;
+    const who = r.claimed.startsWith('U') ? `key ${r.claimed}` : r.claimed;
+    opts.log('warn', 'NATS login refused by the auth callout', fields);
+    parts.notices.warn({
+      reason: 'permission_violation',
+      message: `NATS login as ${who} refused: ${r.reason.replace(/_/g, ' ')}`,
+      agent_id: who,
+      details: {
+        kind: 'connect',
+        refusal: r.reason,
+        ...(bound !== undefined ? { claimed_agent: bound } : {}),
+        ...(r.host !== undefined ? { client_host: r.host } : {}),
+        server: r.server,
+      },
+    });
+  };
+  const responder = startAuthCallout({
+    nc: opts.nc,
+    issuer: opts.issuer,
+    credentials: opts.credentials,
+    join: opts.join,
+    ttlSeconds: opts.config.nats.authCalloutTtlSeconds,
+    liveAgent: (nkey) => {
+      const registry = parts?.registry;
+      const agent = registry?.list().find((a) => a.status === 'live' && a.record.nkey === nkey);
+      // The key must also be the one the id is bound to (a stale entry never grants).
+      if (!agent || registry?.boundKey(agent.record.agent_id) !== nkey) return undefined;
+      return { agentId: agent.record.agent_id, tags: agent.record.capability_tags ?? [] };
+    },
+    onRefused,
+    log: opts.log,
+  });
+  opts.log('info', 'NATS auth callout answering', { issuer: opts.issuer.publicKey });
+  return {
+    responder,
+    attach: (p) => {
+      parts = p;
+      answering.add(p);
+    },
+  };
+}

@@ -1,0 +1,94 @@
+/**
+ * One real nats-server ≥ 2.10 (the pinned binary of scripts/install-nats.sh) configured for AMF's auth
+ * callout exactly as the cluster nodes are (src/fabric/natsConfig.ts with `authCallout`): the role
+ * users static, every other login asked of the coordinators. It plays "an external NATS" for
+ * `amf up --nats-url`, with the mesh's credentials and issuer key from `dataDir`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { calloutKeyFile, loadOrCreateCalloutIssuer } from '../../src/fabric/calloutIssuer.js';
+import { connectAs } from '../../src/fabric/connect.js';
+import { loadOrCreateCredentials } from '../../src/fabric/credentials.js';
+import { renderNatsConfig } from '../../src/fabric/natsConfig.js';
+import { clusterNatsBinary } from './natsCluster.js';
+
+export interface CalloutNats {
+  url: string;
+  /** The server's output so far (violations, auth errors). */
+  log(): string;
+  close(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Starts the server and waits until the coordinator user (static, no callout) can log in. */
+export async function startCalloutNats(
+  dataDir: string,
+  options: { specialistUser?: boolean } = {},
+): Promise<CalloutNats> {
+  const binary = await clusterNatsBinary();
+  const credentials = await loadOrCreateCredentials(dataDir);
+  const issuer = await loadOrCreateCalloutIssuer(calloutKeyFile(dataDir, {}));
+  const storeDir = join(dataDir, 'external-nats');
+  await mkdir(storeDir, { recursive: true });
+  const port = await freePort();
+  const conf = join(storeDir, 'nats-server.conf');
+  await writeFile(
+    conf,
+    renderNatsConfig({
+      host: '127.0.0.1',
+      port,
+      storeDir,
+      credentials,
+      authCallout: { issuer: issuer.publicKey },
+      ...(options.specialistUser !== undefined ? { specialistUser: options.specialistUser } : {}),
+    }),
+    { mode: 0o600 },
+  );
+  const child: ChildProcess = spawn(binary, ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const keep = (b: Buffer): void => {
+    output = (output + b.toString()).slice(-200_000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const killOnExit = (): void => {
+    child.kill('SIGKILL');
+  };
+  process.once('exit', killOnExit);
+  const url = `nats://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`nats-server exited:\n${output}`);
+    try {
+      const nc = await connectAs(url, credentials.coordinator, 'callout-probe', { maxReconnectAttempts: 0 });
+      await nc.close();
+      break;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return {
+    url,
+    log: () => output,
+    close: async () => {
+      process.removeListener('exit', killOnExit);
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const gone = new Promise<void>((r) => child.once('close', () => r()));
+      child.kill('SIGTERM');
+      await gone;
+    },
+  };
+}
