@@ -170,6 +170,9 @@ describe('task lifecycle', () => {
         (e) =>
           e.subject === 'amf.task.claim' &&
           (e.event.data.payload as { agent_id?: string }).agent_id === 'spiffe://local/worker/doomed',
+        // Admitted is not yet pulling: the worker still dials its own NATS user (seconds under load).
+        20_000,
+        'the claim of the doomed worker',
       );
       const taskId = claim.event.amftaskid!;
       child.kill('SIGKILL');
