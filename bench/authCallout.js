@@ -24,7 +24,7 @@ import { ROOT, envNumber as envNumberOf, requireBuild } from './lib/meshProcess.
 
 requireBuild('bench/authCallout.js');
 const { startAuthCallout } = await import('../dist/coordinator/authCallout.js');
-const { calloutKeyFile, loadOrCreateCalloutIssuer } = await import('../dist/fabric/calloutIssuer.js');
+const { calloutKeyFile, loadOrCreateCalloutIssuer } = await import('../dist/identity/calloutIssuer.js');
 const { loadOrCreateCredentials } = await import('../dist/fabric/credentials.js');
 const { renderNatsConfig } = await import('../dist/fabric/natsConfig.js');
 const { createEphemeralAgentKey } = await import('../dist/identity/agentKey.js');

@@ -9,7 +9,7 @@ import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import process from 'node:process';
 import { parseArgs } from 'node:util';
-import { calloutKeyFile, loadOrCreateCalloutIssuer } from '../dist/fabric/calloutIssuer.js';
+import { calloutKeyFile, loadOrCreateCalloutIssuer } from '../dist/identity/calloutIssuer.js';
 import { loadOrCreateCredentials, writePrivateFile } from '../dist/fabric/credentials.js';
 import { clusterClientUrls, planCluster, renderClusterNodeConfig } from '../dist/fabric/natsCluster.js';
 

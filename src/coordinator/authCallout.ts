@@ -15,7 +15,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { agentPermissions, JOIN_PERMISSIONS } from '../fabric/agentUsers.js';
-import type { CalloutIssuer } from '../fabric/calloutIssuer.js';
+import type { CalloutIssuer } from '../identity/calloutIssuer.js';
 import {
   CalloutRequestError,
   encodeCalloutResponse,
@@ -23,7 +23,7 @@ import {
   readAuthorizationRequest,
   type CalloutGrant,
   type CalloutRequest,
-} from '../fabric/calloutJwt.js';
+} from '../identity/calloutJwt.js';
 import { NATS_ROLES, type NatsCredentials, type RoleCredential } from '../fabric/credentials.js';
 import { ROLE_PERMISSIONS } from '../fabric/natsConfig.js';
 import type { LogFn } from '../log.js';

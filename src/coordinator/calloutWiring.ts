@@ -10,7 +10,7 @@ import {
   loadOrCreateCalloutIssuer,
   readCalloutIssuer,
   type CalloutIssuer,
-} from '../fabric/calloutIssuer.js';
+} from '../identity/calloutIssuer.js';
 import type { NatsCredentials, RoleCredential } from '../fabric/credentials.js';
 import type { LogFn } from '../log.js';
 import type { AgentRegistry } from '../registry/agentRegistry.js';

@@ -5,7 +5,7 @@
  */
 import { NATS_ROLES, ROLE_USERS, type NatsCredentials, type NatsRole } from './credentials.js';
 import { agentPermissions, JOIN_PERMISSIONS, JOIN_USER, type MeshUsers } from './agentUsers.js';
-import { NONCE_ANCHOR_NKEY } from './calloutIssuer.js';
+import { NONCE_ANCHOR_NKEY } from './nonceAnchor.js';
 
 /** Subjects a user may (allow) and may never (deny) use for one operation; deny wins. */
 export interface SubjectPermission {

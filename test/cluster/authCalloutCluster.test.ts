@@ -13,7 +13,7 @@ import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { loadConfig } from '../../src/config/config.js';
 import { Coordinator } from '../../src/coordinator/coordinator.js';
-import { calloutKeyFile, loadOrCreateCalloutIssuer } from '../../src/fabric/calloutIssuer.js';
+import { calloutKeyFile, loadOrCreateCalloutIssuer } from '../../src/identity/calloutIssuer.js';
 import { connectAsAgent, NatsAuthError } from '../../src/fabric/connect.js';
 import { loadOrCreateCredentials } from '../../src/fabric/credentials.js';
 import { createEphemeralAgentKey } from '../../src/identity/agentKey.js';

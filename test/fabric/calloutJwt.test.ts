@@ -17,15 +17,15 @@ import {
 import {
   calloutKeyFile,
   loadOrCreateCalloutIssuer,
-  NONCE_ANCHOR_NKEY,
   readCalloutIssuer,
-} from '../../src/fabric/calloutIssuer.js';
+} from '../../src/identity/calloutIssuer.js';
+import { NONCE_ANCHOR_NKEY } from '../../src/fabric/nonceAnchor.js';
 import {
   encodeCalloutResponse,
   MAX_AUTH_REQUEST_BYTES,
   nonceSignatureValid,
   readAuthorizationRequest,
-} from '../../src/fabric/calloutJwt.js';
+} from '../../src/identity/calloutJwt.js';
 import { decideLogin } from '../../src/coordinator/authCallout.js';
 import { agentPermissions } from '../../src/fabric/agentUsers.js';
 import { renderNatsConfig } from '../../src/fabric/natsConfig.js';

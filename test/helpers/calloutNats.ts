@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { calloutKeyFile, loadOrCreateCalloutIssuer } from '../../src/fabric/calloutIssuer.js';
+import { calloutKeyFile, loadOrCreateCalloutIssuer } from '../../src/identity/calloutIssuer.js';
 import { connectAs } from '../../src/fabric/connect.js';
 import { loadOrCreateCredentials } from '../../src/fabric/credentials.js';
 import { renderNatsConfig } from '../../src/fabric/natsConfig.js';

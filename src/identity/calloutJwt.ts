@@ -23,8 +23,8 @@ import {
   type KeyPair,
   type Permissions,
 } from '@nats-io/jwt';
-import { anyPublicKeyObject, publicKeyObject } from '../identity/nkeyPublic.js';
-import type { RolePermissions } from './natsConfig.js';
+import type { RolePermissions } from '../fabric/natsConfig.js';
+import { anyPublicKeyObject, publicKeyObject } from './nkeyPublic.js';
 
 /** Requests larger than this are refused unread (a normal one is well under 2 KiB). */
 export const MAX_AUTH_REQUEST_BYTES = 32 * 1024;
