@@ -1,5 +1,6 @@
-// The DMZ watcher pool: a fresh, isolated, short-lived thread per advertisement, bounded
+// The DMZ watcher pool: a fresh context per advertisement in pooled, isolated threads, bounded
 // concurrency and queue, and every way a thread can fail (time, memory, bad answer) is a rejection.
+// The isolation between advertisements and the recycling are in watcherContexts.test.ts.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { scoreByRules } from '../../src/watcher/riskRules.js';
 import { DmzWatcher, WatcherError, type DmzWatcherOptions } from '../../src/watcher/watcherPool.js';
@@ -36,42 +37,43 @@ afterEach(async () => {
   await Promise.all(watchers.splice(0).map((w) => w.close()));
 });
 
-describe('fresh thread per advertisement', () => {
-  it('judges each advertisement in its own thread (distinct watcher ids, per-thread counter 1)', async () => {
+describe('fresh context per advertisement', () => {
+  it('judges each advertisement in its own context (distinct watcher ids, per-context counter 1)', async () => {
     const w = watcher();
     const ads = Array.from({ length: 8 }, (_, i) => makeAd({ id: `spiffe://local/worker/w${i}` }));
     const summaries = await Promise.all(ads.map((ad) => w.judge(ad)));
-    // The pool refuses any reply whose thread-module counter is not 1, so eight verdicts mean eight
-    // module instances; the ids show eight separate threads answered.
+    // The pool refuses any reply whose context-module counter is not 1, so eight verdicts mean
+    // eight fresh copies of the rules, in at most four threads.
     expect(new Set(summaries.map((s) => s.watcher_id)).size).toBe(8);
+    expect(w.threadsStarted).toBeLessThanOrEqual(4);
     summaries.forEach((s, i) => {
       expect(s.raw_id).toBe(ads[i]!.raw_id);
       expect(s.original_agent_id).toBe(`spiffe://local/worker/w${i}`);
     });
-    // Every thread is gone once it has answered.
-    await expect.poll(() => w.running).toBe(0);
+    expect(w.running).toBe(0);
   });
 
-  it('keeps threads started on standby, each handed exactly one advertisement', async () => {
+  it('keeps threads started on standby and puts them back after a judgement', async () => {
     const w = watcher({ standby: 2, maxConcurrent: 4 });
     await expect.poll(() => w.standby).toBe(2);
     const first = await w.judge(makeAd({ id: 'spiffe://local/worker/s1' }));
     const second = await w.judge(makeAd({ id: 'spiffe://local/worker/s2' }));
     expect(first.watcher_id).not.toBe(second.watcher_id);
-    // A used thread is terminated, never put back: the standby is refilled with new threads.
-    await expect.poll(() => w.standby).toBe(2);
+    // Both were judged by the two standby threads, which are idle again: no thread was started.
+    expect(w.standby).toBe(2);
+    expect(w.threadsStarted).toBe(2);
     expect(w.running).toBe(0);
   });
 
   it('with standby 0, no thread is started before an advertisement arrives', async () => {
     const w = watcher({ standby: 0 });
-    expect(w.standby).toBe(0);
+    expect(w.threadsStarted).toBe(0);
     const s = await w.judge(makeAd());
     expect(s.scorer).toBe('rules');
-    expect(w.standby).toBe(0);
+    expect(w.threadsStarted).toBe(1);
   });
 
-  it('a thread reporting a second judgement is refused', async () => {
+  it('a context reporting a second judgement is refused', async () => {
     const err = await rejection(fixtureWatcher().judge(makeAd({ fixture: 'reused' })));
     expect(err.code).toBe('WATCHER_CRASHED');
     expect(err.message).toMatch(/judged 2/);
@@ -146,6 +148,7 @@ describe('limits', () => {
 
   it('bounds concurrency and the queue; a full queue rejects at once (WATCHER_BUSY)', async () => {
     const w = fixtureWatcher({ maxConcurrent: 2, maxQueue: 3 });
+    await expect.poll(() => w.standby).toBe(2);
     const accepted = Array.from({ length: 5 }, () => w.judge(makeAd({ fixture: 'slow', delay: '400' })));
     expect(w.running).toBe(2);
     expect(w.queued).toBe(3);
