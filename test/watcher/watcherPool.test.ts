@@ -162,16 +162,21 @@ describe('limits', () => {
   });
 
   it('an advertisement that waited too long for a thread is not judged (WATCHER_TIMEOUT)', async () => {
-    // The one slot stays busy for 300 ms: the advertisement behind it waits longer than 100 ms.
-    const w = fixtureWatcher({ maxConcurrent: 1, standby: 0, timeoutMs: 300, maxWaitMs: 100 });
+    // The one thread stays busy for 300 ms: the advertisement behind it waits longer than 100 ms.
+    // (Waiting for a thread to start counts too, so the thread is started first.)
+    const w = fixtureWatcher({ maxConcurrent: 1, standby: 1, timeoutMs: 300, maxWaitMs: 100 });
+    await expect.poll(() => w.standby).toBe(1);
     const stuck = rejection(w.judge(makeAd({ fixture: 'loop' })));
     const behind = rejection(w.judge(makeAd({ fixture: 'slow', delay: '10' })));
     expect((await stuck).code).toBe('WATCHER_TIMEOUT');
+    expect((await stuck).message).toMatch(/no answer within 300 ms/);
     const err = await behind;
     expect(err.code).toBe('WATCHER_TIMEOUT');
     expect(err.message).toMatch(/waited \d+ ms for a watcher thread/);
-    // A fresh advertisement is judged again.
+    // A fresh advertisement is judged again, by the thread that replaced the stuck one.
+    await expect.poll(() => w.standby).toBe(1);
     expect((await w.judge(makeAd({ fixture: 'slow', delay: '10' }))).summary).toBe('fixture');
+    expect(w.threadsStarted).toBe(2);
   });
 
   it.each([
