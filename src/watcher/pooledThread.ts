@@ -46,6 +46,7 @@ export class PooledThread<J> {
   /** Settles when the thread has exited. */
   readonly exited: Promise<void>;
   private readonly startTimer: NodeJS.Timeout;
+  private startTimedOut = false;
 
   /** `startLimitMs`: a thread not ready by then is terminated (a start that hangs). */
   constructor(
@@ -53,10 +54,14 @@ export class PooledThread<J> {
     events: ThreadEvents<J>,
     startLimitMs: number,
   ) {
-    this.startTimer = setTimeout(() => void worker.terminate(), startLimitMs);
+    this.startTimer = setTimeout(() => {
+      this.startTimedOut = true;
+      void worker.terminate();
+    }, startLimitMs);
     worker.on('message', (message: unknown) => {
       const kind = (message as { kind?: unknown } | null)?.kind;
       if (!this.ready && kind === THREAD_READY_KIND) {
+        if (this.startTimedOut) return; // too late: it is being terminated
         this.ready = true;
         clearTimeout(this.startTimer);
         events.onReady(this);

@@ -5,7 +5,8 @@
  * `import { a } from './x.js'` becomes a read of the already linked module `x`, and its exported
  * declarations are returned. Only the fixed list {@link RULES_MODULES} is linked, and anything the
  * linker does not understand (default or star exports, dynamic import, `import.meta`, an import of
- * a module outside the list) is an error at thread start, never a silently different script.
+ * a module outside the list) is an error when the pool is made, never a silently different script.
+ * The pool links once and hands the script text to each thread it starts.
  *
  * What a context lacks is supplied as DATA by the prelude, never as an object from outside:
  *  - `URL`: the WHATWG parser runs outside the context (see `urlFacts` in contextJudge.ts) on the
@@ -16,6 +17,7 @@
  * its completion value is the verdict as JSON text (see contextEntry.ts).
  */
 import { readFileSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 
 /** The context global holding the input, a JSON string `{ ad, facts }`. */
 export const RULES_INPUT_GLOBAL = 'AMF_RULES_INPUT';
@@ -123,4 +125,14 @@ export function buildRulesScript(distRoot: URL): string {
   if (!exportsOf.get(ENTRY.module)?.has(ENTRY.fn)) throw new Error(`rules script: no ${ENTRY.fn} to call`);
   parts.push(`__amfModules[${JSON.stringify(ENTRY.module)}].${ENTRY.fn}(__amfInput.ad);\n`);
   return parts.join('\n');
+}
+
+/**
+ * The rules script a pool hands its threads: the file at `scriptPath` when given (tests inject
+ * rules that misbehave; it must be absolute), else the rules linked from `distRoot`.
+ */
+export function loadRulesScript(distRoot: URL, scriptPath?: string): string {
+  if (scriptPath === undefined) return buildRulesScript(distRoot);
+  if (!isAbsolute(scriptPath)) throw new TypeError('rulesScriptPath must be an absolute path');
+  return readFileSync(scriptPath, 'utf8');
 }

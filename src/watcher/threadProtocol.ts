@@ -35,11 +35,8 @@ export interface WatcherThreadInput {
   rulesTimeoutMs: number;
   /** Heap in use after a judgement above which the thread asks to be recycled. */
   recycleHeapBytes: number;
-  /**
-   * A file holding the rules script to run instead of the linked rules (tests only, like the pool's
-   * `threadUrl`); absent in production.
-   */
-  rulesScriptPath?: string;
+  /** The rules script run in each advertisement's context, linked once by the pool (rulesScript.ts). */
+  rulesSource: string;
 }
 
 /** The message a thread receives for each advertisement it judges. */

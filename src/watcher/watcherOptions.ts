@@ -1,5 +1,6 @@
 /**
- * The options of the DMZ watcher pool (watcherPool.ts) and their defaults.
+ * The options of the DMZ watcher pool (watcherPool.ts), their defaults, and where the compiled
+ * thread entry is (see watcherPool.ts for why it is always the compiled one).
  */
 import type { ResourceLimits } from 'node:worker_threads';
 
@@ -63,4 +64,13 @@ export interface DmzWatcherOptions {
    * inject rules that pollute globals, loop or allocate), like `threadUrl`. Never set in production.
    */
   rulesScriptPath?: string;
+}
+
+/**
+ * Where the compiled thread entry is: next to this module when it runs compiled, else in dist/
+ * (when vitest imports the sources; `npm run build` produces it).
+ */
+export function defaultThreadUrl(): URL {
+  if (import.meta.url.endsWith('.js')) return new URL('./watcherThread.js', import.meta.url);
+  return new URL('../../dist/watcher/watcherThread.js', import.meta.url);
 }

@@ -17,7 +17,6 @@
  * WATCHER_THREAD_MISSING saying so, rather than every judgement failing later.
  */
 import { existsSync } from 'node:fs';
-import { isAbsolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ResourceLimits } from 'node:worker_threads';
 import type { RawAdvertisement } from '../discovery/advertisement.js';
@@ -33,46 +32,27 @@ import { readLlmConfig } from './llmScorer.js';
 import type { WatcherSummary } from './watcherSummary.js';
 import { checkThreadReply } from './threadReply.js';
 import { PooledThread, startWatcherWorker, type ThreadEvents } from './pooledThread.js';
-import { AmfError } from '../errors.js';
+import { loadRulesScript } from './rulesScript.js';
+import { WatcherError } from './watcherError.js';
 import {
   DEFAULT_RECYCLE_AFTER,
   DEFAULT_RECYCLE_HEAP_BYTES,
   DEFAULT_RULES_TIMEOUT_MS,
   DEFAULT_THREAD_LIMITS,
   LLM_DEADLINE_MARGIN_MS,
+  defaultThreadUrl,
   type DmzWatcherOptions,
 } from './watcherOptions.js';
 
+export { WatcherError, type WatcherErrorCode } from './watcherError.js';
 export {
   DEFAULT_RECYCLE_AFTER,
   DEFAULT_RECYCLE_HEAP_BYTES,
   DEFAULT_RULES_TIMEOUT_MS,
   DEFAULT_THREAD_LIMITS,
+  defaultThreadUrl,
   type DmzWatcherOptions,
 } from './watcherOptions.js';
-
-/** Stable codes of watcher failures; every one of them means "deny" to the admission pipeline. */
-export type WatcherErrorCode =
-  'WATCHER_BUSY' | 'WATCHER_TIMEOUT' | 'WATCHER_CRASHED' | 'WATCHER_CLOSED' | 'WATCHER_THREAD_MISSING';
-
-/** A judgement that produced no summary. */
-export class WatcherError extends AmfError {
-  declare readonly code: WatcherErrorCode;
-
-  constructor(code: WatcherErrorCode, message: string, options?: ErrorOptions) {
-    super(code, message, undefined, options);
-    this.name = 'WatcherError';
-  }
-}
-
-/**
- * Where the compiled thread entry is: next to this module when it runs compiled, else in dist/
- * (see the module comment).
- */
-export function defaultThreadUrl(): URL {
-  if (import.meta.url.endsWith('.js')) return new URL('./watcherThread.js', import.meta.url);
-  return new URL('../../dist/watcher/watcherThread.js', import.meta.url);
-}
 
 interface Job {
   ad: RawAdvertisement;
@@ -80,6 +60,22 @@ interface Job {
   queuedAt: number;
   resolve(summary: WatcherSummary): void;
   reject(err: WatcherError): void;
+}
+
+/** The rules script for the threads, linked once per pool (see rulesScript.ts). */
+function linkRules(scriptPath: string | undefined): string {
+  try {
+    return loadRulesScript(new URL('../', defaultThreadUrl()), scriptPath);
+  } catch (err) {
+    if (err instanceof TypeError) throw err;
+    throw new WatcherError(
+      'WATCHER_THREAD_MISSING',
+      `DMZ watcher rules: ${String(err)} (npm run build first)`,
+      {
+        cause: err,
+      },
+    );
+  }
 }
 
 /** A thread not ready this long after its start is terminated: a start that hangs. */
@@ -112,7 +108,7 @@ export class DmzWatcher {
   private started = 0;
   private closed = false;
 
-  /** Throws WATCHER_THREAD_MISSING when the compiled thread entry does not exist. */
+  /** Throws WATCHER_THREAD_MISSING when the compiled thread entry or rules modules do not exist. */
   constructor(opts: DmzWatcherOptions = {}) {
     this.maxConcurrent = Math.max(1, opts.maxConcurrent ?? 4);
     this.standbyTarget = Math.min(this.maxConcurrent, Math.max(0, opts.standby ?? 2));
@@ -122,15 +118,13 @@ export class DmzWatcher {
     const llmEnv = { ...(opts.llmEnv ?? {}) };
     // The LLM path keeps one thread per advertisement: it does network I/O with an API key in hand.
     this.recycleAfter = readLlmConfig(llmEnv) ? 1 : Math.max(1, opts.recycleAfter ?? DEFAULT_RECYCLE_AFTER);
-    if (opts.rulesScriptPath !== undefined && !isAbsolute(opts.rulesScriptPath))
-      throw new TypeError('rulesScriptPath must be an absolute path');
     this.input = {
       kind: THREAD_INPUT_KIND,
       llmBudgetMs: Math.max(1, this.timeoutMs - LLM_DEADLINE_MARGIN_MS),
       llmEnv,
       rulesTimeoutMs: Math.max(1, opts.rulesTimeoutMs ?? DEFAULT_RULES_TIMEOUT_MS),
       recycleHeapBytes: Math.max(0, opts.recycleHeapBytes ?? DEFAULT_RECYCLE_HEAP_BYTES),
-      ...(opts.rulesScriptPath !== undefined ? { rulesScriptPath: opts.rulesScriptPath } : {}),
+      rulesSource: linkRules(opts.rulesScriptPath),
     };
     this.limits = { ...(opts.resourceLimits ?? DEFAULT_THREAD_LIMITS) };
     this.threadUrl = opts.threadUrl ?? defaultThreadUrl();
@@ -144,6 +138,7 @@ export class DmzWatcher {
     }
     this.events = {
       onReady: (t) => {
+        if (t.retiring) return;
         this.idle.push(t);
         this.pump(false);
       },
@@ -151,7 +146,7 @@ export class DmzWatcher {
       onError: (t, why, err) => {
         // A thread that fails holding no advertisement is only dropped (see onExit).
         if (t.job) this.finish(t, { error: new WatcherError('WATCHER_CRASHED', why, { cause: err }) });
-        else t.drop();
+        else this.discard(t);
       },
       onExit: (t, code) => this.onExit(t, code),
     };
@@ -288,13 +283,11 @@ export class DmzWatcher {
         START_LIMIT_MS,
       );
     } catch (err) {
-      this.waiting
-        .shift()
-        ?.reject(
-          new WatcherError('WATCHER_CRASHED', `could not start a watcher thread: ${String(err)}`, {
-            cause: err,
-          }),
-        );
+      this.waiting.shift()?.reject(
+        new WatcherError('WATCHER_CRASHED', `could not start a watcher thread: ${String(err)}`, {
+          cause: err,
+        }),
+      );
       return undefined;
     }
     this.live.add(thread);
@@ -328,6 +321,13 @@ export class DmzWatcher {
     this.pump(!diedIdle);
   }
 
+  /** Takes a thread that misbehaved while holding no advertisement out of service; see onExit. */
+  private discard(thread: Thread): void {
+    const i = this.idle.indexOf(thread);
+    if (i >= 0) this.idle.splice(i, 1);
+    thread.drop();
+  }
+
   /** Gives `job` to a ready, idle `thread`, which answers with one message. */
   private assign(thread: Thread, job: Job): void {
     this.busy++;
@@ -349,7 +349,7 @@ export class DmzWatcher {
     const job = thread.job;
     if (!job) {
       // A message nobody asked for: the thread is not behaving. Dropped like a thread that failed idle.
-      thread.drop();
+      this.discard(thread);
       return;
     }
     const failure = reply as Partial<WatcherThreadFailure> | null;

@@ -11,14 +11,12 @@
  * Runs from the compiled `dist/watcher/watcherThread.js`; see watcherPool.ts for why.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { getHeapStatistics } from 'node:v8';
 import vm from 'node:vm';
 import { parentPort, workerData } from 'node:worker_threads';
 import { scoreWithLlm } from './llmScorer.js';
 import { sanitizeText, truncateText } from './advertisementText.js';
 import { ContextJudgeError, judgeInFreshContext } from './contextJudge.js';
-import { buildRulesScript } from './rulesScript.js';
 import type { RawAdvertisement } from '../discovery/advertisement.js';
 import type { WatcherSummary } from './watcherSummary.js';
 import {
@@ -126,12 +124,8 @@ function warmUp(script: vm.Script, input: WatcherThreadInput): void {
 if (parentPort && (workerData as Partial<WatcherThreadInput> | null)?.kind === THREAD_INPUT_KIND) {
   const port = parentPort;
   const input = workerData as WatcherThreadInput;
-  const source =
-    input.rulesScriptPath !== undefined
-      ? readFileSync(input.rulesScriptPath, 'utf8')
-      : buildRulesScript(new URL('../', import.meta.url));
   // Compiled once: every context runs the same code, each with its own state.
-  const script = new vm.Script(source, { filename: 'amf-watcher-rules.js' });
+  const script = new vm.Script(input.rulesSource, { filename: 'amf-watcher-rules.js' });
   warmUp(script, input);
   // One advertisement at a time (the pool waits for each answer). A rejection is unhandled, which
   // ends the thread with an 'error' event: the pool rejects with WATCHER_CRASHED.
