@@ -39,6 +39,8 @@ export class PooledThread<J> {
   job: J | undefined;
   /** The time limit of `job`. */
   jobTimer: NodeJS.Timeout | undefined;
+  /** Retires it when it stays idle too long (the pool's `idleRetireMs`). */
+  idleTimer: NodeJS.Timeout | undefined;
   /** It has posted THREAD_READY_KIND. */
   ready = false;
   /** The pool terminated it on purpose (recycled or closed). */
@@ -80,6 +82,7 @@ export class PooledThread<J> {
       worker.once('exit', (code) => {
         clearTimeout(this.startTimer);
         clearTimeout(this.jobTimer);
+        clearTimeout(this.idleTimer);
         events.onExit(this, code);
         resolve();
       });

@@ -18,6 +18,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
+import { WatcherError } from './watcherError.js';
 
 /** The context global holding the input, a JSON string `{ ad, facts }`. */
 export const RULES_INPUT_GLOBAL = 'AMF_RULES_INPUT';
@@ -129,10 +130,21 @@ export function buildRulesScript(distRoot: URL): string {
 
 /**
  * The rules script a pool hands its threads: the file at `scriptPath` when given (tests inject
- * rules that misbehave; it must be absolute), else the rules linked from `distRoot`.
+ * rules that misbehave; it must be absolute), else the rules linked from `distRoot`. Throws
+ * WATCHER_THREAD_MISSING when the modules or the file cannot be read or linked.
  */
 export function loadRulesScript(distRoot: URL, scriptPath?: string): string {
-  if (scriptPath === undefined) return buildRulesScript(distRoot);
-  if (!isAbsolute(scriptPath)) throw new TypeError('rulesScriptPath must be an absolute path');
-  return readFileSync(scriptPath, 'utf8');
+  if (scriptPath !== undefined && !isAbsolute(scriptPath))
+    throw new TypeError('rulesScriptPath must be an absolute path');
+  try {
+    return scriptPath === undefined ? buildRulesScript(distRoot) : readFileSync(scriptPath, 'utf8');
+  } catch (err) {
+    throw new WatcherError(
+      'WATCHER_THREAD_MISSING',
+      `DMZ watcher rules: ${String(err)} (npm run build first)`,
+      {
+        cause: err,
+      },
+    );
+  }
 }

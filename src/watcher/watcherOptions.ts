@@ -18,6 +18,8 @@ export const DEFAULT_THREAD_LIMITS: ResourceLimits = {
  */
 export const LLM_DEADLINE_MARGIN_MS = 1000;
 
+/** How long a thread beyond the standby target may stay idle before it is retired. */
+export const DEFAULT_IDLE_RETIRE_MS = 30_000;
 /** Advertisements a thread judges (each in its own context) before it is recycled. */
 export const DEFAULT_RECYCLE_AFTER = 64;
 /** The `vm` timeout of the rules for one advertisement (they take about 1 ms). */
@@ -51,6 +53,11 @@ export interface DmzWatcherOptions {
   llmEnv?: Record<string, string>;
   /** Per-thread memory limits (default {@link DEFAULT_THREAD_LIMITS}). */
   resourceLimits?: ResourceLimits;
+  /**
+   * How long a thread may stay idle while more threads than `standby` are idle; then it is retired,
+   * so the pool shrinks back after a burst (default {@link DEFAULT_IDLE_RETIRE_MS}).
+   */
+  idleRetireMs?: number;
   /** Advertisements one thread judges before it is recycled (default {@link DEFAULT_RECYCLE_AFTER}). */
   recycleAfter?: number;
   /** The `vm` timeout of the rules per advertisement (default {@link DEFAULT_RULES_TIMEOUT_MS}). */

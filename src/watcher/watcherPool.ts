@@ -35,6 +35,7 @@ import { PooledThread, startWatcherWorker, type ThreadEvents } from './pooledThr
 import { loadRulesScript } from './rulesScript.js';
 import { WatcherError } from './watcherError.js';
 import {
+  DEFAULT_IDLE_RETIRE_MS,
   DEFAULT_RECYCLE_AFTER,
   DEFAULT_RECYCLE_HEAP_BYTES,
   DEFAULT_RULES_TIMEOUT_MS,
@@ -46,6 +47,7 @@ import {
 
 export { WatcherError, type WatcherErrorCode } from './watcherError.js';
 export {
+  DEFAULT_IDLE_RETIRE_MS,
   DEFAULT_RECYCLE_AFTER,
   DEFAULT_RECYCLE_HEAP_BYTES,
   DEFAULT_RULES_TIMEOUT_MS,
@@ -62,25 +64,8 @@ interface Job {
   reject(err: WatcherError): void;
 }
 
-/** The rules script for the threads, linked once per pool (see rulesScript.ts). */
-function linkRules(scriptPath: string | undefined): string {
-  try {
-    return loadRulesScript(new URL('../', defaultThreadUrl()), scriptPath);
-  } catch (err) {
-    if (err instanceof TypeError) throw err;
-    throw new WatcherError(
-      'WATCHER_THREAD_MISSING',
-      `DMZ watcher rules: ${String(err)} (npm run build first)`,
-      {
-        cause: err,
-      },
-    );
-  }
-}
-
 /** A thread not ready this long after its start is terminated: a start that hangs. */
 const START_LIMIT_MS = 30_000;
-
 type Thread = PooledThread<Job>;
 
 /**
@@ -95,6 +80,7 @@ export class DmzWatcher {
   private readonly timeoutMs: number;
   private readonly maxWaitMs: number;
   private readonly recycleAfter: number;
+  private readonly idleRetireMs: number;
   private readonly input: WatcherThreadInput;
   private readonly limits: ResourceLimits;
   private readonly threadUrl: URL;
@@ -108,13 +94,14 @@ export class DmzWatcher {
   private started = 0;
   private closed = false;
 
-  /** Throws WATCHER_THREAD_MISSING when the compiled thread entry or rules modules do not exist. */
+  /** Throws WATCHER_THREAD_MISSING when the compiled thread entry or rules modules are missing. */
   constructor(opts: DmzWatcherOptions = {}) {
     this.maxConcurrent = Math.max(1, opts.maxConcurrent ?? 4);
     this.standbyTarget = Math.min(this.maxConcurrent, Math.max(0, opts.standby ?? 2));
     this.maxQueue = Math.max(0, opts.maxQueue ?? 256);
     this.timeoutMs = Math.max(1, opts.timeoutMs ?? 5000);
     this.maxWaitMs = Math.max(1, opts.maxWaitMs ?? this.timeoutMs);
+    this.idleRetireMs = Math.max(1, opts.idleRetireMs ?? DEFAULT_IDLE_RETIRE_MS);
     const llmEnv = { ...(opts.llmEnv ?? {}) };
     // The LLM path keeps one thread per advertisement: it does network I/O with an API key in hand.
     this.recycleAfter = readLlmConfig(llmEnv) ? 1 : Math.max(1, opts.recycleAfter ?? DEFAULT_RECYCLE_AFTER);
@@ -124,7 +111,7 @@ export class DmzWatcher {
       llmEnv,
       rulesTimeoutMs: Math.max(1, opts.rulesTimeoutMs ?? DEFAULT_RULES_TIMEOUT_MS),
       recycleHeapBytes: Math.max(0, opts.recycleHeapBytes ?? DEFAULT_RECYCLE_HEAP_BYTES),
-      rulesSource: linkRules(opts.rulesScriptPath),
+      rulesSource: loadRulesScript(new URL('../', defaultThreadUrl()), opts.rulesScriptPath),
     };
     this.limits = { ...(opts.resourceLimits ?? DEFAULT_THREAD_LIMITS) };
     this.threadUrl = opts.threadUrl ?? defaultThreadUrl();
@@ -138,9 +125,7 @@ export class DmzWatcher {
     }
     this.events = {
       onReady: (t) => {
-        if (t.retiring) return;
-        this.idle.push(t);
-        this.pump(false);
+        if (!t.retiring) this.makeIdle(t);
       },
       onMessage: (t, message) => this.onReply(t, message),
       onError: (t, why, err) => {
@@ -166,6 +151,11 @@ export class DmzWatcher {
   /** Threads ready and idle, waiting for an advertisement. */
   get standby(): number {
     return this.idle.length;
+  }
+
+  /** Threads alive: starting, idle, judging or being terminated. */
+  get threads(): number {
+    return this.live.size;
   }
 
   /** Threads started since this watcher was made (recycling starts new ones). */
@@ -215,9 +205,7 @@ export class DmzWatcher {
 
   /** Live threads still starting (not ready, not retiring). */
   private get starting(): number {
-    let n = 0;
-    for (const t of this.live) if (!t.ready && !t.retiring) n++;
-    return n;
+    return [...this.live].filter((t) => !t.ready && !t.retiring).length;
   }
 
   /**
@@ -321,17 +309,32 @@ export class DmzWatcher {
     this.pump(!diedIdle);
   }
 
+  /**
+   * Puts a ready thread among the idle ones and hands it waiting work. Idle `idleRetireMs` with more
+   * threads idle than the standby target, it is retired: the pool shrinks back after a burst.
+   */
+  private makeIdle(thread: Thread): void {
+    this.idle.push(thread);
+    clearTimeout(thread.idleTimer);
+    thread.idleTimer = setTimeout(() => {
+      if (this.idle.length > this.standbyTarget && this.idle.includes(thread)) this.discard(thread, true);
+    }, this.idleRetireMs);
+    this.pump(false);
+  }
+
   /** Takes a thread that misbehaved while holding no advertisement out of service; see onExit. */
-  private discard(thread: Thread): void {
+  private discard(thread: Thread, retire = false): void {
     const i = this.idle.indexOf(thread);
     if (i >= 0) this.idle.splice(i, 1);
-    thread.drop();
+    if (retire) thread.retire();
+    else thread.drop();
   }
 
   /** Gives `job` to a ready, idle `thread`, which answers with one message. */
   private assign(thread: Thread, job: Job): void {
     this.busy++;
     thread.job = job;
+    clearTimeout(thread.idleTimer);
     thread.jobTimer = setTimeout(() => {
       this.finish(thread, {
         error: new WatcherError(
@@ -389,8 +392,7 @@ export class DmzWatcher {
     if ('error' in outcome || retire || ++thread.judged >= this.recycleAfter) {
       thread.retire();
     } else if (!thread.retiring && !this.closed) {
-      this.idle.push(thread);
-      this.pump(false);
+      this.makeIdle(thread);
     }
   }
 }

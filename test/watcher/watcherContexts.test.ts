@@ -119,6 +119,20 @@ describe('recycling', () => {
     expect(w.threadsStarted).toBe(3);
   });
 
+  it('after a burst, threads idle beyond the standby target are retired', async () => {
+    const w = watcher({ maxConcurrent: 3, standby: 1, idleRetireMs: 300 });
+    await expect.poll(() => w.standby).toBe(1);
+    // Three at once: one idle thread takes the first, two more threads are started for the rest.
+    const burst = await Promise.all([w.judge(makeAd()), w.judge(makeAd()), w.judge(makeAd())]);
+    expect(burst.map((s) => s.risk_score)).toEqual([0, 0, 0]);
+    expect(w.threadsStarted).toBe(3);
+    // Back to the standby target, without starting a thread to replace the retired ones.
+    await expect.poll(() => w.threads).toBe(1);
+    expect(w.standby).toBe(1);
+    expect(w.threadsStarted).toBe(3);
+    expect((await w.judge(makeAd())).risk_score).toBe(0);
+  });
+
   it('with an LLM configured, each thread judges one advertisement only', async () => {
     // No LLM answers here (port 9 is closed): the rules decide, but the threads stay one-shot.
     const llmEnv = { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', AMF_WATCHER_LLM_TIMEOUT_MS: '500' };
