@@ -12,6 +12,9 @@ import { assertThreadBuildFresh } from './threadBuild.js';
 
 const HOSTILE_RULES = fileURLToPath(new URL('../fixtures/watcherThreads/hostileRules.js', import.meta.url));
 
+/** Polling for thread counts: a thread start can take seconds on a loaded machine. */
+const THREAD_START = { timeout: 15_000 };
+
 const watchers: DmzWatcher[] = [];
 function watcher(opts: DmzWatcherOptions = {}): DmzWatcher {
   const w = new DmzWatcher(opts);
@@ -121,13 +124,13 @@ describe('recycling', () => {
 
   it('after a burst, threads idle beyond the standby target are retired', async () => {
     const w = watcher({ maxConcurrent: 3, standby: 1, idleRetireMs: 300 });
-    await expect.poll(() => w.standby).toBe(1);
+    await expect.poll(() => w.standby, THREAD_START).toBe(1);
     // Three at once: one idle thread takes the first, two more threads are started for the rest.
     const burst = await Promise.all([w.judge(makeAd()), w.judge(makeAd()), w.judge(makeAd())]);
     expect(burst.map((s) => s.risk_score)).toEqual([0, 0, 0]);
     expect(w.threadsStarted).toBe(3);
     // Back to the standby target, without starting a thread to replace the retired ones.
-    await expect.poll(() => w.threads).toBe(1);
+    await expect.poll(() => w.threads, THREAD_START).toBe(1);
     expect(w.standby).toBe(1);
     expect(w.threadsStarted).toBe(3);
     expect((await w.judge(makeAd())).risk_score).toBe(0);
@@ -140,7 +143,7 @@ describe('recycling', () => {
     expect((await w.judge(makeAd())).scorer).toBe('rules');
     expect((await w.judge(makeAd())).scorer).toBe('rules');
     // Started: the standby, its replacement (which took the second) and the replacement of that.
-    await expect.poll(() => w.threadsStarted).toBe(3);
+    await expect.poll(() => w.threadsStarted, THREAD_START).toBe(3);
   });
 });
 

@@ -10,6 +10,9 @@ import { assertThreadBuildFresh } from './threadBuild.js';
 
 const FIXTURE = new URL('../fixtures/watcherThreads/misbehavingThread.mjs', import.meta.url);
 
+/** Polling for thread counts: a thread start can take seconds on a loaded machine. */
+const THREAD_START = { timeout: 15_000 };
+
 const watchers: DmzWatcher[] = [];
 function watcher(opts: DmzWatcherOptions = {}): DmzWatcher {
   const w = new DmzWatcher(opts);
@@ -55,7 +58,7 @@ describe('fresh context per advertisement', () => {
 
   it('keeps threads started on standby and puts them back after a judgement', async () => {
     const w = watcher({ standby: 2, maxConcurrent: 4 });
-    await expect.poll(() => w.standby).toBe(2);
+    await expect.poll(() => w.standby, THREAD_START).toBe(2);
     const first = await w.judge(makeAd({ id: 'spiffe://local/worker/s1' }));
     const second = await w.judge(makeAd({ id: 'spiffe://local/worker/s2' }));
     expect(first.watcher_id).not.toBe(second.watcher_id);
@@ -148,7 +151,7 @@ describe('limits', () => {
 
   it('bounds concurrency and the queue; a full queue rejects at once (WATCHER_BUSY)', async () => {
     const w = fixtureWatcher({ maxConcurrent: 2, maxQueue: 3 });
-    await expect.poll(() => w.standby).toBe(2);
+    await expect.poll(() => w.standby, THREAD_START).toBe(2);
     const accepted = Array.from({ length: 5 }, () => w.judge(makeAd({ fixture: 'slow', delay: '400' })));
     expect(w.running).toBe(2);
     expect(w.queued).toBe(3);
@@ -165,7 +168,7 @@ describe('limits', () => {
     // The one thread stays busy for 300 ms: the advertisement behind it waits longer than 100 ms.
     // (Waiting for a thread to start counts too, so the thread is started first.)
     const w = fixtureWatcher({ maxConcurrent: 1, standby: 1, timeoutMs: 300, maxWaitMs: 100 });
-    await expect.poll(() => w.standby).toBe(1);
+    await expect.poll(() => w.standby, THREAD_START).toBe(1);
     const stuck = rejection(w.judge(makeAd({ fixture: 'loop' })));
     const behind = rejection(w.judge(makeAd({ fixture: 'slow', delay: '10' })));
     expect((await stuck).code).toBe('WATCHER_TIMEOUT');
@@ -174,7 +177,7 @@ describe('limits', () => {
     expect(err.code).toBe('WATCHER_TIMEOUT');
     expect(err.message).toMatch(/waited \d+ ms for a watcher thread/);
     // A fresh advertisement is judged again, by the thread that replaced the stuck one.
-    await expect.poll(() => w.standby).toBe(1);
+    await expect.poll(() => w.standby, THREAD_START).toBe(1);
     expect((await w.judge(makeAd({ fixture: 'slow', delay: '10' }))).summary).toBe('fixture');
     expect(w.threadsStarted).toBe(2);
   });
@@ -248,11 +251,14 @@ describe('with an LLM scorer (local double)', () => {
 
   it('the LLM call is cut short by the thread deadline even when its own timeout is longer', async () => {
     double.behaviour = { text: '{"risk_score": 0.9, "reason": "late"}', delayMs: 10_000 };
-    const started = Date.now();
-    const s = await watcher({
+    const w = watcher({
       timeoutMs: 3000,
       llmEnv: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: double.url, AMF_WATCHER_LLM_TIMEOUT_MS: '60000' },
-    }).judge(makeAd());
+    });
+    // The limit runs from handing the advertisement to a ready thread: wait for one first.
+    await expect.poll(() => w.standby, THREAD_START).toBeGreaterThan(0);
+    const started = Date.now();
+    const s = await w.judge(makeAd());
     expect(s.scorer).toBe('rules');
     expect(Date.now() - started).toBeLessThan(3000);
   });
