@@ -118,7 +118,7 @@ export class AdmissionPipeline {
   readonly denials: DenialReporter;
   /** Per source+agent: how fast advertisements may arrive at all. */
   private readonly perAdvertiser = new GcraLimiter({ ratePerSecond: 10, burst: 20, maxKeys: 20_000 });
-  /** Per source: how many advertisements per second may go to a watcher (a fresh thread costs ~100 ms CPU). */
+  /** Per source: how many advertisements per second may go to a watcher, so one source cannot crowd out the rest. */
   private readonly perSourceJudging = new GcraLimiter({ ratePerSecond: 5, burst: 20, maxKeys: 10_000 });
   /** Unverified agents whose card was tried recently: not fetched again before the entry expires. */
   private readonly cardRetries: BoundedCache<true>;

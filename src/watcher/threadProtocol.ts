@@ -9,13 +9,14 @@ import type { WatcherSummary } from './watcherSummary.js';
 /** Marks a watcher thread's workerData, so the entry never acts inside some other kind of thread. */
 export const THREAD_INPUT_KIND = 'amf.watcher.input';
 
-/** Marks the one message that hands a standby thread its advertisement. */
+/** Marks the message that hands a thread its next advertisement. */
 export const THREAD_AD_KIND = 'amf.watcher.advertisement';
 
 /**
- * What a watcher thread is started with: the LLM settings, nothing else. The thread is started
- * ahead of need (standby, so its start-up is off the admission path) and then receives exactly one
- * {@link WatcherThreadAd}.
+ * What a watcher thread is started with: the LLM settings and its limits, nothing else. The thread
+ * is started ahead of need (standby, so its start-up is off the admission path) and then receives
+ * {@link WatcherThreadAd}s one at a time, each judged in a fresh `vm` context, until the pool
+ * recycles it.
  */
 export interface WatcherThreadInput {
   kind: typeof THREAD_INPUT_KIND;
@@ -30,24 +31,54 @@ export interface WatcherThreadInput {
    * `process.env`); see `pickLlmEnv`.
    */
   llmEnv: Record<string, string>;
+  /** The `vm` timeout of the rules in one advertisement's context. */
+  rulesTimeoutMs: number;
+  /** Heap in use after a judgement above which the thread asks to be recycled. */
+  recycleHeapBytes: number;
+  /** The rules script run in each advertisement's context, linked once by the pool (rulesScript.ts). */
+  rulesSource: string;
 }
 
-/** The one message a standby thread receives: the advertisement it judges. */
+/** The message a thread receives for each advertisement it judges. */
 export interface WatcherThreadAd {
   kind: typeof THREAD_AD_KIND;
   ad: RawAdvertisement;
 }
 
-/** Marks the thread's one reply, so a stray message is not mistaken for a verdict. */
+/**
+ * Marks the message a thread posts once, when it has loaded and warmed up: from then on the pool
+ * hands it advertisements (none is bound to a thread still starting, so a busy thread that frees up
+ * first takes it).
+ */
+export const THREAD_READY_KIND = 'amf.watcher.ready';
+
+/** Marks a thread's reply with a verdict, so a stray message is not mistaken for one. */
 export const THREAD_REPLY_KIND = 'amf.watcher.summary';
 
-/** The one message a watcher thread posts. */
+/** What a watcher thread posts for an advertisement it judged. */
 export interface WatcherThreadReply {
   kind: typeof THREAD_REPLY_KIND;
   /**
-   * How many advertisements this thread's module instance has judged, this one included. Always 1
-   * for a fresh thread; the pool refuses anything else, so a reused thread cannot go unnoticed.
+   * How many advertisements the rules' context has judged, this one included. Always 1 for a fresh
+   * context; the pool refuses anything else, so a reused context cannot go unnoticed.
    */
   judged: number;
   summary: WatcherSummary;
+  /** The thread's heap passed `recycleHeapBytes`: the pool recycles it now. */
+  retire: boolean;
+}
+
+/** Marks a thread's reply that it has no verdict for an advertisement. */
+export const THREAD_FAILURE_KIND = 'amf.watcher.failure';
+
+/**
+ * What a watcher thread posts when the rules gave no verdict: they ran past their `vm` timeout
+ * (`timeout`) or failed (`failed`). The pool rejects the judgement and recycles the thread.
+ */
+export interface WatcherThreadFailure {
+  kind: typeof THREAD_FAILURE_KIND;
+  raw_id: string;
+  reason: 'timeout' | 'failed';
+  /** Says what went wrong without quoting the advertisement. */
+  message: string;
 }

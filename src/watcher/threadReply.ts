@@ -20,7 +20,7 @@ export function checkThreadReply(reply: unknown, rawId: string): WatcherSummary 
   const r = reply as { kind?: unknown; judged?: unknown; summary?: unknown };
   if (r.kind !== THREAD_REPLY_KIND) return 'reply has the wrong kind';
   if (r.judged !== 1)
-    return `thread judged ${String(r.judged)} advertisements; a watcher thread judges exactly one`;
+    return `context judged ${String(r.judged)} advertisements; each advertisement gets a fresh context`;
   const s = r.summary as Record<string, unknown> | null;
   if (typeof s !== 'object' || s === null) return 'reply has no summary';
   if (s.raw_id !== rawId) return 'summary is for another advertisement';

@@ -1,13 +1,14 @@
 /**
- * The DMZ watcher: every advertisement is judged in a fresh worker thread of its own, limited in
- * memory and wall-clock time, and terminated as soon as it has answered. No thread ever sees a
- * second advertisement, so a thread subverted by one advertisement has nothing to leak and no later
- * advertisement to influence.
+ * The DMZ watcher: every advertisement is judged in isolation, in a fresh `vm` context of its own
+ * (new globals and intrinsics, the rules evaluated afresh, a `vm` timeout) inside a pooled worker
+ * thread that is limited in memory (`resourceLimits`), has an empty environment and is recycled
+ * after `recycleAfter` advertisements, after any failure or time-out, and when its heap passes a
+ * bound. Nothing is shared between advertisements at the JavaScript level; what they share is the
+ * thread's isolate and heap, for at most `recycleAfter` of them (docs/admission.md).
  *
- * Threads are started ahead of need: a few wait on standby with their modules loaded (nothing in
- * them yet but the LLM settings), and the next advertisement is handed to one of them in a message.
- * Starting a thread is most of the cost of a judgement (tens of ms of CPU); on standby, that cost
- * is paid between advertisements instead of on the admission path.
+ * Starting a thread costs tens of ms of CPU and a context about 1.5 ms, so threads are started
+ * ahead of need (a few on standby) and reused; with an LLM scorer configured (network I/O, and the
+ * settings carry an API key) each thread judges one advertisement only, as before.
  *
  * Thread entry: node:worker_threads cannot run TypeScript on Node 20, so the thread always runs the
  * COMPILED entry. From dist/ that is the sibling `watcherThread.js`; when this module runs from
@@ -17,84 +18,43 @@
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Worker, type ResourceLimits } from 'node:worker_threads';
+import type { ResourceLimits } from 'node:worker_threads';
 import type { RawAdvertisement } from '../discovery/advertisement.js';
 import {
   THREAD_AD_KIND,
+  THREAD_FAILURE_KIND,
   THREAD_INPUT_KIND,
   type WatcherThreadAd,
+  type WatcherThreadFailure,
   type WatcherThreadInput,
 } from './threadProtocol.js';
+import { readLlmConfig } from './llmScorer.js';
 import type { WatcherSummary } from './watcherSummary.js';
 import { checkThreadReply } from './threadReply.js';
-import { AmfError } from '../errors.js';
+import { PooledThread, startWatcherWorker, type ThreadEvents } from './pooledThread.js';
+import { loadRulesScript } from './rulesScript.js';
+import { WatcherError } from './watcherError.js';
+import {
+  DEFAULT_IDLE_RETIRE_MS,
+  DEFAULT_RECYCLE_AFTER,
+  DEFAULT_RECYCLE_HEAP_BYTES,
+  DEFAULT_RULES_TIMEOUT_MS,
+  DEFAULT_THREAD_LIMITS,
+  LLM_DEADLINE_MARGIN_MS,
+  defaultThreadUrl,
+  type DmzWatcherOptions,
+} from './watcherOptions.js';
 
-/** Stable codes of watcher failures; every one of them means "deny" to the admission pipeline. */
-export type WatcherErrorCode =
-  'WATCHER_BUSY' | 'WATCHER_TIMEOUT' | 'WATCHER_CRASHED' | 'WATCHER_CLOSED' | 'WATCHER_THREAD_MISSING';
-
-/** A judgement that produced no summary. */
-export class WatcherError extends AmfError {
-  declare readonly code: WatcherErrorCode;
-
-  constructor(code: WatcherErrorCode, message: string, options?: ErrorOptions) {
-    super(code, message, undefined, options);
-    this.name = 'WatcherError';
-  }
-}
-
-/** Memory limits of one watcher thread: ample for scoring one 512-byte record, fatal for a runaway. */
-export const DEFAULT_THREAD_LIMITS: ResourceLimits = {
-  maxOldGenerationSizeMb: 32,
-  maxYoungGenerationSizeMb: 8,
-  codeRangeSizeMb: 16,
-  stackSizeMb: 4,
-};
-
-/**
- * Time kept free between the end of the LLM budget and the thread deadline, for thread start-up and
- * the rules, so a slow LLM ends in a rules verdict rather than a timeout.
- */
-const LLM_DEADLINE_MARGIN_MS = 1000;
-
-/** Options of {@link DmzWatcher}. */
-export interface DmzWatcherOptions {
-  /** Threads alive at once, judging or on standby (default 4). */
-  maxConcurrent?: number;
-  /**
-   * Threads kept started and waiting for an advertisement (default 2, at most `maxConcurrent`;
-   * 0 starts each thread only when its advertisement arrives).
-   */
-  standby?: number;
-  /** Advertisements waiting for a thread; beyond this judge() rejects at once with WATCHER_BUSY (default 256). */
-  maxQueue?: number;
-  /** Wall-clock limit of one judgement, from handing the advertisement to a thread (started or still
-   * starting) to its answer, after which the thread is terminated (default 5000 ms). */
-  timeoutMs?: number;
-  /**
-   * How long an advertisement may wait in the queue for a thread; past it, it is rejected with
-   * WATCHER_TIMEOUT instead of judged late (default: `timeoutMs`).
-   */
-  maxWaitMs?: number;
-  /**
-   * The LLM settings handed to each thread (see `pickLlmEnv`). The thread's process.env is empty,
-   * so without this the rules decide alone.
-   */
-  llmEnv?: Record<string, string>;
-  /** Per-thread memory limits (default {@link DEFAULT_THREAD_LIMITS}). */
-  resourceLimits?: ResourceLimits;
-  /** The thread entry (tests inject fixtures); default {@link defaultThreadUrl}. */
-  threadUrl?: URL;
-}
-
-/**
- * Where the compiled thread entry is: next to this module when it runs compiled, else in dist/
- * (see the module comment).
- */
-export function defaultThreadUrl(): URL {
-  if (import.meta.url.endsWith('.js')) return new URL('./watcherThread.js', import.meta.url);
-  return new URL('../../dist/watcher/watcherThread.js', import.meta.url);
-}
+export { WatcherError, type WatcherErrorCode } from './watcherError.js';
+export {
+  DEFAULT_IDLE_RETIRE_MS,
+  DEFAULT_RECYCLE_AFTER,
+  DEFAULT_RECYCLE_HEAP_BYTES,
+  DEFAULT_RULES_TIMEOUT_MS,
+  DEFAULT_THREAD_LIMITS,
+  defaultThreadUrl,
+  type DmzWatcherOptions,
+} from './watcherOptions.js';
 
 interface Job {
   ad: RawAdvertisement;
@@ -104,10 +64,14 @@ interface Job {
   reject(err: WatcherError): void;
 }
 
+/** A thread not ready this long after its start is terminated: a start that hangs. */
+const START_LIMIT_MS = 30_000;
+type Thread = PooledThread<Job>;
+
 /**
- * Judges advertisements, one fresh worker thread each, never reused. Concurrency and the waiting
- * queue are bounded so a flood of advertisements costs bounded memory and CPU; what does not fit is
- * refused at once (WATCHER_BUSY) rather than queued without end.
+ * Judges advertisements, each in a fresh context inside a pooled, recycled thread. Concurrency and
+ * the waiting queue are bounded so a flood of advertisements costs bounded memory and CPU; what does
+ * not fit is refused at once (WATCHER_BUSY) rather than queued without end.
  */
 export class DmzWatcher {
   private readonly maxConcurrent: number;
@@ -115,25 +79,40 @@ export class DmzWatcher {
   private readonly maxQueue: number;
   private readonly timeoutMs: number;
   private readonly maxWaitMs: number;
-  private readonly llmEnv: Record<string, string>;
+  private readonly recycleAfter: number;
+  private readonly idleRetireMs: number;
+  private readonly input: WatcherThreadInput;
   private readonly limits: ResourceLimits;
   private readonly threadUrl: URL;
   private readonly waiting: Job[] = [];
-  /** Started threads that have no advertisement yet. */
-  private readonly standbyThreads: Worker[] = [];
-  private readonly live = new Set<Worker>();
-  private readonly exits = new Set<Promise<void>>();
+  /** Ready threads with no advertisement, oldest first. */
+  private readonly idle: Thread[] = [];
+  private readonly live = new Set<Thread>();
+  private readonly events: ThreadEvents<Job>;
+  private staleTimer: NodeJS.Timeout | undefined;
   private busy = 0;
+  private started = 0;
   private closed = false;
 
-  /** Throws WATCHER_THREAD_MISSING when the compiled thread entry does not exist. */
+  /** Throws WATCHER_THREAD_MISSING when the compiled thread entry or rules modules are missing. */
   constructor(opts: DmzWatcherOptions = {}) {
     this.maxConcurrent = Math.max(1, opts.maxConcurrent ?? 4);
     this.standbyTarget = Math.min(this.maxConcurrent, Math.max(0, opts.standby ?? 2));
     this.maxQueue = Math.max(0, opts.maxQueue ?? 256);
     this.timeoutMs = Math.max(1, opts.timeoutMs ?? 5000);
     this.maxWaitMs = Math.max(1, opts.maxWaitMs ?? this.timeoutMs);
-    this.llmEnv = { ...(opts.llmEnv ?? {}) };
+    this.idleRetireMs = Math.max(1, opts.idleRetireMs ?? DEFAULT_IDLE_RETIRE_MS);
+    const llmEnv = { ...(opts.llmEnv ?? {}) };
+    // The LLM path keeps one thread per advertisement: it does network I/O with an API key in hand.
+    this.recycleAfter = readLlmConfig(llmEnv) ? 1 : Math.max(1, opts.recycleAfter ?? DEFAULT_RECYCLE_AFTER);
+    this.input = {
+      kind: THREAD_INPUT_KIND,
+      llmBudgetMs: Math.max(1, this.timeoutMs - LLM_DEADLINE_MARGIN_MS),
+      llmEnv,
+      rulesTimeoutMs: Math.max(1, opts.rulesTimeoutMs ?? DEFAULT_RULES_TIMEOUT_MS),
+      recycleHeapBytes: Math.max(0, opts.recycleHeapBytes ?? DEFAULT_RECYCLE_HEAP_BYTES),
+      rulesSource: loadRulesScript(new URL('../', defaultThreadUrl()), opts.rulesScriptPath),
+    };
     this.limits = { ...(opts.resourceLimits ?? DEFAULT_THREAD_LIMITS) };
     this.threadUrl = opts.threadUrl ?? defaultThreadUrl();
     const path = fileURLToPath(this.threadUrl);
@@ -144,6 +123,18 @@ export class DmzWatcher {
           `so build first (npm run build / npx tsc -p tsconfig.json)`,
       );
     }
+    this.events = {
+      onReady: (t) => {
+        if (!t.retiring) this.makeIdle(t);
+      },
+      onMessage: (t, message) => this.onReply(t, message),
+      onError: (t, why, err) => {
+        // A thread that fails holding no advertisement is only dropped (see onExit).
+        if (t.job) this.finish(t, { error: new WatcherError('WATCHER_CRASHED', why, { cause: err }) });
+        else this.discard(t);
+      },
+      onExit: (t, code) => this.onExit(t, code),
+    };
     this.pump(true);
   }
 
@@ -157,16 +148,26 @@ export class DmzWatcher {
     return this.busy;
   }
 
-  /** Threads started and waiting for their advertisement. */
+  /** Threads ready and idle, waiting for an advertisement. */
   get standby(): number {
-    return this.standbyThreads.length;
+    return this.idle.length;
+  }
+
+  /** Threads alive: starting, idle, judging or being terminated. */
+  get threads(): number {
+    return this.live.size;
+  }
+
+  /** Threads started since this watcher was made (recycling starts new ones). */
+  get threadsStarted(): number {
+    return this.started;
   }
 
   /**
-   * Judges one advertisement in a thread of its own. Rejects with a WatcherError: WATCHER_BUSY
-   * (queue full, at once), WATCHER_TIMEOUT, WATCHER_CRASHED (thread error, memory limit, exit
-   * without or with an invalid answer) or WATCHER_CLOSED. Any rejection means the advertisement is
-   * denied.
+   * Judges one advertisement in a fresh context. Rejects with a WatcherError: WATCHER_BUSY (queue
+   * full, at once), WATCHER_TIMEOUT, WATCHER_CRASHED (rules failure, thread error, memory limit,
+   * exit without or with an invalid answer) or WATCHER_CLOSED. Any rejection means the
+   * advertisement is denied.
    */
   judge(ad: RawAdvertisement): Promise<WatcherSummary> {
     return new Promise<WatcherSummary>((resolve, reject) => {
@@ -174,8 +175,7 @@ export class DmzWatcher {
         reject(new WatcherError('WATCHER_CLOSED', 'the DMZ watcher is closed'));
         return;
       }
-      const canRunNow = this.standbyThreads.length > 0 || this.live.size < this.maxConcurrent;
-      if (!canRunNow && this.waiting.length >= this.maxQueue) {
+      if (this.idle.length === 0 && this.waiting.length >= this.maxQueue) {
         reject(
           new WatcherError(
             'WATCHER_BUSY',
@@ -185,42 +185,49 @@ export class DmzWatcher {
         return;
       }
       this.waiting.push({ ad, resolve, reject, queuedAt: performance.now() });
-      this.pump(true);
+      this.pump(false);
     });
   }
 
-  /** Refuses new work, rejects queued work and terminates running and standby threads (WATCHER_CLOSED). */
+  /** Refuses new work, rejects queued work and terminates all threads (WATCHER_CLOSED). */
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.staleTimer);
     for (const job of this.waiting.splice(0)) {
       job.reject(
         new WatcherError('WATCHER_CLOSED', 'the DMZ watcher closed before this advertisement was judged'),
       );
     }
-    await Promise.allSettled([...this.live].map((w) => w.terminate()));
-    await Promise.allSettled([...this.exits]);
+    const threads = [...this.live];
+    for (const t of threads) t.retire();
+    await Promise.allSettled(threads.map((t) => t.exited));
+  }
+
+  /** Live threads still starting (not ready, not retiring). */
+  private get starting(): number {
+    return [...this.live].filter((t) => !t.ready && !t.retiring).length;
   }
 
   /**
-   * Hands waiting advertisements to standby threads, then starts threads, within `maxConcurrent`:
-   * one per advertisement still waiting (it gets the advertisement as soon as it has loaded) and,
-   * when `refill`, enough to bring the standby back to its target.
+   * Hands waiting advertisements to idle threads, then starts threads within `maxConcurrent`: as
+   * many as advertisements wait beyond the threads already starting (an advertisement is not bound
+   * to a starting thread: whichever thread is ready first takes it) and, when `refill`, enough to
+   * bring the standby up to its target.
    */
   private pump(refill: boolean): void {
     if (this.closed) return;
     this.dropStale();
-    while (this.waiting.length > 0 && this.standbyThreads.length > 0)
-      this.assign(this.standbyThreads.shift()!, this.waiting.shift()!);
+    while (this.waiting.length > 0 && this.idle.length > 0)
+      this.assign(this.idle.shift()!, this.waiting.shift()!);
+    let starting = this.starting;
     while (
       this.live.size < this.maxConcurrent &&
-      (this.waiting.length > 0 || (refill && this.standbyThreads.length < this.standbyTarget))
+      (this.waiting.length > starting || (refill && this.idle.length + starting < this.standbyTarget))
     ) {
-      const worker = this.spawn();
-      if (!worker) return;
-      const job = this.waiting.shift();
-      if (job) this.assign(worker, job);
-      else this.standbyThreads.push(worker);
+      if (!this.spawn()) break;
+      starting++;
     }
+    this.armStaleTimer();
   }
 
   /**
@@ -241,24 +248,28 @@ export class DmzWatcher {
     }
   }
 
+  /** Wakes the pump when the oldest waiting advertisement goes stale, should nothing else happen. */
+  private armStaleTimer(): void {
+    if (this.staleTimer !== undefined || this.waiting.length === 0) return;
+    const left = this.waiting[0]!.queuedAt + this.maxWaitMs - performance.now();
+    this.staleTimer = setTimeout(
+      () => {
+        this.staleTimer = undefined;
+        this.pump(false);
+      },
+      Math.max(0, left) + 1,
+    );
+  }
+
   /** Starts one thread; on failure rejects the first waiting job (it would have been its thread). */
-  private spawn(): Worker | undefined {
-    const input: WatcherThreadInput = {
-      kind: THREAD_INPUT_KIND,
-      llmBudgetMs: Math.max(1, this.timeoutMs - LLM_DEADLINE_MARGIN_MS),
-      llmEnv: this.llmEnv,
-    };
-    let worker: Worker;
+  private spawn(): Thread | undefined {
+    let thread: Thread;
     try {
-      worker = new Worker(this.threadUrl, {
-        workerData: input,
-        // An empty environment: the thread gets secrets only through llmEnv, explicitly.
-        env: {},
-        // Not the parent's flags (vitest's loaders, inspector...): the thread is plain compiled JS.
-        execArgv: [],
-        resourceLimits: this.limits,
-        stdin: false,
-      });
+      thread = new PooledThread(
+        startWatcherWorker(this.threadUrl, this.input, this.limits),
+        this.events,
+        START_LIMIT_MS,
+      );
     } catch (err) {
       this.waiting.shift()?.reject(
         new WatcherError('WATCHER_CRASHED', `could not start a watcher thread: ${String(err)}`, {
@@ -267,78 +278,121 @@ export class DmzWatcher {
       );
       return undefined;
     }
-    this.live.add(worker);
-    // Until it has an advertisement, a thread that fails or exits is only dropped from the standby
-    // (not replaced at once, so a thread entry that always fails cannot spin).
-    const onIdleFailure = (): void => {
-      const i = this.standbyThreads.indexOf(worker);
-      if (i >= 0) this.standbyThreads.splice(i, 1);
-      void worker.terminate();
-    };
-    worker.on('error', onIdleFailure);
-    const exited = new Promise<void>((resolveExit) => {
-      worker.once('exit', () => {
-        const diedIdle = this.standbyThreads.includes(worker);
-        onIdleFailure();
-        this.live.delete(worker);
-        this.exits.delete(exited);
-        resolveExit();
-        // The slot is free only once the thread is really gone, so `maxConcurrent` bounds live threads.
-        // Waiting work still gets threads; the standby is refilled only after a thread that was used.
-        this.pump(!diedIdle);
-      });
-    });
-    this.exits.add(exited);
-    return worker;
+    this.live.add(thread);
+    this.started++;
+    return thread;
   }
 
-  /** Gives `job` to `worker` (started, possibly still loading) and watches for its one answer. */
-  private assign(worker: Worker, job: Job): void {
+  private onExit(thread: Thread, code: number): void {
+    // A thread that died by itself holding no advertisement is not replaced at once, so a thread
+    // entry that always fails cannot spin; one that died before it was ever ready takes the oldest
+    // waiting advertisement with it (it would have been its thread), so each failed start is paid
+    // for by one advertisement, not retried without end.
+    const diedIdle = !thread.retiring && thread.job === undefined;
+    const diedStarting = !thread.retiring && !thread.ready;
+    this.finish(thread, {
+      error: this.closed
+        ? new WatcherError('WATCHER_CLOSED', 'the DMZ watcher closed while this advertisement was judged')
+        : new WatcherError('WATCHER_CRASHED', `watcher thread exited (code ${code}) without an answer`),
+    });
+    const i = this.idle.indexOf(thread);
+    if (i >= 0) this.idle.splice(i, 1);
+    this.live.delete(thread);
+    if (diedStarting && !this.closed) {
+      this.waiting
+        .shift()
+        ?.reject(
+          new WatcherError('WATCHER_CRASHED', `watcher thread exited (code ${code}) before it was ready`),
+        );
+    }
+    // The slot is free only once the thread is really gone, so `maxConcurrent` bounds live threads.
+    this.pump(!diedIdle);
+  }
+
+  /**
+   * Puts a ready thread among the idle ones and hands it waiting work. Idle `idleRetireMs` with more
+   * threads idle than the standby target, it is retired: the pool shrinks back after a burst.
+   */
+  private makeIdle(thread: Thread): void {
+    this.idle.push(thread);
+    clearTimeout(thread.idleTimer);
+    thread.idleTimer = setTimeout(() => {
+      if (this.idle.length > this.standbyTarget && this.idle.includes(thread)) this.discard(thread, true);
+    }, this.idleRetireMs);
+    this.pump(false);
+  }
+
+  /** Takes a thread that misbehaved while holding no advertisement out of service; see onExit. */
+  private discard(thread: Thread, retire = false): void {
+    const i = this.idle.indexOf(thread);
+    if (i >= 0) this.idle.splice(i, 1);
+    if (retire) thread.retire();
+    else thread.drop();
+  }
+
+  /** Gives `job` to a ready, idle `thread`, which answers with one message. */
+  private assign(thread: Thread, job: Job): void {
     this.busy++;
-    let settled = false;
-    const settle = (outcome: { summary: WatcherSummary } | { error: WatcherError }): void => {
-      if (settled) return;
-      settled = true;
-      this.busy--;
-      clearTimeout(timer);
-      if ('summary' in outcome) job.resolve(outcome.summary);
-      else job.reject(outcome.error);
-      // One advertisement per thread: whatever it was doing, it is done now.
-      void worker.terminate();
-    };
-    const timer = setTimeout(() => {
-      settle({
+    thread.job = job;
+    clearTimeout(thread.idleTimer);
+    thread.jobTimer = setTimeout(() => {
+      this.finish(thread, {
         error: new WatcherError(
           'WATCHER_TIMEOUT',
           `watcher thread gave no answer within ${this.timeoutMs} ms; terminated`,
         ),
       });
     }, this.timeoutMs);
-    worker.on('message', (reply: unknown) => {
-      const checked = checkThreadReply(reply, job.ad.raw_id);
-      if (typeof checked === 'string') {
-        settle({
-          error: new WatcherError('WATCHER_CRASHED', `watcher thread gave an invalid answer: ${checked}`),
-        });
-      } else {
-        settle({ summary: checked });
-      }
-    });
-    worker.on('error', (err: Error & { code?: string }) => {
-      const why =
-        err.code === 'ERR_WORKER_OUT_OF_MEMORY'
-          ? 'watcher thread exceeded its memory limit and was terminated'
-          : `watcher thread failed: ${err.message}`;
-      settle({ error: new WatcherError('WATCHER_CRASHED', why, { cause: err }) });
-    });
-    worker.once('exit', (code) => {
-      settle({
-        error: this.closed
-          ? new WatcherError('WATCHER_CLOSED', 'the DMZ watcher closed while this advertisement was judged')
-          : new WatcherError('WATCHER_CRASHED', `watcher thread exited (code ${code}) without an answer`),
-      });
-    });
     const message: WatcherThreadAd = { kind: THREAD_AD_KIND, ad: job.ad };
-    worker.postMessage(message);
+    thread.worker.postMessage(message);
+  }
+
+  /** A thread's answer to its current advertisement: a checked verdict or a failure. */
+  private onReply(thread: Thread, reply: unknown): void {
+    const job = thread.job;
+    if (!job) {
+      // A message nobody asked for: the thread is not behaving. Dropped like a thread that failed idle.
+      this.discard(thread);
+      return;
+    }
+    const failure = reply as Partial<WatcherThreadFailure> | null;
+    if (failure?.kind === THREAD_FAILURE_KIND && failure.raw_id === job.ad.raw_id) {
+      const code = failure.reason === 'timeout' ? 'WATCHER_TIMEOUT' : 'WATCHER_CRASHED';
+      const why = typeof failure.message === 'string' ? failure.message.slice(0, 200) : 'no verdict';
+      this.finish(thread, { error: new WatcherError(code, `watcher thread: ${why}`) });
+      return;
+    }
+    const checked = checkThreadReply(reply, job.ad.raw_id);
+    if (typeof checked === 'string') {
+      this.finish(thread, {
+        error: new WatcherError('WATCHER_CRASHED', `watcher thread gave an invalid answer: ${checked}`),
+      });
+      return;
+    }
+    this.finish(thread, { summary: checked }, (reply as { retire?: unknown }).retire === true);
+  }
+
+  /**
+   * Settles the thread's current advertisement (none: nothing to do). After a verdict the thread
+   * goes back to idle unless it has judged `recycleAfter` advertisements or asked to retire; after
+   * any failure it is recycled.
+   */
+  private finish(
+    thread: Thread,
+    outcome: { summary: WatcherSummary } | { error: WatcherError },
+    retire = false,
+  ): void {
+    const job = thread.job;
+    if (!job) return;
+    thread.job = undefined;
+    this.busy--;
+    clearTimeout(thread.jobTimer);
+    if ('summary' in outcome) job.resolve(outcome.summary);
+    else job.reject(outcome.error);
+    if ('error' in outcome || retire || ++thread.judged >= this.recycleAfter) {
+      thread.retire();
+    } else if (!thread.retiring && !this.closed) {
+      this.makeIdle(thread);
+    }
   }
 }

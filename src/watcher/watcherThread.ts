@@ -1,77 +1,97 @@
 /**
- * Entry of one DMZ watcher thread (node:worker_threads). It is started for exactly one
- * advertisement — ahead of need, so it waits on standby with its modules loaded until the pool
- * hands it the advertisement in one message — judges it, posts exactly one WatcherSummary and is
- * terminated by the pool.
+ * Entry of one DMZ watcher thread (node:worker_threads). The pool starts it ahead of need and hands
+ * it advertisements one at a time; each is judged in a `vm` context created for it alone (see
+ * contextJudge.ts), so no state passes from one advertisement to the next, and the thread answers
+ * each with one WatcherSummary (or a failure). The pool recycles the thread after a fixed count, any
+ * failure, or when this thread reports its heap past the bound.
  * It holds nothing worth stealing: no NATS connection, no storage, an empty `process.env`, only the
- * advertisement and the LLM settings it was handed — and it is gone once it has answered.
+ * LLM settings it was handed (with an LLM configured, the pool uses each thread for one
+ * advertisement only).
  *
  * Runs from the compiled `dist/watcher/watcherThread.js`; see watcherPool.ts for why.
  */
 import { randomUUID } from 'node:crypto';
+import { getHeapStatistics } from 'node:v8';
+import vm from 'node:vm';
 import { parentPort, workerData } from 'node:worker_threads';
 import { scoreWithLlm } from './llmScorer.js';
-import { reportedFields, sanitizeText, scoreByRules, summaryText, truncateText } from './riskRules.js';
+import { sanitizeText, truncateText } from './advertisementText.js';
+import { ContextJudgeError, judgeInFreshContext } from './contextJudge.js';
 import type { RawAdvertisement } from '../discovery/advertisement.js';
 import type { WatcherSummary } from './watcherSummary.js';
 import {
   THREAD_AD_KIND,
+  THREAD_FAILURE_KIND,
   THREAD_INPUT_KIND,
+  THREAD_READY_KIND,
   THREAD_REPLY_KIND,
   type WatcherThreadAd,
+  type WatcherThreadFailure,
   type WatcherThreadInput,
   type WatcherThreadReply,
 } from './threadProtocol.js';
 
-// Module-level on purpose: if a thread were ever reused, this would reach 2 and the pool, which
-// checks it, would refuse the verdict.
-let judged = 0;
-
-/** Judges one advertisement: rules first, then the LLM (if configured), which can only raise the score. */
-export async function judgeAdvertisement(
+/** Judges one advertisement: the rules in a fresh context, then the LLM (if configured), which can only raise the score. */
+async function judgeAdvertisement(
+  script: vm.Script,
   ad: RawAdvertisement,
   input: WatcherThreadInput,
-): Promise<WatcherSummary> {
-  const rules = scoreByRules(ad);
+): Promise<{ judged: number; summary: WatcherSummary }> {
+  const verdict = judgeInFreshContext(script, ad, input.rulesTimeoutMs);
+  const rules = { score: verdict.score, reasons: verdict.reasons, capabilities: verdict.capabilities };
   const llm = await scoreWithLlm(ad, rules, {
     env: input.llmEnv,
     signal: AbortSignal.timeout(Math.max(1, input.llmBudgetMs)),
   });
-  const ruleReason = rules.reasons.length > 0 ? rules.reasons.join(',') : 'no_findings';
-  return {
+  const summary: WatcherSummary = {
     raw_id: ad.raw_id,
     // Copied as read, untouched: the coordinator cross-checks these against its own parse (#9).
-    ...reportedFields(ad),
-    summary: summaryText(ad.txt.id, rules.capabilities),
-    risk_score: llm ? llm.score : rules.score,
+    ...verdict.reported,
+    summary: verdict.summary,
+    risk_score: llm ? llm.score : verdict.score,
     risk_reason: llm
-      ? truncateText(`${ruleReason}; llm ${llm.llm_score}: ${sanitizeText(llm.reason)}`, 300)
-      : ruleReason,
-    extracted_capabilities: rules.capabilities,
+      ? truncateText(`${verdict.ruleReason}; llm ${llm.llm_score}: ${sanitizeText(llm.reason)}`, 300)
+      : verdict.ruleReason,
+    extracted_capabilities: verdict.capabilities,
     approved: false,
     watcher_id: randomUUID(),
     processed_at: new Date().toISOString(),
     scorer: llm ? 'llm' : 'rules',
   };
+  return { judged: verdict.judged, summary };
 }
 
-async function main(port: NonNullable<typeof parentPort>, message: unknown): Promise<void> {
-  judged += 1;
+async function answer(
+  port: NonNullable<typeof parentPort>,
+  script: vm.Script,
+  input: WatcherThreadInput,
+  message: unknown,
+): Promise<void> {
   const m = message as Partial<WatcherThreadAd> | null;
   if (m?.kind !== THREAD_AD_KIND || typeof m.ad !== 'object' || m.ad === null)
-    throw new Error('watcher thread: the first message is not an advertisement');
-  const summary = await judgeAdvertisement(m.ad, workerData as WatcherThreadInput);
-  const reply: WatcherThreadReply = { kind: THREAD_REPLY_KIND, judged, summary };
-  port.postMessage(reply);
-  // Nothing else may happen in this thread; closing the port lets it end even before the pool
-  // terminates it.
-  port.close();
+    throw new Error('watcher thread: a message is not an advertisement');
+  const ad = m.ad;
+  try {
+    const { judged, summary } = await judgeAdvertisement(script, ad, input);
+    const retire = getHeapStatistics().used_heap_size > input.recycleHeapBytes;
+    const reply: WatcherThreadReply = { kind: THREAD_REPLY_KIND, judged, summary, retire };
+    port.postMessage(reply);
+  } catch (err) {
+    if (!(err instanceof ContextJudgeError)) throw err;
+    const failure: WatcherThreadFailure = {
+      kind: THREAD_FAILURE_KIND,
+      raw_id: ad.raw_id,
+      reason: err.reason,
+      message: err.message,
+    };
+    port.postMessage(failure);
+  }
 }
 
 /**
- * A canned, benign advertisement scored once while the thread is on standby: V8 compiles the rules'
- * regular expressions and functions on first use (tens of ms), which would otherwise land on the
- * admission path. It is a constant of this file, never outside input, and is not counted as judged.
+ * A canned, benign advertisement judged once, in a throwaway context, while the thread is on standby:
+ * V8 compiles the rules' functions and regular expressions on first use (tens of ms), and the
+ * compiled code is shared by later contexts. A constant of this file, never outside input.
  */
 const WARM_UP_AD: RawAdvertisement = {
   raw_id: 'warm-up',
@@ -91,10 +111,8 @@ const WARM_UP_AD: RawAdvertisement = {
   txt_bytes: 200,
 };
 
-function warmUp(): void {
-  const rules = scoreByRules(WARM_UP_AD);
-  reportedFields(WARM_UP_AD);
-  summaryText(WARM_UP_AD.txt.id ?? '', rules.capabilities);
+function warmUp(script: vm.Script, input: WatcherThreadInput): void {
+  judgeInFreshContext(script, WARM_UP_AD, Math.max(input.rulesTimeoutMs, 5000));
   truncateText(sanitizeText(WARM_UP_AD.txt.note ?? ''), 300);
   // Node loads these lazily on first use, too.
   AbortSignal.timeout(1);
@@ -105,10 +123,14 @@ function warmUp(): void {
 // Only inside a thread the pool started (not when imported, nor inside a test runner's thread).
 if (parentPort && (workerData as Partial<WatcherThreadInput> | null)?.kind === THREAD_INPUT_KIND) {
   const port = parentPort;
-  warmUp();
-  // One message only (`once`): the advertisement. A rejection is unhandled, which ends the thread
-  // with an 'error' event: the pool rejects with WATCHER_CRASHED.
-  port.once('message', (message: unknown) => {
-    void main(port, message);
+  const input = workerData as WatcherThreadInput;
+  // Compiled once: every context runs the same code, each with its own state.
+  const script = new vm.Script(input.rulesSource, { filename: 'amf-watcher-rules.js' });
+  warmUp(script, input);
+  // One advertisement at a time (the pool waits for each answer). A rejection is unhandled, which
+  // ends the thread with an 'error' event: the pool rejects with WATCHER_CRASHED.
+  port.on('message', (message: unknown) => {
+    void answer(port, script, input, message);
   });
+  port.postMessage({ kind: THREAD_READY_KIND });
 }

@@ -6,7 +6,16 @@
 import { existsSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const MODULES = ['riskRules', 'advertisementText', 'llmScorer', 'threadProtocol', 'watcherThread'];
+const MODULES = [
+  'riskRules',
+  'advertisementText',
+  'llmScorer',
+  'threadProtocol',
+  'watcherThread',
+  'contextEntry',
+  'contextJudge',
+  'rulesScript',
+];
 
 /** Throws unless every thread module in dist/ exists and is newer than its source. */
 export function assertThreadBuildFresh(): void {

@@ -1,5 +1,6 @@
-// The DMZ watcher pool: a fresh, isolated, short-lived thread per advertisement, bounded
+// The DMZ watcher pool: a fresh context per advertisement in pooled, isolated threads, bounded
 // concurrency and queue, and every way a thread can fail (time, memory, bad answer) is a rejection.
+// The isolation between advertisements and the recycling are in watcherContexts.test.ts.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { scoreByRules } from '../../src/watcher/riskRules.js';
 import { DmzWatcher, WatcherError, type DmzWatcherOptions } from '../../src/watcher/watcherPool.js';
@@ -8,6 +9,9 @@ import { startLlmDouble, type LlmDouble } from './llmDouble.js';
 import { assertThreadBuildFresh } from './threadBuild.js';
 
 const FIXTURE = new URL('../fixtures/watcherThreads/misbehavingThread.mjs', import.meta.url);
+
+/** Polling for thread counts: a thread start can take seconds on a loaded machine. */
+const THREAD_START = { timeout: 15_000 };
 
 const watchers: DmzWatcher[] = [];
 function watcher(opts: DmzWatcherOptions = {}): DmzWatcher {
@@ -36,42 +40,43 @@ afterEach(async () => {
   await Promise.all(watchers.splice(0).map((w) => w.close()));
 });
 
-describe('fresh thread per advertisement', () => {
-  it('judges each advertisement in its own thread (distinct watcher ids, per-thread counter 1)', async () => {
+describe('fresh context per advertisement', () => {
+  it('judges each advertisement in its own context (distinct watcher ids, per-context counter 1)', async () => {
     const w = watcher();
     const ads = Array.from({ length: 8 }, (_, i) => makeAd({ id: `spiffe://local/worker/w${i}` }));
     const summaries = await Promise.all(ads.map((ad) => w.judge(ad)));
-    // The pool refuses any reply whose thread-module counter is not 1, so eight verdicts mean eight
-    // module instances; the ids show eight separate threads answered.
+    // The pool refuses any reply whose context-module counter is not 1, so eight verdicts mean
+    // eight fresh copies of the rules, in at most four threads.
     expect(new Set(summaries.map((s) => s.watcher_id)).size).toBe(8);
+    expect(w.threadsStarted).toBeLessThanOrEqual(4);
     summaries.forEach((s, i) => {
       expect(s.raw_id).toBe(ads[i]!.raw_id);
       expect(s.original_agent_id).toBe(`spiffe://local/worker/w${i}`);
     });
-    // Every thread is gone once it has answered.
-    await expect.poll(() => w.running).toBe(0);
+    expect(w.running).toBe(0);
   });
 
-  it('keeps threads started on standby, each handed exactly one advertisement', async () => {
+  it('keeps threads started on standby and puts them back after a judgement', async () => {
     const w = watcher({ standby: 2, maxConcurrent: 4 });
-    await expect.poll(() => w.standby).toBe(2);
+    await expect.poll(() => w.standby, THREAD_START).toBe(2);
     const first = await w.judge(makeAd({ id: 'spiffe://local/worker/s1' }));
     const second = await w.judge(makeAd({ id: 'spiffe://local/worker/s2' }));
     expect(first.watcher_id).not.toBe(second.watcher_id);
-    // A used thread is terminated, never put back: the standby is refilled with new threads.
-    await expect.poll(() => w.standby).toBe(2);
+    // Both were judged by the two standby threads, which are idle again: no thread was started.
+    expect(w.standby).toBe(2);
+    expect(w.threadsStarted).toBe(2);
     expect(w.running).toBe(0);
   });
 
   it('with standby 0, no thread is started before an advertisement arrives', async () => {
     const w = watcher({ standby: 0 });
-    expect(w.standby).toBe(0);
+    expect(w.threadsStarted).toBe(0);
     const s = await w.judge(makeAd());
     expect(s.scorer).toBe('rules');
-    expect(w.standby).toBe(0);
+    expect(w.threadsStarted).toBe(1);
   });
 
-  it('a thread reporting a second judgement is refused', async () => {
+  it('a context reporting a second judgement is refused', async () => {
     const err = await rejection(fixtureWatcher().judge(makeAd({ fixture: 'reused' })));
     expect(err.code).toBe('WATCHER_CRASHED');
     expect(err.message).toMatch(/judged 2/);
@@ -146,6 +151,7 @@ describe('limits', () => {
 
   it('bounds concurrency and the queue; a full queue rejects at once (WATCHER_BUSY)', async () => {
     const w = fixtureWatcher({ maxConcurrent: 2, maxQueue: 3 });
+    await expect.poll(() => w.standby, THREAD_START).toBe(2);
     const accepted = Array.from({ length: 5 }, () => w.judge(makeAd({ fixture: 'slow', delay: '400' })));
     expect(w.running).toBe(2);
     expect(w.queued).toBe(3);
@@ -159,16 +165,21 @@ describe('limits', () => {
   });
 
   it('an advertisement that waited too long for a thread is not judged (WATCHER_TIMEOUT)', async () => {
-    // The one slot stays busy for 300 ms: the advertisement behind it waits longer than 100 ms.
-    const w = fixtureWatcher({ maxConcurrent: 1, standby: 0, timeoutMs: 300, maxWaitMs: 100 });
+    // The one thread stays busy for 300 ms: the advertisement behind it waits longer than 100 ms.
+    // (Waiting for a thread to start counts too, so the thread is started first.)
+    const w = fixtureWatcher({ maxConcurrent: 1, standby: 1, timeoutMs: 300, maxWaitMs: 100 });
+    await expect.poll(() => w.standby, THREAD_START).toBe(1);
     const stuck = rejection(w.judge(makeAd({ fixture: 'loop' })));
     const behind = rejection(w.judge(makeAd({ fixture: 'slow', delay: '10' })));
     expect((await stuck).code).toBe('WATCHER_TIMEOUT');
+    expect((await stuck).message).toMatch(/no answer within 300 ms/);
     const err = await behind;
     expect(err.code).toBe('WATCHER_TIMEOUT');
     expect(err.message).toMatch(/waited \d+ ms for a watcher thread/);
-    // A fresh advertisement is judged again.
+    // A fresh advertisement is judged again, by the thread that replaced the stuck one.
+    await expect.poll(() => w.standby, THREAD_START).toBe(1);
     expect((await w.judge(makeAd({ fixture: 'slow', delay: '10' }))).summary).toBe('fixture');
+    expect(w.threadsStarted).toBe(2);
   });
 
   it.each([
@@ -240,11 +251,14 @@ describe('with an LLM scorer (local double)', () => {
 
   it('the LLM call is cut short by the thread deadline even when its own timeout is longer', async () => {
     double.behaviour = { text: '{"risk_score": 0.9, "reason": "late"}', delayMs: 10_000 };
-    const started = Date.now();
-    const s = await watcher({
+    const w = watcher({
       timeoutMs: 3000,
       llmEnv: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: double.url, AMF_WATCHER_LLM_TIMEOUT_MS: '60000' },
-    }).judge(makeAd());
+    });
+    // The limit runs from handing the advertisement to a ready thread: wait for one first.
+    await expect.poll(() => w.standby, THREAD_START).toBeGreaterThan(0);
+    const started = Date.now();
+    const s = await w.judge(makeAd());
     expect(s.scorer).toBe('rules');
     expect(Date.now() - started).toBeLessThan(3000);
   });
