@@ -165,6 +165,7 @@ describe('precedence: defaults < file < env < flags', () => {
         AMF_API_KEY: 'k-123',
         AMF_COORDINATOR_URL: 'https://coord.example',
         AMF_NATS_URL: 'nats://127.0.0.1:4333',
+        AMF_NATS_SERVER_BIN: '/opt/nats/nats-server',
         AMF_MDNS_INTERFACE: '192.168.1.5',
         AMF_IDENTITY_MODE: 'spiffe',
         AMF_MCP_REQUIRE_TLS: 'true',
@@ -181,6 +182,7 @@ describe('precedence: defaults < file < env < flags', () => {
       url: 'https://coord.example',
     });
     expect(config.nats.url).toBe('nats://127.0.0.1:4333');
+    expect(config.nats.serverBinary).toBe('/opt/nats/nats-server');
     expect(config.mdns.interface).toBe('192.168.1.5');
     expect(config.identity.mode).toBe('spiffe');
     expect(config.mcp.requireTls).toBe(true);
