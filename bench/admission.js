@@ -33,6 +33,7 @@ if (!existsSync(new URL('coordinator/coordinator.js', DIST))) {
 const { connectAs } = await import(new URL('fabric/connect.js', DIST).href);
 const { cpuMs } = await import(new URL('bench/lib/procstat.js', ROOT).href);
 const { createEvent } = await import(new URL('events/cloudEvent.js', DIST).href);
+const { DEFAULT_RECYCLE_AFTER } = await import(new URL('watcher/watcherOptions.js', DIST).href);
 
 const AGENTS = Number(process.env.BENCH_ADMISSION_AGENTS ?? 100);
 const GAP_MS = Number(process.env.BENCH_ADMISSION_GAP_MS ?? 100);
@@ -289,7 +290,7 @@ async function main() {
       .join(' ')}.`,
     'Settings that differ from the defaults: `heartbeat.interval_seconds` 5 (the default), `http.rate_limit_per_second` 1000000',
     '(default 1000), `mcp.max_sessions_per_client` 10000 (default 32), log level silent; the DMZ watcher runs with its defaults',
-    '(4 threads at most, 2 on standby, each recycled after 64 advertisements). Findings: docs/benchmarks-admission-findings.md.',
+    `(4 threads at most, 2 on standby, each recycled after ${DEFAULT_RECYCLE_AFTER} advertisements). Findings: docs/benchmarks-admission-findings.md.`,
     '',
     'The coordinator (with its nats-server and an echo worker) runs in a child process; this process',
     'sends AgentRecord heartbeats over the NATS door. Every admission goes through the whole pipeline:',

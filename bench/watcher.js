@@ -12,9 +12,10 @@ if (!existsSync(new URL('watcher/watcherPool.js', DIST))) {
   process.exit(2);
 }
 const { DmzWatcher } = await import(new URL('watcher/watcherPool.js', DIST).href);
+const { DEFAULT_RECYCLE_AFTER } = await import(new URL('watcher/watcherOptions.js', DIST).href);
 
 const N = Number(process.argv[2] ?? 1000);
-const recycleAfter = Number(process.env.BENCH_WATCHER_RECYCLE_AFTER ?? 64);
+const recycleAfter = Number(process.env.BENCH_WATCHER_RECYCLE_AFTER ?? DEFAULT_RECYCLE_AFTER);
 const ad = (i) => ({
   raw_id: `r${i}`,
   door: 'nats',

@@ -12,8 +12,7 @@ import { existsSync } from 'node:fs';
 import { AmfError } from '../errors.js';
 import type { LogFn } from '../log.js';
 import { StaticIdentity, type IdentityProvider } from './identityProvider.js';
-import { SpiffeIdentity } from './spiffeIdentity.js';
-import { workloadApiSocketPath } from './workloadApiClient.js';
+import { workloadApiSocketPath } from './workloadApiSocket.js';
 
 /** The decision before anything is opened. */
 export type IdentityModeDecision =
@@ -71,6 +70,8 @@ export async function openIdentity(
   if (decision.mode === 'static') return new StaticIdentity(decision.warning);
   const spiffeId = options.spiffeId ?? env.AMF_SPIFFE_ID;
   try {
+    // Loaded only here: the Workload API client brings gRPC and protobuf.js (~15 MB resident).
+    const { SpiffeIdentity } = await import('./spiffeIdentity.js');
     return await SpiffeIdentity.open({
       socket: decision.socket,
       ...(spiffeId ? { spiffeId } : {}),

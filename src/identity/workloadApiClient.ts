@@ -7,6 +7,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { fromJSON } from '@grpc/proto-loader';
 import { AmfError } from '../errors.js';
+import { workloadApiTarget } from './workloadApiSocket.js';
 import {
   WORKLOAD_API_SCHEMA,
   type JwtBundlesResponse,
@@ -44,22 +45,6 @@ interface RawClient extends grpc.Client {
   FetchX509SVID: ServerStream<object>;
   FetchX509Bundles: ServerStream<object>;
   FetchJWTBundles: ServerStream<object>;
-}
-
-/** `unix:///path`, `unix:/path` or a bare absolute path → the gRPC target `unix:///path`. */
-export function workloadApiTarget(socket: string): string {
-  if (socket.startsWith('unix://')) return `unix://${socket.slice('unix://'.length)}`;
-  if (socket.startsWith('unix:')) return `unix://${socket.slice('unix:'.length)}`;
-  if (socket.startsWith('/')) return `unix://${socket}`;
-  throw new AmfError(
-    'CONFIG_INVALID',
-    `SPIFFE_ENDPOINT_SOCKET must be a unix socket address (unix:///path/to/agent.sock), got ${JSON.stringify(socket)}`,
-  );
-}
-
-/** The file path of a socket address (for existence checks). */
-export function workloadApiSocketPath(socket: string): string {
-  return workloadApiTarget(socket).slice('unix://'.length);
 }
 
 /** Cancels a watch. */
