@@ -379,6 +379,7 @@ export class Coordinator {
       this.grants?.close();
       this.admission.close();
       await this.results.close();
+      this.authenticity.close(); // unanswered workers store their finals (docs/reliability.md)
       this.dispatcher.close();
       this.lifecycle.close();
       await this.watcherService?.close().catch(() => undefined);

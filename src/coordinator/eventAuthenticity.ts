@@ -9,12 +9,15 @@
 import type { AmfEvent } from '../events/cloudEvent.js';
 import {
   checkEventSignature,
+  checkEventSignatureAsync,
   checkResultSignature,
+  checkResultSignatureAsync,
   type SignatureCheck,
 } from '../identity/eventSignature.js';
 import type { AgentRegistry } from '../registry/agentRegistry.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
 import { BoundedCache } from '../util/boundedCache.js';
+import { InArrivalOrder } from '../util/inArrivalOrder.js';
 
 /** Why an event was not taken as the named agent's. */
 export type ForgeryReason =
@@ -32,6 +35,8 @@ export interface EventAuthenticityOptions {
    * such an event could come from anyone holding a fabric credential.
    */
   acceptUnsignedFromKeylessAgents?: boolean;
+  /** Told when a handler given to {@link EventAuthenticity.acceptInOrder} throws. */
+  onHandlerError?: (err: unknown) => void;
 }
 
 /** Identical refusals are reported once per window, so a flood of forgeries is not a flood of warnings. */
@@ -39,15 +44,45 @@ const WARNING_WINDOW_MS = 10_000;
 
 export class EventAuthenticity {
   private readonly recentWarnings = new BoundedCache<true>(10_000, WARNING_WINDOW_MS);
+  private readonly inOrder: InArrivalOrder<SignatureCheck>;
 
-  constructor(private readonly options: EventAuthenticityOptions) {}
+  constructor(private readonly options: EventAuthenticityOptions) {
+    this.inOrder = new InArrivalOrder((err) => options.onHandlerError?.(err));
+  }
 
   /**
    * True when `event` may be taken as from the agent it names; otherwise warns (naming the
    * offender, the claimed agent and where it arrived) and returns false.
    */
   accept(event: AmfEvent, intake: string): boolean {
-    const verdict = this.judge(event);
+    return this.conclude(event, intake, this.judge(event));
+  }
+
+  /**
+   * The same decision as {@link accept}, for the hot intakes (claims, progress, finals): the Ed25519
+   * check runs in libuv's thread pool, and `then` gets the verdict once this event and every event
+   * handed in before it are decided, so events are still acted on in the order they arrived (a
+   * claim before the final behind it, the first of two claims first). Two copies of one event (the
+   * canonical subject and the reply subject) share one verification.
+   */
+  acceptInOrder(event: AmfEvent, intake: string, then: (ok: boolean) => void): void {
+    const signature = isRelayedFinal(event)
+      ? checkResultSignatureAsync(event)
+      : checkEventSignatureAsync(event);
+    this.inOrder.add(signature, (check) => then(this.conclude(event, intake, this.judge(event, check))));
+  }
+
+  /** Events handed to {@link acceptInOrder} and not decided yet. */
+  get pending(): number {
+    return this.inOrder.pending;
+  }
+
+  /** Drops the events still waiting for their verdict (shutdown): their handlers never run. */
+  close(): void {
+    this.inOrder.close();
+  }
+
+  private conclude(event: AmfEvent, intake: string, verdict: Authenticity): boolean {
     if (verdict.ok) return true;
     const taskId = taskOf(event);
     const key = `${verdict.reason}|${verdict.offender}|${verdict.claimed}|${event.type}|${intake}|${taskId ?? ''}`;
@@ -68,12 +103,13 @@ export class EventAuthenticity {
    * The verdict without side effects. A final in a coordinator's name is a relayed canonical final:
    * the envelope is the relaying coordinator's, so the worker's result signature decides.
    */
-  judge(event: AmfEvent): Authenticity {
-    const relayed = event.type === 'amf.result.final' && event.amfagentrole === 'coordinator';
+  judge(event: AmfEvent, checked?: SignatureCheck): Authenticity {
+    const relayed = isRelayedFinal(event);
     const identity = event.data.auth_context.identity;
     const payloadAgent = (event.data.payload as { agent_id?: unknown }).agent_id;
     const claimed = typeof payloadAgent === 'string' ? payloadAgent : identity;
-    const signature: SignatureCheck = relayed ? checkResultSignature(event) : checkEventSignature(event);
+    const signature: SignatureCheck =
+      checked ?? (relayed ? checkResultSignature(event) : checkEventSignature(event));
     // Looked up only on refusal: the agent whose key signed it, else the key, else the sender.
     const signerName = (): string | undefined =>
       signature.signer !== undefined
@@ -126,6 +162,11 @@ export class EventAuthenticity {
   private agentWithKey(nkey: string): string | undefined {
     return this.options.registry.list().find((a) => a.record.nkey === nkey)?.record.agent_id;
   }
+}
+
+/** A final in a coordinator's name: relayed, so the worker's result signature is the one to check. */
+function isRelayedFinal(event: AmfEvent): boolean {
+  return event.type === 'amf.result.final' && event.amfagentrole === 'coordinator';
 }
 
 function taskOf(event: AmfEvent): string | undefined {

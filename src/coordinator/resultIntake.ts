@@ -48,6 +48,11 @@ export interface ResultIntakeOptions {
   nc: NatsConnection;
   jsm: JetStreamManager;
   accept: (event: AmfEventOf<'amf.result.final'>, arrival: ResultArrival) => ResultDecision;
+  /**
+   * The same decision for results sent straight here, given later (the signature is checked off the
+   * event loop) but in arrival order with the worker's other events; default: {@link accept}.
+   */
+  acceptDirect?: (event: AmfEventOf<'amf.result.final'>, decide: (decision: ResultDecision) => void) => void;
   /** Asked about a result for a task nobody here follows (e.g. announced before a restart). */
   adopt?: (event: AmfEventOf<'amf.result.final'>) => Promise<'adopted' | 'ended' | 'unknown' | 'lost_race'>;
   log: LogFn;
@@ -132,21 +137,37 @@ export class ResultIntake {
    * store it. Silence (another coordinator's task, or one nobody here knows) makes the worker store it.
    */
   private onDirect(msg: Msg): void {
-    let decision: ResultDecision = 'refused';
+    const answer = (decision: ResultDecision) => {
+      if (decision !== 'accepted' && decision !== 'refused') return;
+      try {
+        msg.respond(encoder.encode(JSON.stringify({ decision })));
+      } catch {
+        // The connection closed meanwhile: the worker gets no answer and stores its result instead.
+      }
+    };
+    let event: AmfEventOf<'amf.result.final'>;
     try {
       const checked = validateEvent(msg.json<unknown>());
-      if (checked.ok && checked.value.type === 'amf.result.final')
-        decision = this.options.accept(checked.value, { path: 'direct', lastDelivery: false });
-      else
+      if (!checked.ok || checked.value.type !== 'amf.result.final') {
         this.options.log('warn', 'invalid direct result dropped', {
           subject: msg.subject,
           errors: checked.ok ? [`type ${checked.value.type}`] : checked.errors,
         });
+        return answer('refused');
+      }
+      event = checked.value;
+    } catch (err) {
+      this.options.log('warn', 'direct result not processed', { subject: msg.subject, err: String(err) });
+      return answer('refused');
+    }
+    if (this.options.acceptDirect) return this.options.acceptDirect(event, answer);
+    let decision: ResultDecision = 'refused';
+    try {
+      decision = this.options.accept(event, { path: 'direct', lastDelivery: false });
     } catch (err) {
       this.options.log('warn', 'direct result not processed', { subject: msg.subject, err: String(err) });
     }
-    if (decision === 'accepted' || decision === 'refused')
-      msg.respond(encoder.encode(JSON.stringify({ decision })));
+    answer(decision);
   }
 
   /** Hands one stored result to the lifecycle; false when nobody here decides on it (yet). */

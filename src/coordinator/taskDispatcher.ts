@@ -10,6 +10,7 @@ import { SUBJECT_REPLY_PREFIX } from '../events/subjects.js';
 import type { EventBus } from '../fabric/eventBus.js';
 import { AmfError } from '../errors.js';
 import type { TaskLifecycle } from './taskLifecycle.js';
+import type { InOrderCheck } from './taskRecord.js';
 
 /** What a requester sees while its task runs. */
 
@@ -80,6 +81,8 @@ export class TaskDispatcher {
     private readonly lifecycle: TaskLifecycle,
     /** The coordinator's check that worker output comes from the agent it names (eventAuthenticity.ts). */
     private readonly authenticate?: (event: AnyAmfEvent, intake: string) => boolean,
+    /** The same check in arrival order, after the canonical copies handed to it before (taskRecord.ts). */
+    private readonly authenticateInOrder?: InOrderCheck,
   ) {}
 
   start(): void {
@@ -198,6 +201,18 @@ export class TaskDispatcher {
 
   private onReply(event: AnyAmfEvent, subject: string): void {
     const taskId = subject.slice(SUBJECT_REPLY_PREFIX.length);
+    if (!this.pending.has(taskId)) return;
+    // Decided after the canonical copy that arrived first (its claim names the claimant below).
+    if (REPLY_OUTPUT.has(event.type) && this.authenticateInOrder)
+      return this.authenticateInOrder(event, 'the reply subject', (ok) => {
+        if (ok) this.onAuthenticReply(event, taskId);
+      });
+    if (REPLY_OUTPUT.has(event.type) && this.authenticate && !this.authenticate(event, 'the reply subject'))
+      return;
+    this.onAuthenticReply(event, taskId);
+  }
+
+  private onAuthenticReply(event: AnyAmfEvent, taskId: string): void {
     const p = this.pending.get(taskId);
     if (!p) return;
     const payload = event.data.payload as Record<string, unknown>;
@@ -205,11 +220,9 @@ export class TaskDispatcher {
     // lifecycle accepted as claimant (its claim, on the canonical subject, was processed first).
     // Failures and expiry are not taken from reply subjects at all: they come from the lifecycle.
     const claimedBy = this.lifecycle.get(taskId)?.claimedBy;
-    if (claimedBy === undefined || payload.agent_id !== claimedBy) return;
     // Anyone who may publish on reply subjects could write in the claimant's name: only its own
-    // signed output reaches the requester.
-    if (REPLY_OUTPUT.has(event.type) && this.authenticate && !this.authenticate(event, 'the reply subject'))
-      return;
+    // signed output reaches the requester (checked above).
+    if (claimedBy === undefined || payload.agent_id !== claimedBy) return;
     switch (event.type) {
       case 'amf.task.claim':
         p.onUpdate?.({

@@ -34,7 +34,7 @@ import { TaskClaims } from './taskClaims.js';
 import type { TaskParts } from './taskParts.js';
 import { endOnForeignDeny, trackForeignAnnounce, type ForeignTaskDeps } from './foreignTasks.js';
 import type { ResultArrival, ResultDecision } from './resultIntake.js';
-import { isOutputOfUntrackedTask } from './untrackedOutput.js';
+import { isOutputOfUntrackedTask, isTaskOutput } from './untrackedOutput.js';
 
 import { systemClock, TaskTimers, type LifecycleClock } from './taskTimers.js';
 
@@ -146,7 +146,11 @@ export class TaskLifecycle {
       this.bus.subscribe(
         'amf.task.delegate',
         (e) => {
-          if (e.type === 'amf.task.delegate' && this.authentic(e)) this.onDelegate(e);
+          if (e.type !== 'amf.task.delegate') return;
+          // In order with the delegator's claim of the parent task, which may still be in its check.
+          const inOrder = this.options.authenticateInOrder;
+          if (inOrder) inOrder(e, e.type, (ok) => ok && !this.closed && this.onDelegate(e));
+          else if (this.authentic(e)) this.onDelegate(e);
         },
         { queue: 'coordinators' },
       ),
@@ -296,7 +300,18 @@ export class TaskLifecycle {
   // --- fabric events -------------------------------------------------------------------------------
 
   private onFabricEvent(event: AnyAmfEvent): void {
+    const inOrder = this.options.authenticateInOrder;
+    if (inOrder && isTaskOutput(event)) {
+      inOrder(event, event.type, (ok) => {
+        if (ok && !this.closed) this.actOnFabricEvent(event);
+      });
+      return;
+    }
     if (!this.authentic(event)) return;
+    this.actOnFabricEvent(event);
+  }
+
+  private actOnFabricEvent(event: AnyAmfEvent): void {
     switch (event.type) {
       case 'amf.task.announce':
         return trackForeignAnnounce(event, this.foreignDeps());
@@ -337,18 +352,7 @@ export class TaskLifecycle {
    */
   private authentic(event: AnyAmfEvent): boolean {
     const check = this.options.authenticate;
-    if (!check) return true;
-    switch (event.type) {
-      case 'amf.task.claim':
-      case 'amf.task.progress':
-      case 'amf.result.partial':
-      case 'amf.task.blocked':
-      case 'amf.task.delegate':
-      case 'amf.result.final':
-        return check(event, event.type);
-      default:
-        return true;
-    }
+    return !check || !isTaskOutput(event) || check(event, event.type);
   }
 
   private onWorkerUpdate(

@@ -7,7 +7,7 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { AmfConfig } from '../config/config.js';
-import type { EventSender } from '../events/cloudEvent.js';
+import type { AmfEvent, EventSender } from '../events/cloudEvent.js';
 import type { EventBus } from '../fabric/eventBus.js';
 import type { WorkQueueWriter } from '../fabric/workQueue.js';
 import type { LogFn } from '../log.js';
@@ -48,7 +48,10 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
     registry: registry,
     notices: notices,
     acceptUnsignedFromKeylessAgents: config.identity.legacyUnsignedAgents,
+    onHandlerError: (err) => log('error', 'an authenticated event was not processed', { err: String(err) }),
   });
+  const inOrder = (event: AmfEvent, intake: string, then: (ok: boolean) => void) =>
+    authenticity.acceptInOrder(event, intake, then);
   const lifecycle: TaskLifecycle = new TaskLifecycle(bus, registry, sender, notices, {
     ttlSeconds: config.tasks.ttlSeconds,
     maxRetries: config.tasks.maxRetries,
@@ -64,9 +67,13 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
     },
     workQueue: work,
     authenticate: (event, intake) => authenticity.accept(event, intake),
+    authenticateInOrder: inOrder,
   });
-  const dispatcher = new TaskDispatcher(bus, lifecycle, (event, intake) =>
-    authenticity.accept(event, intake),
+  const dispatcher = new TaskDispatcher(
+    bus,
+    lifecycle,
+    (event, intake) => authenticity.accept(event, intake),
+    inOrder,
   );
   const results: ResultIntake = new ResultIntake({
     nc,
@@ -78,6 +85,10 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
       )
         ? lifecycle.acceptResult(event, arrival)
         : 'refused',
+    acceptDirect: (event, decide) =>
+      inOrder(event, 'the direct final subject', (ok) =>
+        decide(ok ? lifecycle.acceptResult(event, { path: 'direct', lastDelivery: false }) : 'refused'),
+      ),
     adopt: async (event) =>
       authenticity.accept(event, 'the results stream')
         ? adoptOrphanResult(event, { tasks: tasksKv, bus: bus, sender: sender, log })

@@ -74,7 +74,15 @@ export interface LifecycleOptions {
    * Without it, every well-formed event is believed (unit tests of the state machine).
    */
   authenticate?: (event: AmfEvent, intake: string) => boolean;
+  /**
+   * The same decision, asynchronous but in arrival order (EventAuthenticity.acceptInOrder): when
+   * given, the fabric's claims, progress and finals are checked with it, off the event loop.
+   */
+  authenticateInOrder?: InOrderCheck;
 }
+
+/** An authenticity check that answers later, in the order the events were handed to it. */
+export type InOrderCheck = (event: AmfEvent, intake: string, then: (ok: boolean) => void) => void;
 
 /** What the lifecycle needs of the work queue (fabric/workQueue.ts WorkQueueWriter). */
 export interface TaskWorkQueue {

@@ -18,6 +18,11 @@ const TASK_OUTPUT_TYPES: ReadonlySet<string> = new Set([
   'amf.result.final',
 ]);
 
+/** True for agents' output about a task: it counts only once shown to come from the agent it names. */
+export function isTaskOutput(event: { type: string }): boolean {
+  return TASK_OUTPUT_TYPES.has(event.type);
+}
+
 /**
  * The task an agent's output is about, read from the unvalidated message as the lifecycle reads it
  * (a delegation is progress of its parent task); undefined when the message is not such output or

@@ -123,6 +123,21 @@ export function carryResultSignature<E extends object>(from: object, to: E): E {
 
 /** Checks the worker's signature on a (possibly relayed) final against the key it names. */
 export function checkResultSignature(event: object): SignatureCheck {
+  const request = resultSignatureRequest(event);
+  return 'ok' in request ? request : checkSignature(request);
+}
+
+/**
+ * As {@link checkResultSignature}, with Ed25519 run in libuv's thread pool: only the text is built
+ * on the calling thread. A check that needs no Ed25519 (unsigned, malformed, already verified) is
+ * answered at once, not as a promise.
+ */
+export function checkResultSignatureAsync(event: object): SignatureCheck | Promise<SignatureCheck> {
+  const request = resultSignatureRequest(event);
+  return 'ok' in request ? request : checkSignatureAsync(request);
+}
+
+function resultSignatureRequest(event: object): SignatureCheck | SignatureRequest {
   const e = event as Record<string, unknown> & { data?: { payload?: unknown } };
   const signer = e[RESULT_SIGNER_ATTRIBUTE];
   const signature = e[RESULT_SIGNATURE_ATTRIBUTE];
@@ -134,7 +149,7 @@ export function checkResultSignature(event: object): SignatureCheck {
       reason: 'malformed_signature',
       ...(typeof signer === 'string' ? { signer: signer.slice(0, 64) } : {}),
     };
-  return checkSignature(signer, signature, () => finalText(envelope, e.data?.payload));
+  return { signer, signature, text: () => finalText(envelope, e.data?.payload) };
 }
 
 /** What a signature check found. */
@@ -148,16 +163,59 @@ export type SignatureCheck =
  * eventAuthenticity.ts); this only says whether the named key really signed these bytes.
  */
 export function checkEventSignature(event: object): SignatureCheck {
+  const { request, verified } = eventSignatureRequest(event);
+  const check = checkSignature(request);
+  verified(check);
+  return check;
+}
+
+/**
+ * As {@link checkEventSignature}, with Ed25519 run in libuv's thread pool (the costliest step of the
+ * coordinator's task path, now off its event loop); answered at once when no Ed25519 is needed.
+ */
+export function checkEventSignatureAsync(event: object): SignatureCheck | Promise<SignatureCheck> {
+  const { request, verified } = eventSignatureRequest(event);
+  const check = checkSignatureAsync(request);
+  if (!isFinal(event)) return check; // nothing to remember: copies in flight share one promise
+  if (!(check instanceof Promise)) {
+    verified(check);
+    return check;
+  }
+  return check.then((result) => {
+    verified(result);
+    return result;
+  });
+}
+
+/** What to check for `event`, and what to remember once it verified (a final's envelope digest). */
+function eventSignatureRequest(event: object): {
+  request: SignatureRequest;
+  verified: (check: SignatureCheck) => void;
+} {
   const e = event as Record<string, unknown>;
   if (!isFinal(event))
-    return checkSignature(e[SIGNER_ATTRIBUTE], e[SIGNATURE_ATTRIBUTE], () => signedText(event));
+    return {
+      request: {
+        signer: e[SIGNER_ATTRIBUTE],
+        signature: e[SIGNATURE_ATTRIBUTE],
+        text: () => signedText(event),
+      },
+      verified: () => undefined,
+    };
   let envelope = '';
-  const check = checkSignature(e[SIGNER_ATTRIBUTE], e[SIGNATURE_ATTRIBUTE], () => {
-    envelope = envelopeDigest(event);
-    return finalText(envelope, (event as { data?: { payload?: unknown } }).data?.payload);
-  });
-  if (check.ok && envelope !== '') verifiedEnvelopes.set(event, envelope);
-  return check;
+  return {
+    request: {
+      signer: e[SIGNER_ATTRIBUTE],
+      signature: e[SIGNATURE_ATTRIBUTE],
+      text: () => {
+        envelope = envelopeDigest(event);
+        return finalText(envelope, (event as { data?: { payload?: unknown } }).data?.payload);
+      },
+    },
+    verified: (check) => {
+      if (check.ok && envelope !== '') verifiedEnvelopes.set(event, envelope);
+    },
+  };
 }
 
 /**
@@ -179,9 +237,18 @@ function remember(signature: string, signer: string, text: string): void {
   verified.set(signature, { signer, text });
 }
 
-/** One check for both signatures: well-formed signer and signature, then Ed25519 over `text()`. */
-function checkSignature(signer: unknown, signature: unknown, text: () => string): SignatureCheck {
-  if (signer === undefined && signature === undefined) return { ok: false, reason: 'unsigned' };
+/** A signature to check: the claimed signer and signature (unchecked input) and the signed text. */
+interface SignatureRequest {
+  signer: unknown;
+  signature: unknown;
+  text: () => string;
+}
+
+/** What is decided before any Ed25519: unsigned or malformed, else the text that has to verify. */
+type Prepared = { done: SignatureCheck } | { signer: string; signature: string; text: string };
+
+function prepare({ signer, signature, text }: SignatureRequest): Prepared {
+  if (signer === undefined && signature === undefined) return { done: { ok: false, reason: 'unsigned' } };
   if (
     typeof signer !== 'string' ||
     !isNkeyUser(signer) ||
@@ -189,20 +256,75 @@ function checkSignature(signer: unknown, signature: unknown, text: () => string)
     !SIGNATURE_PATTERN.test(signature)
   )
     return {
-      ok: false,
-      reason: 'malformed_signature',
-      ...(typeof signer === 'string' ? { signer: signer.slice(0, 64) } : {}),
+      done: {
+        ok: false,
+        reason: 'malformed_signature',
+        ...(typeof signer === 'string' ? { signer: signer.slice(0, 64) } : {}),
+      },
     };
   const signed = text();
   const seen = verified.get(signature);
-  if (seen !== undefined && seen.signer === signer && seen.text === signed) return { ok: true, signer };
-  const valid = nodeCrypto.verify(
-    null,
-    Buffer.from(signed),
-    publicKeyObject(signer),
-    Buffer.from(signature, 'base64url'),
-  );
+  if (seen !== undefined && seen.signer === signer && seen.text === signed)
+    return { done: { ok: true, signer } };
+  return { signer, signature, text: signed };
+}
+
+function conclude(
+  valid: boolean,
+  { signer, signature, text }: Exclude<Prepared, { done: SignatureCheck }>,
+): SignatureCheck {
   if (!valid) return { ok: false, reason: 'bad_signature', signer };
-  remember(signature, signer, signed);
+  remember(signature, signer, text);
   return { ok: true, signer };
+}
+
+/** One check for both signatures: well-formed signer and signature, then Ed25519 over the text. */
+function checkSignature(request: SignatureRequest): SignatureCheck {
+  const prepared = prepare(request);
+  if ('done' in prepared) return prepared.done;
+  return conclude(
+    nodeCrypto.verify(
+      null,
+      Buffer.from(prepared.text),
+      publicKeyObject(prepared.signer),
+      Buffer.from(prepared.signature, 'base64url'),
+    ),
+    prepared,
+  );
+}
+
+/**
+ * Verifications running in the thread pool, by signature: the second copy of an event that arrives
+ * while the first is still being verified waits for the same result instead of verifying again.
+ */
+const inFlight = new Map<string, { signer: string; text: string; result: Promise<SignatureCheck> }>();
+
+function checkSignatureAsync(request: SignatureRequest): SignatureCheck | Promise<SignatureCheck> {
+  const prepared = prepare(request);
+  if ('done' in prepared) return prepared.done;
+  const running = inFlight.get(prepared.signature);
+  if (running !== undefined && running.signer === prepared.signer && running.text === prepared.text)
+    return running.result;
+  const result = new Promise<SignatureCheck>((resolve) => {
+    const done = (valid: boolean) => {
+      if (inFlight.get(prepared.signature)?.result === result) inFlight.delete(prepared.signature);
+      resolve(conclude(valid, prepared));
+    };
+    try {
+      nodeCrypto.verify(
+        null,
+        Buffer.from(prepared.text),
+        publicKeyObject(prepared.signer),
+        Buffer.from(prepared.signature, 'base64url'),
+        (err, valid) => done(err === null && valid),
+      );
+    } catch {
+      // Never a rejection: whoever waits on this check must get a verdict.
+      queueMicrotask(() => done(false));
+    }
+  });
+  // Another text under the same signature is verified on its own and does not replace the first.
+  if (running === undefined)
+    inFlight.set(prepared.signature, { signer: prepared.signer, text: prepared.text, result });
+  return result;
 }

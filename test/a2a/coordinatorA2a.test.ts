@@ -18,7 +18,6 @@ import { AMP_EXTENSION_URI as AMP_URI_OF_AMP } from '../../src/protocols/amp/amp
 import {
   settledTerminalEvents,
   startTestMesh,
-  terminalEventsFor,
   type TestMesh,
 } from '../helpers/meshFixture.js';
 import { artifactText, holdingHandler, textMessage } from './a2aTestKit.js';
@@ -136,7 +135,7 @@ describe('SendMessage into the mesh', () => {
       (e) => e.event.type === 'amf.task.announce' && e.event.amftaskid === meta.amf.taskId,
     );
     expect(announce.event.amftraceid).toBe(task.contextId);
-    const finals = terminalEventsFor(mesh, meta.amf.taskId);
+    const finals = await settledTerminalEvents(mesh, meta.amf.taskId);
     expect(finals.map((e) => e.event.type)).toEqual(['amf.result.final']);
   });
 

@@ -11,7 +11,9 @@ import {
   canonicalJson,
   carryResultSignature,
   checkEventSignature,
+  checkEventSignatureAsync,
   checkResultSignature,
+  checkResultSignatureAsync,
   signEvent,
   signResult,
 } from '../../src/identity/eventSignature.js';
@@ -156,6 +158,38 @@ describe('event signatures', () => {
     const otherSigner = copy() as unknown as Record<string, string>;
     otherSigner.amfsigner = createEphemeralAgentKey().publicKey;
     expect(checkEventSignature(otherSigner)).toMatchObject({ ok: false, reason: 'bad_signature' });
+  });
+
+  it('the thread-pool check agrees with the inline one, and two copies in flight share one verification', async () => {
+    const claim = signEvent(
+      createEvent({
+        type: 'amf.task.claim',
+        sender,
+        payload: { task_id: 't-async', agent_id: sender.identity, required_capability: 'echo', attempt: 1 },
+        taskId: 't-async',
+      }),
+      key,
+    );
+    const copy = () => JSON.parse(JSON.stringify(claim)) as typeof claim;
+    const first = checkEventSignatureAsync(copy());
+    const second = checkEventSignatureAsync(copy());
+    // Not remembered yet: both are promises, and the second is the first one's.
+    expect(first).toBeInstanceOf(Promise);
+    expect(second).toBe(first);
+    expect(await first).toEqual({ ok: true, signer: key.publicKey });
+    // Verified now: answered at once, without a promise.
+    expect(checkEventSignatureAsync(copy())).toEqual({ ok: true, signer: key.publicKey });
+    const forged = copy();
+    forged.data.payload.attempt = 7;
+    expect(await checkEventSignatureAsync(forged)).toMatchObject({ ok: false, reason: 'bad_signature' });
+    const unsigned = copy() as unknown as Record<string, unknown>;
+    delete unsigned.amfsigner;
+    delete unsigned.amfsignature;
+    expect(checkEventSignatureAsync(unsigned)).toEqual({ ok: false, reason: 'unsigned' });
+    const relayed = carryResultSignature(signEvent(final(), key), final());
+    expect(await checkResultSignatureAsync(relayed)).toEqual({ ok: true, signer: key.publicKey });
+    relayed.data.payload.result = { text: 'not what the worker said' };
+    expect(await checkResultSignatureAsync(relayed)).toMatchObject({ ok: false, reason: 'bad_signature' });
   });
 
   it('canonical JSON keeps already sorted keys and sorts the rest the same way', () => {

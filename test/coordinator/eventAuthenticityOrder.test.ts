@@ -1,0 +1,107 @@
+// The coordinator's in-order authenticity check (the hot intakes: claims, progress, finals): the
+// Ed25519 check runs off the event loop, yet verdicts come in arrival order with the same decisions
+// and warnings as the inline check, and nothing is decided after close().
+import { describe, expect, it } from 'vitest';
+import { createEvent, type AmfEvent } from '../../src/events/cloudEvent.js';
+import { createEphemeralAgentKey, type AgentKey } from '../../src/identity/agentKey.js';
+import { signEvent } from '../../src/identity/eventSignature.js';
+import { EventAuthenticity } from '../../src/coordinator/eventAuthenticity.js';
+import type { AgentRegistry } from '../../src/registry/agentRegistry.js';
+import type { PolicyNotices } from '../../src/registry/policyNotices.js';
+
+const alice = createEphemeralAgentKey();
+const mallory = createEphemeralAgentKey();
+const agents = new Map<string, AgentKey>([
+  ['spiffe://local/worker/alice', alice],
+  ['spiffe://local/worker/mallory', mallory],
+]);
+
+/** The registry as the check reads it: admitted agents and the key each id is bound to. */
+const registry = {
+  get: (id: string) =>
+    agents.has(id) ? { record: { agent_id: id, nkey: agents.get(id)!.publicKey } } : undefined,
+  boundKey: (id: string) => agents.get(id)?.publicKey,
+  list: () => [...agents].map(([id, key]) => ({ record: { agent_id: id, nkey: key.publicKey } })),
+} as unknown as AgentRegistry;
+
+function checker() {
+  const warnings: Array<Record<string, unknown>> = [];
+  const notices = { warn: (w: Record<string, unknown>) => warnings.push(w) } as unknown as PolicyNotices;
+  return { authenticity: new EventAuthenticity({ registry, notices }), warnings };
+}
+
+/** A claim in `agentId`'s name, signed with `key` (a forgery when it is another agent's key). */
+function claim(agentId: string, key: AgentKey, taskId: string): AmfEvent {
+  const sender = {
+    identity: agentId,
+    source: 'http://127.0.0.1:1',
+    role: 'specialist' as const,
+    trustDomain: 'local',
+  };
+  return signEvent(
+    createEvent({
+      type: 'amf.task.claim',
+      sender,
+      payload: { task_id: taskId, agent_id: agentId, required_capability: 'echo', attempt: 1 },
+      taskId,
+    }),
+    key,
+  );
+}
+
+describe('EventAuthenticity.acceptInOrder', () => {
+  it('decides in arrival order, refusing and warning as the inline check does', async () => {
+    const { authenticity, warnings } = checker();
+    const verdicts: string[] = [];
+    const events = [
+      ['alice t1', claim('spiffe://local/worker/alice', alice, 't1')],
+      ['forged t2', claim('spiffe://local/worker/alice', mallory, 't2')],
+      ['mallory t3', claim('spiffe://local/worker/mallory', mallory, 't3')],
+      ['alice t4', claim('spiffe://local/worker/alice', alice, 't4')],
+    ] as const;
+    for (const [name, event] of events)
+      authenticity.acceptInOrder(event, 'amf.task.claim', (ok) => verdicts.push(`${name}: ${ok}`));
+    expect(authenticity.pending).toBe(4);
+    await expect.poll(() => verdicts.length).toBe(4);
+    expect(verdicts).toEqual(['alice t1: true', 'forged t2: false', 'mallory t3: true', 'alice t4: true']);
+    expect(warnings).toEqual([
+      expect.objectContaining({
+        reason: 'forged_event',
+        agent_id: 'spiffe://local/worker/mallory',
+        task_id: 't2',
+        details: expect.objectContaining({ claimed_agent: 'spiffe://local/worker/alice' }),
+      }),
+    ]);
+    // The inline check of the same forgery agrees.
+    expect(checker().authenticity.accept(claim('spiffe://local/worker/alice', mallory, 't5'), 'x')).toBe(
+      false,
+    );
+  });
+
+  it('a copy verified once is decided at once, behind what arrived before it', async () => {
+    const { authenticity } = checker();
+    const event = claim('spiffe://local/worker/alice', alice, 't6');
+    const order: string[] = [];
+    authenticity.acceptInOrder(claim('spiffe://local/worker/mallory', mallory, 't7'), 'a', () =>
+      order.push('first'),
+    );
+    authenticity.acceptInOrder(event, 'b', () => order.push('second'));
+    authenticity.acceptInOrder(structuredClone(event), 'c', () => order.push('copy'));
+    await expect.poll(() => order.length).toBe(3);
+    expect(order).toEqual(['first', 'second', 'copy']);
+  });
+
+  it('after close() nothing waiting is decided', async () => {
+    const { authenticity } = checker();
+    const verdicts: boolean[] = [];
+    authenticity.acceptInOrder(claim('spiffe://local/worker/alice', alice, 't8'), 'a', (ok) =>
+      verdicts.push(ok),
+    );
+    authenticity.close();
+    authenticity.acceptInOrder(claim('spiffe://local/worker/alice', alice, 't9'), 'a', (ok) =>
+      verdicts.push(ok),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(verdicts).toEqual([]);
+  });
+});
