@@ -15,11 +15,7 @@ import type { BlockedPayload, ClaimPayload } from '../../src/events/payloads.js'
 import { EventBus } from '../../src/fabric/eventBus.js';
 import { AMP_EXTENSION_URI } from '../../src/protocols/a2a/agentCards.js';
 import { AMP_EXTENSION_URI as AMP_URI_OF_AMP } from '../../src/protocols/amp/ampMessage.js';
-import {
-  settledTerminalEvents,
-  startTestMesh,
-  type TestMesh,
-} from '../helpers/meshFixture.js';
+import { settledTerminalEvents, startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { artifactText, holdingHandler, textMessage } from './a2aTestKit.js';
 
 let mesh: TestMesh;
