@@ -131,13 +131,15 @@ describe('supervised nats-server (in process)', () => {
     expect(pid).toBeGreaterThan(0);
 
     process.kill(pid!, 'SIGKILL');
+    // The supervisor may see the exit before the client sees its socket close: degraded comes
+    // first, then also not connected.
     const degraded = await waitFor(
       async () => {
         const h = await health(mesh.url);
-        return h.code === 503 ? h : undefined;
+        return h.code === 503 && h.body.nats.connected === false ? h : undefined;
       },
       5_000,
-      '/health 503',
+      '/health 503 with NATS not connected',
     );
     expect(degraded.body.status).toBe('degraded');
     expect(degraded.body.version).toBe('af-mcp-0.1');

@@ -71,6 +71,12 @@ async function claimedTask(mesh: TestMesh, text: string): Promise<string> {
     10_000,
     'the claim of the victim task',
   );
+  // Seen on the fabric is not yet decided: the coordinator checks the claim's signature first.
+  await mesh.waitFor(
+    () => mesh.coordinator.lifecycle.get(task.taskId)?.claimedBy !== undefined,
+    10_000,
+    'the coordinator to record the claim',
+  );
   return task.taskId;
 }
 
