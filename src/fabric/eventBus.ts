@@ -5,10 +5,10 @@
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { AmfEvent, AnyAmfEvent } from '../events/cloudEvent.js';
-import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { validateEvent } from '../events/validateEvent.js';
 import { isAmfEventType } from '../events/eventTypes.js';
 import { AmfError } from '../errors.js';
+import { ReplyInbox } from './replyInbox.js';
 
 /** Receives every valid event as the union, so a switch on `event.type` narrows its payload. */
 export type EventHandler = (event: AnyAmfEvent, subject: string) => void;
@@ -54,7 +54,6 @@ export interface EventBusOptions {
 
 /** Thin typed layer over a NATS connection for AMF events. */
 export class EventBus {
-  private js: JetStreamClient | undefined;
   // An event checked by assertFits is published soon after: its bytes are kept, not encoded twice.
   private readonly encoded = new WeakMap<AmfEvent, Uint8Array>();
 
@@ -161,7 +160,6 @@ export class EventBus {
     subject: string,
     options: { msgId: string; signal?: AbortSignal; giveUpMs?: number; onRetry?: (err: unknown) => void },
   ): Promise<'stored' | 'too_large' | 'gave_up'> {
-    this.js ??= jetstream(this.nc);
     let bytes: Uint8Array;
     try {
       bytes = this.encode(event);
@@ -172,7 +170,10 @@ export class EventBus {
     let delayMs = 100;
     for (;;) {
       try {
-        await this.js.publish(subject, bytes, { msgID: options.msgId, timeout: 5_000 });
+        await ReplyInbox.of(this.nc).publishToStream(subject, bytes, {
+          msgId: options.msgId,
+          timeoutMs: 5_000,
+        });
         return 'stored';
       } catch (err) {
         if (options.signal?.aborted || Date.now() + delayMs > giveUpAt || this.nc.isClosed())
@@ -187,11 +188,12 @@ export class EventBus {
   /**
    * Sends `event` on `subject` as a core NATS request and resolves the answer's bytes, or undefined
    * when none came within `timeoutMs` (nobody answered, NATS unreachable) or the event is larger
-   * than the server's max_payload. One shared reply subscription serves every request (nats.js).
+   * than the server's max_payload. One reply subscription of the connection serves every request
+   * (replyInbox.ts).
    */
   async request(event: AmfEvent, subject: string, timeoutMs: number): Promise<Uint8Array | undefined> {
     try {
-      const answer = await this.nc.request(subject, this.encode(event), { timeout: timeoutMs });
+      const answer = await ReplyInbox.of(this.nc).request(subject, this.encode(event), { timeoutMs });
       return answer.data;
     } catch {
       return undefined;

@@ -6,9 +6,10 @@
  * redeliveries, set on the consumer by the coordinator).
  */
 import { randomUUID } from 'node:crypto';
-import { AckPolicy, jetstream, type JetStreamManager } from '@nats-io/jetstream';
+import { AckPolicy, type JetStreamManager } from '@nats-io/jetstream';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { workConsumerName, workSubject } from '../events/subjects.js';
+import { ReplyInbox } from './replyInbox.js';
 import { WORK_STREAM } from './jetstream.js';
 
 /** One pulled announcement and its acknowledgement handle. */
@@ -262,14 +263,11 @@ const WORK_MAX_DELIVER = 3;
  */
 export class WorkQueueWriter {
   private readonly consumers = new Map<string, Promise<void>>();
-  private readonly js;
 
   constructor(
-    nc: NatsConnection,
+    private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
-  ) {
-    this.js = jetstream(nc);
-  }
+  ) {}
 
   /** Creates the tag's consumer once (idempotent across coordinators). */
   ensureConsumer(tag: string): Promise<void> {
@@ -309,7 +307,7 @@ export class WorkQueueWriter {
    */
   async offer(bytes: Uint8Array, tag: string): Promise<number> {
     await this.ensureConsumer(tag);
-    const ack = await this.js.publish(workSubject(tag), bytes, { timeout: 5_000 });
+    const ack = await ReplyInbox.of(this.nc).publishToStream(workSubject(tag), bytes, { timeoutMs: 5_000 });
     return ack.seq;
   }
 

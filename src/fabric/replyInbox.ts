@@ -1,0 +1,142 @@
+/**
+ * Requests on the task path over one wildcard reply subscription per connection: the worker's final
+ * sent straight to its coordinator, and the coordinator's JetStream publishes (work offers,
+ * canonical finals). It is what nats.js's `nc.request` and `js.publish` do, less the `Error` (with a
+ * stack trace) nats.js builds after every answered request, whatever `noAsyncTraces` says — three
+ * per task, about a twentieth of the coordinator's time per task at concurrency 1.
+ *
+ * The reply subject is under the connection's own inbox prefix (an agent may read only its own
+ * inbox). A request whose connection drops is not failed at once: it times out, as its caller
+ * expects of a request that got no answer (the worker then stores its final; a durable publish is
+ * tried again).
+ */
+import { randomUUID } from 'node:crypto';
+import { headers as natsHeaders, type Msg, type NatsConnection } from '@nats-io/transport-node';
+
+/** What a JetStream stream answered to a publish it stored. */
+export interface StreamAck {
+  stream: string;
+  seq: number;
+  duplicate: boolean;
+}
+
+interface Waiting {
+  resolve: (msg: Msg) => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+const decoder = new TextDecoder();
+const inboxes = new WeakMap<NatsConnection, ReplyInbox>();
+
+export class ReplyInbox {
+  private readonly prefix: string;
+  private readonly waiting = new Map<string, Waiting>();
+  private next = 0;
+
+  /** The connection's one inbox (made on first use). */
+  static of(nc: NatsConnection): ReplyInbox {
+    let inbox = inboxes.get(nc);
+    if (!inbox) {
+      inbox = new ReplyInbox(nc);
+      inboxes.set(nc, inbox);
+    }
+    return inbox;
+  }
+
+  private constructor(private readonly nc: NatsConnection) {
+    const base = (nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix ?? '_INBOX';
+    this.prefix = `${base}.r${randomUUID().replaceAll('-', '')}`;
+    nc.subscribe(`${this.prefix}.*`, {
+      callback: (err, msg) => {
+        if (!err) this.answer(msg);
+      },
+    });
+  }
+
+  /** Requests in flight. */
+  get pending(): number {
+    return this.waiting.size;
+  }
+
+  /**
+   * Publishes `data` on `subject` with a reply subject of this inbox and resolves the first answer.
+   * Rejects with `no responders` when the server says nobody listens (status 503), `timeout` when
+   * nothing came within `timeoutMs`, or the publish error (a closed connection, too large).
+   */
+  request(subject: string, data: Uint8Array, options: { timeoutMs: number; msgId?: string }): Promise<Msg> {
+    const token = (this.next++).toString(36);
+    return new Promise<Msg>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(token);
+        reject(new Error(`timeout: no answer on ${subject} within ${options.timeoutMs} ms`));
+      }, options.timeoutMs);
+      timer.unref();
+      this.waiting.set(token, { resolve, reject, timer });
+      try {
+        const reply = `${this.prefix}.${token}`;
+        if (options.msgId === undefined) this.nc.publish(subject, data, { reply });
+        else {
+          const h = natsHeaders();
+          h.set('Nats-Msg-Id', options.msgId);
+          this.nc.publish(subject, data, { reply, headers: h });
+        }
+      } catch (err) {
+        this.settle(token);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
+  }
+
+  /**
+   * Publishes into a JetStream stream and resolves its acknowledgement: the stream, the sequence the
+   * message got and whether it was a duplicate of `msgId`. Rejects when no stream took it.
+   */
+  async publishToStream(
+    subject: string,
+    data: Uint8Array,
+    options: { timeoutMs: number; msgId?: string },
+  ): Promise<StreamAck> {
+    const msg = await this.request(subject, data, options);
+    return parseStreamAck(msg, subject);
+  }
+
+  private answer(msg: Msg): void {
+    const token = msg.subject.slice(this.prefix.length + 1);
+    const waiting = this.settle(token);
+    if (!waiting) return; // timed out already, or an answer nobody asked for
+    if (msg.headers?.code === 503)
+      waiting.reject(new Error(`no responders: nothing listens on the subject of this request`));
+    else waiting.resolve(msg);
+  }
+
+  private settle(token: string): Waiting | undefined {
+    const waiting = this.waiting.get(token);
+    if (!waiting) return undefined;
+    this.waiting.delete(token);
+    clearTimeout(waiting.timer);
+    return waiting;
+  }
+}
+
+/** A stream's answer to a publish: `{stream, seq, duplicate?}`, or `{error: {code, description}}`. */
+export function parseStreamAck(msg: Msg, subject: string): StreamAck {
+  let body: {
+    stream?: unknown;
+    seq?: unknown;
+    duplicate?: unknown;
+    error?: { code?: unknown; description?: unknown };
+  };
+  try {
+    body = JSON.parse(decoder.decode(msg.data)) as typeof body;
+  } catch {
+    throw new Error(`publish to ${subject}: the answer is not a JetStream acknowledgement`);
+  }
+  if (body.error !== undefined)
+    throw new Error(
+      `publish to ${subject} refused by JetStream: ${String(body.error.description ?? 'error')} (${String(body.error.code ?? '?')})`,
+    );
+  if (typeof body.stream !== 'string' || typeof body.seq !== 'number')
+    throw new Error(`publish to ${subject}: the answer is not a JetStream acknowledgement`);
+  return { stream: body.stream, seq: body.seq, duplicate: body.duplicate === true };
+}
