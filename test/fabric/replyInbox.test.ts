@@ -19,7 +19,9 @@ beforeAll(async () => {
   nc = await nats.connect('coordinator', 'reply-inbox');
   const responder = await nats.connect('coordinator', 'responder');
   responder.subscribe('test.echo', {
-    callback: (_err, msg) => msg.respond(encoder.encode(`echo ${decoder.decode(msg.data)}`)),
+    callback: (_err, msg) => {
+      msg.respond(encoder.encode(`echo ${decoder.decode(msg.data)}`));
+    },
   });
   responder.subscribe('test.slow', {
     callback: (_err, msg) => {
