@@ -138,17 +138,22 @@ describe('event signatures', () => {
     ).toBe(false);
   });
 
-  it('a second copy of a verified event is believed only with the same signed text', () => {
+  /** Fresh copies (as from the wire) of one claim signed with `key`. */
+  const signedClaimCopies = (taskId: string) => {
     const claim = signEvent(
       createEvent({
         type: 'amf.task.claim',
         sender,
-        payload: { task_id: 't-1', agent_id: sender.identity, required_capability: 'echo', attempt: 1 },
-        taskId: 't-1',
+        payload: { task_id: taskId, agent_id: sender.identity, required_capability: 'echo', attempt: 1 },
+        taskId,
       }),
       key,
     );
-    const copy = () => JSON.parse(JSON.stringify(claim)) as typeof claim;
+    return () => JSON.parse(JSON.stringify(claim)) as typeof claim;
+  };
+
+  it('a second copy of a verified event is believed only with the same signed text', () => {
+    const copy = signedClaimCopies('t-1');
     expect(checkEventSignature(copy())).toEqual({ ok: true, signer: key.publicKey });
     expect(checkEventSignature(copy())).toEqual({ ok: true, signer: key.publicKey });
     // Same signature, different text: not taken from the memory of the first check.
@@ -161,16 +166,7 @@ describe('event signatures', () => {
   });
 
   it('the thread-pool check agrees with the inline one, and two copies in flight share one verification', async () => {
-    const claim = signEvent(
-      createEvent({
-        type: 'amf.task.claim',
-        sender,
-        payload: { task_id: 't-async', agent_id: sender.identity, required_capability: 'echo', attempt: 1 },
-        taskId: 't-async',
-      }),
-      key,
-    );
-    const copy = () => JSON.parse(JSON.stringify(claim)) as typeof claim;
+    const copy = signedClaimCopies('t-async');
     const first = checkEventSignatureAsync(copy());
     const second = checkEventSignatureAsync(copy());
     // Not remembered yet: both are promises, and the second is the first one's.
