@@ -202,6 +202,10 @@ export class TaskDispatcher {
   private onReply(event: AnyAmfEvent, subject: string): void {
     const taskId = subject.slice(SUBJECT_REPLY_PREFIX.length);
     if (!this.pending.has(taskId)) return;
+    // Output in anyone's name but a recorded claimant's is dropped before its (costly) check.
+    const claimedBy = this.lifecycle.get(taskId)?.claimedBy;
+    if (claimedBy !== undefined && (event.data.payload as { agent_id?: unknown }).agent_id !== claimedBy)
+      return;
     // Decided after the canonical copy that arrived first (its claim names the claimant below).
     if (REPLY_OUTPUT.has(event.type) && this.authenticateInOrder)
       return this.authenticateInOrder(event, 'the reply subject', (ok) => {

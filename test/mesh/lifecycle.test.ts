@@ -158,11 +158,11 @@ describe('task lifecycle', () => {
       const result = mesh.coordinator.dispatcher.submit({
         tag: 'fragile',
         task: 'survive',
-        timeoutMs: 25_000,
-        // A loaded machine may take a while to claim: a few attempts of 3 s each (the watchdog that
-        // notices the killed worker runs ttl × grace = 6 s).
-        maxRetries: 3,
-        ttlSeconds: 3,
+        timeoutMs: 45_000,
+        // A loaded machine may take a while to claim, and the rescuer a while to be admitted: a few
+        // attempts of 5 s each (the watchdog that notices the killed worker runs ttl × grace = 10 s).
+        maxRetries: 4,
+        ttlSeconds: 5,
       });
       // Read below; until then a rejection must not count as unhandled.
       result.catch(() => undefined);
@@ -193,7 +193,7 @@ describe('task lifecycle', () => {
     } finally {
       child.kill('SIGKILL');
     }
-  }, 45_000);
+  }, 70_000);
 
   it('drops an announcement whose reply subject is not amf.internal.reply.<task_id>', async () => {
     await mesh.startWorker('spoof-target', ['spoofable'], echoHandler);
