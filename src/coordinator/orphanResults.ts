@@ -24,25 +24,15 @@ export interface OrphanResultDeps {
 
 const encoder = new TextEncoder();
 
-/**
- * Ends an orphaned open task with `event` (its worker's stored final); anything else is left alone.
- *
- * A task with no state at all is one whose coordinator died within its state-write interval (task
- * state is written every 100 ms): its worker got the task from the work queue, which only
- * coordinators fill, so it was accepted. While the result is still offered again it stays
- * `unknown` (the owner, if alive, writes the state and decides); on its `lastDelivery` the state is
- * created as ended, once (a KV create fails for the second adopter), and the final is published.
- */
+/** Ends an orphaned open task with `event` (its worker's stored final); anything else is left alone. */
 export async function adoptOrphanResult(
   event: AmfEventOf<'amf.result.final'>,
   deps: OrphanResultDeps,
-  lastDelivery = false,
 ): Promise<'adopted' | 'ended' | 'unknown' | 'lost_race'> {
   const p = event.data.payload;
   const key = kvKey(p.task_id);
   const entry = await deps.tasks.get(key);
   if (!entry || entry.operation !== 'PUT') {
-    if (lastDelivery) return adoptUnrecorded(event, deps);
     deps.log('info', 'result for a task no coordinator state knows (yet)', {
       task_id: p.task_id,
       agent_id: p.agent_id,
@@ -74,52 +64,6 @@ export async function adoptOrphanResult(
   } catch {
     return 'lost_race'; // another coordinator wrote the ending first
   }
-  publishAdopted(event, snap.trace_id, deps);
-  return 'adopted';
-}
-
-/** The last chance of a result whose task has no state: its ending is the task's first state. */
-async function adoptUnrecorded(
-  event: AmfEventOf<'amf.result.final'>,
-  deps: OrphanResultDeps,
-): Promise<'adopted' | 'ended' | 'unknown' | 'lost_race'> {
-  const p = event.data.payload;
-  const completed = p.status === 'completed';
-  const now = new Date((deps.now ?? Date.now)()).toISOString();
-  const traceId = event.amftraceid ?? p.task_id;
-  const ended: TaskSnapshot = {
-    task_id: p.task_id,
-    // The announcement named it, but only the events stream kept that: the result does not carry it.
-    tag: '',
-    state: completed ? 'completed' : 'failed',
-    trace_id: traceId,
-    claimed_by: p.agent_id,
-    attempt: 1,
-    created_at: now,
-    ended_at: now,
-    outcome: {
-      reason: completed ? 'completed' : (p.error?.code ?? 'worker_error'),
-      message:
-        'ended by a coordinator that adopted the task after its own coordinator stopped before recording it',
-    },
-  };
-  try {
-    await deps.tasks.create(kvKey(p.task_id), encoder.encode(JSON.stringify(ended)));
-  } catch {
-    // Recorded meanwhile (by its owner, or by another adopter): decided on that state instead.
-    return adoptOrphanResult(event, deps, false).then((v) => (v === 'unknown' ? 'lost_race' : v));
-  }
-  publishAdopted(event, traceId, deps);
-  deps.log('warn', 'task with no recorded state ended with its stored result', { task_id: p.task_id });
-  return 'adopted';
-}
-
-function publishAdopted(
-  event: AmfEventOf<'amf.result.final'>,
-  traceId: string,
-  deps: OrphanResultDeps,
-): void {
-  const p = event.data.payload;
   deps.bus.publish(
     carryResultSignature(
       event,
@@ -128,7 +72,7 @@ function publishAdopted(
         sender: deps.sender,
         payload: p,
         taskId: p.task_id,
-        traceId,
+        traceId: snap.trace_id,
         ...(event.amfconfidence !== undefined ? { confidence: Number(event.amfconfidence) } : {}),
       }),
     ),
@@ -136,4 +80,5 @@ function publishAdopted(
     replySubject(p.task_id),
   );
   deps.log('info', 'orphaned task adopted and ended with its stored result', { task_id: p.task_id });
+  return 'adopted';
 }

@@ -54,10 +54,7 @@ export interface ResultIntakeOptions {
    */
   acceptDirect?: (event: AmfEventOf<'amf.result.final'>, decide: (decision: ResultDecision) => void) => void;
   /** Asked about a result for a task nobody here follows (e.g. announced before a restart). */
-  adopt?: (
-    event: AmfEventOf<'amf.result.final'>,
-    lastDelivery: boolean,
-  ) => Promise<'adopted' | 'ended' | 'unknown' | 'lost_race'>;
+  adopt?: (event: AmfEventOf<'amf.result.final'>) => Promise<'adopted' | 'ended' | 'unknown' | 'lost_race'>;
   log: LogFn;
 }
 
@@ -188,7 +185,7 @@ export class ResultIntake {
       const decision = this.options.accept(event, { path: 'stored', lastDelivery });
       if (decision === 'accepted' || decision === 'refused') return true;
       if (decision === 'not_owner') return false; // its own coordinator may take it on a redelivery
-      return (await this.options.adopt?.(event, lastDelivery)) !== 'unknown';
+      return (await this.options.adopt?.(event)) !== 'unknown';
     } catch (err) {
       this.options.log('error', 'result not processed', { seq, err: String(err) });
       return true;

@@ -108,10 +108,20 @@ export class SharedState {
     }
   }
 
-  /** Coalesces task state changes into periodic KV writes. */
+  /**
+   * Writes a task's first state at once and coalesces its later changes into periodic KV writes.
+   * The first one leaves in the same socket write as the task's announcement and work offer: a
+   * worker can only take a task whose state exists, so a coordinator killed right after announcing
+   * leaves a task that another coordinator can adopt with its stored result (orphanResults.ts).
+   */
   attachLifecycle(lifecycle: TaskLifecycle): void {
     lifecycle.onChange((task) => {
       if (!task.owned) return;
+      if (!task.stateRecorded) {
+        task.stateRecorded = true;
+        this.write([taskSnapshot(task)]).catch((err: unknown) => this.onError('task write', err));
+        return;
+      }
       this.dirtyTasks.set(task.taskId, taskSnapshot(task));
       if (!this.flushTimer) {
         this.flushTimer = setTimeout(() => {
@@ -133,6 +143,10 @@ export class SharedState {
   private async flush(): Promise<void> {
     const batch = [...this.dirtyTasks.values()];
     this.dirtyTasks.clear();
+    await this.write(batch);
+  }
+
+  private async write(batch: TaskSnapshot[]): Promise<void> {
     if (this.publishTaskState) {
       // A plain publish on the bucket's subject: JetStream stores it like kv.put, without an ack
       // round trip per task (the ack costs more than the write on the hot path).

@@ -89,9 +89,9 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
       inOrder(event, 'the direct final subject', (ok) =>
         decide(ok ? lifecycle.acceptResult(event, { path: 'direct', lastDelivery: false }) : 'refused'),
       ),
-    adopt: async (event, lastDelivery) =>
+    adopt: async (event) =>
       authenticity.accept(event, 'the results stream')
-        ? adoptOrphanResult(event, { tasks: tasksKv, bus: bus, sender: sender, log }, lastDelivery)
+        ? adoptOrphanResult(event, { tasks: tasksKv, bus: bus, sender: sender, log })
         : 'ended',
     log: (level, message, fields) => log(level, message, fields),
   });

@@ -120,6 +120,8 @@ export interface TaskRecord {
    * and acknowledges (removes) its message itself, so the offer needs no withdrawal.
    */
   answeredFromQueue?: boolean;
+  /** Its first state was written to the shared task-state store (sharedState.ts). */
+  stateRecorded?: boolean;
   /** The accepted final result (completed or failed by its worker), once the task has one. */
   final?: AmfEventOf<'amf.result.final'>;
   timer?: TimerHandle;

@@ -94,25 +94,4 @@ describe('adopting the results of an orphaned task', () => {
   it('reports a task nobody recorded as unknown (the intake offers it again later)', async () => {
     expect(await adoptOrphanResult(result(randomUUID(), WORKER), deps())).toBe('unknown');
   });
-
-  it('on its last delivery ends a task whose coordinator died before recording it, once', async () => {
-    const taskId = randomUUID();
-    expect(await adoptOrphanResult(result(taskId, WORKER), deps(), false)).toBe('unknown');
-    expect(await tasks.get(kvKey(taskId))).toBeNull();
-    const verdicts = await Promise.all([
-      adoptOrphanResult(result(taskId, WORKER), deps(), true),
-      adoptOrphanResult(result(taskId, WORKER), deps(), true),
-    ]);
-    expect(verdicts.filter((v) => v === 'adopted')).toHaveLength(1);
-    expect(verdicts.filter((v) => v !== 'adopted')).toEqual([expect.stringMatching(/^(ended|lost_race)$/)]);
-    expect((await tasks.get(kvKey(taskId)))!.json<TaskSnapshot>()).toMatchObject({
-      state: 'completed',
-      claimed_by: WORKER,
-    });
-    await bus.flush();
-    await new Promise((r) => setTimeout(r, 100));
-    expect(finals.filter((e) => e.amftaskid === taskId)).toHaveLength(1);
-    // Ended now: a later copy (another worker's, or the same again) is refused.
-    expect(await adoptOrphanResult(result(taskId, OTHER), deps(), true)).toBe('ended');
-  });
 });

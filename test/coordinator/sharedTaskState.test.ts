@@ -1,0 +1,98 @@
+// The shared task-state store: a task's first state is written at once (with its announcement, so a
+// coordinator killed right after announcing leaves a task another can adopt), later changes are
+// coalesced into periodic writes. Real nats-server and KV.
+import { randomUUID } from 'node:crypto';
+import type { KV } from '@nats-io/kv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SharedState, type TaskSnapshot } from '../../src/coordinator/sharedState.js';
+import type { TaskLifecycle } from '../../src/coordinator/taskLifecycle.js';
+import type { TaskRecord } from '../../src/coordinator/taskRecord.js';
+import type { NatsConnection } from '../../src/fabric/connect.js';
+import { ensureFabricStores, kvKey } from '../../src/fabric/jetstream.js';
+import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
+
+let nats: TestNats;
+let nc: NatsConnection;
+let tasks: KV;
+let agents: KV;
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  nc = await nats.connect('coordinator', 'shared-state');
+  ({ tasks, agents } = await ensureFabricStores(nc));
+});
+
+afterAll(async () => {
+  await nats?.close();
+});
+
+describe('SharedState task writes', () => {
+  it('writes a task’s first state at once and coalesces the changes after it', async () => {
+    const errors: unknown[] = [];
+    const FLUSH_MS = 300;
+    const shared = new SharedState(
+      agents,
+      tasks,
+      (_what, err) => errors.push(err),
+      FLUSH_MS,
+      (subject, bytes) => nc.publish(subject, bytes),
+    );
+    let changed: (task: TaskRecord) => void = () => undefined;
+    shared.attachLifecycle({
+      onChange: (listener: (task: TaskRecord) => void) => (changed = listener),
+    } as unknown as TaskLifecycle);
+    const taskId = randomUUID();
+    const task = {
+      taskId,
+      tag: 'echo',
+      state: 'announced',
+      traceId: taskId,
+      attempt: 1,
+      createdAt: Date.now(),
+      owned: true,
+    } as unknown as TaskRecord;
+    const stored = async () => (await tasks.get(kvKey(taskId)))?.json<TaskSnapshot>();
+
+    changed(task);
+    await nc.flush();
+    expect(await stored()).toMatchObject({ task_id: taskId, state: 'announced', tag: 'echo' });
+
+    (task as { state: string }).state = 'claimed';
+    (task as { claimedBy?: string }).claimedBy = 'spiffe://local/worker/w';
+    changed(task);
+    await nc.flush();
+    // Not yet: the change waits for the next periodic write.
+    expect((await stored())?.state).toBe('announced');
+    await expect.poll(async () => (await stored())?.state, { timeout: 5_000 }).toBe('claimed');
+    expect(errors).toEqual([]);
+    await shared.close();
+  });
+
+  it('leaves other coordinators’ tasks to them', async () => {
+    const shared = new SharedState(
+      agents,
+      tasks,
+      () => undefined,
+      50,
+      (subject, bytes) => nc.publish(subject, bytes),
+    );
+    let changed: (task: TaskRecord) => void = () => undefined;
+    shared.attachLifecycle({
+      onChange: (listener: (task: TaskRecord) => void) => (changed = listener),
+    } as unknown as TaskLifecycle);
+    const taskId = randomUUID();
+    changed({
+      taskId,
+      tag: 'echo',
+      state: 'announced',
+      traceId: taskId,
+      attempt: 1,
+      createdAt: Date.now(),
+      owned: false,
+    } as unknown as TaskRecord);
+    await nc.flush();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await tasks.get(kvKey(taskId))).toBeNull();
+    await shared.close();
+  });
+});
