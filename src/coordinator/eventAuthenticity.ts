@@ -37,6 +37,12 @@ export interface EventAuthenticityOptions {
   acceptUnsignedFromKeylessAgents?: boolean;
   /** Told when a handler given to {@link EventAuthenticity.acceptInOrder} throws. */
   onHandlerError?: (err: unknown) => void;
+  /**
+   * Events that may wait for a thread-pool verdict at once (default 1,024). Beyond it the check
+   * runs inline, so a flood of signed events slows the event loop, as before, instead of growing
+   * a queue without end.
+   */
+  maxPending?: number;
 }
 
 /** Identical refusals are reported once per window, so a flood of forgeries is not a flood of warnings. */
@@ -66,9 +72,15 @@ export class EventAuthenticity {
    * canonical subject and the reply subject) share one verification.
    */
   acceptInOrder(event: AmfEvent, intake: string, then: (ok: boolean) => void): void {
-    const signature = isRelayedFinal(event)
-      ? checkResultSignatureAsync(event)
-      : checkEventSignatureAsync(event);
+    const relayed = isRelayedFinal(event);
+    const signature =
+      this.inOrder.pending >= (this.options.maxPending ?? 1024)
+        ? relayed
+          ? checkResultSignature(event)
+          : checkEventSignature(event)
+        : relayed
+          ? checkResultSignatureAsync(event)
+          : checkEventSignatureAsync(event);
     this.inOrder.add(signature, (check) => then(this.conclude(event, intake, this.judge(event, check))));
   }
 

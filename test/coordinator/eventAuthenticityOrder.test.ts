@@ -24,10 +24,13 @@ const registry = {
   list: () => [...agents].map(([id, key]) => ({ record: { agent_id: id, nkey: key.publicKey } })),
 } as unknown as AgentRegistry;
 
-function checker() {
+function checker(maxPending?: number) {
   const warnings: Array<Record<string, unknown>> = [];
   const notices = { warn: (w: Record<string, unknown>) => warnings.push(w) } as unknown as PolicyNotices;
-  return { authenticity: new EventAuthenticity({ registry, notices }), warnings };
+  return {
+    authenticity: new EventAuthenticity({ registry, notices, ...(maxPending ? { maxPending } : {}) }),
+    warnings,
+  };
 }
 
 /** A claim in `agentId`'s name, signed with `key` (a forgery when it is another agent's key). */
@@ -89,6 +92,25 @@ describe('EventAuthenticity.acceptInOrder', () => {
     authenticity.acceptInOrder(structuredClone(event), 'c', () => order.push('copy'));
     await expect.poll(() => order.length).toBe(3);
     expect(order).toEqual(['first', 'second', 'copy']);
+  });
+
+  it('past its bound the check runs inline, still in arrival order and with the same verdicts', async () => {
+    const { authenticity, warnings } = checker(1);
+    const verdicts: string[] = [];
+    authenticity.acceptInOrder(claim('spiffe://local/worker/alice', alice, 'b1'), 'a', (ok) =>
+      verdicts.push(`b1 ${ok}`),
+    );
+    // One waits already: these are checked on the spot, and wait their turn.
+    authenticity.acceptInOrder(claim('spiffe://local/worker/alice', mallory, 'b2'), 'a', (ok) =>
+      verdicts.push(`b2 ${ok}`),
+    );
+    authenticity.acceptInOrder(claim('spiffe://local/worker/mallory', mallory, 'b3'), 'a', (ok) =>
+      verdicts.push(`b3 ${ok}`),
+    );
+    expect(verdicts).toEqual([]);
+    await expect.poll(() => verdicts.length).toBe(3);
+    expect(verdicts).toEqual(['b1 true', 'b2 false', 'b3 true']);
+    expect(warnings).toHaveLength(1);
   });
 
   it('after close() nothing waiting is decided', async () => {
