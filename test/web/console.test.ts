@@ -325,7 +325,10 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     await page.getByRole('link', { name: 'Agents' }).focus();
     await page.keyboard.press('Enter');
     await expect.poll(() => page.evaluate('location.hash')).toBe('#/agents');
-    expect(await page.getByRole('link', { name: 'Agents' }).getAttribute('aria-current')).toBe('page');
+    // The hash changes first; the view's router marks the link on the hashchange that follows.
+    await expect
+      .poll(() => page.getByRole('link', { name: 'Agents' }).getAttribute('aria-current'))
+      .toBe('page');
     for (const view of ['tasks', 'agents', 'policy', 'tools', 'chat', 'events']) {
       await page.goto(`${mesh.url}/#/${view}`);
       await page.locator(`#view-${view} h2`).waitFor(WAIT);
