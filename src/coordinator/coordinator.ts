@@ -48,7 +48,7 @@ import { SharedState } from './sharedState.js';
 import type { TaskDispatcher } from './taskDispatcher.js';
 import type { TaskLifecycle } from './taskLifecycle.js';
 import type { ResultIntake } from './resultIntake.js';
-import { createTaskPath } from './taskPath.js';
+import { closeTaskPath, createTaskPath } from './taskPath.js';
 import {
   announceAgentChanges,
   logServerEvent,
@@ -378,10 +378,8 @@ export class Coordinator {
       this.heartbeatDoor.close();
       this.grants?.close();
       this.admission.close();
-      await this.results.close();
-      this.authenticity.close(); // unanswered workers store their finals (docs/reliability.md)
-      this.dispatcher.close();
-      this.lifecycle.close();
+      const { results, authenticity, dispatcher, lifecycle } = this;
+      await closeTaskPath({ results, authenticity, dispatcher, lifecycle });
       await this.watcherService?.close().catch(() => undefined);
       await this.parts.watcher.close().catch(() => undefined);
       await this.shared.close().catch(() => undefined);

@@ -89,7 +89,10 @@ export class EventAuthenticity {
     return this.inOrder.pending;
   }
 
-  /** Drops the events still waiting for their verdict (shutdown): their handlers never run. */
+  /**
+   * Drops the events still waiting for their verdict (shutdown): their handlers never run, and a
+   * worker left without an answer stores its final for the next coordinator (docs/reliability.md).
+   */
   close(): void {
     this.inOrder.close();
   }

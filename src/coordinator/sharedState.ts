@@ -114,7 +114,7 @@ export class SharedState {
    * worker can only take a task whose state exists, so a coordinator killed right after announcing
    * leaves a task that another coordinator can adopt with its stored result (orphanResults.ts).
    */
-  attachLifecycle(lifecycle: TaskLifecycle): void {
+  attachLifecycle(lifecycle: Pick<TaskLifecycle, 'onChange'>): void {
     lifecycle.onChange((task) => {
       if (!task.owned) return;
       if (!task.stateRecorded) {

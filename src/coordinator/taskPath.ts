@@ -97,3 +97,14 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
   });
   return { authenticity, lifecycle, dispatcher, results };
 }
+
+/**
+ * Stops the task path: no more results taken, events still waiting for their signature check
+ * dropped (their workers store their finals), requesters released, in-flight tasks ended.
+ */
+export async function closeTaskPath(path: TaskPath): Promise<void> {
+  await path.results.close();
+  path.authenticity.close();
+  path.dispatcher.close();
+  path.lifecycle.close();
+}

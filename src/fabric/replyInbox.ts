@@ -13,6 +13,11 @@
 import { randomUUID } from 'node:crypto';
 import { headers as natsHeaders, type Msg, type NatsConnection } from '@nats-io/transport-node';
 
+/** The connection's inbox prefix (an agent may subscribe only under its own). */
+export function inboxPrefixOf(nc: NatsConnection): string {
+  return (nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix ?? '_INBOX';
+}
+
 /** What a JetStream stream answered to a publish it stored. */
 export interface StreamAck {
   stream: string;
@@ -45,8 +50,7 @@ export class ReplyInbox {
   }
 
   private constructor(private readonly nc: NatsConnection) {
-    const base = (nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix ?? '_INBOX';
-    this.prefix = `${base}.r${randomUUID().replaceAll('-', '')}`;
+    this.prefix = `${inboxPrefixOf(nc)}.r${randomUUID().replaceAll('-', '')}`;
     nc.subscribe(`${this.prefix}.*`, {
       callback: (err, msg) => {
         if (!err) this.answer(msg);

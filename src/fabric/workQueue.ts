@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { AckPolicy, type JetStreamManager } from '@nats-io/jetstream';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { workConsumerName, workSubject } from '../events/subjects.js';
-import { ReplyInbox } from './replyInbox.js';
+import { inboxPrefixOf, ReplyInbox } from './replyInbox.js';
 import { WORK_STREAM } from './jetstream.js';
 
 /** One pulled announcement and its acknowledgement handle. */
@@ -80,8 +80,7 @@ export class WorkQueuePuller {
     consumerName: string,
     private readonly options: WorkQueuePullerOptions,
   ) {
-    const prefix = (nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix ?? '_INBOX';
-    this.inbox = `${prefix}.work.${randomUUID().replaceAll('-', '')}`;
+    this.inbox = `${inboxPrefixOf(nc)}.work.${randomUUID().replaceAll('-', '')}`;
     this.pullSubject = `$JS.API.CONSUMER.MSG.NEXT.${WORK_STREAM}.${consumerName}`;
     this.infoSubject = `$JS.API.CONSUMER.INFO.${WORK_STREAM}.${consumerName}`;
     this.sub = nc.subscribe(`${this.inbox}.*`, { callback: (_err, msg) => this.onMessage(msg) });

@@ -5,7 +5,6 @@ import { randomUUID } from 'node:crypto';
 import type { KV } from '@nats-io/kv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SharedState, type TaskSnapshot } from '../../src/coordinator/sharedState.js';
-import type { TaskLifecycle } from '../../src/coordinator/taskLifecycle.js';
 import type { TaskRecord } from '../../src/coordinator/taskRecord.js';
 import type { NatsConnection } from '../../src/fabric/connect.js';
 import { ensureFabricStores, kvKey } from '../../src/fabric/jetstream.js';
@@ -26,39 +25,33 @@ afterAll(async () => {
   await nats?.close();
 });
 
+/** A SharedState writing through the test connection, and the lifecycle change listener it registered. */
+function sharedState(flushMs: number, onError: (err: unknown) => void = () => undefined) {
+  const shared = new SharedState(
+    agents,
+    tasks,
+    (_what, err) => onError(err),
+    flushMs,
+    (subject, bytes) => nc.publish(subject, bytes),
+  );
+  let changed: (task: TaskRecord) => void = () => undefined;
+  shared.attachLifecycle({ onChange: (listener) => ((changed = listener), () => undefined) });
+  return { shared, changed: (task: TaskRecord) => changed(task) };
+}
+
 describe('SharedState task writes', () => {
   it('writes a task’s first state at once and coalesces the changes after it', async () => {
     const errors: unknown[] = [];
-    const FLUSH_MS = 300;
-    const shared = new SharedState(
-      agents,
-      tasks,
-      (_what, err) => errors.push(err),
-      FLUSH_MS,
-      (subject, bytes) => nc.publish(subject, bytes),
-    );
-    let changed: (task: TaskRecord) => void = () => undefined;
-    shared.attachLifecycle({
-      onChange: (listener: (task: TaskRecord) => void) => (changed = listener),
-    } as unknown as TaskLifecycle);
-    const taskId = randomUUID();
-    const task = {
-      taskId,
-      tag: 'echo',
-      state: 'announced',
-      traceId: taskId,
-      attempt: 1,
-      createdAt: Date.now(),
-      owned: true,
-    } as unknown as TaskRecord;
-    const stored = async () => (await tasks.get(kvKey(taskId)))?.json<TaskSnapshot>();
+    const { shared, changed } = sharedState(300, (err) => errors.push(err));
+    const task = taskRecord(true);
+    const stored = async () => (await tasks.get(kvKey(task.taskId)))?.json<TaskSnapshot>();
 
     changed(task);
     await nc.flush();
-    expect(await stored()).toMatchObject({ task_id: taskId, state: 'announced', tag: 'echo' });
+    expect(await stored()).toMatchObject({ task_id: task.taskId, state: 'announced', tag: 'echo' });
 
-    (task as { state: string }).state = 'claimed';
-    (task as { claimedBy?: string }).claimedBy = 'spiffe://local/worker/w';
+    task.state = 'claimed';
+    task.claimedBy = 'spiffe://local/worker/w';
     changed(task);
     await nc.flush();
     // Not yet: the change waits for the next periodic write.
@@ -69,30 +62,27 @@ describe('SharedState task writes', () => {
   });
 
   it('leaves other coordinators’ tasks to them', async () => {
-    const shared = new SharedState(
-      agents,
-      tasks,
-      () => undefined,
-      50,
-      (subject, bytes) => nc.publish(subject, bytes),
-    );
-    let changed: (task: TaskRecord) => void = () => undefined;
-    shared.attachLifecycle({
-      onChange: (listener: (task: TaskRecord) => void) => (changed = listener),
-    } as unknown as TaskLifecycle);
-    const taskId = randomUUID();
-    changed({
-      taskId,
-      tag: 'echo',
-      state: 'announced',
-      traceId: taskId,
-      attempt: 1,
-      createdAt: Date.now(),
-      owned: false,
-    } as unknown as TaskRecord);
+    const { shared, changed } = sharedState(50);
+    const task = taskRecord(false);
+    changed(task);
     await nc.flush();
     await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(await tasks.get(kvKey(taskId))).toBeNull();
+    expect(await tasks.get(kvKey(task.taskId))).toBeNull();
     await shared.close();
   });
 });
+
+/** The fields of a task record the state store reads (a new, announced task). */
+function taskRecord(owned: boolean): TaskRecord {
+  const taskId = randomUUID();
+  const fields = {
+    taskId,
+    tag: 'echo',
+    state: 'announced',
+    traceId: taskId,
+    attempt: 1,
+    createdAt: Date.now(),
+    owned,
+  };
+  return fields as TaskRecord;
+}
