@@ -6,7 +6,7 @@ import { createEvent, type AmfEvent } from '../../src/events/cloudEvent.js';
 import { createEphemeralAgentKey, type AgentKey } from '../../src/identity/agentKey.js';
 import { signEvent } from '../../src/identity/eventSignature.js';
 import { EventAuthenticity } from '../../src/coordinator/eventAuthenticity.js';
-import type { AgentRegistry } from '../../src/registry/agentRegistry.js';
+import { AgentRegistry } from '../../src/registry/agentRegistry.js';
 import type { PolicyNotices } from '../../src/registry/policyNotices.js';
 
 const alice = createEphemeralAgentKey();
@@ -16,14 +16,18 @@ const agents = new Map<string, AgentKey>([
   ['spiffe://local/worker/mallory', mallory],
 ]);
 
-/** The registry as the check reads it: admitted agents and the key each id is bound to. */
-const registry = {
-  get: (id: string) =>
-    agents.has(id) ? { record: { agent_id: id, nkey: agents.get(id)!.publicKey } } : undefined,
-  boundKey: (id: string) => agents.get(id)?.publicKey,
-  list: () => [...agents].map(([id, key]) => ({ record: { agent_id: id, nkey: key.publicKey } })),
-} as unknown as AgentRegistry;
+/** The real in-memory registry, with both agents admitted with their keys. */
+const registry = new AgentRegistry({ defaultHeartbeatSeconds: 5, offlineAfterMissed: 3 });
+for (const [agentId, key] of agents)
+  registry.admit({
+    agent_id: agentId,
+    endpoint: 'http://127.0.0.1:9',
+    protocols_supported: ['A2A/1.0'],
+    capability_tags: ['echo'],
+    nkey: key.publicKey,
+  });
 
+/** Policy notices recorded here instead of published (what the check warns is the subject). */
 function checker(maxPending?: number) {
   const warnings: Array<Record<string, unknown>> = [];
   const notices = { warn: (w: Record<string, unknown>) => warnings.push(w) } as unknown as PolicyNotices;
