@@ -158,10 +158,11 @@ describe('task lifecycle', () => {
       const result = mesh.coordinator.dispatcher.submit({
         tag: 'fragile',
         task: 'survive',
-        timeoutMs: 45_000,
-        // A loaded machine may take a while to claim, and the rescuer a while to be admitted: a few
-        // attempts of 5 s each (the watchdog that notices the killed worker runs ttl × grace = 10 s).
-        maxRetries: 4,
+        timeoutMs: 100_000,
+        // A loaded machine may take a while to claim (the worker process dials its own NATS user after
+        // admission), and the rescuer a while to be admitted: attempts of 5 s each, enough of them to
+        // outlast both (the watchdog that notices the killed worker runs ttl × grace = 10 s).
+        maxRetries: 12,
         ttlSeconds: 5,
       });
       // Read below; until then a rejection must not count as unhandled.
@@ -171,7 +172,7 @@ describe('task lifecycle', () => {
           e.subject === 'amf.task.claim' &&
           (e.event.data.payload as { agent_id?: string }).agent_id === 'spiffe://local/worker/doomed',
         // Admitted is not yet pulling: the worker still dials its own NATS user (seconds under load).
-        20_000,
+        60_000,
         'the claim of the doomed worker',
       );
       const taskId = claim.event.amftaskid!;
@@ -193,7 +194,7 @@ describe('task lifecycle', () => {
     } finally {
       child.kill('SIGKILL');
     }
-  }, 70_000);
+  }, 150_000);
 
   it('drops an announcement whose reply subject is not amf.internal.reply.<task_id>', async () => {
     await mesh.startWorker('spoof-target', ['spoofable'], echoHandler);
