@@ -7,7 +7,7 @@ import { copyFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { clusterNodeAndCoordinator } from './cluster.mjs';
-import { freePort, startCoordinator, startExternalNats } from './mesh.mjs';
+import { freePort, fromDist, startCoordinator, startExternalNats } from './mesh.mjs';
 import { processesMentioning } from './procs.mjs';
 
 const secs = (ms) => `${Math.round(ms / 100) / 10} s`;
@@ -101,20 +101,40 @@ export const FAULTS = [
     name: '3-node NATS cluster: SIGKILL + restart a node, then SIGKILL 1 of 2 coordinators',
     run: clusterNodeAndCoordinator,
   },
+  {
+    id: 10,
+    name: 'SIGKILL the coordinator and 1 of 2 workers together, restart the coordinator',
+    run: (ctx) => coordinatorRestart(ctx, { alsoKillWorker: true }),
+  },
 ];
 
-/** Kills the coordinator process alone (as a crash would) and starts it again as a user would. */
-async function coordinatorRestart(ctx) {
+/**
+ * Kills the coordinator process (as a crash would) and starts it again as a user would. With
+ * `alsoKillWorker`, one of the two workers dies with it (as the demo workers of `amf up --demo`,
+ * which share its process, do): the tasks it held have no coordinator and no worker left.
+ */
+async function coordinatorRestart(ctx, { alsoKillWorker = false } = {}) {
   const port = await freePort();
   const natsPort = await freePort();
   const mesh = await ctx.spawnedMesh({ workers: 2, port, natsPort });
   const notes = [];
   const url = `http://127.0.0.1:${port}`;
+  const holds = alsoKillWorker
+    ? await watchHolds(mesh.coordinator.natsUrl, mesh.credentials, mesh.workers[0].label)
+    : undefined;
   const records = await ctx.loadWithFault(
     () => url,
     async () => {
       const conf = join(mesh.dataDir, 'nats', 'nats-server.conf');
+      // The case to show: worker 1 holds tasks whose claimed state the coordinator has written.
+      const heldMs = Math.min(HELD_AT_LEAST_MS, ctx.p.sleepMs / 2);
+      const held = holds ? await holds.heldFor(heldMs, 10_000) : 0;
       mesh.coordinator.proc.signal('SIGKILL');
+      if (alsoKillWorker) {
+        await mesh.workers[0].kill();
+        notes.push(`worker 1 SIGKILLed with it, holding ${held} task(s) claimed ≥ ${heldMs} ms before`);
+        await holds.close();
+      }
       await mesh.coordinator.proc.exited;
       const orphans = await processesMentioning(conf);
       if (orphans.length > 0)
@@ -212,4 +232,49 @@ async function ctrlC(ctx) {
 
 function lastLine(text) {
   return String(text).split('\n').filter(Boolean).slice(-1)[0]?.slice(0, 160) ?? '';
+}
+
+/**
+ * How long worker 1 must have held a task before fault 10 strikes: its claimed state is in KV by
+ * then (task state is written every 100 ms), so adoption must get past the dead holder. At most half
+ * the handler's sleep, so a held task is still running.
+ */
+const HELD_AT_LEAST_MS = 500;
+
+/**
+ * Follows the claims and finals of the agent named `name` on the mesh's NATS (coordinator's
+ * credentials): `heldFor(ms, bound)` waits (at most `bound`) until it holds a task claimed at least
+ * `ms` ago, and says how many it holds that long.
+ */
+async function watchHolds(natsUrl, credentials, name) {
+  const { connectAs } = await fromDist('fabric/connect.js');
+  const nc = await connectAs(natsUrl, credentials.coordinator, 'drill-holds');
+  const claimedAt = new Map();
+  const decode = (msg) => {
+    try {
+      return msg.json();
+    } catch {
+      return undefined;
+    }
+  };
+  const isOurs = (e) => String(e?.data?.payload?.agent_id ?? '').endsWith(`/${name}`);
+  nc.subscribe('amf.task.claim', {
+    callback: (_err, msg) => {
+      const e = decode(msg);
+      if (isOurs(e)) claimedAt.set(e.data.payload.task_id, Date.now());
+    },
+  });
+  nc.subscribe('amf.result.final', {
+    callback: (_err, msg) => claimedAt.delete(decode(msg)?.data?.payload?.task_id),
+  });
+  await nc.flush();
+  const heldLong = (ms) => [...claimedAt.values()].filter((t) => Date.now() - t >= ms).length;
+  return {
+    async heldFor(ms, bound) {
+      const until = Date.now() + bound;
+      while (heldLong(ms) === 0 && Date.now() < until) await delay(50);
+      return heldLong(ms);
+    },
+    close: () => nc.close().catch(() => undefined),
+  };
 }

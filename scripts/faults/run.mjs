@@ -23,7 +23,8 @@ succeeds afterwards without help. Exit code 1 when any row loses, doubles or doe
 Faults: 1 SIGKILL 1 of 2 workers; 2 SIGSTOP a worker; 3 external NATS down 5 s; 4 external NATS
 down 40 s; 5 SIGKILL the spawned nats-server; 6 SIGKILL + restart the coordinator; 7 two
 coordinators on one NATS, SIGKILL one; 8 Ctrl-C on amf up --demo; 9 3-node NATS cluster: a
-node SIGKILLed and restarted, then 1 of 2 coordinators SIGKILLed.
+node SIGKILLed and restarted, then 1 of 2 coordinators SIGKILLed; 10 SIGKILL the coordinator and
+1 of 2 workers together, restart the coordinator.
 
 Options:
   --quick            ${QUICK.requests} requests, concurrency ${QUICK.concurrency}, ${QUICK.sleepMs / 1000} s handler, fault at ${QUICK.faultAtMs / 1000} s (CI)

@@ -3,6 +3,12 @@
  * (killed, restarted) while its worker went on. The task's last state is in KV; while it is still
  * open, the stored result is its ending. The terminal state is written with the entry's revision, so
  * when two coordinators adopt the same task only one ending is written and published.
+ *
+ * Whose result may end it: the worker the state names as holder; any agent admitted for the task's
+ * tag while nobody holds it; and, once the holder is lost (not live), an agent admitted for the tag
+ * that ran the task's redelivered work item — the case of a coordinator and its task's worker dying
+ * together (e.g. `amf up --demo`, whose demo workers share its process), where the work queue hands
+ * the unacknowledged item to another worker after the ack wait.
  */
 import type { KV } from '@nats-io/kv';
 import { carryResultSignature } from '../identity/eventSignature.js';
@@ -12,6 +18,7 @@ import { isTerminal, type TaskState } from '../events/taskStateMachine.js';
 import type { EventBus } from '../fabric/eventBus.js';
 import { kvKey } from '../fabric/jetstream.js';
 import type { LogFn } from '../log.js';
+import type { AgentRegistry } from '../registry/agentRegistry.js';
 import type { TaskSnapshot } from './sharedState.js';
 
 export interface OrphanResultDeps {
@@ -19,7 +26,18 @@ export interface OrphanResultDeps {
   bus: EventBus;
   sender: EventSender;
   log: LogFn;
+  /** The registry's view of the agents (shared through KV, so it knows agents admitted elsewhere). */
+  agents: Pick<AgentRegistry, 'get'>;
   now?: () => number;
+}
+
+/** Admitted for `tag` at some point and not refused since (live, or offline after it was live). */
+function admittedForTag(agents: OrphanResultDeps['agents'], agentId: string, tag: string): boolean {
+  const agent = agents.get(agentId);
+  return (
+    (agent?.status === 'live' || agent?.status === 'offline') &&
+    (agent.record.capability_tags ?? []).includes(tag)
+  );
 }
 
 const encoder = new TextEncoder();
@@ -40,13 +58,30 @@ export async function adoptOrphanResult(
     return 'unknown';
   }
   const snap = entry.json<TaskSnapshot>();
-  if (isTerminal(snap.state as TaskState) || (snap.claimed_by && snap.claimed_by !== p.agent_id)) {
-    deps.log('warn', 'late result for an orphaned task refused', {
+  const refuse = (why: string) => {
+    deps.log('warn', `result for an orphaned task refused: ${why}`, {
       task_id: p.task_id,
       agent_id: p.agent_id,
       state: snap.state,
+      ...(snap.claimed_by ? { claimed_by: snap.claimed_by } : {}),
     });
-    return 'ended';
+    return 'ended' as const;
+  };
+  if (isTerminal(snap.state as TaskState)) return refuse('the task has ended');
+  const holder = snap.claimed_by;
+  if (holder !== p.agent_id) {
+    if (!admittedForTag(deps.agents, p.agent_id, snap.tag))
+      return refuse(`the agent is not admitted for tag ${snap.tag}`);
+    // A live holder is still running the task and will store its own result; this one is a
+    // duplicate. Offered again a few times (the holder may be dead and not yet seen offline).
+    if (holder && deps.agents.get(holder)?.status === 'live') {
+      deps.log('info', 'result for an orphaned task held by another live worker: offered again later', {
+        task_id: p.task_id,
+        agent_id: p.agent_id,
+        claimed_by: holder,
+      });
+      return 'unknown';
+    }
   }
   const completed = p.status === 'completed';
   const ended: TaskSnapshot = {
@@ -79,6 +114,10 @@ export async function adoptOrphanResult(
     'amf.result.final',
     replySubject(p.task_id),
   );
-  deps.log('info', 'orphaned task adopted and ended with its stored result', { task_id: p.task_id });
+  deps.log('info', 'orphaned task adopted and ended with its stored result', {
+    task_id: p.task_id,
+    agent_id: p.agent_id,
+    ...(holder && holder !== p.agent_id ? { lost_holder: holder } : {}),
+  });
   return 'adopted';
 }

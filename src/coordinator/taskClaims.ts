@@ -69,8 +69,10 @@ export class TaskClaims {
       return;
     }
     if (task.state === 'claimed' && task.claimedBy === agentId) return; // the same claim seen twice
-    if (!this.deps.table.transition(task, 'amf.task.claim', agentId)) return;
+    if (!this.deps.table.applyTransition(task, 'amf.task.claim', agentId)) return;
+    // The claimant is part of the state the change listeners record (KV): set it before telling them.
     task.claimedBy = agentId;
+    this.deps.table.changed(task);
     this.deps.timers.armWatchdog(task);
   }
 

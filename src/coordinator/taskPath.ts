@@ -91,7 +91,7 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
       ),
     adopt: async (event) =>
       authenticity.accept(event, 'the results stream')
-        ? adoptOrphanResult(event, { tasks: tasksKv, bus: bus, sender: sender, log })
+        ? adoptOrphanResult(event, { tasks: tasksKv, bus, sender, log, agents: registry })
         : 'ended',
     log: (level, message, fields) => log(level, message, fields),
   });

@@ -69,8 +69,9 @@ export class TaskResults {
     if (!task.owned && (arrival.path === 'direct' || !arrival.lastDelivery)) return 'not_owner';
     if (task.claimedBy === undefined && task.state === 'announced' && this.deps.agents.isLive(agentId)) {
       // The result overtook the claim (they travel on different paths): the claim is implied.
-      if (!this.deps.table.transition(task, 'amf.task.claim', agentId)) return 'refused';
+      if (!this.deps.table.applyTransition(task, 'amf.task.claim', agentId)) return 'refused';
       task.claimedBy = agentId;
+      this.deps.table.changed(task);
     }
     if (task.claimedBy !== agentId) {
       this.deps.notices.warn({

@@ -1,6 +1,8 @@
 /**
  * A result for a task whose coordinator stopped: the adopting coordinator ends the still-open task
- * once (KV revision), publishes one canonical final, and refuses a result from any other worker.
+ * once (KV revision) and publishes one canonical final. It takes the holder's result; another
+ * worker's only once the holder is lost (a redelivered work item), and never one from an agent
+ * not admitted for the task's tag.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
@@ -11,9 +13,25 @@ import { EventBus } from '../../src/fabric/eventBus.js';
 import { createEvent, type AnyAmfEvent, type EventSender } from '../../src/events/cloudEvent.js';
 import { adoptOrphanResult } from '../../src/coordinator/orphanResults.js';
 import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
+import { AgentRegistry } from '../../src/registry/agentRegistry.js';
 
 const WORKER = 'spiffe://local/worker/w1';
 const OTHER = 'spiffe://local/worker/w2';
+const STRANGER = 'spiffe://local/worker/other-tag';
+
+/** The real in-memory registry: both echo workers live, a third agent admitted for another tag. */
+const agents = new AgentRegistry({ defaultHeartbeatSeconds: 5, offlineAfterMissed: 3 });
+for (const [agentId, tag] of [
+  [WORKER, 'echo'],
+  [OTHER, 'echo'],
+  [STRANGER, 'summarize'],
+])
+  agents.admit({
+    agent_id: agentId,
+    endpoint: 'http://127.0.0.1:9',
+    protocols_supported: ['A2A/1.0'],
+    capability_tags: [tag],
+  });
 const coordinator: EventSender = {
   identity: 'spiffe://local/coordinator/adopter',
   source: 'http://127.0.0.1:1',
@@ -63,7 +81,7 @@ afterAll(async () => {
   await nats?.close();
 });
 
-const deps = () => ({ tasks, bus, sender: coordinator, log: () => undefined });
+const deps = () => ({ tasks, bus, sender: coordinator, log: () => undefined, agents });
 
 describe('adopting the results of an orphaned task', () => {
   it('ends an open task once even when two coordinators adopt it at the same time', async () => {
@@ -82,13 +100,36 @@ describe('adopting the results of an orphaned task', () => {
     expect(mine[0]!.amfagentrole).toBe('coordinator');
   });
 
-  it('refuses a result from a worker that does not hold the task, and one for an ended task', async () => {
+  it('does not take a result from a worker that does not hold the task, nor one for an ended task', async () => {
     const held = await openTask(WORKER);
-    expect(await adoptOrphanResult(result(held, OTHER), deps())).toBe('ended');
+    expect(await adoptOrphanResult(result(held, OTHER), deps())).toBe('unknown');
     expect((await tasks.get(kvKey(held)))!.json<TaskSnapshot>().state).toBe('claimed');
     const open = await openTask();
     expect(await adoptOrphanResult(result(open, WORKER), deps())).toBe('adopted');
     expect(await adoptOrphanResult(result(open, OTHER), deps())).toBe('ended');
+  });
+
+  it('takes the result of a redelivery once the holder is lost, never from an agent of another tag', async () => {
+    const taskId = await openTask(WORKER);
+    // The holder is live: its own result will come; this one is offered again later.
+    expect(await adoptOrphanResult(result(taskId, OTHER), deps())).toBe('unknown');
+    expect(await adoptOrphanResult(result(taskId, STRANGER), deps())).toBe('ended');
+    agents.markOffline(WORKER, 'test: its process was killed with its coordinator');
+    try {
+      expect(await adoptOrphanResult(result(taskId, STRANGER), deps())).toBe('ended');
+      expect(await adoptOrphanResult(result(taskId, OTHER), deps())).toBe('adopted');
+      expect((await tasks.get(kvKey(taskId)))!.json<TaskSnapshot>()).toMatchObject({
+        state: 'completed',
+        claimed_by: OTHER,
+      });
+      // The lost holder's own result, arriving late, is refused: the task has ended.
+      expect(await adoptOrphanResult(result(taskId, WORKER), deps())).toBe('ended');
+    } finally {
+      agents.restore({ ...agents.get(WORKER)!, status: 'live', lastSeen: Date.now() + 1 });
+    }
+    await bus.flush();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(finals.filter((e) => e.amftaskid === taskId)).toHaveLength(1);
   });
 
   it('reports a task nobody recorded as unknown (the intake offers it again later)', async () => {

@@ -1,0 +1,98 @@
+/**
+ * The shared task state names the worker holding a task. Adoption after a coordinator dies decides
+ * by it whose stored result may end the task (orphanResults.ts), so the claimed state must reach KV
+ * with its claimant. Real nats-server, KV, EventBus and TaskLifecycle.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KV } from '@nats-io/kv';
+import { SharedState, type TaskSnapshot } from '../../src/coordinator/sharedState.js';
+import { TaskLifecycle } from '../../src/coordinator/taskLifecycle.js';
+import { createEvent, type AnyAmfEvent, type EventSender } from '../../src/events/cloudEvent.js';
+import { EventBus } from '../../src/fabric/eventBus.js';
+import { ensureFabricStores, kvKey } from '../../src/fabric/jetstream.js';
+import { AgentRegistry } from '../../src/registry/agentRegistry.js';
+import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
+
+const WORKER = 'spiffe://local/worker/holder';
+const coordinator: EventSender = {
+  identity: 'spiffe://local/coordinator/test',
+  source: 'urn:test:coordinator',
+  role: 'coordinator',
+  trustDomain: 'local',
+};
+
+let nats: TestNats;
+let tasks: KV;
+let shared: SharedState;
+let lifecycle: TaskLifecycle;
+let workerBus: EventBus;
+let coordinatorBus: EventBus;
+const seen: TaskSnapshot[] = [];
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  const nc = await nats.connect('coordinator', 'claim-state');
+  const stores = await ensureFabricStores(nc);
+  tasks = stores.tasks;
+  coordinatorBus = new EventBus(nc);
+  workerBus = new EventBus(await nats.connect('specialist'));
+  const registry = new AgentRegistry({ defaultHeartbeatSeconds: 5, offlineAfterMissed: 3 });
+  registry.admit({
+    agent_id: WORKER,
+    endpoint: 'http://127.0.0.1:9',
+    protocols_supported: ['A2A/1.0'],
+    capability_tags: ['echo'],
+  });
+  lifecycle = new TaskLifecycle(
+    coordinatorBus,
+    registry,
+    coordinator,
+    { warn: () => undefined, deny: () => undefined },
+    {
+      ttlSeconds: 30,
+      maxRetries: 0,
+      retryDelaySeconds: 0,
+      watchdogGraceFactor: 2,
+      retainedTerminalTasks: 100,
+      decideDelegation: () => Promise.resolve({ allow: true, reasons: [], max_depth: 5 }),
+      authenticate: () => true,
+    },
+  );
+  shared = new SharedState(
+    stores.agents,
+    tasks,
+    () => undefined,
+    50,
+    (subject, bytes) => nc.publish(subject, bytes),
+  );
+  shared.attachLifecycle(lifecycle);
+  lifecycle.onChange((task) => seen.push({ state: task.state, claimed_by: task.claimedBy } as TaskSnapshot));
+  lifecycle.start();
+  await coordinatorBus.flush();
+});
+
+afterAll(async () => {
+  await shared?.close();
+  lifecycle?.close();
+  await nats?.close();
+});
+
+describe('the claimed state', () => {
+  it('reaches the change listeners and KV with the worker that holds the task', async () => {
+    const task = lifecycle.announce({ tag: 'echo', task: 'hold it' });
+    const claim = createEvent({
+      type: 'amf.task.claim',
+      sender: { ...coordinator, identity: WORKER, role: 'specialist' },
+      payload: { task_id: task.taskId, agent_id: WORKER, required_capability: 'echo', attempt: 1 },
+      taskId: task.taskId,
+    }) as AnyAmfEvent;
+    workerBus.publish(claim);
+    await workerBus.flush();
+    await expect.poll(() => lifecycle.get(task.taskId)?.state, { timeout: 5_000 }).toBe('claimed');
+    // Every change listener sees the claimant together with the claimed state, never without it.
+    expect(seen.filter((s) => s.state === 'claimed')).toEqual([{ state: 'claimed', claimed_by: WORKER }]);
+    await expect
+      .poll(async () => (await tasks.get(kvKey(task.taskId)))?.json<TaskSnapshot>(), { timeout: 5_000 })
+      .toMatchObject({ task_id: task.taskId, state: 'claimed', claimed_by: WORKER });
+  });
+});
