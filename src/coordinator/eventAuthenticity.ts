@@ -43,6 +43,12 @@ export interface EventAuthenticityOptions {
    * a queue without end.
    */
   maxPending?: number;
+  /**
+   * Whether the Ed25519 check of the next event goes to the thread pool (default: always). The
+   * coordinator offloads only while several tasks are in flight: with one, there is nothing to
+   * overlap the check with, and waking a pool thread costs more than the check itself.
+   */
+  offload?: () => boolean;
 }
 
 /** Identical refusals are reported once per window, so a flood of forgeries is not a flood of warnings. */
@@ -74,7 +80,7 @@ export class EventAuthenticity {
   acceptInOrder(event: AmfEvent, intake: string, then: (ok: boolean) => void): void {
     const relayed = isRelayedFinal(event);
     const signature =
-      this.inOrder.pending >= (this.options.maxPending ?? 1024)
+      this.inOrder.pending >= (this.options.maxPending ?? 1024) || this.options.offload?.() === false
         ? relayed
           ? checkResultSignature(event)
           : checkEventSignature(event)

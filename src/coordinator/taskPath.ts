@@ -42,13 +42,19 @@ export interface TaskPath {
   results: ResultIntake;
 }
 
+/** Tasks in flight from which claims' and finals' signature checks go to the thread pool. */
+export const OFFLOAD_FROM_ACTIVE_TASKS = 4;
+
 export function createTaskPath(parts: TaskPathParts): TaskPath {
   const { nc, jsm, tasksKv, bus, work, registry, notices, sender, config, policy, log } = parts;
+  // Bound below: the lifecycle is built with this checker.
+  let activeTasks = (): number => 0;
   const authenticity: EventAuthenticity = new EventAuthenticity({
     registry: registry,
     notices: notices,
     acceptUnsignedFromKeylessAgents: config.identity.legacyUnsignedAgents,
     onHandlerError: (err) => log('error', 'an authenticated event was not processed', { err: String(err) }),
+    offload: () => activeTasks() >= OFFLOAD_FROM_ACTIVE_TASKS,
   });
   const inOrder = (event: AmfEvent, intake: string, then: (ok: boolean) => void) =>
     authenticity.acceptInOrder(event, intake, then);
@@ -69,6 +75,7 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
     authenticate: (event, intake) => authenticity.accept(event, intake),
     authenticateInOrder: inOrder,
   });
+  activeTasks = () => lifecycle.activeCount;
   const dispatcher = new TaskDispatcher(
     bus,
     lifecycle,

@@ -28,11 +28,16 @@ for (const [agentId, key] of agents)
   });
 
 /** Policy notices recorded here instead of published (what the check warns is the subject). */
-function checker(maxPending?: number) {
+function checker(maxPending?: number, offload?: () => boolean) {
   const warnings: Array<Record<string, unknown>> = [];
   const notices = { warn: (w: Record<string, unknown>) => warnings.push(w) } as unknown as PolicyNotices;
   return {
-    authenticity: new EventAuthenticity({ registry, notices, ...(maxPending ? { maxPending } : {}) }),
+    authenticity: new EventAuthenticity({
+      registry,
+      notices,
+      ...(maxPending ? { maxPending } : {}),
+      ...(offload ? { offload } : {}),
+    }),
     warnings,
   };
 }
@@ -114,6 +119,30 @@ describe('EventAuthenticity.acceptInOrder', () => {
     expect(verdicts).toEqual([]);
     await expect.poll(() => verdicts.length).toBe(3);
     expect(verdicts).toEqual(['b1 true', 'b2 false', 'b3 true']);
+    expect(warnings).toHaveLength(1);
+  });
+
+  it('checks inline while the coordinator says not to offload, in order with what is still in the pool', async () => {
+    let offload = false;
+    const { authenticity, warnings } = checker(undefined, () => offload);
+    const verdicts: string[] = [];
+    // Nothing waits and nothing is offloaded: decided before acceptInOrder returns.
+    authenticity.acceptInOrder(claim('spiffe://local/worker/alice', mallory, 'o1'), 'a', (ok) =>
+      verdicts.push(`o1 ${ok}`),
+    );
+    expect(verdicts).toEqual(['o1 false']);
+    offload = true;
+    authenticity.acceptInOrder(claim('spiffe://local/worker/alice', alice, 'o2'), 'a', (ok) =>
+      verdicts.push(`o2 ${ok}`),
+    );
+    offload = false;
+    // Checked on the spot, but it waits for the offloaded one before it.
+    authenticity.acceptInOrder(claim('spiffe://local/worker/mallory', mallory, 'o3'), 'a', (ok) =>
+      verdicts.push(`o3 ${ok}`),
+    );
+    expect(verdicts).toEqual(['o1 false']);
+    await expect.poll(() => verdicts.length).toBe(3);
+    expect(verdicts).toEqual(['o1 false', 'o2 true', 'o3 true']);
     expect(warnings).toHaveLength(1);
   });
 
