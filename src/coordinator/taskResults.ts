@@ -68,7 +68,17 @@ export class TaskResults {
     if (!task) return this.refuseLateResult(p.task_id, agentId) ? 'refused' : 'unknown';
     if (!task.owned && (arrival.path === 'direct' || !arrival.lastDelivery)) return 'not_owner';
     if (task.claimedBy === undefined && task.state === 'announced' && this.deps.agents.isLive(agentId)) {
-      // The result overtook the claim (they travel on different paths): the claim is implied.
+      // The result overtook the claim (they travel on different paths): the claim is implied, so
+      // it is held to a claim's rule: only an agent admitted for the task's tag may take it.
+      if (!this.deps.agents.admittedFor(agentId, task.tag)) {
+        this.deps.notices.warn({
+          reason: 'tag_not_admitted',
+          message: `result for task ${task.taskId} from ${agentId} refused: the agent was not admitted for tag ${task.tag}`,
+          task_id: task.taskId,
+          agent_id: agentId,
+        });
+        return 'refused';
+      }
       if (!this.deps.table.applyTransition(task, 'amf.task.claim', agentId)) return 'refused';
       task.claimedBy = agentId;
       this.deps.table.changed(task);

@@ -2,7 +2,8 @@
 // A rogue agent in its own OS process (issue 12): it reads an admitted agent's key file from that
 // agent's data dir, connects to NATS as that agent's own user, and tries, in order: a final for
 // another agent's task (in that agent's name, on the direct and the core subject), taking work of a
-// tag it was not admitted for (a pull from that tag's work queue, a claim by task id), and publishing
+// tag it was not admitted for (a pull from that tag's work queue, a claim by task id, its own final
+// for such a task without a claim), and publishing
 // on coordinator-only subjects. It reports what it saw as one JSON line per attempt on stdout and
 // exits; the test checks that the coordinator refused and warned each. Runs the compiled code in dist/.
 //
@@ -88,6 +89,34 @@ send(
   ),
 );
 report('claim_other_tag', { sent: true });
+// Then its own final for that still unclaimed task, skipping the claim: a result that overtakes its
+// claim implies one, so it must meet a claim's rule (admitted for the tag) too.
+const ownFinal = signEvent(
+  signResult(
+    createEvent({
+      type: 'amf.result.final',
+      sender: { ...victim, identity: args.rogueId, source: 'urn:rogue-process' },
+      payload: {
+        task_id: args.otherTaskId,
+        agent_id: args.rogueId,
+        status: 'completed',
+        result: { text: 'ROGUE answer to a tag it was not admitted for' },
+      },
+      taskId: args.otherTaskId,
+      traceId: args.traceId,
+    }),
+    key,
+  ),
+  key,
+);
+try {
+  const reply = await nc.request(`amf.internal.final.${args.otherTaskId}`, JSON.stringify(ownFinal), {
+    timeout: 5_000,
+  });
+  report('final_other_tag', { reply: new TextDecoder().decode(reply.data).slice(0, 500) });
+} catch (err) {
+  report('final_other_tag', { error: String(err) });
+}
 
 // 3. Coordinator-only subjects: a cancel, an announcement and a policy deny.
 const coordinator = {

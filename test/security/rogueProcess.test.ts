@@ -107,6 +107,7 @@ describe('a rogue agent in another OS process, with an admitted agent’s key fi
       'forged_final_core',
       'pull_other_tag',
       'claim_other_tag',
+      'final_other_tag',
       'coordinator_subjects',
       'done',
     ]);
@@ -138,7 +139,14 @@ describe('a rogue agent in another OS process, with an admitted agent’s key fi
     await warned(
       'tag_not_admitted',
       'claim of another tag refused',
-      (e) => payloadOf(e).task_id === otherTaskId,
+      (e) => payloadOf(e).task_id === otherTaskId && String(payloadOf(e).message).startsWith('claim'),
+    );
+    // Its own final for that unclaimed task, without a claim, is refused the same way.
+    expect(attempts.find((a) => a.attempt === 'final_other_tag')!.reply).toBe('{"decision":"refused"}');
+    await warned(
+      'tag_not_admitted',
+      'final of another tag refused',
+      (e) => payloadOf(e).task_id === otherTaskId && String(payloadOf(e).message).startsWith('result'),
     );
     // 3. Coordinator-only subjects: NATS refused each publish, the coordinator reports it.
     for (const subject of ['amf.task.cancel', 'amf.task.announce.secret', 'amf.policy.deny'])
