@@ -1,17 +1,25 @@
 /**
- * The task's offers on the work queue (stream AMF_WORK): each (re-)announcement is offered once, and
+ * The task's offers on the work queue (stream AMF_WORK): each (re-)announcement is stored once, and
  * the previous offer is withdrawn when the task is re-announced or ends, so no worker pulls a task
- * that is over and a redelivery cannot double a re-announcement.
+ * that is over and a redelivery cannot double a re-announcement. An offer the stream did not take
+ * (NATS away, a replicated stream electing its leader) is tried again while the task waits for it.
  */
 import { isTerminal } from '../events/taskStateMachine.js';
 import type { TaskNotices, TaskRecord, TaskWorkQueue } from './taskRecord.js';
+import type { LifecycleClock } from './taskTimers.js';
 
 const encoder = new TextEncoder();
+
+/** After a failed store the offer is tried again 0.5 s later, then at doubling intervals up to 5 s. */
+export const OFFER_RETRY_FIRST_MS = 500;
+export const OFFER_RETRY_MAX_MS = 5_000;
 
 export class TaskWorkOffers {
   constructor(
     private readonly queue: TaskWorkQueue | undefined,
     private readonly notices: TaskNotices,
+    private readonly clock: LifecycleClock,
+    private readonly closed: () => boolean,
   ) {}
 
   /**
@@ -20,10 +28,24 @@ export class TaskWorkOffers {
    * or the end of the task can withdraw it.
    */
   offer(task: TaskRecord): void {
-    const queue = this.queue;
-    if (!queue) return;
+    if (!this.queue) return;
     this.withdraw(task);
-    const event = task.announce;
+    this.store(task, task.announce, this.queue, 0);
+  }
+
+  /**
+   * Stores `event` (the task's announcement) on the work queue. A failure is warned once per
+   * announcement, and the offer tried again while the task still waits for it: announced, unclaimed,
+   * this announcement, the coordinator running. Its TTL bounds the retries. A store that went
+   * through although its ack was lost can leave a second copy: a worker that takes it is refused as
+   * a second claimant, or finds the task over, and acknowledges it away.
+   */
+  private store(
+    task: TaskRecord,
+    event: TaskRecord['announce'],
+    queue: TaskWorkQueue,
+    failures: number,
+  ): void {
     const bytes = encoder.encode(JSON.stringify(event));
     queue.offer(bytes, task.tag).then(
       (seq) => {
@@ -34,12 +56,21 @@ export class TaskWorkOffers {
         if (isTerminal(task.state) || task.announce !== event) queue.withdraw(seq);
         else task.workSeq = seq;
       },
-      (err: unknown) =>
-        this.notices.warn({
-          reason: 'work_queue_unavailable',
-          message: `task ${task.taskId} not offered on the work queue: ${String(err)}; its TTL and retries apply`,
-          task_id: task.taskId,
-        }),
+      (err: unknown) => {
+        const waiting = () =>
+          !this.closed() && task.state === 'announced' && task.announce === event && task.owned;
+        if (!waiting()) return;
+        const delayMs = Math.min(OFFER_RETRY_FIRST_MS * 2 ** failures, OFFER_RETRY_MAX_MS);
+        if (failures === 0)
+          this.notices.warn({
+            reason: 'work_queue_unavailable',
+            message: `task ${task.taskId} not offered on the work queue yet: ${String(err)}; trying again every ${OFFER_RETRY_MAX_MS / 1000} s at most while it waits (its TTL applies)`,
+            task_id: task.taskId,
+          });
+        this.clock.setTimeout(() => {
+          if (waiting()) this.store(task, event, queue, failures + 1);
+        }, delayMs);
+      },
     );
   }
 
