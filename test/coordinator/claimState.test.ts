@@ -6,11 +6,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KV } from '@nats-io/kv';
 import { SharedState, type TaskSnapshot } from '../../src/coordinator/sharedState.js';
-import { TaskLifecycle } from '../../src/coordinator/taskLifecycle.js';
+import type { TaskLifecycle } from '../../src/coordinator/taskLifecycle.js';
 import { createEvent, type AnyAmfEvent, type EventSender } from '../../src/events/cloudEvent.js';
 import { EventBus } from '../../src/fabric/eventBus.js';
 import { ensureFabricStores, kvKey } from '../../src/fabric/jetstream.js';
-import { AgentRegistry } from '../../src/registry/agentRegistry.js';
+import { registryWith, testLifecycle } from '../helpers/lifecycleFixture.js';
 import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
 
 const WORKER = 'spiffe://local/worker/holder';
@@ -36,27 +36,12 @@ beforeAll(async () => {
   tasks = stores.tasks;
   coordinatorBus = new EventBus(nc);
   workerBus = new EventBus(await nats.connect('specialist'));
-  const registry = new AgentRegistry({ defaultHeartbeatSeconds: 5, offlineAfterMissed: 3 });
-  registry.admit({
-    agent_id: WORKER,
-    endpoint: 'http://127.0.0.1:9',
-    protocols_supported: ['A2A/1.0'],
-    capability_tags: ['echo'],
-  });
-  lifecycle = new TaskLifecycle(
+  lifecycle = testLifecycle(
     coordinatorBus,
-    registry,
+    registryWith({ [WORKER]: ['echo'] }),
     coordinator,
     { warn: () => undefined, deny: () => undefined },
-    {
-      ttlSeconds: 30,
-      maxRetries: 0,
-      retryDelaySeconds: 0,
-      watchdogGraceFactor: 2,
-      retainedTerminalTasks: 100,
-      decideDelegation: () => Promise.resolve({ allow: true, reasons: [], max_depth: 5 }),
-      authenticate: () => true,
-    },
+    { authenticate: () => true },
   );
   shared = new SharedState(
     stores.agents,

@@ -13,25 +13,14 @@ import { EventBus } from '../../src/fabric/eventBus.js';
 import { createEvent, type AnyAmfEvent, type EventSender } from '../../src/events/cloudEvent.js';
 import { adoptOrphanResult } from '../../src/coordinator/orphanResults.js';
 import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
-import { AgentRegistry } from '../../src/registry/agentRegistry.js';
+import { registryWith } from '../helpers/lifecycleFixture.js';
 
 const WORKER = 'spiffe://local/worker/w1';
 const OTHER = 'spiffe://local/worker/w2';
 const STRANGER = 'spiffe://local/worker/other-tag';
 
 /** The real in-memory registry: both echo workers live, a third agent admitted for another tag. */
-const agents = new AgentRegistry({ defaultHeartbeatSeconds: 5, offlineAfterMissed: 3 });
-for (const [agentId, tag] of [
-  [WORKER, 'echo'],
-  [OTHER, 'echo'],
-  [STRANGER, 'summarize'],
-])
-  agents.admit({
-    agent_id: agentId,
-    endpoint: 'http://127.0.0.1:9',
-    protocols_supported: ['A2A/1.0'],
-    capability_tags: [tag],
-  });
+const agents = registryWith({ [WORKER]: ['echo'], [OTHER]: ['echo'], [STRANGER]: ['summarize'] });
 const coordinator: EventSender = {
   identity: 'spiffe://local/coordinator/adopter',
   source: 'http://127.0.0.1:1',

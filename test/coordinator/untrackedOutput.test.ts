@@ -6,12 +6,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TaskLifecycle, type TaskNotices } from '../../src/coordinator/taskLifecycle.js';
+import type { TaskLifecycle, TaskNotices } from '../../src/coordinator/taskLifecycle.js';
 import { isOutputOfUntrackedTask, outputTaskId } from '../../src/coordinator/untrackedOutput.js';
 import { createEvent, type AnyAmfEvent, type EventSender } from '../../src/events/cloudEvent.js';
 import type { PolicyPayload } from '../../src/events/payloads.js';
 import { EventBus } from '../../src/fabric/eventBus.js';
-import { AgentRegistry } from '../../src/registry/agentRegistry.js';
+import { registryWith, testLifecycle } from '../helpers/lifecycleFixture.js';
 import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
 
 const WORKER = 'spiffe://local/worker/echo';
@@ -78,21 +78,8 @@ describe('the lifecycle skips output about tasks it does not follow (real NATS)'
     nats = await startTestNats();
     coordinatorBus = new EventBus(await nats.connect('coordinator'));
     workerBus = new EventBus(await nats.connect('specialist'));
-    const registry = new AgentRegistry({ defaultHeartbeatSeconds: 5, offlineAfterMissed: 3 });
-    registry.admit({
-      agent_id: WORKER,
-      endpoint: 'http://127.0.0.1:9',
-      protocols_supported: ['A2A/1.0'],
-      capability_tags: ['echo'],
-    });
     const notices: TaskNotices = { warn: (p) => warnings.push(p), deny: (p) => warnings.push(p) };
-    lifecycle = new TaskLifecycle(coordinatorBus, registry, coordinator, notices, {
-      ttlSeconds: 30,
-      maxRetries: 0,
-      retryDelaySeconds: 0,
-      watchdogGraceFactor: 2,
-      retainedTerminalTasks: 100,
-      decideDelegation: () => Promise.resolve({ allow: true, reasons: [], max_depth: 5 }),
+    lifecycle = testLifecycle(coordinatorBus, registryWith({ [WORKER]: ['echo'] }), coordinator, notices, {
       // Stands in for the signature check: records what reached it, refuses when told to.
       authenticate: (event) => {
         checked.push({ type: event.type, taskId: (event.data.payload as { task_id?: unknown }).task_id });

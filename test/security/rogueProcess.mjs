@@ -31,25 +31,22 @@ report('connected', { as: key.publicKey });
 
 // 1. A final for the victim's task, in the victim's name, signed with the key this process stole.
 const victim = { identity: args.victimId, source: args.victimUrl, role: 'specialist', trustDomain: 'local' };
-const forgedFinal = () =>
+/** A final for `taskId` in `agentId`'s name (sent by `sender`), signed with the key this process holds. */
+const signedFinal = (sender, taskId, agentId, text) =>
   signEvent(
     signResult(
       createEvent({
         type: 'amf.result.final',
-        sender: victim,
-        payload: {
-          task_id: args.taskId,
-          agent_id: args.victimId,
-          status: 'completed',
-          result: { text: 'FORGED by another process' },
-        },
-        taskId: args.taskId,
+        sender,
+        payload: { task_id: taskId, agent_id: agentId, status: 'completed', result: { text } },
+        taskId,
         traceId: args.traceId,
       }),
       key,
     ),
     key,
   );
+const forgedFinal = () => signedFinal(victim, args.taskId, args.victimId, 'FORGED by another process');
 try {
   const reply = await nc.request(`amf.internal.final.${args.taskId}`, JSON.stringify(forgedFinal()), {
     timeout: 5_000,
@@ -91,23 +88,11 @@ send(
 report('claim_other_tag', { sent: true });
 // Then its own final for that still unclaimed task, skipping the claim: a result that overtakes its
 // claim implies one, so it must meet a claim's rule (admitted for the tag) too.
-const ownFinal = signEvent(
-  signResult(
-    createEvent({
-      type: 'amf.result.final',
-      sender: { ...victim, identity: args.rogueId, source: 'urn:rogue-process' },
-      payload: {
-        task_id: args.otherTaskId,
-        agent_id: args.rogueId,
-        status: 'completed',
-        result: { text: 'ROGUE answer to a tag it was not admitted for' },
-      },
-      taskId: args.otherTaskId,
-      traceId: args.traceId,
-    }),
-    key,
-  ),
-  key,
+const ownFinal = signedFinal(
+  { ...victim, identity: args.rogueId, source: 'urn:rogue-process' },
+  args.otherTaskId,
+  args.rogueId,
+  'ROGUE answer to a tag it was not admitted for',
 );
 try {
   const reply = await nc.request(`amf.internal.final.${args.otherTaskId}`, JSON.stringify(ownFinal), {
