@@ -47,6 +47,8 @@ export class TaskResults {
       });
       return;
     }
+    // Unclaimed: a failed final would end the task whoever sent it (failing needs no claim).
+    if (task.claimedBy === undefined && this.notAdmittedForTag(task, agentId)) return;
     this.endWithFinal(task, event, agentId);
   }
 
@@ -70,15 +72,7 @@ export class TaskResults {
     if (task.claimedBy === undefined && task.state === 'announced' && this.deps.agents.isLive(agentId)) {
       // The result overtook the claim (they travel on different paths): the claim is implied, so
       // it is held to a claim's rule: only an agent admitted for the task's tag may take it.
-      if (!this.deps.agents.admittedFor(agentId, task.tag)) {
-        this.deps.notices.warn({
-          reason: 'tag_not_admitted',
-          message: `result for task ${task.taskId} from ${agentId} refused: the agent was not admitted for tag ${task.tag}`,
-          task_id: task.taskId,
-          agent_id: agentId,
-        });
-        return 'refused';
-      }
+      if (this.notAdmittedForTag(task, agentId)) return 'refused';
       if (!this.deps.table.applyTransition(task, 'amf.task.claim', agentId)) return 'refused';
       task.claimedBy = agentId;
       this.deps.table.changed(task);
@@ -109,6 +103,21 @@ export class TaskResults {
     publishCanonicalFinal(this.deps.fabric, relayed, reply);
     this.endWithFinal(task, relayed, agentId);
     return 'accepted';
+  }
+
+  /**
+   * True (and warned `tag_not_admitted`) when `agentId` was not admitted for the task's tag: its
+   * result may not stand in for a claim it could not have made.
+   */
+  private notAdmittedForTag(task: TaskRecord, agentId: string): boolean {
+    if (this.deps.agents.admittedFor(agentId, task.tag)) return false;
+    this.deps.notices.warn({
+      reason: 'tag_not_admitted',
+      message: `result for task ${task.taskId} from ${agentId} refused: the agent was not admitted for tag ${task.tag}`,
+      task_id: task.taskId,
+      agent_id: agentId,
+    });
+    return true;
   }
 
   /** Warns about a result for a task that already ended; false when the task is not known at all. */

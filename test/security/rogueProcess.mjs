@@ -103,6 +103,19 @@ try {
   report('final_other_tag', { error: String(err) });
 }
 
+// And a failed final for it on the canonical subject, as a seed worker would send one: failing a
+// task needs no claim, so without the tag rule this would end someone else's task.
+const failedFinal = signedFinal(
+  { ...victim, identity: args.rogueId, source: 'urn:rogue-process' },
+  args.otherTaskId,
+  args.rogueId,
+  'ROGUE failure of a task of another tag',
+);
+failedFinal.data.payload.status = 'failed';
+failedFinal.data.payload.error = { code: 'rogue_failure', message: 'failed by a rogue' };
+send('amf.result.final', signEvent(signResult(failedFinal, key), key));
+report('failed_final_other_tag', { sent: true });
+
 // 3. Coordinator-only subjects: a cancel, an announcement and a policy deny.
 const coordinator = {
   identity: 'spiffe://local/coordinator/rogue',

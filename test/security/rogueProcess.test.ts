@@ -108,6 +108,7 @@ describe('a rogue agent in another OS process, with an admitted agent’s key fi
       'pull_other_tag',
       'claim_other_tag',
       'final_other_tag',
+      'failed_final_other_tag',
       'coordinator_subjects',
       'done',
     ]);
@@ -147,6 +148,19 @@ describe('a rogue agent in another OS process, with an admitted agent’s key fi
       'tag_not_admitted',
       'final of another tag refused',
       (e) => payloadOf(e).task_id === otherTaskId && String(payloadOf(e).message).startsWith('result'),
+    );
+    // The failed final on the canonical subject is refused too (the task is still answered below).
+    await mesh.waitFor(
+      () =>
+        mesh.events.filter(
+          (e) =>
+            e.subject === 'amf.policy.warning' &&
+            payloadOf(e).reason === 'tag_not_admitted' &&
+            payloadOf(e).task_id === otherTaskId &&
+            String(payloadOf(e).message).startsWith('result'),
+        ).length >= 2,
+      10_000,
+      'failed final of another tag refused',
     );
     // 3. Coordinator-only subjects: NATS refused each publish, the coordinator reports it.
     for (const subject of ['amf.task.cancel', 'amf.task.announce.secret', 'amf.policy.deny'])
