@@ -40,7 +40,7 @@ export interface ResultArrival {
 /**
  * The lifecycle's decision on one result: `unknown` = a task this coordinator does not follow;
  * `not_owner` = an open task another coordinator announced, left to that one (a direct result is
- * not answered; a stored one is offered again, and taken here on its last delivery).
+ * not answered; a stored one is offered again, and on its last delivery handed to adoption).
  */
 export type ResultDecision = 'accepted' | 'refused' | 'unknown' | 'not_owner';
 

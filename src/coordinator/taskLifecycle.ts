@@ -104,6 +104,7 @@ export class TaskLifecycle {
     this.results = new TaskResults({
       ...parts,
       endings: this.endings,
+      ...(options.sharedTaskState ? { sharedTaskState: options.sharedTaskState } : {}),
     });
     this.claims = new TaskClaims({
       ...parts,
@@ -174,6 +175,11 @@ export class TaskLifecycle {
         if (event) this.results.accept(event, { path: 'stored', lastDelivery: false });
     }
     if (!this.closed) this.retries.agentLost(agentId);
+  }
+
+  /** This coordinator adopted `event` as the ending of a task it followed for another coordinator. */
+  endAdoptedCopy(event: AmfEventOf<'amf.result.final'>): void {
+    this.results.endAdoptedCopy(event);
   }
 
   /**

@@ -15,7 +15,9 @@ import type { PolicyEngine } from '../policy/policyEngine.js';
 import type { AgentRegistry } from '../registry/agentRegistry.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
 import { EventAuthenticity } from './eventAuthenticity.js';
+import { kvKey } from '../fabric/jetstream.js';
 import { adoptOrphanResult } from './orphanResults.js';
+import type { TaskSnapshot } from './sharedState.js';
 import { ResultIntake } from './resultIntake.js';
 import { TaskDispatcher } from './taskDispatcher.js';
 import { TaskLifecycle } from './taskLifecycle.js';
@@ -72,6 +74,10 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
       return event && authenticity.accept(event, 'the results stream') ? event : undefined;
     },
     workQueue: work,
+    sharedTaskState: async (taskId) => {
+      const entry = await tasksKv.get(kvKey(taskId));
+      return entry && entry.operation === 'PUT' ? entry.json<TaskSnapshot>() : undefined;
+    },
     authenticate: (event, intake) => authenticity.accept(event, intake),
     authenticateInOrder: inOrder,
   });
@@ -96,10 +102,12 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
       inOrder(event, 'the direct final subject', (ok) =>
         decide(ok ? lifecycle.acceptResult(event, { path: 'direct', lastDelivery: false }) : 'refused'),
       ),
-    adopt: async (event) =>
-      authenticity.accept(event, 'the results stream')
-        ? adoptOrphanResult(event, { tasks: tasksKv, bus, sender, log, agents: registry })
-        : 'ended',
+    adopt: async (event) => {
+      if (!authenticity.accept(event, 'the results stream')) return 'ended';
+      const verdict = await adoptOrphanResult(event, { tasks: tasksKv, bus, sender, log, agents: registry });
+      if (verdict === 'adopted') lifecycle.endAdoptedCopy(event);
+      return verdict;
+    },
     log: (level, message, fields) => log(level, message, fields),
   });
   return { authenticity, lifecycle, dispatcher, results };

@@ -64,6 +64,12 @@ export interface LifecycleOptions {
    */
   storedResult?: (taskId: string) => Promise<AmfEventOf<'amf.result.final'> | undefined>;
   /**
+   * The task's last state in the shared KV bucket (sharedState.ts). Read when another coordinator's
+   * task ends with a final from another worker than the one seen claiming it: a coordinator that
+   * adopted the task after its holder died wrote that ending there first (orphanResults.ts).
+   */
+  sharedTaskState?: (taskId: string) => Promise<{ state: string; claimed_by?: string } | undefined>;
+  /**
    * The work queue (stream AMF_WORK) that AMF workers pull announcements from when they have a free
    * slot. Without it, tasks reach workers only through the core announce subject (seed workers).
    */

@@ -9,7 +9,8 @@ import { createEvent, type AmfEvent, type AmfEventOf } from '../events/cloudEven
 import { checkFinalPayload } from '../events/payloads.js';
 import type { TaskEndings } from './taskEndings.js';
 import type { TaskParts } from './taskParts.js';
-import type { TaskFabric, TaskRecord } from './taskRecord.js';
+import type { LifecycleOptions, TaskFabric, TaskRecord } from './taskRecord.js';
+import { isTerminal, type TaskState } from '../events/taskStateMachine.js';
 import type { ResultArrival, ResultDecision } from './resultIntake.js';
 
 /** The agent an event speaks for: its payload's `agent_id`, else the envelope's identity. */
@@ -23,6 +24,7 @@ export interface TaskResultsDeps extends Pick<
   'fabric' | 'agents' | 'notices' | 'sender' | 'table'
 > {
   endings: TaskEndings;
+  sharedTaskState?: LifecycleOptions['sharedTaskState'];
 }
 
 export class TaskResults {
@@ -39,12 +41,11 @@ export class TaskResults {
       return;
     }
     if (task.claimedBy !== undefined && agentId !== task.claimedBy) {
-      this.deps.notices.warn({
-        reason: 'invalid_transition',
-        message: `result for task ${task.taskId} from ${agentId} ignored: the task is claimed by ${task.claimedBy}`,
-        task_id: task.taskId,
-        agent_id: agentId,
-      });
+      if (!task.owned && this.deps.sharedTaskState) {
+        void this.settleForeign(task, event, agentId);
+        return;
+      }
+      this.warnNotClaimant(task, agentId);
       return;
     }
     // Unclaimed: a failed final would end the task whoever sent it (failing needs no claim).
@@ -59,8 +60,9 @@ export class TaskResults {
    * reply subject). A result from any other worker — a stale one that lost its claim, or one never
    * admitted — is refused with a warning naming it. Returns `unknown` for a task this coordinator
    * does not follow, and `not_owner` for an open task another coordinator announced: only that one
-   * decides (a second decider could publish a second final before the first one's reached it),
-   * unless the result is on its last delivery (that coordinator is presumably gone).
+   * decides (a second decider could publish a second final before the first one's reached it). On
+   * the result's last delivery such a task is `unknown` too: its coordinator is presumably gone, and
+   * adoption decides.
    */
   accept(event: AmfEventOf<'amf.result.final'>, arrival: ResultArrival): ResultDecision {
     const p = event.data.payload;
@@ -68,7 +70,10 @@ export class TaskResults {
     const agentId = senderAgent(event);
     const task = this.deps.table.active.get(p.task_id);
     if (!task) return this.refuseLateResult(p.task_id, agentId) ? 'refused' : 'unknown';
-    if (!task.owned && (arrival.path === 'direct' || !arrival.lastDelivery)) return 'not_owner';
+    // Another coordinator's task: only its owner decides. On the result's last delivery the owner
+    // is presumably gone, and adoption decides through the shared state (one ending however many
+    // coordinators follow the task; orphanResults.ts), not this coordinator's view of it.
+    if (!task.owned) return arrival.path === 'direct' || !arrival.lastDelivery ? 'not_owner' : 'unknown';
     if (task.claimedBy === undefined && task.state === 'announced' && this.deps.agents.isLive(agentId)) {
       // The result overtook the claim (they travel on different paths): the claim is implied, so
       // it is held to a claim's rule: only an agent admitted for the task's tag may take it.
@@ -103,6 +108,49 @@ export class TaskResults {
     publishCanonicalFinal(this.deps.fabric, relayed, reply);
     this.endWithFinal(task, relayed, agentId);
     return 'accepted';
+  }
+
+  /**
+   * Another coordinator's task, ended with a final from another worker than the claimant seen here:
+   * that coordinator died with the claimant, and the one that adopted the task took the result of
+   * its redelivered work item. The shared state says so (the adopter writes it before it publishes
+   * the final); without that, the final is not the claimant's and is ignored, as for an own task.
+   */
+  private async settleForeign(
+    task: TaskRecord,
+    event: AmfEventOf<'amf.result.final'>,
+    agentId: string,
+  ): Promise<void> {
+    const shared = await this.deps.sharedTaskState?.(task.taskId).catch(() => undefined);
+    if (this.deps.table.active.get(task.taskId) !== task) return; // ended meanwhile
+    if (shared && isTerminal(shared.state as TaskState) && shared.claimed_by === agentId) {
+      task.claimedBy = agentId;
+      this.endWithFinal(task, event, agentId);
+      return;
+    }
+    this.warnNotClaimant(task, agentId);
+  }
+
+  /**
+   * This coordinator adopted a task it followed for another coordinator (orphanResults.ts): its
+   * own canonical final does not come back to it, so its copy of the task ends here.
+   */
+  endAdoptedCopy(event: AmfEventOf<'amf.result.final'>): void {
+    const task = this.deps.table.active.get(event.data.payload.task_id);
+    if (!task || task.owned) return;
+    const agentId = senderAgent(event);
+    if (task.state === 'announced') this.deps.table.applyTransition(task, 'amf.task.claim', agentId);
+    task.claimedBy = agentId;
+    this.endWithFinal(task, event, agentId);
+  }
+
+  private warnNotClaimant(task: TaskRecord, agentId: string): void {
+    this.deps.notices.warn({
+      reason: 'invalid_transition',
+      message: `result for task ${task.taskId} from ${agentId} ignored: the task is claimed by ${task.claimedBy}`,
+      task_id: task.taskId,
+      agent_id: agentId,
+    });
   }
 
   /**
