@@ -57,8 +57,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await shared?.close();
+  // As the coordinator does: the lifecycle ends what is in flight, then the state store writes it.
   lifecycle?.close();
+  await shared?.close();
   await nats?.close();
 });
 
