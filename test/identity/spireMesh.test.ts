@@ -67,6 +67,18 @@ describe('SPIFFE mesh with real SPIRE', () => {
       jwtSvidTtlSeconds: 1,
     });
     await spire.register({ spiffeId: WORKER, selectors: [`unix:uid:${uid}`, `unix:gid:${WORKER_GID}`] });
+    // The agent learns new entries on its next sync (every few seconds, slower on a loaded machine),
+    // and the coordinator gives its Workload API 10 s: wait (up to a minute) until the agent serves
+    // the coordinator's SVID before starting it.
+    for (const deadline = Date.now() + 60_000; ;) {
+      try {
+        await (await SpiffeIdentity.open({ socket: spire.socket, spiffeId: COORDINATOR })).close();
+        break;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
     mesh = await startTestMesh({
       config: { identity: { mode: 'spiffe', trustDomain: TRUST_DOMAIN } } as never,
       env: { SPIFFE_ENDPOINT_SOCKET: spire.socket, AMF_SPIFFE_ID: COORDINATOR },
