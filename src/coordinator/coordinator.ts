@@ -149,6 +149,16 @@ export class Coordinator {
           log,
         })
       : undefined;
+    this.shared = new SharedState(
+      stores.agents,
+      stores.tasks,
+      (what, err) =>
+        log('warn', `shared state: ${what} failed`, {
+          err: err instanceof Error ? err.message : String(err),
+        }),
+      100,
+      (subject, bytes) => nc.publish(subject, bytes),
+    );
     const path = createTaskPath({
       nc,
       jsm: stores.jsm,
@@ -160,6 +170,7 @@ export class Coordinator {
       sender: this.sender,
       config,
       policy: parts.policy,
+      readTaskState: (taskId) => this.shared.readTask(taskId),
       log,
     });
     this.authenticity = path.authenticity;
@@ -186,16 +197,6 @@ export class Coordinator {
       this.admission.denials,
       (raw) => this.admission.submit(raw),
       { registry: this.registry, authenticity: this.authenticity },
-    );
-    this.shared = new SharedState(
-      stores.agents,
-      stores.tasks,
-      (what, err) =>
-        log('warn', `shared state: ${what} failed`, {
-          err: err instanceof Error ? err.message : String(err),
-        }),
-      100,
-      (subject, bytes) => nc.publish(subject, bytes),
     );
     this.sweeperLease = sweeperLease(stores.leases, this.instanceId, log);
   }

@@ -182,10 +182,7 @@ export class TaskLifecycle {
     this.results.endAdoptedCopy(event);
   }
 
-  /**
-   * A worker's final result (sent straight here or stored): accepted only while the task is open and
-   * held by that worker, then published as the task's one canonical final (taskResults.ts).
-   */
+  /** A worker's final (sent here or stored): taken while the task is open and held by it (taskResults.ts). */
   acceptResult(event: AmfEventOf<'amf.result.final'>, arrival: ResultArrival): ResultDecision {
     return this.results.accept(event, arrival);
   }

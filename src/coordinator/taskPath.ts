@@ -15,7 +15,6 @@ import type { PolicyEngine } from '../policy/policyEngine.js';
 import type { AgentRegistry } from '../registry/agentRegistry.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
 import { EventAuthenticity } from './eventAuthenticity.js';
-import { kvKey } from '../fabric/jetstream.js';
 import { adoptOrphanResult } from './orphanResults.js';
 import type { TaskSnapshot } from './sharedState.js';
 import { ResultIntake } from './resultIntake.js';
@@ -34,6 +33,8 @@ export interface TaskPathParts {
   sender: EventSender;
   config: AmfConfig;
   policy: PolicyEngine;
+  /** A task's last state in the shared KV bucket (SharedState.readTask). */
+  readTaskState: (taskId: string) => Promise<TaskSnapshot | undefined>;
   log: LogFn;
 }
 
@@ -74,10 +75,7 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
       return event && authenticity.accept(event, 'the results stream') ? event : undefined;
     },
     workQueue: work,
-    sharedTaskState: async (taskId) => {
-      const entry = await tasksKv.get(kvKey(taskId));
-      return entry && entry.operation === 'PUT' ? entry.json<TaskSnapshot>() : undefined;
-    },
+    sharedTaskState: parts.readTaskState,
     authenticate: (event, intake) => authenticity.accept(event, intake),
     authenticateInOrder: inOrder,
   });

@@ -10,10 +10,13 @@ import type { TaskLifecycle } from '../../src/coordinator/taskLifecycle.js';
 import { createEvent, type AnyAmfEvent, type EventSender } from '../../src/events/cloudEvent.js';
 import { EventBus } from '../../src/fabric/eventBus.js';
 import { ensureFabricStores, kvKey } from '../../src/fabric/jetstream.js';
-import { registryWith, testLifecycle } from '../helpers/lifecycleFixture.js';
+import { createEphemeralAgentKey } from '../../src/identity/agentKey.js';
+import { signEvent } from '../../src/identity/eventSignature.js';
+import { realAuthenticity, registryWith, testLifecycle } from '../helpers/lifecycleFixture.js';
 import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
 
 const WORKER = 'spiffe://local/worker/holder';
+const workerKey = createEphemeralAgentKey();
 const coordinator: EventSender = {
   identity: 'spiffe://local/coordinator/test',
   source: 'urn:test:coordinator',
@@ -36,13 +39,11 @@ beforeAll(async () => {
   tasks = stores.tasks;
   coordinatorBus = new EventBus(nc);
   workerBus = new EventBus(await nats.connect('specialist'));
-  lifecycle = testLifecycle(
-    coordinatorBus,
-    registryWith({ [WORKER]: ['echo'] }),
-    coordinator,
-    { warn: () => undefined, deny: () => undefined },
-    { authenticate: () => true },
-  );
+  const registry = registryWith({ [WORKER]: ['echo'] }, { [WORKER]: workerKey });
+  const notices = { warn: () => undefined, deny: () => undefined };
+  lifecycle = testLifecycle(coordinatorBus, registry, coordinator, notices, {
+    authenticate: realAuthenticity(registry, notices),
+  });
   shared = new SharedState(
     stores.agents,
     tasks,
@@ -66,12 +67,15 @@ afterAll(async () => {
 describe('the claimed state', () => {
   it('reaches the change listeners and KV with the worker that holds the task', async () => {
     const task = lifecycle.announce({ tag: 'echo', task: 'hold it' });
-    const claim = createEvent({
-      type: 'amf.task.claim',
-      sender: { ...coordinator, identity: WORKER, role: 'specialist' },
-      payload: { task_id: task.taskId, agent_id: WORKER, required_capability: 'echo', attempt: 1 },
-      taskId: task.taskId,
-    }) as AnyAmfEvent;
+    const claim = signEvent(
+      createEvent({
+        type: 'amf.task.claim',
+        sender: { ...coordinator, identity: WORKER, role: 'specialist' },
+        payload: { task_id: task.taskId, agent_id: WORKER, required_capability: 'echo', attempt: 1 },
+        taskId: task.taskId,
+      }) as AnyAmfEvent,
+      workerKey,
+    );
     workerBus.publish(claim);
     await workerBus.flush();
     await expect.poll(() => lifecycle.get(task.taskId)?.state, { timeout: 5_000 }).toBe('claimed');

@@ -17,11 +17,22 @@ import type { PolicyPayload } from '../../src/events/payloads.js';
 import { EventBus } from '../../src/fabric/eventBus.js';
 import { ensureFabricStores, kvKey } from '../../src/fabric/jetstream.js';
 import type { AgentRegistry } from '../../src/registry/agentRegistry.js';
-import { registryWith, testLifecycle } from '../helpers/lifecycleFixture.js';
+import { createEphemeralAgentKey, type AgentKey } from '../../src/identity/agentKey.js';
+import { signEvent } from '../../src/identity/eventSignature.js';
+import {
+  openTaskSnapshot,
+  realAuthenticity,
+  registryWith,
+  testLifecycle,
+} from '../helpers/lifecycleFixture.js';
 import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
 
 const HOLDER = 'spiffe://local/worker/holder';
 const OTHER = 'spiffe://local/worker/other';
+const keys: Record<string, AgentKey> = {
+  [HOLDER]: createEphemeralAgentKey(),
+  [OTHER]: createEphemeralAgentKey(),
+};
 const coordinatorOf = (name: string): EventSender => ({
   identity: `spiffe://local/coordinator/${name}`,
   source: `urn:test:${name}`,
@@ -44,17 +55,15 @@ beforeAll(async () => {
   const nc = await nats.connect('coordinator', 'follower');
   tasks = (await ensureFabricStores(nc)).tasks;
   bus = new EventBus(nc);
-  registry = registryWith({ [HOLDER]: ['echo'], [OTHER]: ['echo'] });
-  lifecycle = testLifecycle(
-    bus,
-    registry,
-    follower,
-    { warn: (p) => warnings.push(p), deny: (p) => warnings.push(p) },
-    {
-      authenticate: () => true,
-      sharedTaskState: async (taskId) => (await tasks.get(kvKey(taskId)))?.json<TaskSnapshot>(),
-    },
-  );
+  registry = registryWith({ [HOLDER]: ['echo'], [OTHER]: ['echo'] }, keys);
+  const notices = {
+    warn: (p: PolicyPayload) => warnings.push(p),
+    deny: (p: PolicyPayload) => warnings.push(p),
+  };
+  lifecycle = testLifecycle(bus, registry, follower, notices, {
+    authenticate: realAuthenticity(registry, notices),
+    sharedTaskState: async (taskId) => (await tasks.get(kvKey(taskId)))?.json<TaskSnapshot>(),
+  });
   lifecycle.start();
   await bus.flush();
 });
@@ -64,102 +73,97 @@ afterAll(async () => {
   await nats?.close();
 });
 
-/** Publishes as the dead coordinator / the holder, and waits until the follower has seen it. */
+/** Publishes as the dead coordinator or a worker, and waits until the follower has seen it. */
 async function send(event: AnyAmfEvent, subject?: string): Promise<void> {
   bus.publish(event, ...(subject ? [subject] : []));
   await bus.flush();
 }
 
-describe('another coordinator’s task, its coordinator and holder dead', () => {
-  it('is handed to adoption on the last delivery, and the follower’s copy ends with the adopted result', async () => {
-    const taskId = randomUUID();
-    const announce = createEvent({
-      type: 'amf.task.announce',
-      sender: dead,
-      payload: { task_id: taskId, required_capability: 'echo', task: 'hi', attempt: 1, max_retries: 0 },
-      taskId,
-      ttlSeconds: 30,
-    }) as AnyAmfEvent;
-    await send(announce, announceSubject('echo'));
-    await send(
+/** The dead coordinator announces a new `echo` task; the follower tracks it as foreign. */
+async function announceForeign(): Promise<string> {
+  const taskId = randomUUID();
+  const announce = createEvent({
+    type: 'amf.task.announce',
+    sender: dead,
+    payload: { task_id: taskId, required_capability: 'echo', task: 'hi', attempt: 1, max_retries: 0 },
+    taskId,
+    ttlSeconds: 30,
+  }) as AnyAmfEvent;
+  await send(announce, announceSubject('echo'));
+  await expect.poll(() => lifecycle.get(taskId)?.state).toBe('announced');
+  return taskId;
+}
+
+/** The holder claims it, as the follower sees. */
+async function claimByHolder(taskId: string): Promise<void> {
+  await send(
+    signEvent(
       createEvent({
         type: 'amf.task.claim',
         sender: { ...dead, identity: HOLDER, role: 'specialist' },
         payload: { task_id: taskId, agent_id: HOLDER, required_capability: 'echo', attempt: 1 },
         taskId,
       }) as AnyAmfEvent,
-    );
-    await expect.poll(() => lifecycle.get(taskId)?.claimedBy).toBe(HOLDER);
-    // The dead coordinator's last written state.
-    const snapshot: TaskSnapshot = {
-      task_id: taskId,
-      tag: 'echo',
-      state: 'claimed',
-      trace_id: taskId,
-      attempt: 1,
-      created_at: new Date().toISOString(),
-      claimed_by: HOLDER,
-    };
-    await tasks.put(kvKey(taskId), JSON.stringify(snapshot));
+      keys[HOLDER]!,
+    ),
+  );
+  await expect.poll(() => lifecycle.get(taskId)?.claimedBy).toBe(HOLDER);
+}
 
-    const result = createEvent({
+/** The dead coordinator's last written state of the task. */
+async function sharedState(taskId: string, claimedBy?: string): Promise<void> {
+  await tasks.put(kvKey(taskId), JSON.stringify(openTaskSnapshot(taskId, claimedBy)));
+}
+
+/** A completed final from `agentId`, signed with its key. */
+function finalFrom(taskId: string, agentId: string, text: string) {
+  return signEvent(
+    createEvent({
       type: 'amf.result.final',
-      sender: { ...dead, identity: OTHER, role: 'specialist' },
-      payload: { task_id: taskId, agent_id: OTHER, status: 'completed', result: { text: 'redelivered' } },
+      sender: { ...dead, identity: agentId, role: 'specialist' },
+      payload: { task_id: taskId, agent_id: agentId, status: 'completed', result: { text } },
       taskId,
-    });
+    }),
+    keys[agentId]!,
+  );
+}
+
+const adoptionAs = (sender: EventSender) => ({
+  tasks,
+  bus,
+  sender,
+  log: () => undefined,
+  agents: registry,
+});
+
+describe('another coordinator’s task, its coordinator and holder dead', () => {
+  it('is handed to adoption on the last delivery, and the follower’s copy ends with the adopted result', async () => {
+    const taskId = await announceForeign();
+    await claimByHolder(taskId);
+    await sharedState(taskId, HOLDER);
+    const result = finalFrom(taskId, OTHER, 'redelivered');
     // Before its last delivery the result is left to the task's own coordinator; then to adoption.
     expect(lifecycle.acceptResult(result, { path: 'stored', lastDelivery: false })).toBe('not_owner');
     expect(lifecycle.acceptResult(result, { path: 'stored', lastDelivery: true })).toBe('unknown');
 
     registry.markOffline(HOLDER, 'test: killed with its coordinator');
-    // A third coordinator adopts it (the follower would too; see the next test).
-    const adopted = await adoptOrphanResult(result, {
-      tasks,
-      bus,
-      sender: adopter,
-      log: () => undefined,
-      agents: registry,
-    });
-    expect(adopted).toBe('adopted');
-    // The canonical final names OTHER; the follower checks the shared state and ends its copy.
-    await expect.poll(() => lifecycle.get(taskId)?.state, { timeout: 5_000 }).toBe('completed');
-    expect(lifecycle.get(taskId)?.claimedBy).toBe(OTHER);
-    expect(warnings.filter((w) => w.task_id === taskId && w.reason === 'invalid_transition')).toEqual([]);
+    try {
+      // A third coordinator adopts it (the follower would too; see the next test).
+      expect(await adoptOrphanResult(result, adoptionAs(adopter))).toBe('adopted');
+      // The canonical final names OTHER; the follower checks the shared state and ends its copy.
+      await expect.poll(() => lifecycle.get(taskId)?.state, { timeout: 5_000 }).toBe('completed');
+      expect(lifecycle.get(taskId)?.claimedBy).toBe(OTHER);
+      expect(warnings.filter((w) => w.task_id === taskId && w.reason === 'invalid_transition')).toEqual([]);
+    } finally {
+      registry.restore({ ...registry.get(HOLDER)!, status: 'live', lastSeen: Date.now() + 1 });
+    }
   });
 
   it('when the follower adopts it itself, its copy ends with the result it adopted', async () => {
-    const taskId = randomUUID();
-    await send(
-      createEvent({
-        type: 'amf.task.announce',
-        sender: dead,
-        payload: { task_id: taskId, required_capability: 'echo', task: 'hi', attempt: 1, max_retries: 0 },
-        taskId,
-        ttlSeconds: 30,
-      }) as AnyAmfEvent,
-      announceSubject('echo'),
-    );
-    await expect.poll(() => lifecycle.get(taskId)?.state).toBe('announced');
-    await tasks.put(
-      kvKey(taskId),
-      JSON.stringify({
-        task_id: taskId,
-        tag: 'echo',
-        state: 'announced',
-        trace_id: taskId,
-        attempt: 1,
-        created_at: new Date().toISOString(),
-      } satisfies TaskSnapshot),
-    );
-    const result = createEvent({
-      type: 'amf.result.final',
-      sender: { ...dead, identity: OTHER, role: 'specialist' },
-      payload: { task_id: taskId, agent_id: OTHER, status: 'completed', result: { text: 'adopted here' } },
-      taskId,
-    });
-    const deps = { tasks, bus, sender: follower, log: () => undefined, agents: registry };
-    expect(await adoptOrphanResult(result, deps)).toBe('adopted');
+    const taskId = await announceForeign();
+    await sharedState(taskId);
+    const result = finalFrom(taskId, OTHER, 'adopted here');
+    expect(await adoptOrphanResult(result, adoptionAs(follower))).toBe('adopted');
     // Its own canonical final does not come back to it (finals in its own name are skipped).
     await bus.flush();
     expect(lifecycle.get(taskId)?.state).toBe('announced');
@@ -168,35 +172,9 @@ describe('another coordinator’s task, its coordinator and holder dead', () => 
   });
 
   it('still ignores another worker’s final when the shared state does not name it', async () => {
-    const taskId = randomUUID();
-    await send(
-      createEvent({
-        type: 'amf.task.announce',
-        sender: dead,
-        payload: { task_id: taskId, required_capability: 'echo', task: 'hi', attempt: 1, max_retries: 0 },
-        taskId,
-        ttlSeconds: 30,
-      }) as AnyAmfEvent,
-      announceSubject('echo'),
-    );
-    registry.restore({ ...registry.get(HOLDER)!, status: 'live', lastSeen: Date.now() + 1 });
-    await send(
-      createEvent({
-        type: 'amf.task.claim',
-        sender: { ...dead, identity: HOLDER, role: 'specialist' },
-        payload: { task_id: taskId, agent_id: HOLDER, required_capability: 'echo', attempt: 1 },
-        taskId,
-      }) as AnyAmfEvent,
-    );
-    await expect.poll(() => lifecycle.get(taskId)?.claimedBy).toBe(HOLDER);
-    await send(
-      createEvent({
-        type: 'amf.result.final',
-        sender: { ...dead, identity: OTHER, role: 'specialist' },
-        payload: { task_id: taskId, agent_id: OTHER, status: 'completed', result: { text: 'not mine' } },
-        taskId,
-      }) as AnyAmfEvent,
-    );
+    const taskId = await announceForeign();
+    await claimByHolder(taskId);
+    await send(finalFrom(taskId, OTHER, 'not mine') as AnyAmfEvent);
     await expect
       .poll(() => warnings.some((w) => w.task_id === taskId && w.reason === 'invalid_transition'))
       .toBe(true);

@@ -13,7 +13,7 @@ import { EventBus } from '../../src/fabric/eventBus.js';
 import { createEvent, type AnyAmfEvent, type EventSender } from '../../src/events/cloudEvent.js';
 import { adoptOrphanResult } from '../../src/coordinator/orphanResults.js';
 import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
-import { registryWith } from '../helpers/lifecycleFixture.js';
+import { openTaskSnapshot, registryWith } from '../helpers/lifecycleFixture.js';
 
 const WORKER = 'spiffe://local/worker/w1';
 const OTHER = 'spiffe://local/worker/w2';
@@ -44,16 +44,7 @@ function result(taskId: string, agentId: string) {
 
 async function openTask(claimedBy?: string): Promise<string> {
   const taskId = randomUUID();
-  const snap: TaskSnapshot = {
-    task_id: taskId,
-    tag: 'echo',
-    state: claimedBy ? 'claimed' : 'announced',
-    trace_id: taskId,
-    attempt: 1,
-    created_at: new Date().toISOString(),
-    ...(claimedBy ? { claimed_by: claimedBy } : {}),
-  };
-  await tasks.put(kvKey(taskId), JSON.stringify(snap));
+  await tasks.put(kvKey(taskId), JSON.stringify(openTaskSnapshot(taskId, claimedBy)));
   return taskId;
 }
 

@@ -91,7 +91,7 @@ describe('a fresh context per advertisement', () => {
       makeAd({ constructor: 'prototype', toString: 'x', hasOwnProperty: '1' }),
       makeAd({ ep: 'http://[::ffff:7f00:1]:80', card: 'http://[::1]/card', mcp: 'http://[fe80::1]/mcp' }),
       makeAd({ ep: 'javascript:alert(1)', card: 'http://user:pw@127.0.0.1/c', mcp: 'not a url' }),
-      makeAd({ ep: 'http://xn--80ak6aa92e.com', vis: 'local', tags: 'code-exec,Bad Tag' }),
+      makeAd({ ep: 'http://xn--80ak6aa92e.invalid', vis: 'local', tags: 'code-exec,Bad Tag' }),
       makeAd({ id: 'spiffe://local/worker/\u0435cho\u200b', note: '<script>x</script> {{ y }}' }),
       makeAd({ id: undefined, proto: 'FTP/1' }),
       makeAd(),
