@@ -13,7 +13,7 @@
 import type { KV } from '@nats-io/kv';
 import { carryResultSignature } from '../identity/eventSignature.js';
 import { createEvent, type AmfEventOf, type EventSender } from '../events/cloudEvent.js';
-import { replySubject } from '../events/subjects.js';
+import { replySubject, terminalEventMsgId } from '../events/subjects.js';
 import { isTerminal, type TaskState } from '../events/taskStateMachine.js';
 import type { EventBus } from '../fabric/eventBus.js';
 import { kvKey } from '../fabric/jetstream.js';
@@ -41,6 +41,36 @@ function admittedForTag(agents: OrphanResultDeps['agents'], agentId: string, tag
 }
 
 const encoder = new TextEncoder();
+const ADOPTED_MESSAGE = 'ended by a coordinator that adopted the task after its own coordinator stopped';
+
+/**
+ * Publishes the canonical final of an adopted task and waits until AMF_EVENTS holds it (the stored
+ * result is acknowledged after this). Its message id is the task's terminal one, so the record of
+ * a coordinator that died after storing it but before acknowledging is not stored twice.
+ */
+async function recordFinal(
+  event: AmfEventOf<'amf.result.final'>,
+  snap: TaskSnapshot,
+  deps: OrphanResultDeps,
+): Promise<void> {
+  const p = event.data.payload;
+  const final = carryResultSignature(
+    event,
+    createEvent({
+      type: 'amf.result.final',
+      sender: deps.sender,
+      payload: p,
+      taskId: p.task_id,
+      traceId: snap.trace_id,
+      ...(event.amfconfidence !== undefined ? { confidence: Number(event.amfconfidence) } : {}),
+    }),
+  );
+  deps.bus.publish(final, replySubject(p.task_id));
+  await deps.bus.publishDurable(final, 'amf.result.final', {
+    msgId: terminalEventMsgId(p.task_id),
+    giveUpMs: 120_000,
+  });
+}
 
 /** Ends an orphaned open task with `event` (its worker's stored final); anything else is left alone. */
 export async function adoptOrphanResult(
@@ -67,7 +97,16 @@ export async function adoptOrphanResult(
     });
     return 'ended' as const;
   };
-  if (isTerminal(snap.state as TaskState)) return refuse('the task has ended');
+  if (isTerminal(snap.state as TaskState)) {
+    // Ended with this very result by an adopter that died before its record was stored (it writes
+    // KV first, then the record, and acknowledges the result last): record it again. Within the
+    // stream's duplicate window the task's terminal message id makes this a no-op if it was stored.
+    if (snap.claimed_by === p.agent_id && snap.outcome?.message === ADOPTED_MESSAGE) {
+      await recordFinal(event, snap, deps);
+      return 'ended';
+    }
+    return refuse('the task has ended');
+  }
   const holder = snap.claimed_by;
   if (holder !== p.agent_id) {
     if (!admittedForTag(deps.agents, p.agent_id, snap.tag))
@@ -91,7 +130,7 @@ export async function adoptOrphanResult(
     ended_at: new Date((deps.now ?? Date.now)()).toISOString(),
     outcome: {
       reason: completed ? 'completed' : (p.error?.code ?? 'worker_error'),
-      message: 'ended by a coordinator that adopted the task after its own coordinator stopped',
+      message: ADOPTED_MESSAGE,
     },
   };
   try {
@@ -99,21 +138,7 @@ export async function adoptOrphanResult(
   } catch {
     return 'lost_race'; // another coordinator wrote the ending first
   }
-  deps.bus.publish(
-    carryResultSignature(
-      event,
-      createEvent({
-        type: 'amf.result.final',
-        sender: deps.sender,
-        payload: p,
-        taskId: p.task_id,
-        traceId: snap.trace_id,
-        ...(event.amfconfidence !== undefined ? { confidence: Number(event.amfconfidence) } : {}),
-      }),
-    ),
-    'amf.result.final',
-    replySubject(p.task_id),
-  );
+  await recordFinal(event, snap, deps);
   deps.log('info', 'orphaned task adopted and ended with its stored result', {
     task_id: p.task_id,
     agent_id: p.agent_id,

@@ -53,6 +53,12 @@ export interface ResultIntakeOptions {
    * event loop) but in arrival order with the worker's other events; default: {@link accept}.
    */
   acceptDirect?: (event: AmfEventOf<'amf.result.final'>, decide: (decision: ResultDecision) => void) => void;
+  /**
+   * The record of an accepted result's task (TaskRecord.recorded): an accepted result is answered
+   * (direct) or acknowledged (stored) only once its task's terminal event is stored, so a
+   * coordinator that dies before that leaves the result to be adopted instead of lost.
+   */
+  recorded?: (taskId: string) => Promise<unknown> | undefined;
   /** Asked about a result for a task nobody here follows (e.g. announced before a restart). */
   adopt?: (event: AmfEventOf<'amf.result.final'>) => Promise<'adopted' | 'ended' | 'unknown' | 'lost_race'>;
   log: LogFn;
@@ -114,6 +120,9 @@ export class ResultIntake {
           // Nobody here decides on it yet: another coordinator may (the one that announced the task,
           // or one that knows it), so offer it again a few times before giving up on it.
           if (!known && !lastDelivery) msg.nak(UNKNOWN_TASK_DELAY_MS);
+          // Acknowledged once its task's ending is on record (without holding up the next result);
+          // if that takes longer than the ack wait, it is delivered again and decided again.
+          else if (known instanceof Promise) void known.then(() => msg.ack());
           else msg.ack();
         }
       } catch (err) {
@@ -137,13 +146,18 @@ export class ResultIntake {
    * store it. Silence (another coordinator's task, or one nobody here knows) makes the worker store it.
    */
   private onDirect(msg: Msg): void {
-    const answer = (decision: ResultDecision) => {
-      if (decision !== 'accepted' && decision !== 'refused') return;
+    const respond = (decision: ResultDecision) => {
       try {
         msg.respond(encoder.encode(JSON.stringify({ decision })));
       } catch {
         // The connection closed meanwhile: the worker gets no answer and stores its result instead.
       }
+    };
+    const answer = (decision: ResultDecision) => {
+      if (decision !== 'accepted' && decision !== 'refused') return;
+      const recorded = decision === 'accepted' ? this.recordOf(msg.subject) : undefined;
+      if (recorded) void recorded.then(() => respond(decision));
+      else respond(decision);
     };
     let event: AmfEventOf<'amf.result.final'>;
     try {
@@ -170,8 +184,11 @@ export class ResultIntake {
     answer(decision);
   }
 
-  /** Hands one stored result to the lifecycle; false when nobody here decides on it (yet). */
-  private async take(raw: unknown, seq: number, lastDelivery: boolean): Promise<boolean> {
+  /**
+   * Hands one stored result to the lifecycle; false when nobody here decides on it (yet), and the
+   * promise of its task's record when the decision waits for one (see `recorded`).
+   */
+  private async take(raw: unknown, seq: number, lastDelivery: boolean): Promise<boolean | Promise<unknown>> {
     const checked = validateEvent(raw);
     if (!checked.ok || checked.value.type !== 'amf.result.final') {
       this.options.log('warn', 'invalid result in the results stream dropped', {
@@ -183,13 +200,21 @@ export class ResultIntake {
     const event = checked.value;
     try {
       const decision = this.options.accept(event, { path: 'stored', lastDelivery });
-      if (decision === 'accepted' || decision === 'refused') return true;
+      // Refused too: it may be the copy its worker stored while this coordinator's record of the
+      // same result was still on its way.
+      if (decision === 'accepted' || decision === 'refused')
+        return this.options.recorded?.(event.data.payload.task_id) ?? true;
       if (decision === 'not_owner') return false; // its own coordinator may take it on a redelivery
       return (await this.options.adopt?.(event)) !== 'unknown';
     } catch (err) {
       this.options.log('error', 'result not processed', { seq, err: String(err) });
       return true;
     }
+  }
+
+  /** The record promise of the task a direct final's subject names. */
+  private recordOf(subject: string): Promise<unknown> | undefined {
+    return this.options.recorded?.(subject.slice(SUBJECT_FINAL_PREFIX.length));
   }
 
   /** The last result stored for `taskId`, if any (a direct read of the stream by subject). */

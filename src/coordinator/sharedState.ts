@@ -4,6 +4,7 @@
  * of each task is written, which keeps the KV cost at about one write per task under load.
  */
 import type { KV } from '@nats-io/kv';
+import { isTerminal } from '../events/taskStateMachine.js';
 import { kvKey, TASKS_BUCKET } from '../fabric/jetstream.js';
 import type { AgentRegistry, RegisteredAgent, RegistryChange } from '../registry/agentRegistry.js';
 import type { TaskLifecycle, TaskRecord } from './taskLifecycle.js';
@@ -38,8 +39,13 @@ export function taskSnapshot(task: TaskRecord): TaskSnapshot {
   return snap;
 }
 
+/** How long close() waits for endings still on their way to AMF_EVENTS before it writes what it has. */
+const CLOSE_RECORD_WAIT_MS = 2_000;
+
 export class SharedState {
   private readonly dirtyTasks = new Map<string, TaskSnapshot>();
+  /** Terminal states waiting for their task's record (TaskRecord.recorded) before they are written. */
+  private readonly awaitingRecord = new Set<Promise<void>>();
   private flushTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
   /** Set by close(): the connection is about to go, so nothing new is written (or reported failing). */
@@ -122,15 +128,30 @@ export class SharedState {
         this.write([taskSnapshot(task)]).catch((err: unknown) => this.onError('task write', err));
         return;
       }
-      this.dirtyTasks.set(task.taskId, taskSnapshot(task));
-      if (!this.flushTimer) {
-        this.flushTimer = setTimeout(() => {
-          this.flushTimer = undefined;
-          this.flushing = this.flush();
-        }, this.flushIntervalMs);
-        this.flushTimer.unref();
+      const snap = taskSnapshot(task);
+      if (task.recorded && isTerminal(task.state)) {
+        // The ending goes to KV only once its terminal event is on record: an adopter that finds a
+        // task ended in KV can count on AMF_EVENTS holding its ending (orphanResults.ts).
+        const mark = () => this.markDirty(snap);
+        const written = task.recorded.then(mark, mark);
+        this.awaitingRecord.add(written);
+        void written.finally(() => this.awaitingRecord.delete(written));
+        return;
       }
+      this.markDirty(snap);
     });
+  }
+
+  private markDirty(snap: TaskSnapshot): void {
+    if (this.closed) return;
+    this.dirtyTasks.set(snap.task_id, snap);
+    if (!this.flushTimer) {
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = undefined;
+        this.flushing = this.flush();
+      }, this.flushIntervalMs);
+      this.flushTimer.unref();
+    }
   }
 
   /** Reads a task's last written state (for tasks another coordinator owns). */
@@ -166,8 +187,12 @@ export class SharedState {
     );
   }
 
-  /** Writes what is pending and stops. */
+  /** Writes what is pending (endings whose record comes within a moment included) and stops. */
   async close(): Promise<void> {
+    await Promise.race([
+      Promise.allSettled([...this.awaitingRecord]),
+      new Promise((resolve) => setTimeout(resolve, CLOSE_RECORD_WAIT_MS).unref()),
+    ]);
     this.closed = true;
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;

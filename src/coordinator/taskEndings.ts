@@ -41,6 +41,7 @@ export class TaskEndings {
       },
       {
         traceId: task.traceId,
+        onRecord: (recorded) => (task.recorded = recorded),
         ...(task.announce.data.payload.reply_subject
           ? { extraSubject: task.announce.data.payload.reply_subject }
           : {}),

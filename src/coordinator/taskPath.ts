@@ -100,6 +100,7 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
       inOrder(event, 'the direct final subject', (ok) =>
         decide(ok ? lifecycle.acceptResult(event, { path: 'direct', lastDelivery: false }) : 'refused'),
       ),
+    recorded: (taskId) => lifecycle.get(taskId)?.recorded,
     adopt: async (event) => {
       if (!authenticity.accept(event, 'the results stream')) return 'ended';
       const verdict = await adoptOrphanResult(event, { tasks: tasksKv, bus, sender, log, agents: registry });

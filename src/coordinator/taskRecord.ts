@@ -128,6 +128,13 @@ export interface TaskRecord {
   answeredFromQueue?: boolean;
   /** Its first state was written to the shared task-state store (sharedState.ts). */
   stateRecorded?: boolean;
+  /**
+   * Settles once the task's terminal event is stored in AMF_EVENTS (or storing it was given up).
+   * The worker's final is answered, and the terminal state written to KV, only after it: a
+   * coordinator that dies before then leaves the result with its worker (or in the results stream)
+   * for another coordinator to adopt, never acknowledged with no record of it.
+   */
+  recorded?: Promise<unknown>;
   /** The accepted final result (completed or failed by its worker), once the task has one. */
   final?: AmfEventOf<'amf.result.final'>;
   timer?: TimerHandle;

@@ -7,6 +7,7 @@
 import { carryResultSignature } from '../identity/eventSignature.js';
 import { createEvent, type AmfEvent, type AmfEventOf } from '../events/cloudEvent.js';
 import { checkFinalPayload } from '../events/payloads.js';
+import { terminalEventMsgId } from '../events/subjects.js';
 import type { TaskEndings } from './taskEndings.js';
 import type { TaskParts } from './taskParts.js';
 import type { LifecycleOptions, TaskFabric, TaskRecord } from './taskRecord.js';
@@ -105,7 +106,8 @@ export class TaskResults {
     );
     const reply = task.announce.data.payload.reply_subject;
     task.answeredFromQueue = true;
-    publishCanonicalFinal(this.deps.fabric, relayed, reply);
+    const recorded = publishCanonicalFinal(this.deps.fabric, relayed, reply);
+    if (recorded) task.recorded = recorded;
     this.endWithFinal(task, relayed, agentId);
     return 'accepted';
   }
@@ -207,14 +209,22 @@ export class TaskResults {
  * The requester hears the final on its reply subject at once (core NATS). The canonical copy goes
  * through JetStream and is retried until the stream acknowledges it: a stream without a leader for
  * a few seconds (a cluster node died) would otherwise drop it, and the task would have no terminal
- * event in its history although its client got the answer. The message id is the event's, so a
- * retry is not stored twice.
+ * event in its history although its client got the answer. The message id is the task's terminal
+ * one, so neither a retry nor another coordinator's adoption of the same result is stored twice.
+ * Returns the promise of the record (TaskRecord.recorded), when the fabric has streams.
  */
-function publishCanonicalFinal(fabric: TaskFabric, final: AmfEvent, reply: string | undefined): void {
+function publishCanonicalFinal(
+  fabric: TaskFabric,
+  final: AmfEventOf<'amf.result.final'>,
+  reply: string | undefined,
+): Promise<unknown> | undefined {
   if (!fabric.publishDurable) {
     fabric.publish(final, 'amf.result.final', ...(reply ? [reply] : []));
-    return;
+    return undefined;
   }
   if (reply) fabric.publish(final, reply);
-  void fabric.publishDurable(final, 'amf.result.final', { msgId: final.id, giveUpMs: 120_000 });
+  return fabric.publishDurable(final, 'amf.result.final', {
+    msgId: terminalEventMsgId(final.data.payload.task_id),
+    giveUpMs: 120_000,
+  });
 }

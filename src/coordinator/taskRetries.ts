@@ -33,6 +33,7 @@ export class TaskRetries {
       },
       {
         traceId: task.traceId,
+        onRecord: (recorded) => (task.recorded = recorded),
         ...(!retrying && task.announce.data.payload.reply_subject
           ? { extraSubject: task.announce.data.payload.reply_subject }
           : {}),

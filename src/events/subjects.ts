@@ -77,6 +77,17 @@ export function finalSubject(taskId: string): string {
   return SUBJECT_FINAL_PREFIX + taskId;
 }
 
+/**
+ * The JetStream message id of a task's terminal event in AMF_EVENTS (its canonical final, or the
+ * coordinator's terminal deny), whoever publishes it: the stream keeps the first one stored within
+ * its duplicate window (2 min) and drops the rest, so a coordinator that retries its record, and one
+ * that adopts the task after the first died before answering the worker, store one ending between
+ * them (docs/reliability.md).
+ */
+export function terminalEventMsgId(taskId: string): string {
+  return `amf-terminal-${taskId}`;
+}
+
 /** Subject an event of `type` is published on (subject = type, announcements carry the tag). */
 export function subjectForType(type: AmfEventType, tag?: string): string {
   return type === 'amf.task.announce' && tag !== undefined ? announceSubject(tag) : type;

@@ -5,6 +5,7 @@
  */
 import { createEvent, type EventSender } from '../events/cloudEvent.js';
 import type { PolicyPayload } from '../events/payloads.js';
+import { terminalEventMsgId } from '../events/subjects.js';
 import type { EventBus } from '../fabric/eventBus.js';
 
 /** Stable reason codes of the notices the coordinator emits. */
@@ -37,6 +38,14 @@ export type PolicyReason =
   /** Deterministic validation and policy reasons (see admission/validateAdvertisement.ts, policies/). */
   | (string & { readonly __admissionReason?: never });
 
+export interface NoticeOptions {
+  traceId?: string;
+  /** A reply subject that gets the notice too. */
+  extraSubject?: string;
+  /** Given the promise of a terminal notice's record in AMF_EVENTS (TaskRecord.recorded). */
+  onRecord?: (recorded: Promise<unknown>) => void;
+}
+
 export class PolicyNotices {
   constructor(
     private readonly bus: EventBus,
@@ -44,25 +53,19 @@ export class PolicyNotices {
   ) {}
 
   /** Publishes `amf.policy.warning`; also on `extraSubject` (a reply subject) when given. */
-  warn(
-    payload: PolicyPayload & { reason: PolicyReason },
-    options: { traceId?: string; extraSubject?: string } = {},
-  ): void {
+  warn(payload: PolicyPayload & { reason: PolicyReason }, options: NoticeOptions = {}): void {
     this.send('amf.policy.warning', payload, options);
   }
 
   /** Publishes `amf.policy.deny`; also on `extraSubject` when given. */
-  deny(
-    payload: PolicyPayload & { reason: PolicyReason },
-    options: { traceId?: string; extraSubject?: string } = {},
-  ): void {
+  deny(payload: PolicyPayload & { reason: PolicyReason }, options: NoticeOptions = {}): void {
     this.send('amf.policy.deny', payload, options);
   }
 
   private send(
     type: 'amf.policy.warning' | 'amf.policy.deny',
     payload: PolicyPayload,
-    options: { traceId?: string; extraSubject?: string },
+    options: NoticeOptions,
   ): void {
     const event = createEvent({
       type,
@@ -74,8 +77,11 @@ export class PolicyNotices {
     if (payload.terminal === true) {
       // A task's ending must reach the record (AMF_EVENTS) even when it is decided while NATS is
       // away: stored through JetStream, retried until the fabric is back (duplicates are dropped by
-      // the event id). Live subscribers get it from the same publish.
-      void this.bus.publishDurable(event, type, { msgId: event.id, giveUpMs: 120_000 });
+      // the task's terminal message id: one ending per task in the stream, whoever sends it).
+      // Live subscribers get it from the same publish.
+      const msgId = payload.task_id !== undefined ? terminalEventMsgId(payload.task_id) : event.id;
+      const recorded = this.bus.publishDurable(event, type, { msgId, giveUpMs: 120_000 });
+      options.onRecord?.(recorded);
       if (options.extraSubject) this.bus.publish(event, options.extraSubject);
       return;
     }
