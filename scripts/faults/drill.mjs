@@ -51,7 +51,9 @@ export const BUDGET_MS = 9.5 * 60_000;
 /** Rough upper bound of one fault's duration, used to decide whether it still fits the budget. */
 function estimateMs(p, id) {
   const load = (p.requests * p.sleepMs) / p.concurrency;
-  const fault = { 2: p.stopMs, 3: p.natsShortMs, 4: p.natsLongMs, 9: 2 * p.natsShortMs }[id] ?? 0;
+  // Fault 11 waits out an orphaned task's deadline (about two minutes).
+  const fault =
+    { 2: p.stopMs, 3: p.natsShortMs, 4: p.natsLongMs, 9: 2 * p.natsShortMs, 11: 130_000 }[id] ?? 0;
   // Fault 9 also starts a 3-node cluster and a second coordinator.
   const setup = id === 9 ? 30_000 : 15_000;
   return setup + Math.max(load, p.faultAtMs + fault) + 10_000;
@@ -146,8 +148,8 @@ function makeCtx(run, p) {
      * Gives accepted tasks until `faultAt + settleMs` to reach their terminal event, watching the
      * live stream so a healthy mesh is not kept waiting. The verdict is the offline audit after.
      */
-    async settle(natsUrl, credentials, records) {
-      const deadline = (run.faultAt ?? Date.now()) + p.settleMs;
+    async settle(natsUrl, credentials, records, settleMs = p.settleMs) {
+      const deadline = (run.faultAt ?? Date.now()) + settleMs;
       for (;;) {
         const url = await natsUrl();
         const events = url ? await readEventsLive(url, credentials) : undefined;

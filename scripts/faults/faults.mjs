@@ -106,6 +106,13 @@ export const FAULTS = [
     name: 'SIGKILL the coordinator and 1 of 2 workers together, restart the coordinator',
     run: (ctx) => coordinatorRestart(ctx, { alsoKillWorker: true }),
   },
+  {
+    id: 11,
+    name: 'SIGKILL the coordinator and the only worker together, restart the coordinator alone',
+    // No worker runs the held tasks again: the restarted coordinator (sweeper) fails them once
+    // their deadline passes (presence TTL + redelivery wait + 2 × task TTL; docs/reliability.md).
+    run: (ctx) => coordinatorRestart(ctx, { alsoKillWorker: true, workers: 1, settleMs: 150_000 }),
+  },
 ];
 
 /**
@@ -113,10 +120,10 @@ export const FAULTS = [
  * `alsoKillWorker`, one of the two workers dies with it (as the demo workers of `amf up --demo`,
  * which share its process, do): the tasks it held have no coordinator and no worker left.
  */
-async function coordinatorRestart(ctx, { alsoKillWorker = false } = {}) {
+async function coordinatorRestart(ctx, { alsoKillWorker = false, workers = 2, settleMs } = {}) {
   const port = await freePort();
   const natsPort = await freePort();
-  const mesh = await ctx.spawnedMesh({ workers: 2, port, natsPort });
+  const mesh = await ctx.spawnedMesh({ workers, port, natsPort });
   const notes = [];
   const url = `http://127.0.0.1:${port}`;
   const holds = alsoKillWorker
@@ -152,9 +159,22 @@ async function coordinatorRestart(ctx, { alsoKillWorker = false } = {}) {
       }
     },
   );
-  const probe = await ctx.probe(() => url);
-  await ctx.settle(() => mesh.liveNatsUrl(), mesh.credentials, records);
-  return { records, probe, storeDir: mesh.dataDir, credentials: mesh.credentials, notes };
+  const lastWorkerKilled = alsoKillWorker && workers === 1;
+  // With no worker left nothing can answer a probe: first the held tasks must end without one.
+  const probe = lastWorkerKilled ? undefined : await ctx.probe(() => url);
+  await ctx.settle(() => mesh.liveNatsUrl(), mesh.credentials, records, settleMs);
+  if (!lastWorkerKilled)
+    return { records, probe, storeDir: mesh.dataDir, credentials: mesh.credentials, notes };
+  // Then the killed worker comes back (same name and key), and the mesh must serve again.
+  await ctx.addWorkers(mesh, 1);
+  notes.push('worker 1 started again after the settle');
+  return {
+    records,
+    probe: await ctx.probe(() => url),
+    storeDir: mesh.dataDir,
+    credentials: mesh.credentials,
+    notes,
+  };
 }
 
 /** Two coordinators share an external NATS; requests alternate; one is SIGKILLed. */

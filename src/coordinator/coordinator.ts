@@ -43,7 +43,8 @@ import { MdnsDoor } from './mdnsDoor.js';
 import { AgentRegistry } from '../registry/agentRegistry.js';
 import { HeartbeatDoor } from './heartbeatAdmission.js';
 import { PolicyNotices } from '../registry/policyNotices.js';
-import { LeaderLease, sweeperLease, SWEEPER_LEASE_KEY } from './leaderLease.js';
+import { SWEEPER_LEASE_KEY, type LeaderLease } from './leaderLease.js';
+import { SweeperDuties } from './sweeperDuties.js';
 import { SharedState } from './sharedState.js';
 import type { TaskDispatcher } from './taskDispatcher.js';
 import type { TaskLifecycle } from './taskLifecycle.js';
@@ -85,11 +86,8 @@ export class Coordinator {
   readonly admission: AdmissionPipeline;
   readonly policy: PolicyEngine;
   readonly identity: IdentityProvider;
-  /**
-   * Held by one coordinator of those sharing this NATS at a time: only its holder writes what its
-   * sweeps decide into shared state (agents gone silent now; expiring tasks whose owner died is
-   * meant to use it too). Every coordinator still sweeps its own registry for its own routing.
-   */
+  /** The lease and the mesh-wide sweeps of its holder (sweeperDuties.ts). */
+  readonly sweeper: SweeperDuties;
   readonly sweeperLease: LeaderLease;
   private readonly heartbeatDoor: HeartbeatDoor;
   /** Whether an agent's event comes from the agent it names (signatures against admitted keys). */
@@ -158,6 +156,7 @@ export class Coordinator {
         }),
       100,
       (subject, bytes) => nc.publish(subject, bytes),
+      this.instanceId,
     );
     const path = createTaskPath({
       nc,
@@ -198,7 +197,16 @@ export class Coordinator {
       (raw) => this.admission.submit(raw),
       { registry: this.registry, authenticity: this.authenticity },
     );
-    this.sweeperLease = sweeperLease(stores.leases, this.instanceId, log);
+    this.sweeper = new SweeperDuties({
+      stores,
+      instanceId: this.instanceId,
+      registry: this.registry,
+      notices: this.notices,
+      shared: this.shared,
+      defaultTtlSeconds: config.tasks.ttlSeconds,
+      log,
+    });
+    this.sweeperLease = this.sweeper.lease;
   }
 
   /** Starts the fabric and the core services. */
@@ -301,17 +309,8 @@ export class Coordinator {
     watchConnection(this.nc, this.log, (connected) => {
       this.connected = connected;
     });
-    await this.shared.attachRegistry(
-      this.registry,
-      (change) =>
-        this.sweeperLease.isHolder || !(change.kind === 'offline' && change.reason === 'heartbeat_missed'),
-    );
-    this.sweeperLease.onAcquired(() => {
-      this.log('info', 'sweeper lease acquired', { instance: this.instanceId });
-      void this.shared.reconcileOffline(this.registry);
-    });
-    this.sweeperLease.onLost((reason) => this.log('info', 'sweeper lease lost', { reason }));
-    this.sweeperLease.start();
+    await this.shared.attachRegistry(this.registry, (change) => this.sweeper.mirrors(change));
+    this.sweeper.start();
     this.shared.attachLifecycle(this.lifecycle);
     this.grants?.start();
     const { identity } = this.parts;
@@ -374,7 +373,7 @@ export class Coordinator {
     this.closing ??= (async () => {
       clearInterval(this.sweepTimer);
       // Given back first, so another coordinator takes over the sweeps while this one drains.
-      await this.sweeperLease.close().catch(() => undefined);
+      await this.sweeper.handOver();
       await this.mdnsDoor?.close().catch(() => undefined);
       this.heartbeatDoor.close();
       this.grants?.close();
@@ -384,6 +383,7 @@ export class Coordinator {
       await this.watcherService?.close().catch(() => undefined);
       await this.parts.watcher.close().catch(() => undefined);
       await this.shared.close().catch(() => undefined);
+      await this.sweeper.close();
       // A drain waits for the server to confirm; with NATS unreachable it would wait forever.
       await Promise.allSettled(
         [this.nc, this.parts.connector, this.parts.watcherNc].map((c) => drainOrClose(c, DRAIN_TIMEOUT_MS)),

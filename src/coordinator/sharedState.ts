@@ -20,10 +20,14 @@ export interface TaskSnapshot {
   created_at: string;
   ended_at?: string;
   outcome?: { reason: string; message: string };
+  /** The task's TTL (an orphaned task's deadline is counted from it: orphanSweep.ts). */
+  ttl_seconds?: number;
+  /** In KV: the instance id of the coordinator that announced it. */
+  coordinator?: string;
 }
 
-/** The task state as stored in KV and served by the API. */
-export function taskSnapshot(task: TaskRecord): TaskSnapshot {
+/** The task state as stored in KV (with the coordinator that owns it) and served by the API. */
+export function taskSnapshot(task: TaskRecord, coordinator?: string): TaskSnapshot {
   const snap: TaskSnapshot = {
     task_id: task.taskId,
     tag: task.tag,
@@ -31,7 +35,9 @@ export function taskSnapshot(task: TaskRecord): TaskSnapshot {
     trace_id: task.traceId,
     attempt: task.attempt,
     created_at: new Date(task.createdAt).toISOString(),
+    ttl_seconds: task.ttlSeconds,
   };
+  if (coordinator) snap.coordinator = coordinator;
   if (task.claimedBy) snap.claimed_by = task.claimedBy;
   if (task.parentTaskId) snap.parent_task_id = task.parentTaskId;
   if (task.endedAt !== undefined) snap.ended_at = new Date(task.endedAt).toISOString();
@@ -59,6 +65,8 @@ export class SharedState {
     private readonly flushIntervalMs = 100,
     /** Fire-and-forget publisher for task state (the coordinator's connection); kv.put when absent. */
     private readonly publishTaskState?: (subject: string, bytes: Uint8Array) => void,
+    /** This coordinator's instance id, written with each task it owns. */
+    private readonly coordinatorId?: string,
   ) {}
 
   /**
@@ -125,10 +133,12 @@ export class SharedState {
       if (!task.owned) return;
       if (!task.stateRecorded) {
         task.stateRecorded = true;
-        this.write([taskSnapshot(task)]).catch((err: unknown) => this.onError('task write', err));
+        this.write([taskSnapshot(task, this.coordinatorId)]).catch((err: unknown) =>
+          this.onError('task write', err),
+        );
         return;
       }
-      const snap = taskSnapshot(task);
+      const snap = taskSnapshot(task, this.coordinatorId);
       if (task.recorded && isTerminal(task.state)) {
         // The ending goes to KV only once its terminal event is on record: an adopter that finds a
         // task ended in KV can count on AMF_EVENTS holding its ending (orphanResults.ts).

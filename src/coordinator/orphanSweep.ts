@@ -1,0 +1,212 @@
+/**
+ * Brings to an end the tasks a stopped coordinator left open, whether or not a result ever comes.
+ *
+ * A result stored for such a task ends it through adoption (orphanResults.ts). But when the
+ * coordinator died together with the task's worker, and no other worker of the tag runs the
+ * redelivered work item, no result ever comes; nothing else follows the task (KV holds its state,
+ * not its text, and its requester left with the coordinator). So the coordinator holding the
+ * sweeper lease looks, every few seconds, for coordinators that stopped without a goodbye
+ * (coordinatorPresence.ts), reads the open tasks each left in KV once, and gives every one a
+ * deadline: the work queue's ack wait (a redelivery to another worker) plus twice the task's TTL
+ * (time for that worker to run it). A task still open at its deadline is failed with a terminal
+ * `amf.policy.deny` (`coordinator_lost`), written to KV with the entry's revision first, so an
+ * adoption at the same moment and this ending cannot both happen. While the task's holder is still
+ * live (it may be running it), the deadline moves on by one TTL, at most three times.
+ *
+ * A stopped coordinator's presence entry is forgotten only when all its open tasks have ended: a
+ * coordinator that takes the lease over later finds the same tasks and gives them fresh deadlines.
+ */
+import { performance } from 'node:perf_hooks';
+import type { KV } from '@nats-io/kv';
+import { isTerminal, type TaskState } from '../events/taskStateMachine.js';
+import { kvKey } from '../fabric/jetstream.js';
+import type { LogFn } from '../log.js';
+import type { AgentRegistry } from '../registry/agentRegistry.js';
+import type { PolicyNotices } from '../registry/policyNotices.js';
+import type { CoordinatorPresence } from './coordinatorPresence.js';
+import type { TaskSnapshot } from './sharedState.js';
+
+/** The work queue's ack wait (workQueue.ts): when another worker gets a dead holder's item. */
+const WORK_REDELIVERY_MS = 30_000;
+const MAX_EXTENSIONS = 3;
+/** Bounds the read of the task bucket (its entries arrive as fast as the server sends them). */
+const SCAN_TIMEOUT_MS = 60_000;
+const encoder = new TextEncoder();
+
+export interface OrphanSweepOptions {
+  tasks: KV;
+  presence: Pick<CoordinatorPresence, 'stopped' | 'forget'>;
+  notices: Pick<PolicyNotices, 'deny'>;
+  agents: Pick<AgentRegistry, 'get'>;
+  /** True while this coordinator holds the sweeper lease. */
+  isHolder: () => boolean;
+  log: LogFn;
+  /** The task TTL for states written without one. */
+  defaultTtlSeconds: number;
+  intervalMs?: number;
+  /** Time for a redelivery to reach another worker; default the work queue's ack wait. */
+  redeliveryMs?: number;
+  now?: () => number;
+}
+
+interface Orphan {
+  instance: string;
+  deadline: number;
+  ttlMs: number;
+  extensions: number;
+}
+
+export class OrphanSweep {
+  private readonly orphans = new Map<string, Orphan>();
+  /** Stopped coordinators whose open tasks were read, with how many of them are still open. */
+  private readonly adopted = new Map<string, number>();
+  private readonly now: () => number;
+  private timer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(private readonly opts: OrphanSweepOptions) {
+    this.now = opts.now ?? (() => performance.now());
+  }
+
+  start(): this {
+    this.timer = setInterval(() => {
+      this.ticking = this.ticking.then(() => this.tick());
+    }, this.opts.intervalMs ?? 5_000);
+    this.timer.unref();
+    return this;
+  }
+
+  /** Tasks waiting for their deadline (for /metrics and tests). */
+  get pending(): number {
+    return this.orphans.size;
+  }
+
+  /** One round: find newly stopped coordinators' open tasks, end those past their deadline. */
+  async tick(): Promise<void> {
+    if (this.closed) return;
+    if (!this.opts.isHolder()) {
+      // Another coordinator sweeps now; it reads the same tasks when it finds their coordinator.
+      this.orphans.clear();
+      this.adopted.clear();
+      return;
+    }
+    try {
+      for (const instance of await this.opts.presence.stopped()) {
+        if (!this.adopted.has(instance)) await this.adoptOpenTasks(instance);
+        if (this.adopted.get(instance) === 0) {
+          await this.opts.presence.forget(instance);
+          this.adopted.delete(instance);
+        }
+      }
+      for (const [taskId, orphan] of this.orphans)
+        if (this.now() >= orphan.deadline) await this.settle(taskId, orphan);
+    } catch (err) {
+      this.opts.log('warn', 'orphaned task sweep failed; trying again', { err: String(err) });
+    }
+  }
+
+  /** Reads the open tasks `instance` left in KV and gives each a deadline. */
+  private async adoptOpenTasks(instance: string): Promise<void> {
+    const open: TaskSnapshot[] = [];
+    const watch = await this.opts.tasks.watch();
+    const stop = setTimeout(() => watch.stop(), SCAN_TIMEOUT_MS);
+    try {
+      const status = await this.opts.tasks.status();
+      if (status.values > 0)
+        for await (const entry of watch) {
+          if (entry.isUpdate) break; // past the last stored value: the read is complete
+          if (entry.operation === 'PUT') {
+            const snap = parseSnapshot(entry.value);
+            if (snap && snap.coordinator === instance && !isTerminal(snap.state as TaskState))
+              open.push(snap);
+          }
+          if (entry.delta === 0) break;
+        }
+    } finally {
+      clearTimeout(stop);
+      watch.stop();
+    }
+    const start = this.now();
+    for (const snap of open) {
+      const ttlMs = (snap.ttl_seconds ?? this.opts.defaultTtlSeconds) * 1000;
+      const redelivery = this.opts.redeliveryMs ?? WORK_REDELIVERY_MS;
+      this.orphans.set(snap.task_id, {
+        instance,
+        deadline: start + redelivery + 2 * ttlMs,
+        ttlMs,
+        extensions: 0,
+      });
+    }
+    this.adopted.set(instance, open.length);
+    this.opts.log('info', 'coordinator stopped without a goodbye; its open tasks are followed here', {
+      instance,
+      open_tasks: open.length,
+    });
+  }
+
+  /** At its deadline: already ended (adopted, answered), extended for a live holder, or failed. */
+  private async settle(taskId: string, orphan: Orphan): Promise<void> {
+    const key = kvKey(taskId);
+    const entry = await this.opts.tasks.get(key);
+    const snap = entry?.operation === 'PUT' ? parseSnapshot(entry.value) : undefined;
+    if (!entry || !snap || isTerminal(snap.state as TaskState)) return this.done(taskId, orphan);
+    const holder = snap.claimed_by;
+    if (holder && this.opts.agents.get(holder)?.status === 'live' && orphan.extensions < MAX_EXTENSIONS) {
+      orphan.extensions += 1;
+      orphan.deadline = this.now() + orphan.ttlMs;
+      return;
+    }
+    const message = `its coordinator stopped and no worker finished it in time${holder ? ` (held by ${holder})` : ''}`;
+    const ended: TaskSnapshot = {
+      ...snap,
+      state: 'failed',
+      ended_at: new Date().toISOString(),
+      outcome: { reason: 'coordinator_lost', message },
+    };
+    try {
+      await this.opts.tasks.update(key, encoder.encode(JSON.stringify(ended)), entry.revision);
+    } catch {
+      return; // changed meanwhile (a result was adopted, a claim written): looked at again next round
+    }
+    this.opts.notices.deny(
+      {
+        reason: 'coordinator_lost',
+        message: `task ${taskId} failed: ${message}`,
+        task_id: taskId,
+        terminal: true,
+        state: 'failed',
+        ...(holder ? { agent_id: holder } : {}),
+      },
+      { traceId: snap.trace_id },
+    );
+    this.opts.log('warn', 'orphaned task failed at its deadline', {
+      task_id: taskId,
+      instance: orphan.instance,
+    });
+    this.done(taskId, orphan);
+  }
+
+  private done(taskId: string, orphan: Orphan): void {
+    this.orphans.delete(taskId);
+    const left = this.adopted.get(orphan.instance);
+    if (left !== undefined) this.adopted.set(orphan.instance, Math.max(0, left - 1));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    await this.ticking;
+  }
+}
+
+function parseSnapshot(value: Uint8Array): TaskSnapshot | undefined {
+  try {
+    const snap = JSON.parse(new TextDecoder().decode(value)) as Partial<TaskSnapshot>;
+    return typeof snap.task_id === 'string' && typeof snap.state === 'string'
+      ? (snap as TaskSnapshot)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}

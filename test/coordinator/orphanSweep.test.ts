@@ -1,0 +1,210 @@
+/**
+ * The tasks of a coordinator that stopped without a goodbye are brought to an end by the sweeper,
+ * result or not. Real NATS KV and events; the clock is injected so deadlines pass without waiting.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import type { KV } from '@nats-io/kv';
+import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
+import { ensureFabricStores, kvKey } from '../../src/fabric/jetstream.js';
+import { EventBus } from '../../src/fabric/eventBus.js';
+import type { AnyAmfEvent, EventSender } from '../../src/events/cloudEvent.js';
+import type { PolicyPayload } from '../../src/events/payloads.js';
+import { PolicyNotices } from '../../src/registry/policyNotices.js';
+import { CoordinatorPresence } from '../../src/coordinator/coordinatorPresence.js';
+import { OrphanSweep } from '../../src/coordinator/orphanSweep.js';
+import { adoptOrphanResult } from '../../src/coordinator/orphanResults.js';
+import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
+import { openTaskSnapshot, registryWith } from '../helpers/lifecycleFixture.js';
+import { createEvent } from '../../src/events/cloudEvent.js';
+
+const LIVE_WORKER = 'spiffe://local/worker/live';
+const DEAD_WORKER = 'spiffe://local/worker/dead';
+const sender: EventSender = {
+  identity: 'spiffe://local/coordinator/sweeper',
+  source: 'http://127.0.0.1:1',
+  role: 'coordinator',
+  trustDomain: 'local',
+};
+
+let nats: TestNats;
+let tasks: KV;
+let leases: KV;
+let bus: EventBus;
+const denies: AnyAmfEvent[] = [];
+let clock = 0;
+const now = () => clock;
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  const nc = await nats.connect('coordinator');
+  ({ tasks, leases } = await ensureFabricStores(nc));
+  bus = new EventBus(nc);
+  bus.subscribe('amf.policy.deny', (e) => denies.push(e));
+  await bus.flush();
+});
+
+afterAll(async () => {
+  await nats?.close();
+});
+
+async function putTask(snap: TaskSnapshot): Promise<string> {
+  await tasks.put(kvKey(snap.task_id), JSON.stringify(snap));
+  return snap.task_id;
+}
+
+async function stateOf(taskId: string): Promise<TaskSnapshot | undefined> {
+  const entry = await tasks.get(kvKey(taskId));
+  return entry && entry.length > 0 ? entry.json<TaskSnapshot>() : undefined;
+}
+
+const payloadOf = (e: AnyAmfEvent) => e.data.payload as PolicyPayload;
+
+describe('coordinator presence', () => {
+  it('names a coordinator whose entry stopped changing for the TTL, never a running one', async () => {
+    const judge = new CoordinatorPresence({ kv: leases, instanceId: 'judge', ttlMs: 3_000, now });
+    const running = new CoordinatorPresence({ kv: leases, instanceId: 'running', ttlMs: 3_000, now }).start();
+    const killed = randomUUID();
+    await leases.put(`coordinator.${killed}`, '{}'); // written once, then never again (SIGKILL)
+    try {
+      clock = 0;
+      expect(await judge.stopped()).toEqual([]);
+      clock = 2_000;
+      expect(await judge.stopped()).toEqual([]);
+      // The running one rewrites its entry: its revision changes, so its unchanged time restarts.
+      await leases.put('coordinator.running', '{}');
+      clock = 3_500;
+      expect(await judge.stopped()).toEqual([killed]);
+      await judge.forget(killed);
+      expect(await leases.get(`coordinator.${killed}`).then((e) => e?.operation)).toBe('DEL');
+    } finally {
+      await running.close();
+    }
+    // A clean stop says goodbye: its entry is gone.
+    expect(await leases.get('coordinator.running').then((e) => e?.operation)).toBe('DEL');
+  });
+});
+
+describe('the sweep of a stopped coordinator’s open tasks', () => {
+  it('fails each at its deadline, once, unless it ended or its holder is live', async () => {
+    const dead = randomUUID();
+    const alive = randomUUID();
+    const open = (claimedBy?: string, coordinator = dead): TaskSnapshot => ({
+      ...openTaskSnapshot(randomUUID(), claimedBy),
+      ttl_seconds: 1,
+      coordinator,
+    });
+    const heldByDead = await putTask(open(DEAD_WORKER));
+    const unclaimed = await putTask(open());
+    const heldByLive = await putTask(open(LIVE_WORKER));
+    const adoptedMeanwhile = await putTask(open(DEAD_WORKER));
+    const othersTask = await putTask(open(DEAD_WORKER, alive));
+    const alreadyEnded = await putTask({ ...open(DEAD_WORKER), state: 'completed' });
+
+    const agents = registryWith({ [LIVE_WORKER]: ['echo'], [DEAD_WORKER]: ['echo'] });
+    agents.markOffline(DEAD_WORKER, 'heartbeat_missed');
+    const stopped = new Set<string>([dead]);
+    const forgotten: string[] = [];
+    const sweep = new OrphanSweep({
+      tasks,
+      presence: {
+        stopped: () => Promise.resolve([...stopped]),
+        forget: (instance) => {
+          forgotten.push(instance);
+          stopped.delete(instance);
+          return Promise.resolve();
+        },
+      },
+      notices: new PolicyNotices(bus, sender),
+      agents,
+      isHolder: () => true,
+      log: () => undefined,
+      defaultTtlSeconds: 30,
+      redeliveryMs: 1_000,
+      now,
+    });
+    clock = 0;
+    await sweep.tick();
+    expect(sweep.pending).toBe(4); // the dead coordinator's four open tasks, not the others
+    // Before the deadline (redelivery 1 s + 2 × TTL 1 s) nothing is ended.
+    clock = 2_500;
+    await sweep.tick();
+    expect((await stateOf(heldByDead))?.state).toBe('claimed');
+
+    // A result adopted meanwhile ends that task; the sweep leaves it alone.
+    const result = createEvent({
+      type: 'amf.result.final',
+      sender: { ...sender, identity: DEAD_WORKER, role: 'specialist' },
+      payload: {
+        task_id: adoptedMeanwhile,
+        agent_id: DEAD_WORKER,
+        status: 'completed',
+        result: { text: 'ok' },
+      },
+      taskId: adoptedMeanwhile,
+    });
+    expect(await adoptOrphanResult(result, { tasks, bus, sender, log: () => undefined, agents })).toBe(
+      'adopted',
+    );
+
+    clock = 3_000;
+    await sweep.tick();
+    for (const id of [heldByDead, unclaimed]) {
+      const state = await stateOf(id);
+      expect(state).toMatchObject({ state: 'failed', outcome: { reason: 'coordinator_lost' } });
+    }
+    expect((await stateOf(adoptedMeanwhile))?.state).toBe('completed');
+    expect((await stateOf(othersTask))?.state).toBe('claimed');
+    expect((await stateOf(alreadyEnded))?.state).toBe('completed');
+    // The live holder may still be running it: its deadline moves on by one TTL, three times at most.
+    expect((await stateOf(heldByLive))?.state).toBe('claimed');
+    // Extended at 3 s (above), 4 s and 5 s; failed at 6 s.
+    for (const t of [4_000, 5_000]) {
+      clock = t;
+      await sweep.tick();
+    }
+    expect((await stateOf(heldByLive))?.state).toBe('claimed');
+    clock = 6_000;
+    await sweep.tick();
+    expect((await stateOf(heldByLive))?.state).toBe('failed');
+    expect(sweep.pending).toBe(0);
+
+    // One terminal deny per failed task, and none for the others.
+    await bus.flush();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const ended = denies
+      .filter((e) => payloadOf(e).reason === 'coordinator_lost')
+      .map((e) => payloadOf(e).task_id)
+      .sort();
+    expect(ended).toEqual([heldByDead, unclaimed, heldByLive].sort());
+    expect(denies.every((e) => payloadOf(e).terminal === true)).toBe(true);
+
+    // All of its tasks ended: the stopped coordinator is forgotten on the next round.
+    await sweep.tick();
+    expect(forgotten).toEqual([dead]);
+    await sweep.close();
+  });
+
+  it('does nothing while another coordinator holds the lease', async () => {
+    const dead = randomUUID();
+    const taskId = await putTask({ ...openTaskSnapshot(randomUUID()), ttl_seconds: 1, coordinator: dead });
+    const sweep = new OrphanSweep({
+      tasks,
+      presence: { stopped: () => Promise.resolve([dead]), forget: () => Promise.resolve() },
+      notices: new PolicyNotices(bus, sender),
+      agents: registryWith({}),
+      isHolder: () => false,
+      log: () => undefined,
+      defaultTtlSeconds: 30,
+      redeliveryMs: 0,
+      now,
+    });
+    clock = 0;
+    await sweep.tick();
+    clock = 60_000;
+    await sweep.tick();
+    expect(sweep.pending).toBe(0);
+    expect((await stateOf(taskId))?.state).toBe('announced');
+    await sweep.close();
+  });
+});
