@@ -53,7 +53,7 @@ if (range(clientPort).some((p) => range(routePort).includes(p))) usage('client a
 const dataDir = resolve(values['data-dir']);
 const credentials = await loadOrCreateCredentials(dataDir);
 const issuer = values['auth-callout'] ? await loadOrCreateCalloutIssuer(calloutKeyFile(dataDir)) : undefined;
-const renderOptions = issuer ? { calloutIssuer: issuer.publicKey } : {};
+const renderOptions = issuer ? { calloutIssuer: issuer.publicKey, calloutXkey: issuer.xkeyPublicKey } : {};
 const plan = planCluster({
   dir,
   clientPorts: range(clientPort),

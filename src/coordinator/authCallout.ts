@@ -30,6 +30,8 @@ import type { LogFn } from '../log.js';
 
 /** The subject nats-server sends authorization requests on. */
 export const AUTH_CALLOUT_SUBJECT = '$SYS.REQ.USER.AUTH';
+/** The header in which a server that encrypts (xkey) names its curve key for the answer. */
+export const SERVER_XKEY_HEADER = 'Nats-Server-Xkey';
 /** Queue group of every coordinator's responder. */
 export const AUTH_CALLOUT_QUEUE = 'amf-callout';
 /** Requests handled at once; beyond, a request is left unanswered (the server times it out). */
@@ -127,9 +129,18 @@ export function startAuthCallout(opts: AuthCalloutOptions): AuthCalloutResponder
   const counts = { granted: 0, refused: 0 };
   let inFlight = 0;
   const answer = async (msg: Msg): Promise<void> => {
+    // A server with `auth_callout.xkey` seals each request to our curve key and names its own (one
+    // per request) in this header; the answer is sealed back to it.
+    const serverXkey = msg.headers?.get(SERVER_XKEY_HEADER) || undefined;
+    const respond = (jwt: string) => {
+      const bytes = new TextEncoder().encode(jwt);
+      msg.respond(serverXkey ? opts.issuer.xkey.seal(bytes, serverXkey) : bytes);
+    };
     let req: CalloutRequest;
     try {
-      req = readAuthorizationRequest(msg.data);
+      const plain = serverXkey ? opts.issuer.xkey.open(msg.data, serverXkey) : msg.data;
+      if (!plain) throw new CalloutRequestError("sealed to another key than this mesh's xkey");
+      req = readAuthorizationRequest(plain);
     } catch (err) {
       // Nothing can be addressed to an unreadable request; the server's wait runs out and it refuses.
       opts.log('warn', 'auth callout: unreadable authorization request ignored', {
@@ -146,7 +157,7 @@ export function startAuthCallout(opts: AuthCalloutOptions): AuthCalloutResponder
         server: req.serverName,
         ...(req.host !== undefined ? { host: req.host } : {}),
       });
-      msg.respond(
+      respond(
         await encodeCalloutResponse(req, opts.issuer.pair, {
           error: `AMF refused ${outcome.claimed}: ${REFUSAL_TEXT[outcome.refusal]}`,
         }),
@@ -154,7 +165,7 @@ export function startAuthCallout(opts: AuthCalloutOptions): AuthCalloutResponder
       return;
     }
     counts.granted += 1;
-    msg.respond(await encodeCalloutResponse(req, opts.issuer.pair, outcome));
+    respond(await encodeCalloutResponse(req, opts.issuer.pair, outcome));
   };
   const sub: Subscription = opts.nc.subscribe(AUTH_CALLOUT_SUBJECT, {
     queue: AUTH_CALLOUT_QUEUE,

@@ -31,6 +31,8 @@ const WORK_REDELIVERY_MS = 30_000;
 const MAX_EXTENSIONS = 3;
 /** Bounds the read of the task bucket (its entries arrive as fast as the server sends them). */
 const SCAN_TIMEOUT_MS = 60_000;
+/** Bounds every other step of a round (one or a few KV round trips). */
+const STEP_TIMEOUT_MS = 10_000;
 const encoder = new TextEncoder();
 
 export interface OrphanSweepOptions {
@@ -62,6 +64,8 @@ export class OrphanSweep {
   private readonly adopted = new Map<string, number>();
   private readonly now: () => number;
   private timer: NodeJS.Timeout | undefined;
+  /** Ends the task scan under way (when a round gave up waiting for it). */
+  private stopScan: (() => void) | undefined;
   private ticking: Promise<void> = Promise.resolve();
   private closed = false;
 
@@ -91,17 +95,21 @@ export class OrphanSweep {
       this.adopted.clear();
       return;
     }
+    // Every step is bounded: a round that hangs on NATS must not hold up every later round.
     try {
-      for (const instance of await this.opts.presence.stopped()) {
-        if (!this.adopted.has(instance)) await this.adoptOpenTasks(instance);
+      for (const instance of await bounded(this.opts.presence.stopped(), STEP_TIMEOUT_MS, 'presence read')) {
+        if (!this.adopted.has(instance))
+          await bounded(this.adoptOpenTasks(instance), SCAN_TIMEOUT_MS, 'task scan');
         if (this.adopted.get(instance) === 0) {
-          await this.opts.presence.forget(instance);
+          await bounded(this.opts.presence.forget(instance), STEP_TIMEOUT_MS, 'presence delete');
           this.adopted.delete(instance);
         }
       }
       for (const [taskId, orphan] of this.orphans)
-        if (this.now() >= orphan.deadline) await this.settle(taskId, orphan);
+        if (this.now() >= orphan.deadline)
+          await bounded(this.settle(taskId, orphan), STEP_TIMEOUT_MS, 'task ending');
     } catch (err) {
+      this.stopScan?.();
       this.opts.log('warn', 'orphaned task sweep failed; trying again', { err: String(err) });
     }
   }
@@ -111,21 +119,23 @@ export class OrphanSweep {
     const open: TaskSnapshot[] = [];
     const watch = await this.opts.tasks.watch();
     const stop = setTimeout(() => watch.stop(), SCAN_TIMEOUT_MS);
+    this.stopScan = () => watch.stop();
     try {
       const status = await this.opts.tasks.status();
       if (status.values > 0)
         for await (const entry of watch) {
-          if (entry.isUpdate) break; // past the last stored value: the read is complete
           if (entry.operation === 'PUT') {
             const snap = parseSnapshot(entry.value);
             if (snap && snap.coordinator === instance && !isTerminal(snap.state as TaskState))
               open.push(snap);
           }
-          if (entry.delta === 0) break;
+          // The last stored value is the first marked as an update (or the last pending): done.
+          if (entry.isUpdate || entry.delta === 0) break;
         }
     } finally {
       clearTimeout(stop);
       watch.stop();
+      this.stopScan = undefined;
     }
     const start = this.now();
     for (const snap of open) {
@@ -208,5 +218,19 @@ function parseSnapshot(value: Uint8Array): TaskSnapshot | undefined {
       : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** `promise`, or a rejection naming `what` once `ms` have passed. */
+async function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }

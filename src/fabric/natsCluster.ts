@@ -79,7 +79,7 @@ export function renderClusterNodeConfig(
   plan: ClusterPlan,
   index: number,
   credentials: NatsCredentials,
-  options: { calloutIssuer?: string } = {},
+  options: { calloutIssuer?: string; calloutXkey?: string } = {},
 ): string {
   const node = plan.nodes[index];
   if (node === undefined) throw new Error(`no node ${index} in a cluster of ${plan.nodes.length}`);
@@ -89,7 +89,14 @@ export function renderClusterNodeConfig(
     storeDir: node.storeDir,
     credentials,
     serverName: node.name,
-    ...(options.calloutIssuer ? { authCallout: { issuer: options.calloutIssuer } } : {}),
+    ...(options.calloutIssuer
+      ? {
+          authCallout: {
+            issuer: options.calloutIssuer,
+            ...(options.calloutXkey ? { xkey: options.calloutXkey } : {}),
+          },
+        }
+      : {}),
     cluster: {
       name: plan.clusterName,
       host: node.host,

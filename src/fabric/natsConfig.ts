@@ -145,9 +145,10 @@ export interface NatsConfigOptions {
   specialistUser?: boolean;
   /**
    * NATS auth callout (nats-server ≥ 2.10): every login but the static role users' is decided by the
-   * coordinators (coordinator/authCallout.ts), whose issuer key's public half is `issuer`.
+   * coordinators (coordinator/authCallout.ts), whose issuer key's public half is `issuer`; with
+   * `xkey` (the mesh's curve key, `X…`) requests and answers are encrypted.
    */
-  authCallout?: { issuer: string };
+  authCallout?: { issuer: string; xkey?: string };
 }
 
 /** The `cluster {}` block of one node: where it listens for routes and which peers it dials. */
@@ -211,7 +212,7 @@ export function renderNatsConfig(opts: NatsConfigOptions): string {
     lines.push(`    { nkey: ${quote(agent.nkey)}, ${renderPermissions(agentPermissions(agent))} }`);
   }
   lines.push('  ]');
-  if (opts.authCallout) lines.push(...renderAuthCallout(opts.authCallout.issuer, staticUsers));
+  if (opts.authCallout) lines.push(...renderAuthCallout(opts.authCallout, staticUsers));
   lines.push('}', '');
   return lines.join('\n');
 }
@@ -221,14 +222,23 @@ const NOTHING_ALLOWED: RolePermissions = {
   subscribe: { allow: [], deny: ['>'] },
 };
 
-/** The role users bypass the callout (`auth_users`): the coordinators must log in to answer it. */
-function renderAuthCallout(issuer: string, staticUsers: readonly string[]): string[] {
+/**
+ * The role users bypass the callout (`auth_users`): the coordinators must log in to answer it. With
+ * `xkey` the server seals every request to that curve key (calloutIssuer.ts).
+ */
+function renderAuthCallout(
+  { issuer, xkey }: { issuer: string; xkey?: string },
+  staticUsers: readonly string[],
+): string[] {
   if (!/^A[A-Z2-7]{55}$/.test(issuer))
     throw new Error(`invalid auth callout issuer ${JSON.stringify(issuer)}`);
+  if (xkey !== undefined && !/^X[A-Z2-7]{55}$/.test(xkey))
+    throw new Error(`invalid auth callout xkey ${JSON.stringify(xkey)}`);
   return [
     '  auth_callout {',
     `    issuer: ${quote(issuer)}`,
     `    auth_users: [${staticUsers.map(quote).join(', ')}]`,
+    ...(xkey !== undefined ? [`    xkey: ${quote(xkey)}`] : []),
     '  }',
   ];
 }

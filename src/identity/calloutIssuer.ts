@@ -8,7 +8,7 @@
 import { createPrivateKey, sign as edSign } from 'node:crypto';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { createAccount, fromSeed, type KeyPair } from '@nats-io/jwt';
+import { createAccount, createCurve, fromSeed, type KeyPair } from '@nats-io/jwt';
 import { anyPublicKeyObject, rawSeed } from './nkeyPublic.js';
 
 /** Name of the issuer's seed file inside the data dir. */
@@ -22,9 +22,20 @@ export interface CalloutIssuer {
   readonly pair: KeyPair;
   /** Where the seed was read from (for messages; never its content). */
   readonly file: string;
+  /**
+   * The curve (X25519) key the servers encrypt authorization requests to (`auth_callout.xkey`),
+   * and with which the answers are encrypted back: passwords and the JWTs granted never cross the
+   * fabric in clear, even to another subscriber of the callout subject.
+   */
+  readonly xkey: KeyPair;
+  /** Its public half (`X…`), the servers' `auth_callout.xkey`. */
+  readonly xkeyPublicKey: string;
 }
 
 const ACCOUNT_SEED = /^SA[A-Z2-7]{56}$/;
+const CURVE_SEED = /^SX[A-Z2-7]{56}$/;
+/** Name of the curve key's seed file, beside the issuer's. */
+export const CALLOUT_XKEY_FILE = 'callout-xkey.nkey';
 
 /** Where the issuer's seed lives for `dataDir`. */
 export function calloutKeyFile(dataDir: string, env: NodeJS.ProcessEnv = process.env): string {
@@ -57,15 +68,13 @@ function fastSigner(seed: string): KeyPair {
   };
 }
 
-function fromText(text: string, file: string): CalloutIssuer {
-  const seed = text.trim();
-  if (!ACCOUNT_SEED.test(seed)) throw new Error(`${file} does not hold an nkey account seed (SA…)`);
+function issuerFromSeed(seed: string, file: string, xkey: KeyPair): CalloutIssuer {
   const pair = fastSigner(seed);
-  return { publicKey: pair.getPublicKey(), pair, file };
+  return { publicKey: pair.getPublicKey(), pair, file, xkey, xkeyPublicKey: xkey.getPublicKey() };
 }
 
-/** Reads the issuer when its file exists (narrowing a too-open mode to 0600), else undefined. */
-export async function readCalloutIssuer(file: string): Promise<CalloutIssuer | undefined> {
+/** A seed file's text when it exists (narrowing a too-open mode to 0600), else undefined. */
+async function readSeed(file: string, pattern: RegExp, what: string): Promise<string | undefined> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -74,21 +83,52 @@ export async function readCalloutIssuer(file: string): Promise<CalloutIssuer | u
     throw err;
   }
   if (((await stat(file)).mode & 0o077) !== 0) await chmod(file, 0o600);
-  return fromText(text, file);
+  const seed = text.trim();
+  if (!pattern.test(seed)) throw new Error(`${file} does not hold ${what}`);
+  return seed;
 }
 
-/** Loads the issuer, creating its seed file (0600, directory 0700) on first use; race-free. */
-export async function loadOrCreateCalloutIssuer(file: string): Promise<CalloutIssuer> {
-  const existing = await readCalloutIssuer(file);
+/** A seed file's seed, created with `create` (0600, directory 0700) on first use; race-free. */
+async function loadOrCreateSeed(
+  file: string,
+  pattern: RegExp,
+  what: string,
+  create: () => Uint8Array,
+): Promise<string> {
+  const existing = await readSeed(file, pattern, what);
   if (existing) return existing;
   await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-  const seed = new TextDecoder().decode(createAccount().getSeed());
+  const seed = new TextDecoder().decode(create());
   try {
     await writeFile(file, `${seed}\n`, { mode: 0o600, flag: 'wx' });
   } catch (err) {
     // Another process made it first: its key is the mesh's key.
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return loadOrCreateCalloutIssuer(file);
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+      return loadOrCreateSeed(file, pattern, what, create);
     throw err;
   }
-  return fromText(seed, file);
+  return seed;
+}
+
+/** The curve key beside `issuerFile`, created on first use (an older data dir gains one). */
+async function loadOrCreateXkey(issuerFile: string): Promise<KeyPair> {
+  const file = join(dirname(issuerFile), CALLOUT_XKEY_FILE);
+  const seed = await loadOrCreateSeed(file, CURVE_SEED, 'an nkey curve seed (SX…)', () =>
+    createCurve().getSeed(),
+  );
+  return fromSeed(new TextEncoder().encode(seed));
+}
+
+/** Reads the issuer when its file exists, else undefined. */
+export async function readCalloutIssuer(file: string): Promise<CalloutIssuer | undefined> {
+  const seed = await readSeed(file, ACCOUNT_SEED, 'an nkey account seed (SA…)');
+  return seed ? issuerFromSeed(seed, file, await loadOrCreateXkey(file)) : undefined;
+}
+
+/** Loads the issuer, creating its seed file (and the curve key's) on first use. */
+export async function loadOrCreateCalloutIssuer(file: string): Promise<CalloutIssuer> {
+  const seed = await loadOrCreateSeed(file, ACCOUNT_SEED, 'an nkey account seed (SA…)', () =>
+    createAccount().getSeed(),
+  );
+  return issuerFromSeed(seed, file, await loadOrCreateXkey(file));
 }

@@ -31,7 +31,10 @@ describe('auth callout on a 3-node cluster', () => {
     dataDir = await mkdtemp(join(tmpdir(), 'amf-callout-cluster-'));
     const credentials = await loadOrCreateCredentials(dataDir, {});
     const issuer = await loadOrCreateCalloutIssuer(calloutKeyFile(dataDir, {}));
-    cluster = await startTestCluster(credentials, 3, { calloutIssuer: issuer.publicKey });
+    cluster = await startTestCluster(credentials, 3, {
+      calloutIssuer: issuer.publicKey,
+      calloutXkey: issuer.xkeyPublicKey,
+    });
     const config = await loadConfig({
       env: { HOME: tmpdir() },
       flags: {

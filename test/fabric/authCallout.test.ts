@@ -17,6 +17,8 @@ import { connectAs, connectAsAgent, NatsAuthError } from '../../src/fabric/conne
 import { JOIN_USER } from '../../src/fabric/credentials.js';
 import { createEphemeralAgentKey, type AgentKey } from '../../src/identity/agentKey.js';
 import { startCalloutNats, type CalloutNats } from '../helpers/calloutNats.js';
+import { calloutKeyFile, readCalloutIssuer } from '../../src/identity/calloutIssuer.js';
+import { AUTH_CALLOUT_SUBJECT, SERVER_XKEY_HEADER } from '../../src/coordinator/authCallout.js';
 
 interface Warning {
   reason: string;
@@ -125,6 +127,32 @@ describe('auth callout: per-agent NATS users on an external NATS', () => {
     // Nor may it read announcements or publish cancellations.
     const denied = nc.subscribe('amf.task.announce.beta');
     expect(String(await denied.closed)).toMatch(/Permissions Violation for Subscription/);
+  });
+
+  it('gets every authorization request sealed to the mesh’s curve key (auth_callout.xkey)', async () => {
+    const issuer = await readCalloutIssuer(calloutKeyFile(dataDir, {}));
+    const seen: { data: Uint8Array; xkey: string | undefined }[] = [];
+    // A second subscriber on the callout subject (outside the responders' queue group) gets a copy.
+    const tap = observer.subscribe(AUTH_CALLOUT_SUBJECT, {
+      callback: (_err, msg) => {
+        seen.push({ data: msg.data, xkey: msg.headers?.get(SERVER_XKEY_HEADER) });
+      },
+    });
+    await observer.flush();
+    await expect(
+      connectAs(nats.url, { user: JOIN_USER, password: 'not-the-password' }, 'sealed-probe', {
+        maxReconnectAttempts: 0,
+      }),
+    ).rejects.toBeInstanceOf(NatsAuthError);
+    const request = await waitFor(() => seen[0], 'a copy of the authorization request');
+    tap.unsubscribe();
+    const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+    // What crosses the fabric is not the JWT (which would carry the password) but its sealed form.
+    expect(request.xkey).toMatch(/^X[A-Z2-7]{55}$/);
+    expect(text(request.data)).not.toContain('eyJ');
+    expect(text(request.data)).not.toContain('not-the-password');
+    const opened = issuer?.xkey.open(request.data, request.xkey ?? '');
+    expect(opened && text(opened).startsWith('eyJ')).toBe(true);
   });
 
   it('refuses an unknown key at connect', async () => {

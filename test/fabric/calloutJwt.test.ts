@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   createAccount,
+  createCurve,
   createServer,
   createUser,
   decode,
@@ -16,6 +17,7 @@ import {
 } from '@nats-io/jwt';
 import {
   calloutKeyFile,
+  CALLOUT_XKEY_FILE,
   loadOrCreateCalloutIssuer,
   readCalloutIssuer,
 } from '../../src/identity/calloutIssuer.js';
@@ -196,6 +198,10 @@ describe('the issuer key and the server config', () => {
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     expect((await loadOrCreateCalloutIssuer(file)).publicKey).toBe(first.publicKey);
     expect(calloutKeyFile(dir, { AMF_CALLOUT_KEY_FILE: '/elsewhere/k' })).toBe('/elsewhere/k');
+    // The curve key beside it: created with it, 0600, the same on every load.
+    expect(first.xkeyPublicKey).toMatch(/^X[A-Z2-7]{55}$/);
+    expect((await stat(join(dir, CALLOUT_XKEY_FILE))).mode & 0o777).toBe(0o600);
+    expect((await readCalloutIssuer(file))?.xkeyPublicKey).toBe(first.xkeyPublicKey);
   });
 
   it('derives a valid nkey user as the nonce anchor', () => {
@@ -220,5 +226,16 @@ describe('the issuer key and the server config', () => {
     expect(() =>
       renderNatsConfig({ host: 'h', port: 1, storeDir: '/x', credentials, authCallout: { issuer: 'nope' } }),
     ).toThrow(/invalid auth callout issuer/);
+    expect(text).not.toContain('xkey');
+  });
+
+  it('names the mesh’s curve key as the callout xkey when given, and refuses anything else', () => {
+    const issuer = createAccount().getPublicKey();
+    const xkey = createCurve().getPublicKey();
+    const render = (x: string) =>
+      renderNatsConfig({ host: 'h', port: 1, storeDir: '/x', credentials, authCallout: { issuer, xkey: x } });
+    expect(render(xkey)).toContain(`xkey: "${xkey}"`);
+    // An account key is not a curve key: the server would refuse to start, so the renderer does first.
+    expect(() => render(issuer)).toThrow(/invalid auth callout xkey/);
   });
 });

@@ -51,7 +51,7 @@ export async function startCalloutNats(
       port,
       storeDir,
       credentials,
-      authCallout: { issuer: issuer.publicKey },
+      authCallout: { issuer: issuer.publicKey, xkey: issuer.xkeyPublicKey },
       ...(options.specialistUser !== undefined ? { specialistUser: options.specialistUser } : {}),
     }),
     { mode: 0o600 },

@@ -106,7 +106,7 @@ async function poll<T>(check: () => Promise<T | undefined>, timeoutMs: number, w
 export async function startTestCluster(
   credentials: NatsCredentials,
   nodes = 3,
-  options: { calloutIssuer?: string } = {},
+  options: { calloutIssuer?: string; calloutXkey?: string } = {},
 ): Promise<TestCluster> {
   const binary = await clusterNatsBinary();
   const dir = await mkdtemp(join(tmpdir(), 'amf-cluster-test-'));
