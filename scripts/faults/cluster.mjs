@@ -2,8 +2,9 @@
  * Fault 9: a mesh on a 3-node NATS JetStream cluster (replicated streams and KV), two coordinators
  * and two workers; under load one NATS node is SIGKILLed and restarted on its store, then one
  * coordinator is SIGKILLed. The node configs come from AMF's own renderer (src/fabric/natsCluster.ts,
- * what scripts/cluster.sh writes through scripts/cluster-config.mjs); each node runs in a process
- * group of its own so it can be killed alone.
+ * what scripts/cluster.sh writes through scripts/cluster-config.mjs), with the auth callout on as
+ * there: agents log in with their own keys, answered by whichever coordinator is up; each node runs
+ * in a process group of its own so it can be killed alone.
  */
 import { execFile } from 'node:child_process';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
@@ -36,7 +37,7 @@ async function freePorts(n) {
  * Starts the cluster under `dir` with the mesh's credentials and waits until JetStream answers
  * (a meta leader is elected). Returns the client URL list and kill/restart of one node.
  */
-async function startCluster(run, { dir, credentials }) {
+async function startCluster(run, { dir, credentials, issuer }) {
   const binary = await clusterBinary();
   const { planCluster, renderClusterNodeConfig, clusterClientUrls } = await fromDist('fabric/natsCluster.js');
   const { writePrivateFile } = await fromDist('fabric/credentials.js');
@@ -46,7 +47,10 @@ async function startCluster(run, { dir, credentials }) {
   for (const [i, node] of plan.nodes.entries()) {
     await mkdir(node.storeDir, { recursive: true, mode: 0o700 });
     const conf = join(node.storeDir, 'nats-server.conf');
-    await writePrivateFile(conf, renderClusterNodeConfig(plan, i, credentials));
+    // As scripts/cluster.sh renders them by default: every login but the role users' goes to the
+    // coordinators (auth callout), sealed with the mesh's curve key.
+    const callout = { calloutIssuer: issuer.publicKey, calloutXkey: issuer.xkeyPublicKey };
+    await writePrivateFile(conf, renderClusterNodeConfig(plan, i, credentials, callout));
     configs.push(conf);
   }
   const procs = [];
@@ -95,12 +99,18 @@ async function waitForJetStream(urls, credentials, timeoutMs) {
   throw new Error(`cluster JetStream not ready after ${timeoutMs} ms: ${last?.message ?? '?'}`);
 }
 
-/** A coordinator data dir for the cluster: the mesh's credentials and `nats.replicas: 3`. */
+/**
+ * A coordinator data dir for the cluster: the mesh's credentials and callout keys (every coordinator
+ * answers the auth callout), `nats.replicas: 3`, `nats.auth_callout: true`.
+ */
 async function coordinatorDir(run, name, credentialsFrom) {
   const dataDir = run.dir(name);
   if (credentialsFrom)
-    await copyFile(join(credentialsFrom, 'credentials.json'), join(dataDir, 'credentials.json'));
-  await writeFile(join(dataDir, 'amf.yaml'), `nats:\n  replicas: ${NODES}\n`, { mode: 0o600 });
+    for (const file of ['credentials.json', 'join.json', 'callout.nkey', 'callout-xkey.nkey'])
+      await copyFile(join(credentialsFrom, file), join(dataDir, file));
+  await writeFile(join(dataDir, 'amf.yaml'), `nats:\n  replicas: ${NODES}\n  auth_callout: true\n`, {
+    mode: 0o600,
+  });
   return dataDir;
 }
 
@@ -109,11 +119,14 @@ export async function clusterNodeAndCoordinator(ctx) {
   const { run, p } = ctx;
   const dataDir = await coordinatorDir(run, 'mesh');
   const credentials = await meshCredentials(dataDir);
-  const cluster = await startCluster(run, { dir: run.dir('cluster'), credentials });
+  const { calloutKeyFile, loadOrCreateCalloutIssuer } = await fromDist('identity/calloutIssuer.js');
+  const issuer = await loadOrCreateCalloutIssuer(calloutKeyFile(dataDir, {}));
+  const cluster = await startCluster(run, { dir: run.dir('cluster'), credentials, issuer });
   const a = await startCoordinator(run, { dataDir, label: 'coordinator-a', natsUrl: cluster.urls });
   const bDir = await coordinatorDir(run, 'mesh-b', dataDir);
   const b = await startCoordinator(run, { dataDir: bDir, label: 'coordinator-b', natsUrl: cluster.urls });
-  const mesh = { dataDir, coordinator: a, workers: [], credentials, nats: cluster };
+  // Workers join with the join user and then log in with their own keys, through the callout.
+  const mesh = { dataDir, coordinator: a, workers: [], credentials, nats: cluster, joinThroughCallout: true };
   await ctx.addWorkers(mesh, 2);
   await ctx.waitForModel(b.url);
   const notes = [];

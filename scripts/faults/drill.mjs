@@ -172,7 +172,9 @@ function makeCtx(run, p) {
           handler,
           // On an external NATS (fault 4) no user can be granted per agent: workers connect as the
           // legacy specialist user and still sign every event (docs/security.md, "Joining").
-          ...(mesh.nats ? { specialistPass: mesh.credentials.specialist.password } : {}),
+          ...(mesh.nats && !mesh.joinThroughCallout
+            ? { specialistPass: mesh.credentials.specialist.password }
+            : {}),
         }),
       );
     }

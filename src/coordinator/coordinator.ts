@@ -59,6 +59,7 @@ import {
 import { spiffeAdmission } from './spiffeAdmission.js';
 import { fabricHealthOf, type CoordinatorOptions, type FabricHealth } from './coordinatorOptions.js';
 import { WorkQueueWriter } from '../fabric/workQueue.js';
+import { ReplyInbox } from '../fabric/replyInbox.js';
 import type { EventAuthenticity } from './eventAuthenticity.js';
 import { AgentGrants, permissionViolationReporter } from './agentGrants.js';
 import type { LogFn } from '../log.js';
@@ -150,13 +151,11 @@ export class Coordinator {
     this.shared = new SharedState(
       stores.agents,
       stores.tasks,
-      (what, err) =>
-        log('warn', `shared state: ${what} failed`, {
-          err: err instanceof Error ? err.message : String(err),
-        }),
+      (what, err) => log('warn', `shared state: ${what} failed`, { err: String(err) }),
       100,
       (subject, bytes) => nc.publish(subject, bytes),
       this.instanceId,
+      ReplyInbox.of(nc),
     );
     const path = createTaskPath({
       nc,

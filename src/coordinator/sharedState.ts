@@ -4,6 +4,7 @@
  * of each task is written, which keeps the KV cost at about one write per task under load.
  */
 import type { KV } from '@nats-io/kv';
+import type { ReplyInbox } from '../fabric/replyInbox.js';
 import { isTerminal } from '../events/taskStateMachine.js';
 import { kvKey, TASKS_BUCKET } from '../fabric/jetstream.js';
 import type { AgentRegistry, RegisteredAgent, RegistryChange } from '../registry/agentRegistry.js';
@@ -45,6 +46,8 @@ export function taskSnapshot(task: TaskRecord, coordinator?: string): TaskSnapsh
   return snap;
 }
 
+/** How long a task's first or terminal state is retried while the bucket refuses it. */
+const DURABLE_STATE_GIVE_UP_MS = 60_000;
 /** How long close() waits for endings still on their way to AMF_EVENTS before it writes what it has. */
 const CLOSE_RECORD_WAIT_MS = 2_000;
 
@@ -67,6 +70,8 @@ export class SharedState {
     private readonly publishTaskState?: (subject: string, bytes: Uint8Array) => void,
     /** This coordinator's instance id, written with each task it owns. */
     private readonly coordinatorId?: string,
+    /** Stores a task's first and terminal states with an acknowledgement; default: as the others. */
+    private readonly streamWriter?: Pick<ReplyInbox, 'publishToStream'>,
   ) {}
 
   /**
@@ -123,33 +128,65 @@ export class SharedState {
   }
 
   /**
-   * Writes a task's first state at once and coalesces its later changes into periodic KV writes.
-   * The first one leaves in the same socket write as the task's announcement and work offer: a
-   * worker can only take a task whose state exists, so a coordinator killed right after announcing
-   * leaves a task that another coordinator can adopt with its stored result (orphanResults.ts).
+   * Writes a task's first and terminal states durably and coalesces the changes between them into
+   * periodic KV writes. The first leaves in the same socket write as the task's announcement and
+   * work offer: a worker can only take a task whose state exists, so a coordinator killed right after
+   * announcing leaves a task that another coordinator can adopt with its stored result
+   * (orphanResults.ts). Both ends are acknowledged and retried (`streamWriter`): a replicated bucket
+   * electing its leader drops a plain write silently, and a task whose first state is missing
+   * cannot be adopted, while one whose ending is missing would be failed again by the sweep of a
+   * dead coordinator's tasks (orphanSweep.ts). What lies between may be lost: it is only progress.
    */
   attachLifecycle(lifecycle: Pick<TaskLifecycle, 'onChange'>): void {
     lifecycle.onChange((task) => {
       if (!task.owned) return;
+      const snap = taskSnapshot(task, this.coordinatorId);
       if (!task.stateRecorded) {
         task.stateRecorded = true;
-        this.write([taskSnapshot(task, this.coordinatorId)]).catch((err: unknown) =>
-          this.onError('task write', err),
-        );
+        this.writeEnd(snap, 'first');
         return;
       }
-      const snap = taskSnapshot(task, this.coordinatorId);
-      if (task.recorded && isTerminal(task.state)) {
-        // The ending goes to KV only once its terminal event is on record: an adopter that finds a
-        // task ended in KV can count on AMF_EVENTS holding its ending (orphanResults.ts).
-        const mark = () => this.markDirty(snap);
-        const written = task.recorded.then(mark, mark);
-        this.awaitingRecord.add(written);
-        void written.finally(() => this.awaitingRecord.delete(written));
-        return;
-      }
-      this.markDirty(snap);
+      if (!isTerminal(task.state)) return this.markDirty(snap);
+      // The ending goes to KV only once its terminal event is on record: an adopter that finds a
+      // task ended in KV can count on AMF_EVENTS holding its ending (orphanResults.ts).
+      const write = () => {
+        this.dirtyTasks.delete(snap.task_id); // an older state must not land after it
+        this.writeEnd(snap, 'terminal');
+      };
+      if (!task.recorded) return write();
+      const written = task.recorded.then(write, write);
+      this.awaitingRecord.add(written);
+      void written.finally(() => this.awaitingRecord.delete(written));
     });
+  }
+
+  private writeEnd(snap: TaskSnapshot, which: 'first' | 'terminal'): void {
+    if (this.closed) return;
+    const written = this.streamWriter ? this.writeDurably(snap, which === 'first') : this.write([snap]);
+    written.catch((err: unknown) => this.onError('task write', err));
+  }
+
+  /**
+   * One state, acknowledged by the stream and retried while refused. `onlyFirst`: only as the key's
+   * first value, so a late retry never overwrites a later state (it is refused and stops).
+   */
+  private async writeDurably(snap: TaskSnapshot, onlyFirst: boolean): Promise<void> {
+    const subject = `$KV.${TASKS_BUCKET}.${kvKey(snap.task_id)}`;
+    const bytes = this.encoder.encode(JSON.stringify(snap));
+    const giveUpAt = Date.now() + DURABLE_STATE_GIVE_UP_MS;
+    for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 5_000)) {
+      try {
+        await this.streamWriter?.publishToStream(subject, bytes, {
+          timeoutMs: 5_000,
+          ...(onlyFirst ? { headers: { 'Nats-Expected-Last-Subject-Sequence': '0' } } : {}),
+        });
+        return;
+      } catch (err) {
+        if (onlyFirst && /wrong last sequence/i.test(String(err))) return; // a later state is stored
+        if (this.closed || Date.now() + delayMs > giveUpAt) throw err;
+        await new Promise((resolve) => setTimeout(resolve, delayMs).unref());
+      }
+    }
   }
 
   private markDirty(snap: TaskSnapshot): void {

@@ -68,7 +68,11 @@ export class ReplyInbox {
    * Rejects with `no responders` when the server says nobody listens (status 503), `timeout` when
    * nothing came within `timeoutMs`, or the publish error (a closed connection, too large).
    */
-  request(subject: string, data: Uint8Array, options: { timeoutMs: number; msgId?: string }): Promise<Msg> {
+  request(
+    subject: string,
+    data: Uint8Array,
+    options: { timeoutMs: number; msgId?: string; headers?: Readonly<Record<string, string>> },
+  ): Promise<Msg> {
     const token = (this.next++).toString(36);
     return new Promise<Msg>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -79,10 +83,12 @@ export class ReplyInbox {
       this.waiting.set(token, { resolve, reject, timer });
       try {
         const reply = `${this.prefix}.${token}`;
-        if (options.msgId === undefined) this.nc.publish(subject, data, { reply });
+        if (options.msgId === undefined && options.headers === undefined)
+          this.nc.publish(subject, data, { reply });
         else {
           const h = natsHeaders();
-          h.set('Nats-Msg-Id', options.msgId);
+          if (options.msgId !== undefined) h.set('Nats-Msg-Id', options.msgId);
+          for (const [name, value] of Object.entries(options.headers ?? {})) h.set(name, value);
           this.nc.publish(subject, data, { reply, headers: h });
         }
       } catch (err) {
@@ -99,7 +105,7 @@ export class ReplyInbox {
   async publishToStream(
     subject: string,
     data: Uint8Array,
-    options: { timeoutMs: number; msgId?: string },
+    options: { timeoutMs: number; msgId?: string; headers?: Readonly<Record<string, string>> },
   ): Promise<StreamAck> {
     const msg = await this.request(subject, data, options);
     return parseStreamAck(msg, subject);
