@@ -203,6 +203,7 @@ export class Coordinator {
       notices: this.notices,
       shared: this.shared,
       defaultTtlSeconds: config.tasks.ttlSeconds,
+      joinPassword: joinCredential.password,
       log,
     });
     this.sweeperLease = this.sweeper.lease;

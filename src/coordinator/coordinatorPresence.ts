@@ -5,6 +5,7 @@
  * as for the lease in leaderLease.ts). A clean stop deletes its entry; a killed coordinator's entry
  * stays until whoever took over its open tasks forgets it (orphanSweep.ts).
  */
+import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { KV } from '@nats-io/kv';
 
@@ -21,6 +22,13 @@ export interface CoordinatorPresenceOptions {
   ttlMs?: number;
   now?: () => number;
   onError?: (err: unknown) => void;
+  /**
+   * A digest of this coordinator's join password (never the password): every coordinator may
+   * answer a worker's login through the auth callout, so they must share one (docs/cluster.md).
+   */
+  joinDigest?: string;
+  /** Called once per other coordinator whose entry names another join password. */
+  onJoinMismatch?: (instance: string) => void;
 }
 
 export class CoordinatorPresence {
@@ -35,6 +43,10 @@ export class CoordinatorPresence {
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<unknown> = Promise.resolve();
   private closed = false;
+  private readonly joinDigest: string | undefined;
+  private readonly onJoinMismatch: (instance: string) => void;
+  /** Coordinators already reported with another join password. */
+  private readonly mismatched = new Set<string>();
 
   constructor(opts: CoordinatorPresenceOptions) {
     this.kv = opts.kv;
@@ -43,6 +55,8 @@ export class CoordinatorPresence {
     this.ttlMs = opts.ttlMs ?? DEFAULT_PRESENCE_TTL_MS;
     this.now = opts.now ?? (() => performance.now());
     this.onError = opts.onError ?? (() => undefined);
+    this.joinDigest = opts.joinDigest;
+    this.onJoinMismatch = opts.onJoinMismatch ?? (() => undefined);
     if (!(this.ttlMs >= 3 * this.renewIntervalMs))
       throw new Error(`presence ttlMs (${this.ttlMs}) must be at least 3 × renewIntervalMs`);
   }
@@ -50,12 +64,17 @@ export class CoordinatorPresence {
   /** Writes this coordinator's entry now and then every renew interval. */
   start(): this {
     if (this.timer || this.closed) return this;
+    const value = JSON.stringify({
+      instance: this.instanceId,
+      ...(this.joinDigest ? { join_digest: this.joinDigest } : {}),
+    });
     const renew = () => {
       this.writing = this.kv
-        .put(presenceKey(this.instanceId), JSON.stringify({ instance: this.instanceId }))
+        .put(presenceKey(this.instanceId), value)
         .catch((err: unknown) => this.onError(err));
     };
     renew();
+    void this.checkJoinPasswords().catch((err: unknown) => this.onError(err));
     this.timer = setInterval(renew, this.renewIntervalMs);
     this.timer.unref();
     return this;
@@ -81,6 +100,22 @@ export class CoordinatorPresence {
     return stopped;
   }
 
+  /** Reports every other coordinator whose entry names another join password than ours. */
+  async checkJoinPasswords(): Promise<void> {
+    if (!this.joinDigest) return;
+    for await (const key of await this.kv.keys(`${KEY_PREFIX}>`)) {
+      const instance = key.slice(KEY_PREFIX.length);
+      if (instance === this.instanceId || this.mismatched.has(instance)) continue;
+      const entry = await this.kv.get(key);
+      if (!entry || entry.operation !== 'PUT') continue;
+      const { join_digest: digest } = entry.json<{ join_digest?: string }>();
+      if (digest !== undefined && digest !== this.joinDigest) {
+        this.mismatched.add(instance);
+        this.onJoinMismatch(instance);
+      }
+    }
+  }
+
   /** Deletes a stopped coordinator's entry (its open tasks are all ended). */
   async forget(instance: string): Promise<void> {
     this.observed.delete(instance);
@@ -99,4 +134,13 @@ export class CoordinatorPresence {
 
 function presenceKey(instance: string): string {
   return KEY_PREFIX + instance;
+}
+
+/** A digest of a join password for presence entries: shows a mismatch, reveals nothing. */
+export function joinPasswordDigest(password: string): string {
+  return createHash('sha256')
+    .update('amf-join-digest-v1\0')
+    .update(password)
+    .digest('base64url')
+    .slice(0, 16);
 }

@@ -10,7 +10,7 @@ import type { FabricStores } from '../fabric/jetstream.js';
 import type { LogFn } from '../log.js';
 import type { AgentRegistry, RegistryChange } from '../registry/agentRegistry.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
-import { CoordinatorPresence } from './coordinatorPresence.js';
+import { CoordinatorPresence, joinPasswordDigest } from './coordinatorPresence.js';
 import { sweeperLease, type LeaderLease } from './leaderLease.js';
 import { OrphanSweep } from './orphanSweep.js';
 import type { SharedState } from './sharedState.js';
@@ -22,6 +22,8 @@ export interface SweeperDutiesDeps {
   notices: PolicyNotices;
   shared: Pick<SharedState, 'reconcileOffline'>;
   defaultTtlSeconds: number;
+  /** This coordinator's join password (only its digest is shared). */
+  joinPassword: string;
   log: LogFn;
 }
 
@@ -37,6 +39,15 @@ export class SweeperDuties {
       kv: stores.leases,
       instanceId,
       onError: (err) => log('debug', 'coordinator presence not written', { err: String(err) }),
+      joinDigest: joinPasswordDigest(deps.joinPassword),
+      onJoinMismatch: (other) =>
+        log(
+          'warn',
+          'another coordinator of this mesh has another join password: workers whose login it answers are refused; copy join.json (docs/cluster.md)',
+          {
+            instance: other,
+          },
+        ),
     });
     this.orphans = new OrphanSweep({
       tasks: stores.tasks,

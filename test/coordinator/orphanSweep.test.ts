@@ -11,7 +11,7 @@ import { EventBus } from '../../src/fabric/eventBus.js';
 import type { AnyAmfEvent, EventSender } from '../../src/events/cloudEvent.js';
 import type { PolicyPayload } from '../../src/events/payloads.js';
 import { PolicyNotices } from '../../src/registry/policyNotices.js';
-import { CoordinatorPresence } from '../../src/coordinator/coordinatorPresence.js';
+import { CoordinatorPresence, joinPasswordDigest } from '../../src/coordinator/coordinatorPresence.js';
 import { OrphanSweep } from '../../src/coordinator/orphanSweep.js';
 import { adoptOrphanResult } from '../../src/coordinator/orphanResults.js';
 import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
@@ -82,6 +82,45 @@ describe('coordinator presence', () => {
     }
     // A clean stop says goodbye: its entry is gone.
     expect(await leases.get('coordinator.running').then((e) => e?.operation)).toBe('DEL');
+  });
+});
+
+describe('coordinator presence and the join password', () => {
+  it('reports another coordinator of the mesh with another join password, once, and not one with the same', async () => {
+    const same = new CoordinatorPresence({
+      kv: leases,
+      instanceId: `same-${randomUUID()}`,
+      joinDigest: joinPasswordDigest('shared-secret'),
+    }).start();
+    const other = new CoordinatorPresence({
+      kv: leases,
+      instanceId: `other-${randomUUID()}`,
+      joinDigest: joinPasswordDigest('another-secret'),
+    }).start();
+    const reported: string[] = [];
+    const judge = new CoordinatorPresence({
+      kv: leases,
+      instanceId: 'judge-join',
+      joinDigest: joinPasswordDigest('shared-secret'),
+      onJoinMismatch: (instance) => reported.push(instance),
+    });
+    try {
+      await leases.put(
+        `coordinator.${same.instanceId}`,
+        JSON.stringify({ join_digest: joinPasswordDigest('shared-secret') }),
+      );
+      await leases.put(
+        `coordinator.${other.instanceId}`,
+        JSON.stringify({ join_digest: joinPasswordDigest('another-secret') }),
+      );
+      await judge.checkJoinPasswords();
+      await judge.checkJoinPasswords();
+      expect(reported).toEqual([other.instanceId]);
+      // The digest names no password.
+      expect(joinPasswordDigest('shared-secret')).not.toContain('shared');
+    } finally {
+      await Promise.all([same.close(), other.close()]);
+    }
   });
 });
 
