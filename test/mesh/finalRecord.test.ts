@@ -9,13 +9,13 @@
  * (direct, then stored), and KV says completed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DiscardPolicy } from '@nats-io/jetstream';
 import type { AmfEvent } from '../../src/events/cloudEvent.js';
 import { resultSubject } from '../../src/events/subjects.js';
 import { EVENTS_STREAM, kvKey, RESULTS_CONSUMER, RESULTS_STREAM } from '../../src/fabric/jetstream.js';
 import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
+import { refuseStreamWrites } from '../helpers/streamRefusal.js';
 
 /** Every stored event of AMF_EVENTS on `subject` for `taskId`, read back from the stream one by one. */
 async function storedEvents(mesh: TestMesh, subject: string, taskId: string): Promise<AmfEvent[]> {
@@ -52,14 +52,7 @@ describe('the record of a task ending', () => {
     expect(warm.text).toBe('warm');
 
     const jsm = mesh.coordinator.stores.jsm;
-    const before = (await jsm.streams.info(EVENTS_STREAM)).config;
-    await jsm.streams.update(EVENTS_STREAM, { max_bytes: 1, discard: DiscardPolicy.New });
-    let restored = false;
-    const restore = async () => {
-      if (restored) return;
-      restored = true;
-      await jsm.streams.update(EVENTS_STREAM, { max_bytes: before.max_bytes, discard: before.discard });
-    };
+    const restore = await refuseStreamWrites(jsm, EVENTS_STREAM);
     try {
       let announced: (taskId: string) => void = () => undefined;
       const taskIdOf = new Promise<string>((resolve) => (announced = resolve));

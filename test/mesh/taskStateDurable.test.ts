@@ -5,11 +5,11 @@
  * JetStream: the bucket's stream is set to take no more bytes (discard new) under a running mesh.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DiscardPolicy } from '@nats-io/jetstream';
 import { kvKey } from '../../src/fabric/jetstream.js';
 import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
+import { refuseStreamWrites } from '../helpers/streamRefusal.js';
 
 const TASKS_STREAM = 'KV_amf_tasks';
 
@@ -27,15 +27,7 @@ describe('the shared state of a task while its bucket refuses writes', () => {
   it('gets its first and terminal states stored once the bucket takes writes again', async () => {
     const warm = await mesh.coordinator.dispatcher.submit({ tag: 'echo', task: 'warm', timeoutMs: 20_000 });
     expect(warm.text).toBe('warm');
-    const jsm = mesh.coordinator.stores.jsm;
-    const before = (await jsm.streams.info(TASKS_STREAM)).config;
-    await jsm.streams.update(TASKS_STREAM, { max_bytes: 1, discard: DiscardPolicy.New });
-    let restored = false;
-    const restore = async () => {
-      if (restored) return;
-      restored = true;
-      await jsm.streams.update(TASKS_STREAM, { max_bytes: before.max_bytes, discard: before.discard });
-    };
+    const restore = await refuseStreamWrites(mesh.coordinator.stores.jsm, TASKS_STREAM);
     try {
       let announced: (taskId: string) => void = () => undefined;
       const taskIdOf = new Promise<string>((resolve) => (announced = resolve));

@@ -6,10 +6,10 @@
  * worker and answered, instead of expiring unoffered.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DiscardPolicy } from '@nats-io/jetstream';
 import { WORK_STREAM } from '../../src/fabric/jetstream.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { startTestMesh, type ObservedEvent, type TestMesh } from '../helpers/meshFixture.js';
+import { refuseStreamWrites } from '../helpers/streamRefusal.js';
 
 const payloadOf = (e: ObservedEvent) => e.event.data.payload as Record<string, unknown>;
 
@@ -29,9 +29,7 @@ describe('a task whose first offer fails', () => {
     const warm = await mesh.coordinator.dispatcher.submit({ tag: 'echo', task: 'warm', timeoutMs: 20_000 });
     expect(warm.text).toBe('warm');
 
-    const jsm = mesh.coordinator.stores.jsm;
-    const before = (await jsm.streams.info(WORK_STREAM)).config;
-    await jsm.streams.update(WORK_STREAM, { max_bytes: 1, discard: DiscardPolicy.New });
+    const restore = await refuseStreamWrites(mesh.coordinator.stores.jsm, WORK_STREAM);
     let announced: (taskId: string) => void = () => undefined;
     const taskId = new Promise<string>((resolve) => (announced = resolve));
     const answer = mesh.coordinator.dispatcher.submit({
@@ -52,7 +50,7 @@ describe('a task whose first offer fails', () => {
     // Still waiting, unoffered, while the stream refuses it.
     expect(mesh.coordinator.lifecycle.get(id)?.state).toBe('announced');
 
-    await jsm.streams.update(WORK_STREAM, { max_bytes: before.max_bytes, discard: before.discard });
+    await restore();
     expect((await answer).text).toBe('offered late');
     expect(mesh.coordinator.lifecycle.get(id)?.state).toBe('completed');
     // One warning for the announcement, not one per retry.
