@@ -4,7 +4,7 @@
  * `npm run faults` command) and by test/faults/quickDrill.test.ts.
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -104,8 +104,12 @@ function makeCtx(run, p) {
     p,
     waitForModel: (url, tag = TAG) => waitForModel(url, tag, 30_000),
     addWorkers: (mesh, n) => addWorkers(mesh, n),
-    async spawnedMesh({ workers, demo = false, port = 0, natsPort = 0, handler }) {
+    async spawnedMesh({ workers, demo = false, port = 0, natsPort = 0, handler, taskTtlSeconds }) {
       const dataDir = run.dir('mesh');
+      if (taskTtlSeconds !== undefined)
+        await writeFile(join(dataDir, 'amf.yaml'), `tasks:\n  ttl_seconds: ${taskTtlSeconds}\n`, {
+          mode: 0o600,
+        });
       const coordinator = await startCoordinator(run, { dataDir, demo, port, natsPort });
       const mesh = { dataDir, coordinator, workers: [], credentials: await meshCredentials(dataDir) };
       await addWorkers(mesh, workers, handler);

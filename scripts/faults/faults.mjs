@@ -111,7 +111,14 @@ export const FAULTS = [
     name: 'SIGKILL the coordinator and the only worker together, restart the coordinator alone',
     // No worker runs the held tasks again: the restarted coordinator (sweeper) fails them once
     // their deadline passes (presence TTL + redelivery wait + 2 × task TTL; docs/reliability.md).
-    run: (ctx) => coordinatorRestart(ctx, { alsoKillWorker: true, workers: 1, settleMs: 150_000 }),
+    run: (ctx) =>
+      coordinatorRestart(ctx, {
+        alsoKillWorker: true,
+        workers: 1,
+        settleMs: 150_000,
+        // The quick drill (CI) waits a shorter deadline: task TTL 10 s instead of 30 s.
+        taskTtlSeconds: ctx.p.sleepMs < 1000 ? 10 : undefined,
+      }),
   },
 ];
 
@@ -120,10 +127,13 @@ export const FAULTS = [
  * `alsoKillWorker`, one of the two workers dies with it (as the demo workers of `amf up --demo`,
  * which share its process, do): the tasks it held have no coordinator and no worker left.
  */
-async function coordinatorRestart(ctx, { alsoKillWorker = false, workers = 2, settleMs } = {}) {
+async function coordinatorRestart(
+  ctx,
+  { alsoKillWorker = false, workers = 2, settleMs, taskTtlSeconds } = {},
+) {
   const port = await freePort();
   const natsPort = await freePort();
-  const mesh = await ctx.spawnedMesh({ workers, port, natsPort });
+  const mesh = await ctx.spawnedMesh({ workers, port, natsPort, taskTtlSeconds });
   const notes = [];
   const url = `http://127.0.0.1:${port}`;
   const holds = alsoKillWorker
