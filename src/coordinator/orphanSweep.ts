@@ -17,17 +17,16 @@
  * coordinator that takes the lease over later finds the same tasks and gives them fresh deadlines.
  */
 import { performance } from 'node:perf_hooks';
-import type { KV } from '@nats-io/kv';
+import type { KV, KvEntry } from '@nats-io/kv';
 import { isTerminal, type TaskState } from '../events/taskStateMachine.js';
 import { kvKey } from '../fabric/jetstream.js';
+import { WORK_ACK_WAIT_MS } from '../fabric/workQueue.js';
 import type { LogFn } from '../log.js';
 import type { AgentRegistry } from '../registry/agentRegistry.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
 import type { CoordinatorPresence } from './coordinatorPresence.js';
 import type { TaskSnapshot } from './sharedState.js';
 
-/** The work queue's ack wait (workQueue.ts): when another worker gets a dead holder's item. */
-const WORK_REDELIVERY_MS = 30_000;
 const MAX_EXTENSIONS = 3;
 /** Bounds the read of the task bucket (its entries arrive as fast as the server sends them). */
 const SCAN_TIMEOUT_MS = 60_000;
@@ -117,15 +116,15 @@ export class OrphanSweep {
   /** Reads the open tasks `instance` left in KV and gives each a deadline. */
   private async adoptOpenTasks(instance: string): Promise<void> {
     const open: TaskSnapshot[] = [];
+    // Bounded by the round (SCAN_TIMEOUT_MS), which ends the watch through stopScan.
     const watch = await this.opts.tasks.watch();
-    const stop = setTimeout(() => watch.stop(), SCAN_TIMEOUT_MS);
     this.stopScan = () => watch.stop();
     try {
       const status = await this.opts.tasks.status();
       if (status.values > 0)
         for await (const entry of watch) {
           if (entry.operation === 'PUT') {
-            const snap = parseSnapshot(entry.value);
+            const snap = parseSnapshot(entry);
             if (snap && snap.coordinator === instance && !isTerminal(snap.state as TaskState))
               open.push(snap);
           }
@@ -133,14 +132,14 @@ export class OrphanSweep {
           if (entry.isUpdate || entry.delta === 0) break;
         }
     } finally {
-      clearTimeout(stop);
       watch.stop();
       this.stopScan = undefined;
     }
     const start = this.now();
     for (const snap of open) {
       const ttlMs = (snap.ttl_seconds ?? this.opts.defaultTtlSeconds) * 1000;
-      const redelivery = this.opts.redeliveryMs ?? WORK_REDELIVERY_MS;
+      // The work queue's ack wait: when another worker gets a dead holder's item.
+      const redelivery = this.opts.redeliveryMs ?? WORK_ACK_WAIT_MS;
       this.orphans.set(snap.task_id, {
         instance,
         deadline: start + redelivery + 2 * ttlMs,
@@ -159,7 +158,7 @@ export class OrphanSweep {
   private async settle(taskId: string, orphan: Orphan): Promise<void> {
     const key = kvKey(taskId);
     const entry = await this.opts.tasks.get(key);
-    const snap = entry?.operation === 'PUT' ? parseSnapshot(entry.value) : undefined;
+    const snap = entry?.operation === 'PUT' ? parseSnapshot(entry) : undefined;
     if (!entry || !snap || isTerminal(snap.state as TaskState)) return this.done(taskId, orphan);
     const holder = snap.claimed_by;
     if (holder && this.opts.agents.get(holder)?.status === 'live' && orphan.extensions < MAX_EXTENSIONS) {
@@ -210,9 +209,10 @@ export class OrphanSweep {
   }
 }
 
-function parseSnapshot(value: Uint8Array): TaskSnapshot | undefined {
+/** A stored task state, or undefined when the entry is not one (written by anything but us). */
+function parseSnapshot(entry: KvEntry): TaskSnapshot | undefined {
   try {
-    const snap = JSON.parse(new TextDecoder().decode(value)) as Partial<TaskSnapshot>;
+    const snap = entry.json<Partial<TaskSnapshot>>();
     return typeof snap.task_id === 'string' && typeof snap.state === 'string'
       ? (snap as TaskSnapshot)
       : undefined;

@@ -4,7 +4,7 @@
  * of each task is written, which keeps the KV cost at about one write per task under load.
  */
 import type { KV } from '@nats-io/kv';
-import type { ReplyInbox } from '../fabric/replyInbox.js';
+import { storeUntilAcknowledged, type ReplyInbox } from '../fabric/replyInbox.js';
 import { isTerminal } from '../events/taskStateMachine.js';
 import { kvKey, TASKS_BUCKET } from '../fabric/jetstream.js';
 import type { AgentRegistry, RegisteredAgent, RegistryChange } from '../registry/agentRegistry.js';
@@ -171,22 +171,24 @@ export class SharedState {
    * first value, so a late retry never overwrites a later state (it is refused and stops).
    */
   private async writeDurably(snap: TaskSnapshot, onlyFirst: boolean): Promise<void> {
-    const subject = `$KV.${TASKS_BUCKET}.${kvKey(snap.task_id)}`;
-    const bytes = this.encoder.encode(JSON.stringify(snap));
-    const giveUpAt = Date.now() + DURABLE_STATE_GIVE_UP_MS;
-    for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 5_000)) {
-      try {
-        await this.streamWriter?.publishToStream(subject, bytes, {
-          timeoutMs: 5_000,
-          ...(onlyFirst ? { headers: { 'Nats-Expected-Last-Subject-Sequence': '0' } } : {}),
-        });
-        return;
-      } catch (err) {
-        if (onlyFirst && /wrong last sequence/i.test(String(err))) return; // a later state is stored
-        if (this.closed || Date.now() + delayMs > giveUpAt) throw err;
-        await new Promise((resolve) => setTimeout(resolve, delayMs).unref());
-      }
-    }
+    if (!this.streamWriter) return;
+    const outcome = await storeUntilAcknowledged(
+      this.streamWriter,
+      `$KV.${TASKS_BUCKET}.${kvKey(snap.task_id)}`,
+      this.encoder.encode(JSON.stringify(snap)),
+      {
+        giveUpMs: DURABLE_STATE_GIVE_UP_MS,
+        stop: () => this.closed,
+        ...(onlyFirst
+          ? {
+              headers: { 'Nats-Expected-Last-Subject-Sequence': '0' },
+              isFinal: (err) => /wrong last sequence/i.test(String(err)), // a later state is stored
+            }
+          : {}),
+      },
+    );
+    if (outcome === 'gave_up' && !this.closed)
+      throw new Error(`state of task ${snap.task_id} not stored within ${DURABLE_STATE_GIVE_UP_MS} ms`);
   }
 
   private markDirty(snap: TaskSnapshot): void {

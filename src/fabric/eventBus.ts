@@ -8,7 +8,7 @@ import type { AmfEvent, AnyAmfEvent } from '../events/cloudEvent.js';
 import { validateEvent } from '../events/validateEvent.js';
 import { isAmfEventType } from '../events/eventTypes.js';
 import { AmfError } from '../errors.js';
-import { ReplyInbox } from './replyInbox.js';
+import { ReplyInbox, storeUntilAcknowledged } from './replyInbox.js';
 
 /** Receives every valid event as the union, so a switch on `event.type` narrows its payload. */
 export type EventHandler = (event: AnyAmfEvent, subject: string) => void;
@@ -166,23 +166,13 @@ export class EventBus {
     } catch {
       return 'too_large';
     }
-    const giveUpAt = Date.now() + (options.giveUpMs ?? 10 * 60_000);
-    let delayMs = 100;
-    for (;;) {
-      try {
-        await ReplyInbox.of(this.nc).publishToStream(subject, bytes, {
-          msgId: options.msgId,
-          timeoutMs: 5_000,
-        });
-        return 'stored';
-      } catch (err) {
-        if (options.signal?.aborted || Date.now() + delayMs > giveUpAt || this.nc.isClosed())
-          return 'gave_up';
-        options.onRetry?.(err);
-        await new Promise((resolve) => setTimeout(resolve, delayMs).unref());
-        delayMs = Math.min(delayMs * 2, 5_000);
-      }
-    }
+    const outcome = await storeUntilAcknowledged(ReplyInbox.of(this.nc), subject, bytes, {
+      msgId: options.msgId,
+      giveUpMs: options.giveUpMs ?? 10 * 60_000,
+      stop: () => options.signal?.aborted === true || this.nc.isClosed(),
+      ...(options.onRetry ? { onRetry: options.onRetry } : {}),
+    });
+    return outcome === 'stored' ? 'stored' : 'gave_up';
   }
 
   /**

@@ -150,3 +150,45 @@ export function parseStreamAck(msg: Msg, subject: string): StreamAck {
     throw new Error(`publish to ${subject}: the answer is not a JetStream acknowledgement`);
   return { stream: body.stream, seq: body.seq, duplicate: body.duplicate === true };
 }
+
+/** Options of {@link storeUntilAcknowledged}. */
+export interface StoreRetryOptions {
+  msgId?: string;
+  headers?: Readonly<Record<string, string>>;
+  /** Retries stop this long after the first try. */
+  giveUpMs: number;
+  /** True when retrying must stop now (the caller is closing, its connection closed). */
+  stop?: () => boolean;
+  /** True for a refusal that is an answer, not a failure (e.g. a later value is stored already). */
+  isFinal?: (err: unknown) => boolean;
+  onRetry?: (err: unknown) => void;
+}
+
+/**
+ * Publishes into a stream and waits for its acknowledgement, retrying with back-off (0.1 s doubling
+ * to 5 s, across reconnects) until stored, refused for good (`isFinal`), stopped or given up. The
+ * one retry loop of every durable write (EventBus.publishDurable, the shared task state).
+ */
+export async function storeUntilAcknowledged(
+  inbox: Pick<ReplyInbox, 'publishToStream'>,
+  subject: string,
+  data: Uint8Array,
+  options: StoreRetryOptions,
+): Promise<'stored' | 'refused' | 'gave_up'> {
+  const giveUpAt = Date.now() + options.giveUpMs;
+  for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 5_000)) {
+    try {
+      await inbox.publishToStream(subject, data, {
+        timeoutMs: 5_000,
+        ...(options.msgId !== undefined ? { msgId: options.msgId } : {}),
+        ...(options.headers !== undefined ? { headers: options.headers } : {}),
+      });
+      return 'stored';
+    } catch (err) {
+      if (options.isFinal?.(err)) return 'refused';
+      if (options.stop?.() || Date.now() + delayMs > giveUpAt) return 'gave_up';
+      options.onRetry?.(err);
+      await new Promise((resolve) => setTimeout(resolve, delayMs).unref());
+    }
+  }
+}

@@ -251,7 +251,7 @@ function toWorkItem(nc: NatsConnection, msg: Msg): WorkItem {
 }
 
 /** A worker that stops signalling progress this long loses its message to another worker. */
-const WORK_ACK_WAIT_MS = 30_000;
+export const WORK_ACK_WAIT_MS = 30_000;
 /** Deliveries of one announcement before JetStream gives up on it (the coordinator's TTL rules then). */
 const WORK_MAX_DELIVER = 3;
 

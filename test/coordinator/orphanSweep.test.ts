@@ -142,18 +142,18 @@ describe('the sweep of a stopped coordinator’s open tasks', () => {
 
     const agents = registryWith({ [LIVE_WORKER]: ['echo'], [DEAD_WORKER]: ['echo'] });
     agents.markOffline(DEAD_WORKER, 'heartbeat_missed');
-    const stopped = new Set<string>([dead]);
-    const forgotten: string[] = [];
+    // The dead coordinator's presence entry, written once and never renewed (a SIGKILL).
+    await leases.put(`coordinator.${dead}`, '{}');
+    const presence = new CoordinatorPresence({
+      kv: leases,
+      instanceId: `sweeper-${randomUUID()}`,
+      renewIntervalMs: 100,
+      ttlMs: 300,
+      now,
+    });
     const sweep = new OrphanSweep({
       tasks,
-      presence: {
-        stopped: () => Promise.resolve([...stopped]),
-        forget: (instance) => {
-          forgotten.push(instance);
-          stopped.delete(instance);
-          return Promise.resolve();
-        },
-      },
+      presence,
       notices: new PolicyNotices(bus, sender),
       agents,
       isHolder: () => true,
@@ -162,6 +162,9 @@ describe('the sweep of a stopped coordinator’s open tasks', () => {
       redeliveryMs: 1_000,
       now,
     });
+    // The sweeper saw the entry a second ago; unchanged since, longer than the presence TTL.
+    clock = -1_000;
+    await presence.stopped();
     clock = 0;
     await sweep.tick();
     expect(sweep.pending).toBe(4); // the dead coordinator's four open tasks, not the others
@@ -220,16 +223,17 @@ describe('the sweep of a stopped coordinator’s open tasks', () => {
 
     // All of its tasks ended: the stopped coordinator is forgotten on the next round.
     await sweep.tick();
-    expect(forgotten).toEqual([dead]);
+    expect((await leases.get(`coordinator.${dead}`))?.operation).toBe('DEL');
     await sweep.close();
   });
 
   it('does nothing while another coordinator holds the lease', async () => {
     const dead = randomUUID();
     const taskId = await putTask({ ...openTaskSnapshot(randomUUID()), ttl_seconds: 1, coordinator: dead });
+    await leases.put(`coordinator.${dead}`, '{}');
     const sweep = new OrphanSweep({
       tasks,
-      presence: { stopped: () => Promise.resolve([dead]), forget: () => Promise.resolve() },
+      presence: new CoordinatorPresence({ kv: leases, instanceId: `bystander-${randomUUID()}`, now }),
       notices: new PolicyNotices(bus, sender),
       agents: registryWith({}),
       isHolder: () => false,
@@ -244,6 +248,7 @@ describe('the sweep of a stopped coordinator’s open tasks', () => {
     await sweep.tick();
     expect(sweep.pending).toBe(0);
     expect((await stateOf(taskId))?.state).toBe('announced');
+    expect((await leases.get(`coordinator.${dead}`))?.operation).toBe('PUT'); // not forgotten either
     await sweep.close();
   });
 });
