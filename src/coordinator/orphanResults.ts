@@ -42,6 +42,8 @@ function admittedForTag(agents: OrphanResultDeps['agents'], agentId: string, tag
 
 const encoder = new TextEncoder();
 const ADOPTED_MESSAGE = 'ended by a coordinator that adopted the task after its own coordinator stopped';
+/** Under AMF_EVENTS' duplicate window (2 min), with room for the coordinators' clocks to differ. */
+const RECORD_AGAIN_WITHIN_MS = 90_000;
 
 /**
  * Publishes the canonical final of an adopted task and waits until AMF_EVENTS holds it (the stored
@@ -101,7 +103,11 @@ export async function adoptOrphanResult(
     // Ended with this very result by an adopter that died before its record was stored (it writes
     // KV first, then the record, and acknowledges the result last): record it again. Within the
     // stream's duplicate window the task's terminal message id makes this a no-op if it was stored.
-    if (snap.claimed_by === p.agent_id && snap.outcome?.message === ADOPTED_MESSAGE) {
+    // Only inside that window: later, the claimant (or anyone holding its key) could otherwise
+    // store a result again and have a second, different ending recorded for a task long over.
+    const endedAt = Date.parse(snap.ended_at ?? '');
+    const recent = (deps.now ?? Date.now)() - endedAt < RECORD_AGAIN_WITHIN_MS;
+    if (snap.claimed_by === p.agent_id && snap.outcome?.message === ADOPTED_MESSAGE && recent) {
       await recordFinal(event, snap, deps);
       return 'ended';
     }

@@ -89,6 +89,27 @@ describe('adopting the results of an orphaned task', () => {
     expect(await adoptOrphanResult(result(open, OTHER), deps())).toBe('ended');
   });
 
+  it('records an adopted ending again only within the stream’s duplicate window', async () => {
+    const seen = async (taskId: string) => {
+      await bus.flush();
+      await new Promise((r) => setTimeout(r, 100));
+      return finals.filter((e) => e.amftaskid === taskId).length;
+    };
+    // Adopted a moment ago (the adopter may have died before its record): recorded again, under the
+    // task's terminal message id, so the stream keeps one.
+    const recent = await openTask(WORKER);
+    expect(await adoptOrphanResult(result(recent, WORKER), deps())).toBe('adopted');
+    expect(await adoptOrphanResult(result(recent, WORKER), deps())).toBe('ended');
+    expect(await seen(recent)).toBe(2);
+    // Adopted ten minutes ago: past the window, the same worker storing a result again (perhaps a
+    // different one) gets no second ending on the fabric.
+    const old = await openTask(WORKER);
+    const tenMinutesAgo = () => Date.now() - 10 * 60_000;
+    expect(await adoptOrphanResult(result(old, WORKER), { ...deps(), now: tenMinutesAgo })).toBe('adopted');
+    expect(await adoptOrphanResult(result(old, WORKER), deps())).toBe('ended');
+    expect(await seen(old)).toBe(1);
+  });
+
   it('takes the result of a redelivery once the holder is lost, never from an agent of another tag', async () => {
     const taskId = await openTask(WORKER);
     // The holder is live: its own result will come; this one is offered again later.
