@@ -10,7 +10,11 @@ import { join, resolve } from 'node:path';
 import process from 'node:process';
 import { parseArgs } from 'node:util';
 import { calloutKeyFile, loadOrCreateCalloutIssuer } from '../dist/identity/calloutIssuer.js';
-import { loadOrCreateCredentials, writePrivateFile } from '../dist/fabric/credentials.js';
+import {
+  loadOrCreateCredentials,
+  loadOrCreateSystemCredential,
+  writePrivateFile,
+} from '../dist/fabric/credentials.js';
 import { clusterClientUrls, planCluster, renderClusterNodeConfig } from '../dist/fabric/natsCluster.js';
 
 const { values } = parseArgs({
@@ -53,7 +57,15 @@ if (range(clientPort).some((p) => range(routePort).includes(p))) usage('client a
 const dataDir = resolve(values['data-dir']);
 const credentials = await loadOrCreateCredentials(dataDir);
 const issuer = values['auth-callout'] ? await loadOrCreateCalloutIssuer(calloutKeyFile(dataDir)) : undefined;
-const renderOptions = issuer ? { calloutIssuer: issuer.publicKey, calloutXkey: issuer.xkeyPublicKey } : {};
+// With the callout, a system-account user (<data-dir>/system.json) lets the coordinators close a
+// revoked agent's connections at once instead of at its user JWT's expiry.
+const renderOptions = issuer
+  ? {
+      calloutIssuer: issuer.publicKey,
+      calloutXkey: issuer.xkeyPublicKey,
+      systemUser: await loadOrCreateSystemCredential(dataDir),
+    }
+  : {};
 const plan = planCluster({
   dir,
   clientPorts: range(clientPort),

@@ -37,7 +37,7 @@ async function freePorts(n) {
  * Starts the cluster under `dir` with the mesh's credentials and waits until JetStream answers
  * (a meta leader is elected). Returns the client URL list and kill/restart of one node.
  */
-async function startCluster(run, { dir, credentials, issuer }) {
+async function startCluster(run, { dir, credentials, issuer, systemUser }) {
   const binary = await clusterBinary();
   const { planCluster, renderClusterNodeConfig, clusterClientUrls } = await fromDist('fabric/natsCluster.js');
   const { writePrivateFile } = await fromDist('fabric/credentials.js');
@@ -48,8 +48,9 @@ async function startCluster(run, { dir, credentials, issuer }) {
     await mkdir(node.storeDir, { recursive: true, mode: 0o700 });
     const conf = join(node.storeDir, 'nats-server.conf');
     // As scripts/cluster.sh renders them by default: every login but the role users' goes to the
-    // coordinators (auth callout), sealed with the mesh's curve key.
-    const callout = { calloutIssuer: issuer.publicKey, calloutXkey: issuer.xkeyPublicKey };
+    // coordinators (auth callout), sealed with the mesh's curve key; the coordinators have a
+    // system-account user to close revoked agents' connections.
+    const callout = { calloutIssuer: issuer.publicKey, calloutXkey: issuer.xkeyPublicKey, systemUser };
     await writePrivateFile(conf, renderClusterNodeConfig(plan, i, credentials, callout));
     configs.push(conf);
   }
@@ -106,7 +107,7 @@ async function waitForJetStream(urls, credentials, timeoutMs) {
 async function coordinatorDir(run, name, credentialsFrom) {
   const dataDir = run.dir(name);
   if (credentialsFrom)
-    for (const file of ['credentials.json', 'join.json', 'callout.nkey', 'callout-xkey.nkey'])
+    for (const file of ['credentials.json', 'join.json', 'callout.nkey', 'callout-xkey.nkey', 'system.json'])
       await copyFile(join(credentialsFrom, file), join(dataDir, file));
   await writeFile(join(dataDir, 'amf.yaml'), `nats:\n  replicas: ${NODES}\n  auth_callout: true\n`, {
     mode: 0o600,
@@ -121,7 +122,9 @@ export async function clusterNodeAndCoordinator(ctx) {
   const credentials = await meshCredentials(dataDir);
   const { calloutKeyFile, loadOrCreateCalloutIssuer } = await fromDist('identity/calloutIssuer.js');
   const issuer = await loadOrCreateCalloutIssuer(calloutKeyFile(dataDir, {}));
-  const cluster = await startCluster(run, { dir: run.dir('cluster'), credentials, issuer });
+  const { loadOrCreateSystemCredential } = await fromDist('fabric/credentials.js');
+  const systemUser = await loadOrCreateSystemCredential(dataDir, {});
+  const cluster = await startCluster(run, { dir: run.dir('cluster'), credentials, issuer, systemUser });
   const a = await startCoordinator(run, { dataDir, label: 'coordinator-a', natsUrl: cluster.urls });
   const bDir = await coordinatorDir(run, 'mesh-b', dataDir);
   const b = await startCoordinator(run, { dataDir: bDir, label: 'coordinator-b', natsUrl: cluster.urls });

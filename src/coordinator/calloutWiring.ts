@@ -11,12 +11,14 @@ import {
   readCalloutIssuer,
   type CalloutIssuer,
 } from '../identity/calloutIssuer.js';
+import { connectAs, RECONNECT_FOREVER } from '../fabric/connect.js';
 import type { NatsCredentials, RoleCredential } from '../fabric/credentials.js';
 import type { LogFn } from '../log.js';
-import type { AgentRegistry } from '../registry/agentRegistry.js';
+import type { AgentRegistry, RegisteredAgent } from '../registry/agentRegistry.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
 import { BoundedCache } from '../util/boundedCache.js';
 import { startAuthCallout, type AuthCalloutResponder, type RefusedLogin } from './authCallout.js';
+import { RevocationKicks } from './revocationKicks.js';
 
 /** Coordinators whose responder has been attached (see {@link ownAgentAccess}). */
 const answering = new WeakSet<object>();
@@ -65,10 +67,13 @@ export interface WiredCallout {
  */
 export function wireAuthCallout(opts: {
   nc: NatsConnection;
+  natsUrl: string;
   issuer: CalloutIssuer;
   config: AmfConfig;
   credentials: NatsCredentials;
   join: RoleCredential;
+  /** The server's system-account user (`system.json`), when it gave the mesh one. */
+  system: RoleCredential | undefined;
   log: LogFn;
 }): WiredCallout {
   let parts: CalloutParts | undefined;
@@ -106,11 +111,8 @@ export function wireAuthCallout(opts: {
     join: opts.join,
     ttlSeconds: opts.config.nats.authCalloutTtlSeconds,
     liveAgent: (nkey) => {
-      const registry = parts?.registry;
-      const agent = registry?.list().find((a) => a.status === 'live' && a.record.nkey === nkey);
-      // The key must also be the one the id is bound to (a stale entry never grants).
-      if (!agent || registry?.boundKey(agent.record.agent_id) !== nkey) return undefined;
-      return { agentId: agent.record.agent_id, tags: agent.record.capability_tags ?? [] };
+      const agent = parts && liveAgentsByKey(parts.registry).get(nkey);
+      return agent && { agentId: agent.record.agent_id, tags: agent.record.capability_tags ?? [] };
     },
     onRefused,
     log: opts.log,
@@ -121,6 +123,47 @@ export function wireAuthCallout(opts: {
     attach: (p) => {
       parts = p;
       answering.add(p);
+      if (opts.system) void kickRevokedAgents(opts, opts.system, p.registry);
     },
   };
+}
+
+/** Live agents by the key they are bound to (a stale entry, or a key not bound to its id, is left out). */
+function liveAgentsByKey(registry: AgentRegistry): Map<string, RegisteredAgent> {
+  const byKey = new Map<string, RegisteredAgent>();
+  for (const agent of registry.list()) {
+    const key = agent.record.nkey;
+    if (agent.status === 'live' && key !== undefined && registry.boundKey(agent.record.agent_id) === key)
+      byKey.set(key, agent);
+  }
+  return byKey;
+}
+
+/** Logs in as the system user and kicks revoked agents until the coordinator's connection closes. */
+async function kickRevokedAgents(
+  opts: { nc: NatsConnection; natsUrl: string; log: LogFn },
+  system: RoleCredential,
+  registry: AgentRegistry,
+): Promise<void> {
+  let sys: NatsConnection;
+  try {
+    sys = await connectAs(opts.natsUrl, system, 'amf-coordinator-system', RECONNECT_FOREVER);
+  } catch (err) {
+    opts.log('warn', 'NATS system-account login failed: revoked agents are cut only when their JWT expires', {
+      err: err instanceof Error ? err.message : String(err),
+    });
+    return;
+  }
+  const kicks = new RevocationKicks({
+    sys,
+    liveKeys: () => new Map([...liveAgentsByKey(registry)].map(([key, a]) => [key, a.record.agent_id])),
+    onRegistryChange: (listener) => registry.onChange(listener),
+    log: opts.log,
+  });
+  kicks.start();
+  opts.log('info', 'NATS system account: revoked agents’ connections are closed at once');
+  void opts.nc.closed().then(async () => {
+    kicks.close();
+    await sys.close().catch(() => undefined);
+  });
 }

@@ -18,6 +18,7 @@ import { acquireInstanceLock, type InstanceLock } from '../fabric/instanceLock.j
 import {
   loadOrCreateCredentials,
   loadOrCreateJoinCredential,
+  readSystemCredentialIfPresent,
   type NatsCredentials,
   type RoleCredential,
 } from '../fabric/credentials.js';
@@ -258,8 +259,10 @@ export class Coordinator {
       const nc = await connectAs(natsUrl, credentials.coordinator, 'amf-coordinator', RECONNECT_FOREVER);
       opened.push(nc);
       const issuer = await calloutIssuerFor(config, env);
+      const system = issuer && (await readSystemCredentialIfPresent(config.dataDir, env));
       const callout =
-        issuer && wireAuthCallout({ nc, issuer, config, credentials, join: joinCredential, log });
+        issuer &&
+        wireAuthCallout({ nc, natsUrl, issuer, config, credentials, join: joinCredential, system, log });
       warnIfPayloadCapTooSmall(nc, config, log);
       // Each role of the admission path has its own connection, so NATS ACLs separate them.
       const connector = await connectAs(natsUrl, credentials.connector, 'amf-connector', RECONNECT_FOREVER);

@@ -91,39 +91,97 @@ export async function readCredentials(dataDir: string): Promise<NatsCredentials>
   return found;
 }
 
+/** One NATS user kept in a file of its own (`join.json`, `system.json`), overridable by environment. */
+interface SingleUserFile {
+  file: string;
+  user: string;
+  passwordEnv: string;
+  /** What the credential is, for error messages. */
+  what: string;
+}
+
 /** The one file of the data dir a worker reads: the join credential only (see agentUsers.ts). */
 export const JOIN_FILE = 'join.json';
 /** Overrides the join password (an agent on another machine is given it this way). */
 export const JOIN_PASSWORD_ENV = 'AMF_JOIN_PASS';
 /** The join door's NATS user; it may only publish advertisements (agentUsers.ts). */
 export const JOIN_USER = 'amf-join';
-const JOIN_USER_NAME = JOIN_USER;
+const JOIN: SingleUserFile = {
+  file: JOIN_FILE,
+  user: JOIN_USER,
+  passwordEnv: JOIN_PASSWORD_ENV,
+  what: 'join credential',
+};
+
+/**
+ * The system-account user of an external NATS or cluster (`system.json`, written by
+ * scripts/cluster.sh): the coordinators log in with it only to close the connections of revoked
+ * agents (`$SYS.REQ.SERVER.<id>.KICK`, revocationKicks.ts). Never given to a worker.
+ */
+export const SYSTEM_FILE = 'system.json';
+export const SYSTEM_PASSWORD_ENV = 'AMF_SYSTEM_PASS';
+export const SYSTEM_USER = 'amf-system';
+const SYSTEM: SingleUserFile = {
+  file: SYSTEM_FILE,
+  user: SYSTEM_USER,
+  passwordEnv: SYSTEM_PASSWORD_ENV,
+  what: 'NATS system-account credential',
+};
 
 /**
  * Returns the join credential, creating `<data-dir>/join.json` (0600) on first start. It holds
  * nothing but the join user, which may only publish advertisements: a worker that reads it learns
  * no other role's secret (the coordinator's own passwords stay in `credentials.json`).
  */
-export async function loadOrCreateJoinCredential(
+export function loadOrCreateJoinCredential(
   dataDir: string,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<RoleCredential> {
-  const file = join(dataDir, JOIN_FILE);
+  return loadOrCreateSingleUser(JOIN, dataDir, env);
+}
+
+/** Returns the system-account credential, creating `<data-dir>/system.json` (0600) when absent. */
+export function loadOrCreateSystemCredential(
+  dataDir: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RoleCredential> {
+  return loadOrCreateSingleUser(SYSTEM, dataDir, env);
+}
+
+/**
+ * The system-account credential when this mesh has one (`AMF_SYSTEM_PASS`, else
+ * `<data-dir>/system.json`), else undefined: an external NATS need not give AMF a system user.
+ */
+export async function readSystemCredentialIfPresent(
+  dataDir: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RoleCredential | undefined> {
+  const fromEnv = env[SYSTEM_PASSWORD_ENV];
+  if (fromEnv) return { user: SYSTEM_USER, password: fromEnv };
+  return readSingleUserIfPresent(SYSTEM, join(dataDir, SYSTEM_FILE));
+}
+
+async function loadOrCreateSingleUser(
+  spec: SingleUserFile,
+  dataDir: string,
+  env: NodeJS.ProcessEnv,
+): Promise<RoleCredential> {
+  const file = join(dataDir, spec.file);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  const fromEnv = env[JOIN_PASSWORD_ENV];
+  const fromEnv = env[spec.passwordEnv];
   if (fromEnv !== undefined && fromEnv !== '') {
     const problem = passwordProblem(fromEnv);
-    if (problem !== undefined) throw new Error(`environment variable ${JOIN_PASSWORD_ENV} ${problem}`);
+    if (problem !== undefined) throw new Error(`environment variable ${spec.passwordEnv} ${problem}`);
   }
-  const existing = await readJoinIfPresent(file);
+  const existing = await readSingleUserIfPresent(spec, file);
   if (existing === undefined) {
-    const fresh = { user: JOIN_USER_NAME, password: fromEnv || randomBytes(32).toString('base64url') };
+    const fresh = { user: spec.user, password: fromEnv || randomBytes(32).toString('base64url') };
     if (await publishIfAbsent(file, `${JSON.stringify(fresh, null, 2)}\n`)) return fresh;
-    return loadOrCreateJoinCredential(dataDir, env);
+    return loadOrCreateSingleUser(spec, dataDir, env);
   }
   await tightenMode(file);
   if (fromEnv && fromEnv !== existing.password) {
-    const updated = { user: JOIN_USER_NAME, password: fromEnv };
+    const updated = { user: spec.user, password: fromEnv };
     await writePrivateFile(file, `${JSON.stringify(updated, null, 2)}\n`);
     return updated;
   }
@@ -139,9 +197,9 @@ export async function readJoinCredential(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<RoleCredential> {
   const fromEnv = env[JOIN_PASSWORD_ENV];
-  if (fromEnv) return { user: JOIN_USER_NAME, password: fromEnv };
+  if (fromEnv) return { user: JOIN_USER, password: fromEnv };
   const file = join(dataDir, JOIN_FILE);
-  const found = await readJoinIfPresent(file);
+  const found = await readSingleUserIfPresent(JOIN, file);
   if (found === undefined)
     throw new Error(
       `join credential ${file} does not exist: start the coordinator (amf up) with this data dir first, ` +
@@ -150,20 +208,21 @@ export async function readJoinCredential(
   return found;
 }
 
-async function readJoinIfPresent(file: string): Promise<RoleCredential | undefined> {
+async function readSingleUserIfPresent(
+  spec: SingleUserFile,
+  file: string,
+): Promise<RoleCredential | undefined> {
   const text = await readTextIfPresent(file);
   if (text === undefined) return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw new Error(`malformed join credential ${file}: not valid JSON (${(err as Error).message})`);
+    throw new Error(`malformed ${spec.what} ${file}: not valid JSON (${(err as Error).message})`);
   }
-  if (!isObject(parsed) || parsed.user !== JOIN_USER_NAME || passwordProblem(parsed.password) !== undefined)
-    throw new Error(
-      `malformed join credential ${file}: expected {"user":"${JOIN_USER_NAME}","password":"..."}`,
-    );
-  return { user: JOIN_USER_NAME, password: parsed.password as string };
+  if (!isObject(parsed) || parsed.user !== spec.user || passwordProblem(parsed.password) !== undefined)
+    throw new Error(`malformed ${spec.what} ${file}: expected {"user":"${spec.user}","password":"..."}`);
+  return { user: spec.user, password: parsed.password as string };
 }
 
 /**

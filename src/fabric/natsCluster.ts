@@ -7,7 +7,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { join } from 'node:path';
-import type { NatsCredentials } from './credentials.js';
+import type { NatsCredentials, RoleCredential } from './credentials.js';
 import { renderNatsConfig } from './natsConfig.js';
 
 /** One node of a {@link ClusterPlan}. */
@@ -73,13 +73,14 @@ export function routePassword(credentials: NatsCredentials): string {
 
 /**
  * The config text of node `index` of `plan`. With `calloutIssuer` (the public key of the mesh's
- * calloutIssuer.ts key), agents and the join user log in through the coordinators' auth callout.
+ * calloutIssuer.ts key), agents and the join user log in through the coordinators' auth callout;
+ * with `systemUser` the coordinators may close revoked agents' connections (revocationKicks.ts).
  */
 export function renderClusterNodeConfig(
   plan: ClusterPlan,
   index: number,
   credentials: NatsCredentials,
-  options: { calloutIssuer?: string; calloutXkey?: string } = {},
+  options: { calloutIssuer?: string; calloutXkey?: string; systemUser?: RoleCredential } = {},
 ): string {
   const node = plan.nodes[index];
   if (node === undefined) throw new Error(`no node ${index} in a cluster of ${plan.nodes.length}`);
@@ -97,6 +98,7 @@ export function renderClusterNodeConfig(
           },
         }
       : {}),
+    ...(options.systemUser ? { systemUser: options.systemUser } : {}),
     cluster: {
       name: plan.clusterName,
       host: node.host,

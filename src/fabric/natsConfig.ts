@@ -3,7 +3,13 @@
  * notes/amf.md §8. These ACLs are the security boundary (the `amfagentrole` event attribute is only
  * advisory), so the rules live here as plain data, rendered verbatim and shown in docs and tests.
  */
-import { NATS_ROLES, ROLE_USERS, type NatsCredentials, type NatsRole } from './credentials.js';
+import {
+  NATS_ROLES,
+  ROLE_USERS,
+  type NatsCredentials,
+  type NatsRole,
+  type RoleCredential,
+} from './credentials.js';
 import { agentPermissions, JOIN_PERMISSIONS, JOIN_USER, type MeshUsers } from './agentUsers.js';
 import { NONCE_ANCHOR_NKEY } from './nonceAnchor.js';
 
@@ -149,6 +155,11 @@ export interface NatsConfigOptions {
    * `xkey` (the mesh's curve key, `X…`) requests and answers are encrypted.
    */
   authCallout?: { issuer: string; xkey?: string };
+  /**
+   * A user of the server's system account (`$SYS`) for the coordinators: with it they close the
+   * connections of agents that are no longer admitted (revocationKicks.ts). It bypasses the callout.
+   */
+  systemUser?: RoleCredential;
 }
 
 /** The `cluster {}` block of one node: where it listens for routes and which peers it dials. */
@@ -212,8 +223,18 @@ export function renderNatsConfig(opts: NatsConfigOptions): string {
     lines.push(`    { nkey: ${quote(agent.nkey)}, ${renderPermissions(agentPermissions(agent))} }`);
   }
   lines.push('  ]');
+  if (opts.systemUser) staticUsers.push(opts.systemUser.user);
   if (opts.authCallout) lines.push(...renderAuthCallout(opts.authCallout, staticUsers));
-  lines.push('}', '');
+  lines.push('}');
+  // The server's own system account, named as nats-server names it by default, so a cluster that
+  // gains this user keeps its JetStream meta group where it was.
+  if (opts.systemUser)
+    lines.push(
+      'accounts {',
+      `  "$SYS": { users: [ { user: ${quote(opts.systemUser.user)}, password: ${quote(opts.systemUser.password)} } ] }`,
+      '}',
+    );
+  lines.push('');
   return lines.join('\n');
 }
 

@@ -2,7 +2,8 @@
  * Auth callout on a real 3-node cluster (nats-server 2.12, configs of scripts/cluster.sh with the
  * callout on): the coordinator is attached to node 1 only, so logins on nodes 2 and 3 reach it over
  * the routes. A worker joining through node 3 is admitted and works; with its key it logs in on every
- * node and is held to its tag there; an unknown key is refused on every node.
+ * node and is held to its tag there; an unknown key is refused on every node. Once it leaves, its
+ * connections on every node are closed through the system account, long before its JWT expires.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,7 +16,7 @@ import { loadConfig } from '../../src/config/config.js';
 import { Coordinator } from '../../src/coordinator/coordinator.js';
 import { calloutKeyFile, loadOrCreateCalloutIssuer } from '../../src/identity/calloutIssuer.js';
 import { connectAsAgent, NatsAuthError } from '../../src/fabric/connect.js';
-import { loadOrCreateCredentials } from '../../src/fabric/credentials.js';
+import { loadOrCreateCredentials, loadOrCreateSystemCredential } from '../../src/fabric/credentials.js';
 import { createEphemeralAgentKey } from '../../src/identity/agentKey.js';
 import { startTestCluster, type TestCluster } from '../helpers/natsCluster.js';
 
@@ -34,6 +35,7 @@ describe('auth callout on a 3-node cluster', () => {
     cluster = await startTestCluster(credentials, 3, {
       calloutIssuer: issuer.publicKey,
       calloutXkey: issuer.xkeyPublicKey,
+      systemUser: await loadOrCreateSystemCredential(dataDir, {}),
     });
     const config = await loadConfig({
       env: { HOME: tmpdir() },
@@ -42,7 +44,7 @@ describe('auth callout on a 3-node cluster', () => {
         logLevel: 'silent',
         coordinator: { port: 0 },
         // auth_callout left at null: on because the data dir holds callout.nkey (as after cluster.sh).
-        nats: { url: nodeUrl(0) },
+        nats: { url: nodeUrl(0), authCalloutTtlSeconds: 600 },
         heartbeat: { intervalSeconds: 1, offlineAfterMissed: 3 },
         mdns: { enabled: false },
       },
@@ -99,5 +101,23 @@ describe('auth callout on a 3-node cluster', () => {
         connectAsAgent(nodeUrl(i), createEphemeralAgentKey(), `stranger-${i}`, { maxReconnectAttempts: 0 }),
       ).rejects.toBeInstanceOf(NatsAuthError);
     }
+  });
+
+  it('closes the departed agent’s connections on every node, not only on its coordinator’s', async () => {
+    const probes = await Promise.all(
+      [0, 1, 2].map((i) => connectAsAgent(nodeUrl(i), key, `kick-probe-${i}`, { maxReconnectAttempts: 0 })),
+    );
+    const ended = probes.map(() => false);
+    probes.forEach((nc, i) => void nc.closed().then(() => (ended[i] = true)));
+    const agentId = worker!.worker.agentId;
+    await worker!.close(5000);
+    worker = undefined;
+    // The JWTs live 600 s: connections closed within seconds were kicked.
+    const deadline = Date.now() + 20_000;
+    while (coordinator.registry.isLive(agentId) || ended.includes(false)) {
+      if (Date.now() > deadline) throw new Error(`not kicked: ${JSON.stringify(ended)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(ended).toEqual([true, true, true]);
   });
 });

@@ -3,13 +3,19 @@
  * routes carry the derived route secret, every node has the single server's users and ACLs, and
  * `nats.replicas` is validated before anything is created with it.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/config.js';
 import { natsServers } from '../../src/fabric/connect.js';
-import { loadOrCreateCredentials, type NatsCredentials } from '../../src/fabric/credentials.js';
+import {
+  loadOrCreateCredentials,
+  loadOrCreateSystemCredential,
+  SYSTEM_FILE,
+  SYSTEM_USER,
+  type NatsCredentials,
+} from '../../src/fabric/credentials.js';
 import {
   clusterClientUrls,
   planCluster,
@@ -50,6 +56,20 @@ describe('cluster configs', () => {
     const single = renderNatsConfig({ host: '127.0.0.1', port: 4222, storeDir: '/x', credentials });
     const users = single.slice(single.indexOf('authorization {'));
     for (let i = 0; i < 3; i++) expect(renderClusterNodeConfig(plan(), i, credentials)).toContain(users);
+  });
+
+  it('puts the system-account user into $SYS and past the callout, only when given', async () => {
+    const systemUser = await loadOrCreateSystemCredential(dir, {});
+    const issuer = 'A' + 'B'.repeat(55);
+    const text = renderClusterNodeConfig(plan(), 0, credentials, { calloutIssuer: issuer, systemUser });
+    expect(text).toContain(
+      `"$SYS": { users: [ { user: "${SYSTEM_USER}", password: "${systemUser.password}" } ] }`,
+    );
+    expect(text).toMatch(new RegExp(`auth_users: \\[[^\\]]*"${SYSTEM_USER}"`));
+    expect(renderClusterNodeConfig(plan(), 0, credentials, { calloutIssuer: issuer })).not.toContain('$SYS');
+    // The file is the coordinators' alone, and a second call reads the same password back.
+    expect((await loadOrCreateSystemCredential(dir, {})).password).toBe(systemUser.password);
+    expect((await stat(join(dir, SYSTEM_FILE))).mode & 0o777).toBe(0o600);
   });
 
   it('derives the route secret from the coordinator password only', async () => {

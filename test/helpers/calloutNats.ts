@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { calloutKeyFile, loadOrCreateCalloutIssuer } from '../../src/identity/calloutIssuer.js';
 import { connectAs } from '../../src/fabric/connect.js';
-import { loadOrCreateCredentials } from '../../src/fabric/credentials.js';
+import { loadOrCreateCredentials, loadOrCreateSystemCredential } from '../../src/fabric/credentials.js';
 import { renderNatsConfig } from '../../src/fabric/natsConfig.js';
 import { clusterNatsBinary } from './natsCluster.js';
 
@@ -35,7 +35,8 @@ async function freePort(): Promise<number> {
 /** Starts the server and waits until the coordinator user (static, no callout) can log in. */
 export async function startCalloutNats(
   dataDir: string,
-  options: { specialistUser?: boolean } = {},
+  /** `systemUser`: a `$SYS` user in `system.json`, with which the coordinator kicks revoked agents. */
+  options: { specialistUser?: boolean; systemUser?: boolean } = {},
 ): Promise<CalloutNats> {
   const binary = await clusterNatsBinary();
   const credentials = await loadOrCreateCredentials(dataDir);
@@ -53,6 +54,7 @@ export async function startCalloutNats(
       credentials,
       authCallout: { issuer: issuer.publicKey, xkey: issuer.xkeyPublicKey },
       ...(options.specialistUser !== undefined ? { specialistUser: options.specialistUser } : {}),
+      ...(options.systemUser ? { systemUser: await loadOrCreateSystemCredential(dataDir, {}) } : {}),
     }),
     { mode: 0o600 },
   );

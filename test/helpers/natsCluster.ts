@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connectAs } from '../../src/fabric/connect.js';
-import type { NatsCredentials } from '../../src/fabric/credentials.js';
+import type { NatsCredentials, RoleCredential } from '../../src/fabric/credentials.js';
 import {
   clusterClientUrls,
   planCluster,
@@ -106,7 +106,7 @@ async function poll<T>(check: () => Promise<T | undefined>, timeoutMs: number, w
 export async function startTestCluster(
   credentials: NatsCredentials,
   nodes = 3,
-  options: { calloutIssuer?: string; calloutXkey?: string } = {},
+  options: { calloutIssuer?: string; calloutXkey?: string; systemUser?: RoleCredential } = {},
 ): Promise<TestCluster> {
   const binary = await clusterNatsBinary();
   const dir = await mkdtemp(join(tmpdir(), 'amf-cluster-test-'));
