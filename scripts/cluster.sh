@@ -54,12 +54,14 @@ stop() {
 trap stop INT TERM EXIT
 
 urls=""
+logs=()
 while read -r name conf; do
   if [ "$name" = URLS ]; then urls="$conf"; continue; fi
   if [ "$name" = CALLOUT ]; then echo "==> auth callout: issuer $conf"; continue; fi
   node_dir="$(dirname "$conf")"
   "$binary" -c "$conf" >"$node_dir/nats-server.log" 2>&1 &
   pids+=("$!")
+  logs+=("$node_dir/nats-server.log")
   echo "==> $name (pid $!) log: $node_dir/nats-server.log"
 done < <(node scripts/cluster-config.mjs --dir "$dir" --data-dir "$data_dir" --nodes "$nodes" \
   --client-port "$client_port" --route-port "$route_port" "${callout[@]}")
@@ -71,7 +73,9 @@ fi
 echo "NATS cluster ($nodes nodes, $("$binary" --version)) client URLs:"
 echo "  $urls"
 echo "Connect a coordinator:  amf up --data-dir $data_dir --nats-url $urls"
-echo "(set nats.replicas: 3 in $data_dir/amf.yaml so streams and KV are replicated). Ctrl-C stops."
+echo "(set nats.replicas: 3 in $data_dir/amf.yaml so streams and KV are replicated; on this machine,"
+echo " nats.server_logs: [$(IFS=,; echo "${logs[*]}")] there turns the nodes' permission refusals into warnings)."
+echo "Ctrl-C stops."
 # Returns when any node exits; the EXIT trap then stops the others.
 wait -n "${pids[@]}"
 echo "cluster.sh: a node exited; stopping the cluster (see the logs under $dir)" >&2

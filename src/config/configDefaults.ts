@@ -22,6 +22,7 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
     replicas: 1,
     authCallout: null,
     authCalloutTtlSeconds: 300,
+    serverLogs: [],
   },
   mdns: { enabled: true, interface: null },
   policy: { opaUrl: null, path: null },

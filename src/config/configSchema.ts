@@ -188,6 +188,11 @@ export const CONFIG_SCHEMA: SchemaNode = {
         // null = on when an external NATS is used and the data dir holds callout.nkey.
         auth_callout: nullable(boolean()),
         auth_callout_ttl_seconds: intRange(5, 86400, 'a number of seconds'),
+        // Log files of an external server on this machine: its permission refusals become warnings.
+        server_logs: {
+          ...stringList(nonEmptyString('a log file path'), 'nats-server log file paths'),
+          maxItems: 16,
+        },
       },
       'NATS settings',
     ),

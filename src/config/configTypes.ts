@@ -69,6 +69,12 @@ export interface AmfConfig {
     readonly authCallout: boolean | null;
     /** Lifetime of each user JWT the callout issues: a revoked agent is cut after at most this. */
     readonly authCalloutTtlSeconds: number;
+    /**
+     * Log files of an external nats-server on this machine (`scripts/cluster.sh` prints them): the
+     * coordinator follows them and warns about the permission refusals they log, as it does for
+     * the server it spawns. Empty: none.
+     */
+    readonly serverLogs: readonly string[];
   };
   readonly mdns: { readonly enabled: boolean; readonly interface: string | null };
   readonly policy: { readonly opaUrl: string | null; readonly path: string | null };

@@ -6,6 +6,7 @@
  * Only for the nats-server the coordinator spawns: an external NATS keeps its own users.
  */
 import type { AgentUser } from '../fabric/agentUsers.js';
+import { ROLE_USERS, SYSTEM_USER } from '../fabric/credentials.js';
 import type { PermissionViolation } from '../fabric/natsServer.js';
 import type { LogFn } from '../log.js';
 import type { AgentRegistry } from '../registry/agentRegistry.js';
@@ -85,6 +86,14 @@ export class AgentGrants {
  * agent: a NATS refusal is otherwise silent to everyone but the offender. Deduplicated per agent and
  * subject for 10 s.
  */
+/** The coordinator's own NATS users: their refusals are the coordinator's bugs, not an agent's act. */
+const COORDINATOR_SIDE_USERS: ReadonlySet<string> = new Set([
+  ROLE_USERS.coordinator,
+  ROLE_USERS.watcher,
+  ROLE_USERS.connector,
+  SYSTEM_USER,
+]);
+
 export function permissionViolationReporter(
   registry: AgentRegistry,
   notices: PolicyNotices,
@@ -92,16 +101,14 @@ export function permissionViolationReporter(
   const recent = new BoundedCache<true>(10_000, 10_000);
   return (violation) => {
     // Role users (the coordinator's own connections) are not reported: only agents and the join door.
-    if (
-      !violation.user.startsWith('U') &&
-      violation.user !== 'amf-join' &&
-      violation.user !== 'amf-specialist'
-    )
-      return;
+    if (COORDINATOR_SIDE_USERS.has(violation.user)) return;
     const key = `${violation.kind}|${violation.user}|${violation.subject}`;
     if (recent.get(key) !== undefined) return;
     recent.set(key, true);
-    const agent = registry.list().find((a) => a.record.nkey === violation.user)?.record.agent_id;
+    // An nkey user is named by its key; a user the auth callout issued, by its agent id.
+    const agent = registry
+      .list()
+      .find((a) => a.record.nkey === violation.user || a.record.agent_id === violation.user)?.record.agent_id;
     const who = agent ?? (violation.user.startsWith('U') ? `key ${violation.user}` : violation.user);
     notices.warn({
       reason: 'permission_violation',

@@ -31,6 +31,7 @@ import {
   type SupervisedNatsServer,
 } from '../fabric/natsServer.js';
 import { calloutIssuerFor, wireAuthCallout } from './calloutWiring.js';
+import { followServerLogs } from './serverLogViolations.js';
 import { AdmissionPipeline, type AdmissionOutcome } from '../admission/admissionPipeline.js';
 import { openIdentity } from '../identity/identityMode.js';
 import type { IdentityProvider } from '../identity/identityProvider.js';
@@ -295,6 +296,7 @@ export class Coordinator {
         logServerEvent(event, log, options.onFatal ?? (() => void coordinator.close()));
       };
       onViolation = permissionViolationReporter(coordinator.registry, coordinator.notices);
+      if (config.nats.url) void followServerLogs(config.nats.serverLogs, onViolation, log, nc.closed());
       callout?.attach(coordinator);
       await coordinator.startServices();
       return coordinator;

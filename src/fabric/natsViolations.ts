@@ -8,11 +8,22 @@ export interface PermissionViolation {
   subject: string;
 }
 
-/** Reads a `Publish Violation` / `Subscription Violation` line of nats-server's log. */
+/**
+ * Reads a `Publish Violation` / `Subscription Violation` line of nats-server's log, in either form:
+ * `Publish Violation - User "<name>", Subject "<subject>"` (a config user or nkey), or, for a user
+ * the auth callout issued (nats-server 2.10+), `"<account>/user:<name>" - Publish Violation - Subject
+ * "<subject>"`, where the name is the one the callout gave (the agent id).
+ */
 export function parseViolation(line: string): PermissionViolation | undefined {
-  const m = /(Publish|Subscription) Violation - (?:User|Nkey) "([^"]{1,128})", Subject "([^"]{1,512})"/.exec(
-    line,
-  );
-  if (!m) return undefined;
-  return { kind: m[1] === 'Publish' ? 'publish' : 'subscribe', user: m[2]!, subject: m[3]! };
+  const kind = (word: string | undefined): PermissionViolation['kind'] =>
+    word === 'Publish' ? 'publish' : 'subscribe';
+  const classic =
+    /(Publish|Subscription) Violation - (?:User|Nkey) "([^"]{1,256})", Subject "([^"]{1,512})"/.exec(line);
+  if (classic) return { kind: kind(classic[1]), user: classic[2]!, subject: classic[3]! };
+  const issued =
+    /"[^"/]{1,128}\/user:([^"]{1,256})" - (Publish|Subscription) Violation - Subject "([^"]{1,512})"/.exec(
+      line,
+    );
+  if (issued) return { kind: kind(issued[2]), user: issued[1]!, subject: issued[3]! };
+  return undefined;
 }

@@ -43,7 +43,8 @@ describe('auth callout: per-agent NATS users on an external NATS', () => {
         logLevel: 'silent',
         coordinator: { port },
         // A short user JWT lifetime so that the revocation test sees the server cut a connection.
-        nats: { url: nats.url, authCallout: true, authCalloutTtlSeconds: 5 },
+        // The server's log is followed: its permission refusals become warnings.
+        nats: { url: nats.url, authCallout: true, authCalloutTtlSeconds: 5, serverLogs: [nats.logFile] },
         heartbeat: { intervalSeconds: 1, offlineAfterMissed: 3 },
         mdns: { enabled: false },
       },
@@ -127,6 +128,27 @@ describe('auth callout: per-agent NATS users on an external NATS', () => {
     // Nor may it read announcements or publish cancellations.
     const denied = nc.subscribe('amf.task.announce.beta');
     expect(String(await denied.closed)).toMatch(/Permissions Violation for Subscription/);
+
+    // Each refusal, read from the server's log, is warned naming the agent whose key tried it.
+    const alphaId = coordinator.registry.list().find((a) => a.record.nkey === alphaKey.publicKey)!.record
+      .agent_id;
+    const refused = await waitFor(
+      () =>
+        warnings.find(
+          (w) =>
+            w.reason === 'permission_violation' &&
+            w.agent_id === alphaId &&
+            w.details?.subject === 'amf.task.announce.beta',
+        ),
+      'the refused subscription warned',
+    );
+    // The server names a callout-issued user by the name the callout gave it: the agent id.
+    expect(refused.details).toMatchObject({ kind: 'subscribe', nats_user: alphaId });
+    expect(
+      warnings.some(
+        (w) => w.agent_id === alphaId && w.details?.subject === '$JS.API.CONSUMER.INFO.AMF_WORK.workers_beta',
+      ),
+    ).toBe(true);
   });
 
   it('gets every authorization request sealed to the mesh’s curve key (auth_callout.xkey)', async () => {

@@ -5,6 +5,7 @@
  * `amf up --nats-url`, with the mesh's credentials and issuer key from `dataDir`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -16,6 +17,8 @@ import { clusterNatsBinary } from './natsCluster.js';
 
 export interface CalloutNats {
   url: string;
+  /** The server's log file (what `nats.server_logs` names). */
+  logFile: string;
   /** The server's output so far (violations, auth errors). */
   log(): string;
   close(): Promise<void>;
@@ -58,7 +61,10 @@ export async function startCalloutNats(
     }),
     { mode: 0o600 },
   );
-  const child: ChildProcess = spawn(binary, ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const logFile = join(storeDir, 'nats-server.log');
+  const child: ChildProcess = spawn(binary, ['-c', conf, '-l', logFile], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const keep = (b: Buffer): void => {
     output = (output + b.toString()).slice(-200_000);
@@ -72,7 +78,7 @@ export async function startCalloutNats(
   const url = `nats://127.0.0.1:${port}`;
   const deadline = Date.now() + 20_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`nats-server exited:\n${output}`);
+    if (child.exitCode !== null) throw new Error(`nats-server exited:\n${output}${readLog(logFile)}`);
     try {
       const nc = await connectAs(url, credentials.coordinator, 'callout-probe', { maxReconnectAttempts: 0 });
       await nc.close();
@@ -84,7 +90,8 @@ export async function startCalloutNats(
   }
   return {
     url,
-    log: () => output,
+    logFile,
+    log: () => output + readLog(logFile),
     close: async () => {
       process.removeListener('exit', killOnExit);
       if (child.exitCode !== null || child.signalCode !== null) return;
@@ -93,4 +100,12 @@ export async function startCalloutNats(
       await gone;
     },
   };
+}
+
+function readLog(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
 }
