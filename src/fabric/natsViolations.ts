@@ -10,9 +10,9 @@ export interface PermissionViolation {
 
 /**
  * Reads a `Publish Violation` / `Subscription Violation` line of nats-server's log, in either form:
- * `Publish Violation - User "<name>", Subject "<subject>"` (a config user or nkey), or, for a user
- * the auth callout issued (nats-server 2.10+), `"<account>/user:<name>" - Publish Violation - Subject
- * "<subject>"`, where the name is the one the callout gave (the agent id).
+ * `Publish Violation - User "<name>", Subject "<subject>"` (nats-server 2.9: `User` or `Nkey`), or
+ * `"<account>/user:<name>" - Publish Violation - Subject "<subject>"` (2.10+: `user:` or `nkey:`),
+ * where a user the auth callout issued is named as the callout named it (the agent id).
  */
 export function parseViolation(line: string): PermissionViolation | undefined {
   const kind = (word: string | undefined): PermissionViolation['kind'] =>
@@ -21,7 +21,7 @@ export function parseViolation(line: string): PermissionViolation | undefined {
     /(Publish|Subscription) Violation - (?:User|Nkey) "([^"]{1,256})", Subject "([^"]{1,512})"/.exec(line);
   if (classic) return { kind: kind(classic[1]), user: classic[2]!, subject: classic[3]! };
   const issued =
-    /"[^"/]{1,128}\/user:([^"]{1,256})" - (Publish|Subscription) Violation - Subject "([^"]{1,512})"/.exec(
+    /"[^"/]{1,128}\/(?:user|nkey):([^"]{1,256})" - (Publish|Subscription) Violation - Subject "([^"]{1,512})"/.exec(
       line,
     );
   if (issued) return { kind: kind(issued[2]), user: issued[1]!, subject: issued[3]! };

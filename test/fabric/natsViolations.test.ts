@@ -34,6 +34,23 @@ describe('parseViolation', () => {
     ).toEqual({ kind: 'subscribe', user: 'spiffe://local/worker/a', subject: 'amf.task.announce.beta' });
   });
 
+  it('reads the 2.10+ form for config users and nkeys too', () => {
+    expect(
+      parseViolation(
+        '[27890] 2026/11/27 18:25:36.120090 [ERR] 127.0.0.1:49792 - cid:5 - "v3.3.0:nats.js:probe" - "$G/nkey:UCIZJ722XP22HJQ7E64EALTAHTA2G4ZPFNAIHCBAEQN4IUSFTWDKSPH3" - Publish Violation - Subject "amf.forbidden.x"',
+      ),
+    ).toEqual({
+      kind: 'publish',
+      user: 'UCIZJ722XP22HJQ7E64EALTAHTA2G4ZPFNAIHCBAEQN4IUSFTWDKSPH3',
+      subject: 'amf.forbidden.x',
+    });
+    expect(
+      parseViolation(
+        '[27890] 2026/11/27 18:25:36.123180 [ERR] 127.0.0.1:49802 - cid:6 - "v3.3.0:nats.js:jp" - "$G/user:amf-join" - Publish Violation - Subject "amf.forbidden.y"',
+      ),
+    ).toEqual({ kind: 'publish', user: 'amf-join', subject: 'amf.forbidden.y' });
+  });
+
   it('ignores other lines, including an authorization error', () => {
     expect(parseViolation('[1] [ERR] 127.0.0.1:1 - cid:2 - authentication error - User "x"')).toBeUndefined();
     expect(parseViolation('Publish Violation without the fields')).toBeUndefined();
