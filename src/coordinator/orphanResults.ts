@@ -13,7 +13,7 @@
 import type { KV } from '@nats-io/kv';
 import { carryResultSignature } from '../identity/eventSignature.js';
 import { createEvent, type AmfEventOf, type EventSender } from '../events/cloudEvent.js';
-import { replySubject, terminalEventMsgId } from '../events/subjects.js';
+import { RECORD_AGAIN_WITHIN_MS, replySubject, terminalEventMsgId } from '../events/subjects.js';
 import { isTerminal, type TaskState } from '../events/taskStateMachine.js';
 import type { EventBus } from '../fabric/eventBus.js';
 import { kvKey } from '../fabric/jetstream.js';
@@ -42,8 +42,6 @@ function admittedForTag(agents: OrphanResultDeps['agents'], agentId: string, tag
 
 const encoder = new TextEncoder();
 const ADOPTED_MESSAGE = 'ended by a coordinator that adopted the task after its own coordinator stopped';
-/** Under AMF_EVENTS' duplicate window (2 min), with room for the coordinators' clocks to differ. */
-const RECORD_AGAIN_WITHIN_MS = 90_000;
 
 /**
  * Publishes the canonical final of an adopted task and waits until AMF_EVENTS holds it (the stored

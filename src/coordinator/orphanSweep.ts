@@ -13,12 +13,17 @@
  * adoption at the same moment and this ending cannot both happen. While the task's holder is still
  * live (it may be running it), the deadline moves on by one TTL, at most three times.
  *
- * A stopped coordinator's presence entry is forgotten only when all its open tasks have ended: a
- * coordinator that takes the lease over later finds the same tasks and gives them fresh deadlines.
+ * A stopped coordinator's presence entry is forgotten only when all its open tasks have ended and
+ * each ending is stored in AMF_EVENTS: a coordinator that takes the lease over later finds the same
+ * tasks and gives them fresh deadlines. Ending a task is two writes (KV, then the record); a sweeper
+ * that dies between them leaves a `coordinator_lost` state without its event, which the next holder
+ * finds in the same scan and records again while the stream's duplicate window still guards it
+ * (`RECORD_AGAIN_WITHIN_MS`: a record that was stored after all is dropped).
  */
 import { performance } from 'node:perf_hooks';
 import type { KV, KvEntry } from '@nats-io/kv';
 import { isTerminal, type TaskState } from '../events/taskStateMachine.js';
+import { RECORD_AGAIN_WITHIN_MS } from '../events/subjects.js';
 import { kvKey } from '../fabric/jetstream.js';
 import { WORK_ACK_WAIT_MS } from '../fabric/workQueue.js';
 import type { LogFn } from '../log.js';
@@ -44,6 +49,8 @@ export interface OrphanSweepOptions {
   log: LogFn;
   /** The task TTL for states written without one. */
   defaultTtlSeconds: number;
+  /** Wall clock (epoch ms), against the `ended_at` other coordinators wrote. */
+  wallClock?: () => number;
   intervalMs?: number;
   /** Time for a redelivery to reach another worker; default the work queue's ack wait. */
   redeliveryMs?: number;
@@ -116,6 +123,8 @@ export class OrphanSweep {
   /** Reads the open tasks `instance` left in KV and gives each a deadline. */
   private async adoptOpenTasks(instance: string): Promise<void> {
     const open: TaskSnapshot[] = [];
+    const lost: TaskSnapshot[] = [];
+    const wallNow = (this.opts.wallClock ?? Date.now)();
     // Bounded by the round (SCAN_TIMEOUT_MS), which ends the watch through stopScan.
     const watch = await this.opts.tasks.watch();
     this.stopScan = () => watch.stop();
@@ -127,6 +136,7 @@ export class OrphanSweep {
             const snap = parseSnapshot(entry);
             if (snap && snap.coordinator === instance && !isTerminal(snap.state as TaskState))
               open.push(snap);
+            else if (snap?.coordinator === instance && mayBeUnrecordedLoss(snap, wallNow)) lost.push(snap);
           }
           // The last stored value is the first marked as an update (or the last pending): done.
           if (entry.isUpdate || entry.delta === 0) break;
@@ -147,11 +157,13 @@ export class OrphanSweep {
         extensions: 0,
       });
     }
-    this.adopted.set(instance, open.length);
+    this.adopted.set(instance, open.length + lost.length);
     this.opts.log('info', 'coordinator stopped without a goodbye; its open tasks are followed here', {
       instance,
       open_tasks: open.length,
+      ...(lost.length > 0 ? { endings_recorded_again: lost.length } : {}),
     });
+    for (const snap of lost) this.recordLoss(snap, instance);
   }
 
   /** At its deadline: already ended (adopted, answered), extended for a live holder, or failed. */
@@ -178,28 +190,57 @@ export class OrphanSweep {
     } catch {
       return; // changed meanwhile (a result was adopted, a claim written): looked at again next round
     }
-    this.opts.notices.deny(
-      {
-        reason: 'coordinator_lost',
-        message: `task ${taskId} failed: ${message}`,
-        task_id: taskId,
-        terminal: true,
-        state: 'failed',
-        ...(holder ? { agent_id: holder } : {}),
-      },
-      { traceId: snap.trace_id },
-    );
+    this.orphans.delete(taskId);
+    this.recordLoss(ended, orphan.instance);
     this.opts.log('warn', 'orphaned task failed at its deadline', {
       task_id: taskId,
       instance: orphan.instance,
     });
-    this.done(taskId, orphan);
+  }
+
+  /**
+   * Publishes the terminal deny of a task whose KV state says `coordinator_lost`; the task counts as
+   * open for its coordinator's presence until the stream holds the deny.
+   */
+  private recordLoss(snap: TaskSnapshot, instance: string): void {
+    const holder = snap.claimed_by;
+    let recorded: Promise<unknown> = Promise.resolve('not_sent');
+    this.opts.notices.deny(
+      {
+        reason: 'coordinator_lost',
+        message: `task ${snap.task_id} failed: ${snap.outcome?.message ?? 'its coordinator stopped'}`,
+        task_id: snap.task_id,
+        terminal: true,
+        state: 'failed',
+        ...(holder ? { agent_id: holder } : {}),
+      },
+      { traceId: snap.trace_id, onRecord: (r) => (recorded = r) },
+    );
+    void recorded.then(
+      (outcome) => {
+        if (outcome === 'stored') this.ended(instance);
+        else
+          this.opts.log('error', 'the ending of an orphaned task was not recorded', {
+            task_id: snap.task_id,
+          });
+      },
+      (err: unknown) =>
+        this.opts.log('error', 'the ending of an orphaned task was not recorded', {
+          task_id: snap.task_id,
+          err: String(err),
+        }),
+    );
   }
 
   private done(taskId: string, orphan: Orphan): void {
     this.orphans.delete(taskId);
-    const left = this.adopted.get(orphan.instance);
-    if (left !== undefined) this.adopted.set(orphan.instance, Math.max(0, left - 1));
+    this.ended(orphan.instance);
+  }
+
+  /** One of `instance`'s open tasks has ended (and its ending is recorded). */
+  private ended(instance: string): void {
+    const left = this.adopted.get(instance);
+    if (left !== undefined) this.adopted.set(instance, Math.max(0, left - 1));
   }
 
   async close(): Promise<void> {
@@ -207,6 +248,13 @@ export class OrphanSweep {
     clearInterval(this.timer);
     await this.ticking;
   }
+}
+
+/** A sweep's ending written to KV recently enough that its record may be missing and may be redone. */
+function mayBeUnrecordedLoss(snap: TaskSnapshot, wallNow: number): boolean {
+  if (snap.state !== 'failed' || snap.outcome?.reason !== 'coordinator_lost') return false;
+  const age = wallNow - Date.parse(snap.ended_at ?? '');
+  return age >= 0 && age < RECORD_AGAIN_WITHIN_MS;
 }
 
 /** A stored task state, or undefined when the entry is not one (written by anything but us). */

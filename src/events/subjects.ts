@@ -88,6 +88,14 @@ export function terminalEventMsgId(taskId: string): string {
   return `amf-terminal-${taskId}`;
 }
 
+/**
+ * How long after a task's ending (its KV `ended_at`) a coordinator that finds the ending's record
+ * possibly missing may record it again: under AMF_EVENTS' duplicate window (2 min), with room for
+ * the coordinators' clocks to differ, so a record that was stored after all is dropped, never kept
+ * twice.
+ */
+export const RECORD_AGAIN_WITHIN_MS = 90_000;
+
 /** Subject an event of `type` is published on (subject = type, announcements carry the tag). */
 export function subjectForType(type: AmfEventType, tag?: string): string {
   return type === 'amf.task.announce' && tag !== undefined ? announceSubject(tag) : type;

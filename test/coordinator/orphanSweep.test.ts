@@ -5,8 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type { KV } from '@nats-io/kv';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
-import { ensureFabricStores, kvKey } from '../../src/fabric/jetstream.js';
+import { ensureFabricStores, EVENTS_STREAM, kvKey } from '../../src/fabric/jetstream.js';
 import { EventBus } from '../../src/fabric/eventBus.js';
 import type { AnyAmfEvent, EventSender } from '../../src/events/cloudEvent.js';
 import type { PolicyPayload } from '../../src/events/payloads.js';
@@ -30,6 +31,7 @@ const sender: EventSender = {
 let nats: TestNats;
 let tasks: KV;
 let leases: KV;
+let jsm: JetStreamManager;
 let bus: EventBus;
 const denies: AnyAmfEvent[] = [];
 let clock = 0;
@@ -38,7 +40,7 @@ const now = () => clock;
 beforeAll(async () => {
   nats = await startTestNats();
   const nc = await nats.connect('coordinator');
-  ({ tasks, leases } = await ensureFabricStores(nc));
+  ({ tasks, leases, jsm } = await ensureFabricStores(nc));
   bus = new EventBus(nc);
   bus.subscribe('amf.policy.deny', (e) => denies.push(e));
   await bus.flush();
@@ -59,6 +61,19 @@ async function stateOf(taskId: string): Promise<TaskSnapshot | undefined> {
 }
 
 const payloadOf = (e: AnyAmfEvent) => e.data.payload as PolicyPayload;
+
+/** How many terminal denies AMF_EVENTS holds for each task id. */
+async function storedDenies(): Promise<Map<string, number>> {
+  const { state } = await jsm.streams.info(EVENTS_STREAM);
+  const counts = new Map<string, number>();
+  for (let seq = state.first_seq; seq <= state.last_seq; seq++) {
+    const msg = await jsm.streams.getMessage(EVENTS_STREAM, { seq }).catch(() => null);
+    if (!msg || msg.subject !== 'amf.policy.deny') continue;
+    const taskId = payloadOf(msg.json<AnyAmfEvent>()).task_id;
+    if (taskId !== undefined) counts.set(taskId, (counts.get(taskId) ?? 0) + 1);
+  }
+  return counts;
+}
 
 describe('coordinator presence', () => {
   it('names a coordinator whose entry stopped changing for the TTL, never a running one', async () => {
@@ -249,6 +264,70 @@ describe('the sweep of a stopped coordinator’s open tasks', () => {
     expect(sweep.pending).toBe(0);
     expect((await stateOf(taskId))?.state).toBe('announced');
     expect((await leases.get(`coordinator.${dead}`))?.operation).toBe('PUT'); // not forgotten either
+    await sweep.close();
+  });
+
+  it('records again an ending a sweeper left without its event, inside the duplicate window only, never twice', async () => {
+    const dead = randomUUID();
+    const lostAt = (msAgo: number): TaskSnapshot => ({
+      ...openTaskSnapshot(randomUUID(), DEAD_WORKER),
+      ttl_seconds: 1,
+      coordinator: dead,
+      state: 'failed',
+      ended_at: new Date(Date.now() - msAgo).toISOString(),
+      outcome: {
+        reason: 'coordinator_lost',
+        message: 'its coordinator stopped and no worker finished it in time',
+      },
+    });
+    // A sweeper wrote these to KV and died: one before its record, one after it.
+    const unrecorded = await putTask(lostAt(5_000));
+    const recorded = await putTask(lostAt(5_000));
+    new PolicyNotices(bus, sender).deny({
+      reason: 'coordinator_lost',
+      message: 'recorded by the sweeper that died',
+      task_id: recorded,
+      terminal: true,
+      state: 'failed',
+    });
+    // Beyond the window a record could not be told from a second one: left as it is.
+    const longAgo = await putTask(lostAt(10 * 60_000));
+    await leases.put(`coordinator.${dead}`, '{}');
+    await bus.flush();
+
+    const presence = new CoordinatorPresence({
+      kv: leases,
+      instanceId: `heir-${randomUUID()}`,
+      renewIntervalMs: 100,
+      ttlMs: 300,
+      now,
+    });
+    const sweep = new OrphanSweep({
+      tasks,
+      presence,
+      notices: new PolicyNotices(bus, sender),
+      agents: registryWith({ [DEAD_WORKER]: ['echo'] }),
+      isHolder: () => true,
+      log: () => undefined,
+      defaultTtlSeconds: 30,
+      redeliveryMs: 0,
+      now,
+    });
+    clock = 100_000;
+    await presence.stopped();
+    clock = 101_000;
+    await sweep.tick();
+    let counts = new Map<string, number>();
+    for (let i = 0; i < 50 && counts.get(unrecorded) === undefined; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      counts = await storedDenies();
+    }
+    expect(counts.get(unrecorded)).toBe(1);
+    expect(counts.get(recorded)).toBe(1);
+    expect(counts.get(longAgo)).toBeUndefined();
+    // Every ending recorded: the stopped coordinator is forgotten.
+    await sweep.tick();
+    expect((await leases.get(`coordinator.${dead}`))?.operation).toBe('DEL');
     await sweep.close();
   });
 });
