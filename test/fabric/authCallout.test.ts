@@ -17,6 +17,7 @@ import { connectAs, connectAsAgent, NatsAuthError } from '../../src/fabric/conne
 import { JOIN_USER } from '../../src/fabric/credentials.js';
 import { createEphemeralAgentKey, type AgentKey } from '../../src/identity/agentKey.js';
 import { startCalloutNats, type CalloutNats } from '../helpers/calloutNats.js';
+import { waitFor } from '../helpers/waitFor.js';
 import { calloutKeyFile, readCalloutIssuer } from '../../src/identity/calloutIssuer.js';
 import { AUTH_CALLOUT_SUBJECT, SERVER_XKEY_HEADER } from '../../src/coordinator/authCallout.js';
 
@@ -50,16 +51,6 @@ describe('auth callout: per-agent NATS users on an external NATS', () => {
       },
     });
     return Coordinator.start({ config, env: { HOME: tmpdir() } });
-  };
-
-  const waitFor = async <T>(check: () => T | undefined | false, what: string, ms = 15_000): Promise<T> => {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const v = check();
-      if (v) return v;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
   };
 
   const join_ = async (

@@ -18,6 +18,7 @@ import { connectAs, connectAsAgent, NatsAuthError } from '../../src/fabric/conne
 import { SYSTEM_FILE, SYSTEM_USER, readSystemCredentialIfPresent } from '../../src/fabric/credentials.js';
 import { createEphemeralAgentKey, loadOrCreateAgentKey, type AgentKey } from '../../src/identity/agentKey.js';
 import { startCalloutNats, type CalloutNats } from '../helpers/calloutNats.js';
+import { waitFor } from '../helpers/waitFor.js';
 
 // The built CLI (dist/ must be current: npm run build), as in test/fabric/supervisedFabric.test.ts.
 const AMF_BIN = fileURLToPath(new URL('../../bin/amf.js', import.meta.url));
@@ -28,16 +29,6 @@ describe('revoked agents on an external NATS are kicked through the system accou
   let coordinator: Coordinator;
   const workers: RunningWorker[] = [];
   const probes: NatsConnection[] = [];
-
-  const waitFor = async <T>(check: () => T | undefined | false, what: string, ms = 15_000): Promise<T> => {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const v = check();
-      if (v) return v;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  };
 
   const joinAs = async (name: string, tag: string, key: AgentKey): Promise<RunningWorker> => {
     const w = await startWorker({
