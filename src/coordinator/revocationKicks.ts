@@ -57,11 +57,6 @@ export class RevocationKicks {
     this.unsubscribe = this.options.onRegistryChange(() => this.review());
   }
 
-  /** Resolves once every kick asked for so far has been tried (tests, shutdown). */
-  async settled(): Promise<void> {
-    while (this.draining) await this.draining;
-  }
-
   close(): void {
     this.closed = true;
     this.unsubscribe?.();
