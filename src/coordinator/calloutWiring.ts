@@ -124,6 +124,14 @@ export function wireAuthCallout(opts: {
       parts = p;
       answering.add(p);
       if (opts.system) void kickRevokedAgents(opts, opts.system, p.registry);
+      else
+        opts.log(
+          'info',
+          'no NATS system-account user (system.json): a revoked agent is cut when its JWT expires',
+          {
+            ttl_seconds: opts.config.nats.authCalloutTtlSeconds,
+          },
+        );
     },
   };
 }
