@@ -109,6 +109,8 @@ if (existsSync(srcDir) && newestMtime(srcDir, '.ts') > newestMtime(fileURLToPath
 
 const { connectAs } = await import(new URL('fabric/connect.js', DIST).href);
 const { loadOrCreateCredentials } = await import(new URL('fabric/credentials.js', DIST).href);
+// The mesh child inherits this environment, so it signs and checks with the same Ed25519.
+const { ed25519 } = await import(new URL('identity/ed25519.js', DIST).href);
 const { createEvent } = await import(new URL('events/cloudEvent.js', DIST).href);
 
 // --- the mesh process ---------------------------------------------------------------------------------
@@ -637,7 +639,7 @@ function renderReport({ startedAt, results, memory }) {
   const placement = separateWorker()
     ? 'echo worker in its own process (BENCH_SEPARATE_WORKER=1)'
     : "echo worker in the coordinator's process (as `amf up --demo`)";
-  const settings = `concurrency ${CONCURRENCIES.join(', ')}; ${WARMUP_SECONDS} s warm-up then ${SECONDS} s per measurement${ROUNDS > 1 ? `, ${ROUNDS} interleaved rounds, medians reported` : ''}; memory run ${TASKS > 0 ? `${TASKS.toLocaleString('en-US')} tasks at concurrency ${MEMORY_CONCURRENCY}` : 'skipped'}; ${placement}; load average at start ${os
+  const settings = `concurrency ${CONCURRENCIES.join(', ')}; ${WARMUP_SECONDS} s warm-up then ${SECONDS} s per measurement${ROUNDS > 1 ? `, ${ROUNDS} interleaved rounds, medians reported` : ''}; memory run ${TASKS > 0 ? `${TASKS.toLocaleString('en-US')} tasks at concurrency ${MEMORY_CONCURRENCY}` : 'skipped'}; ${placement}; Ed25519 ${ed25519.backend}${process.env.AMF_ED25519 ? ` (AMF_ED25519=${process.env.AMF_ED25519})` : ''}; load average at start ${os
     .loadavg()
     .map((x) => x.toFixed(2))
     .join(' ')}`;

@@ -13,6 +13,7 @@ import {
   checkNatsBinary,
   checkNatsPort,
   checkNatsUrl,
+  checkEd25519,
   checkNode,
   checkOpa,
   checkOpaServer,
@@ -35,6 +36,7 @@ export async function runDoctor(opts: DoctorOptions): Promise<DoctorResult> {
   const running = await readInstanceLock(config.dataDir).catch(() => undefined);
   const checks: Array<Promise<DoctorCheck | DoctorCheck[]>> = [
     Promise.resolve(checkNode()),
+    Promise.resolve(checkEd25519()),
     config.nats.url ? checkNatsUrl(config.nats.url) : checkNatsBinary(config.nats.serverBinary),
     config.nats.url
       ? Promise.resolve([])

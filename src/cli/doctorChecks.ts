@@ -1,11 +1,12 @@
 /**
- * The checks of `amf doctor`: node, nats-server (binary, URL, port), OPA, the coordinator's port and
- * URL, the data directory and the credential file's mode. Each says how to fix what it finds.
+ * The checks of `amf doctor`: node, the Ed25519 implementation, nats-server (binary, URL, port), OPA,
+ * the coordinator's port and URL, the data directory and the credential file's mode. Each says how to fix what it finds.
  */
 import { constants as fsConstants } from 'node:fs';
 import { access, mkdtemp, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { InstanceInfo } from '../fabric/instanceLock.js';
+import { ed25519 } from '../identity/ed25519.js';
 import { fail, pass, warn, type DoctorCheck } from './doctorOutcome.js';
 import {
   compareVersions,
@@ -41,6 +42,17 @@ export function checkNode(): DoctorCheck {
         'node',
         `Node.js ${version} is too old (AMF needs ${MIN_NODE_MAJOR} or newer)`,
         `install Node.js ${MIN_NODE_MAJOR}+`,
+      );
+}
+
+/** Which Ed25519 signs and checks every task event: libsodium is about twice as fast (ed25519.ts). */
+export function checkEd25519(): DoctorCheck {
+  return ed25519.backend === 'libsodium'
+    ? pass('ed25519', 'libsodium (sodium-native) signs and checks events')
+    : warn(
+        'ed25519',
+        'node:crypto signs and checks events: sodium-native did not load here (or AMF_ED25519=node), about half as fast',
+        'reinstall the npm packages on this platform (npm ci), or unset AMF_ED25519',
       );
 }
 

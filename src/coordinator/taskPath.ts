@@ -20,6 +20,7 @@ import type { TaskSnapshot } from './sharedState.js';
 import { ResultIntake } from './resultIntake.js';
 import { TaskDispatcher } from './taskDispatcher.js';
 import { TaskLifecycle } from './taskLifecycle.js';
+import { ed25519 } from '../identity/ed25519.js';
 
 export interface TaskPathParts {
   nc: NatsConnection;
@@ -45,8 +46,14 @@ export interface TaskPath {
   results: ResultIntake;
 }
 
-/** Tasks in flight from which claims' and finals' signature checks go to the thread pool. */
+/**
+ * Tasks in flight from which claims' and finals' signature checks go to the thread pool, when
+ * node:crypto checks them (113 µs each here). libsodium's check (51 µs, ed25519.ts) costs less than
+ * handing it to a pool thread and back: inline it served more tasks a second at concurrency 64
+ * (docs/benchmarks.md, "…night").
+ */
 export const OFFLOAD_FROM_ACTIVE_TASKS = 4;
+const offloadSignatureChecks = ed25519.backend === 'node:crypto';
 
 export function createTaskPath(parts: TaskPathParts): TaskPath {
   const { nc, jsm, tasksKv, bus, work, registry, notices, sender, config, policy, log } = parts;
@@ -57,7 +64,7 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
     notices: notices,
     acceptUnsignedFromKeylessAgents: config.identity.legacyUnsignedAgents,
     onHandlerError: (err) => log('error', 'an authenticated event was not processed', { err: String(err) }),
-    offload: () => activeTasks() >= OFFLOAD_FROM_ACTIVE_TASKS,
+    offload: () => offloadSignatureChecks && activeTasks() >= OFFLOAD_FROM_ACTIVE_TASKS,
   });
   const inOrder = (event: AmfEvent, intake: string, then: (ok: boolean) => void) =>
     authenticity.acceptInOrder(event, intake, then);

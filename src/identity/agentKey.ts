@@ -4,11 +4,12 @@
  * advertisement and is bound to its agent id at admission; with it the agent authenticates to NATS
  * (nkey challenge) and signs every event it sends. The seed never leaves the file and this object.
  */
-import { createPrivateKey, createPublicKey, sign as edSign, type KeyObject } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { nkeys } from '@nats-io/transport-node';
-import { publicKeyObject, rawSeed } from './nkeyPublic.js';
+import { ed25519 } from './ed25519.js';
+import { rawSeed, userPublicKey } from './nkeyPublic.js';
 
 /** A loaded key pair; `seed` is what the nats.js nkey authenticator needs. */
 export interface AgentKey {
@@ -30,20 +31,20 @@ function fromSeedText(text: string, source: string): AgentKey {
   const seed = new TextEncoder().encode(seedText);
   const pair = nkeys.fromSeed(seed);
   const publicKey = pair.getPublicKey();
-  const pub = publicKeyObject(publicKey);
-  const x = pub.export({ format: 'jwk' }).x;
-  // node:crypto signs far faster than the pure-JS Ed25519 of nkeys.js; the key is the same.
-  const privateKey = createPrivateKey({
-    key: { kty: 'OKP', crv: 'Ed25519', d: Buffer.from(rawSeed(seedText)).toString('base64url'), x },
-    format: 'jwk',
-  });
-  if (createPublicKey(privateKey).export({ format: 'jwk' }).x !== x)
+  const pub = userPublicKey(publicKey);
+  // libsodium or node:crypto (ed25519.ts) sign far faster than the pure-JS Ed25519 of nkeys.js;
+  // the key is the same, and a seed that does not give this public key is refused.
+  let sign: (data: Uint8Array) => Buffer;
+  try {
+    sign = ed25519.signer(rawSeed(seedText), pub.raw);
+  } catch {
     throw new Error(`${source}: seed and public key do not match`);
+  }
   return {
     publicKey,
     seed,
-    publicKeyObject: pub,
-    sign: (data) => edSign(null, data, privateKey).toString('base64url'),
+    publicKeyObject: pub.keyObject(),
+    sign: (data) => sign(data).toString('base64url'),
   };
 }
 

@@ -16,7 +16,8 @@
 import * as nodeCrypto from 'node:crypto';
 import type { AgentKey } from './agentKey.js';
 import { canonicalJson, canonicalJsonOmitting } from './canonicalJson.js';
-import { isNkeyUser, publicKeyObject } from './nkeyPublic.js';
+import { isNkeyUser, publicKeyObject, userPublicKey } from './nkeyPublic.js';
+import { ed25519 } from './ed25519.js';
 
 export { canonicalJson };
 
@@ -283,10 +284,9 @@ function checkSignature(request: SignatureRequest): SignatureCheck {
   const prepared = prepare(request);
   if ('done' in prepared) return prepared.done;
   return conclude(
-    nodeCrypto.verify(
-      null,
+    ed25519.verify(
+      userPublicKey(prepared.signer),
       Buffer.from(prepared.text),
-      publicKeyObject(prepared.signer),
       Buffer.from(prepared.signature, 'base64url'),
     ),
     prepared,

@@ -9,13 +9,19 @@ import { nkeys } from '@nats-io/transport-node';
 export const NKEY_USER_PATTERN = /^U[A-Z2-7]{55}$/;
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
-const cache = new Map<string, KeyObject>();
+/** A checked user key: its raw 32 bytes, and a node:crypto key object made on first use. */
+export interface UserPublicKey {
+  readonly raw: Uint8Array;
+  keyObject(): KeyObject;
+}
+
+const cache = new Map<string, UserPublicKey>();
 const CACHE_LIMIT = 10_000;
 
 /** True when `value` is a well-formed nkey user public key with a valid checksum. */
 export function isNkeyUser(value: unknown): boolean {
   if (typeof value !== 'string' || !NKEY_USER_PATTERN.test(value)) return false;
-  // A key already turned into a key object passed the checksum: no need to decode it again.
+  // A key already decoded passed the checksum: no need to decode it again.
   if (cache.has(value)) return true;
   try {
     nkeys.fromPublic(value);
@@ -25,20 +31,30 @@ export function isNkeyUser(value: unknown): boolean {
   }
 }
 
-/** The Ed25519 public key of an nkey user public key; throws when it is not one. */
-export function publicKeyObject(publicKey: string): KeyObject {
+/** The Ed25519 key of an nkey user public key (cached: the coordinator checks every event); throws when it is not one. */
+export function userPublicKey(publicKey: string): UserPublicKey {
   const hit = cache.get(publicKey);
   if (hit) return hit;
   if (!isNkeyUser(publicKey)) throw new Error(`not an nkey user public key: ${publicKey.slice(0, 64)}`);
   // Decoded: one prefix byte, the 32 key bytes, a two-byte CRC (checked by nkeys.js above).
   const raw = base32Decode(publicKey).subarray(1, 33);
-  const key = createPublicKey({
-    key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(raw).toString('base64url') },
-    format: 'jwk',
-  });
+  let keyObject: KeyObject | undefined;
+  const entry: UserPublicKey = {
+    raw,
+    keyObject: () =>
+      (keyObject ??= createPublicKey({
+        key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(raw).toString('base64url') },
+        format: 'jwk',
+      })),
+  };
   if (cache.size >= CACHE_LIMIT) cache.clear();
-  cache.set(publicKey, key);
-  return key;
+  cache.set(publicKey, entry);
+  return entry;
+}
+
+/** The Ed25519 public key of an nkey user public key as a node:crypto key; throws when it is not one. */
+export function publicKeyObject(publicKey: string): KeyObject {
+  return userPublicKey(publicKey).keyObject();
 }
 
 /**

@@ -71,6 +71,10 @@ describe('runDoctor', () => {
   it('passes on a healthy setup (node, data dir, free ports, no credentials yet)', async () => {
     const result = await runDoctor({ config: await configWith() });
     expect(check(result.checks, 'node').level).toBe('ok');
+    expect(check(result.checks, 'ed25519')).toMatchObject({
+      level: 'ok',
+      detail: expect.stringMatching(/libsodium/),
+    });
     expect(check(result.checks, 'data-dir')).toMatchObject({ level: 'ok', ok: true });
     expect(check(result.checks, 'coordinator-port').level).toBe('ok');
     expect(check(result.checks, 'nats-port').level).toBe('ok');
