@@ -7,7 +7,8 @@
  *
  *   static      amf-watcher, a static user that bypasses the callout (the floor)
  *   join        amf-join through the callout (password checked by the coordinator)
- *   agent key   an admitted agent's nkey through the callout (nonce signature checked, JWT with tags)
+ *   agent key   an admitted agent's nkey through the callout (nonce signature checked, JWT with tags),
+ *               the nonce signed as AMF's agents sign it (libsodium), and again with nats.js's signer
  *
  * Environment: BENCH_CALLOUT_LOGINS (300), BENCH_CALLOUT_OUT (default docs/benchmarks-callout.md;
  * "-" writes none).
@@ -28,6 +29,7 @@ const { calloutKeyFile, loadOrCreateCalloutIssuer } = await import('../dist/iden
 const { loadOrCreateCredentials } = await import('../dist/fabric/credentials.js');
 const { renderNatsConfig } = await import('../dist/fabric/natsConfig.js');
 const { createEphemeralAgentKey } = await import('../dist/identity/agentKey.js');
+const { agentAuthenticator } = await import('../dist/fabric/connect.js');
 
 const LOGINS = Math.round(envNumberOf('bench/authCallout.js', 'BENCH_CALLOUT_LOGINS', 300, 10));
 const OUT = process.env.BENCH_CALLOUT_OUT ?? fileURLToPath(new URL('docs/benchmarks-callout.md', ROOT));
@@ -90,7 +92,10 @@ try {
   const kinds = {
     static: { servers: url, user: credentials.watcher.user, pass: credentials.watcher.password },
     join: { servers: url, user: join_.user, pass: join_.password },
-    'agent key': { servers: url, authenticator: nkeyAuthenticator(agent.seed) },
+    // As AMF's agents log in (connectAsAgent): the nonce signed by the key's libsodium signer.
+    'agent key': { servers: url, authenticator: agentAuthenticator(agent) },
+    // The same key with nats.js's own authenticator (pure-JS Ed25519), for comparison.
+    'agent key, nats.js signer': { servers: url, authenticator: nkeyAuthenticator(agent.seed) },
   };
   const times = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
   const once = async (opts) => {
@@ -127,7 +132,7 @@ try {
     "decoding and signature check of the server's request, and the signing of the user and response",
     'JWTs (node:crypto Ed25519: the pure-JS Ed25519 of nkeys.js, used before, cost ~220 ms per login on',
     'this loaded machine); for a key login also the nonce check, and on the client the nonce signature',
-    '(nats.js signs it with the pure-JS nkeys, as it does for the nkey users of a spawned server).',
+    '(AMF agents sign it with their libsodium signer; nats.js\'s own authenticator signs with the pure-JS nkeys).',
     'It is paid at connect and at each renewal (`nats.auth_callout_ttl_seconds`), never per message.',
     '',
   ].join('\n');

@@ -7,6 +7,7 @@ import {
   connect,
   errors,
   nkeyAuthenticator,
+  type Authenticator,
   type NatsConnection,
   type NodeConnectionOptions,
 } from '@nats-io/transport-node';
@@ -136,6 +137,19 @@ export async function connectAs(
 export interface AgentNkey {
   readonly publicKey: string;
   readonly seed: Uint8Array;
+  /** Ed25519 over `data`, base64url (agentKey.ts: libsodium, far faster than nats.js's pure JS). */
+  sign?(data: Uint8Array): string;
+}
+
+/** Answers the server's nonce challenge, with the key's own signer when it has one. */
+export function agentAuthenticator(key: AgentNkey): Authenticator {
+  const { sign } = key;
+  if (!sign) return nkeyAuthenticator(key.seed);
+  return (nonce?: string) => ({
+    nkey: key.publicKey,
+    // Standard base64, as nats.js's own authenticator sends it.
+    sig: nonce ? Buffer.from(sign(new TextEncoder().encode(nonce)), 'base64url').toString('base64') : '',
+  });
 }
 
 /**
@@ -151,7 +165,7 @@ export async function connectAsAgent(
 ): Promise<NatsConnection> {
   const options: NodeConnectionOptions = {
     servers: natsServers(url),
-    authenticator: nkeyAuthenticator(key.seed),
+    authenticator: agentAuthenticator(key),
     name,
     inboxPrefix: agentInboxPrefix(key.publicKey),
     // While the agent is not admitted (revoked, or a restarted server) the server refuses its key;
