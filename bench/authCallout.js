@@ -132,7 +132,7 @@ try {
     "decoding and signature check of the server's request, and the signing of the user and response",
     'JWTs (node:crypto Ed25519: the pure-JS Ed25519 of nkeys.js, used before, cost ~220 ms per login on',
     'this loaded machine); for a key login also the nonce check, and on the client the nonce signature',
-    '(AMF agents sign it with their libsodium signer; nats.js\'s own authenticator signs with the pure-JS nkeys).',
+    "(AMF agents sign it with their libsodium signer; nats.js's own authenticator signs with the pure-JS nkeys).",
     'It is paid at connect and at each renewal (`nats.auth_callout_ttl_seconds`), never per message.',
     '',
   ].join('\n');
