@@ -78,8 +78,7 @@ export function createEd25519(sodium: Sodium | undefined): Ed25519 {
 
 function sodiumSigner(sodium: Sodium, seed: Uint8Array, publicKey: Uint8Array): (data: Uint8Array) => Buffer {
   const pk = Buffer.alloc(sodium.crypto_sign_PUBLICKEYBYTES);
-  // Guarded memory for the secret half (locked, not swapped out).
-  const sk = sodium.sodium_malloc(sodium.crypto_sign_SECRETKEYBYTES);
+  const sk = secretKeyBuffer(sodium);
   sodium.crypto_sign_seed_keypair(pk, sk, Buffer.from(seed));
   if (!pk.equals(Buffer.from(publicKey))) throw new Error('the Ed25519 seed does not match its public key');
   return (data) => {
@@ -87,6 +86,18 @@ function sodiumSigner(sodium: Sodium, seed: Uint8Array, publicKey: Uint8Array): 
     sodium.crypto_sign_detached(signature, asBuffer(data), sk);
     return signature;
   };
+}
+
+/**
+ * Guarded memory for a secret key (locked, not swapped out, guard pages around it); plain memory
+ * where the process may lock no more (a container's RLIMIT_MEMLOCK), rather than no key at all.
+ */
+function secretKeyBuffer(sodium: Sodium): Buffer {
+  try {
+    return sodium.sodium_malloc(sodium.crypto_sign_SECRETKEYBYTES);
+  } catch {
+    return Buffer.alloc(sodium.crypto_sign_SECRETKEYBYTES);
+  }
 }
 
 function nodeSigner(seed: Uint8Array, publicKey: Uint8Array): (data: Uint8Array) => Buffer {
