@@ -12,7 +12,11 @@ import {
   type CalloutIssuer,
 } from '../identity/calloutIssuer.js';
 import { connectAs, RECONNECT_FOREVER } from '../fabric/connect.js';
-import type { NatsCredentials, RoleCredential } from '../fabric/credentials.js';
+import {
+  readSystemCredentialIfPresent,
+  type NatsCredentials,
+  type RoleCredential,
+} from '../fabric/credentials.js';
 import type { LogFn } from '../log.js';
 import type { AgentRegistry, RegisteredAgent } from '../registry/agentRegistry.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
@@ -47,6 +51,25 @@ export async function calloutIssuerFor(
   if (!config.nats.url || config.nats.authCallout === false) return undefined;
   const file = calloutKeyFile(config.dataDir, env);
   return config.nats.authCallout === true ? loadOrCreateCalloutIssuer(file) : readCalloutIssuer(file);
+}
+
+/**
+ * The callout for this coordinator when it is on (calloutIssuerFor), with the server's system user
+ * when the data dir or the environment gives one; undefined when the callout is off.
+ */
+export async function startCalloutFor(opts: {
+  nc: NatsConnection;
+  natsUrl: string;
+  config: AmfConfig;
+  env: NodeJS.ProcessEnv;
+  credentials: NatsCredentials;
+  join: RoleCredential;
+  log: LogFn;
+}): Promise<WiredCallout | undefined> {
+  const issuer = await calloutIssuerFor(opts.config, opts.env);
+  if (!issuer) return undefined;
+  const system = await readSystemCredentialIfPresent(opts.config.dataDir, opts.env);
+  return wireAuthCallout({ ...opts, issuer, system });
 }
 
 /** What the coordinator hands over once it is built. */

@@ -7,30 +7,21 @@
 import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { AmfConfig } from '../config/config.js';
-import {
-  largestTaskBodyBytes,
-  largestTaskEventBytes,
-  spawnedNatsMaxPayload,
-} from '../config/payloadLimits.js';
+import { largestTaskBodyBytes, largestTaskEventBytes } from '../config/payloadLimits.js';
 import type { EventSender } from '../events/cloudEvent.js';
 import { connectAs, drainOrClose, RECONNECT_FOREVER } from '../fabric/connect.js';
-import { acquireInstanceLock, type InstanceLock } from '../fabric/instanceLock.js';
+import type { InstanceLock } from '../fabric/instanceLock.js';
 import {
   loadOrCreateCredentials,
   loadOrCreateJoinCredential,
-  readSystemCredentialIfPresent,
   type NatsCredentials,
   type RoleCredential,
 } from '../fabric/credentials.js';
 import { EventBus } from '../fabric/eventBus.js';
 import { ensureFabricStores, type FabricStores } from '../fabric/jetstream.js';
-import {
-  superviseNatsServer,
-  type NatsSupervisorEvent,
-  type PermissionViolation,
-  type SupervisedNatsServer,
-} from '../fabric/natsServer.js';
-import { calloutIssuerFor, wireAuthCallout } from './calloutWiring.js';
+import type { NatsSupervisorEvent, PermissionViolation, SupervisedNatsServer } from '../fabric/natsServer.js';
+import { spawnCoordinatorNats } from './spawnedNats.js';
+import { startCalloutFor } from './calloutWiring.js';
 import { followServerLogs } from './serverLogViolations.js';
 import { AdmissionPipeline, type AdmissionOutcome } from '../admission/admissionPipeline.js';
 import { openIdentity } from '../identity/identityMode.js';
@@ -239,31 +230,28 @@ export class Coordinator {
       const credentials = await loadOrCreateCredentials(config.dataDir);
       const joinCredential = await loadOrCreateJoinCredential(config.dataDir, env);
       if (!natsUrl) {
-        // Before the server starts: two nats-servers must never open one JetStream directory.
-        instanceLock = await acquireInstanceLock(config.dataDir);
-        natsServer = await superviseNatsServer({
-          dataDir: config.dataDir,
+        const spawned = await spawnCoordinatorNats({
+          config,
           credentials,
-          port: config.nats.port,
-          binary: config.nats.serverBinary,
-          maxPayloadBytes: spawnedNatsMaxPayload(config),
-          onEvent: (event) => onServerEvent(event),
-          users: { join: joinCredential, agents: [] },
-          // Seed workers connect with the shared specialist user: only legacy mode needs it.
+          join: joinCredential,
           specialistUser: config.identity.legacyUnsignedAgents || options.legacySpecialistUser === true,
+          onEvent: (event) => onServerEvent(event),
           onViolation: (violation) => onViolation(violation),
+          log,
         });
-        natsUrl = natsServer.url;
-        await instanceLock.update({ nats_url: natsUrl });
-        log('info', 'nats-server started', { url: natsUrl, pid: natsServer.pid });
+        ({ server: natsServer, lock: instanceLock, url: natsUrl } = spawned);
       }
       const nc = await connectAs(natsUrl, credentials.coordinator, 'amf-coordinator', RECONNECT_FOREVER);
       opened.push(nc);
-      const issuer = await calloutIssuerFor(config, env);
-      const system = issuer && (await readSystemCredentialIfPresent(config.dataDir, env));
-      const callout =
-        issuer &&
-        wireAuthCallout({ nc, natsUrl, issuer, config, credentials, join: joinCredential, system, log });
+      const callout = await startCalloutFor({
+        nc,
+        natsUrl,
+        config,
+        env,
+        credentials,
+        join: joinCredential,
+        log,
+      });
       warnIfPayloadCapTooSmall(nc, config, log);
       // Each role of the admission path has its own connection, so NATS ACLs separate them.
       const connector = await connectAs(natsUrl, credentials.connector, 'amf-connector', RECONNECT_FOREVER);
@@ -296,7 +284,7 @@ export class Coordinator {
         logServerEvent(event, log, options.onFatal ?? (() => void coordinator.close()));
       };
       onViolation = permissionViolationReporter(coordinator.registry, coordinator.notices);
-      if (config.nats.url) void followServerLogs(config.nats.serverLogs, onViolation, log, nc.closed());
+      void followServerLogs(config.nats.url ? config.nats.serverLogs : [], onViolation, log, nc.closed());
       callout?.attach(coordinator);
       await coordinator.startServices();
       return coordinator;

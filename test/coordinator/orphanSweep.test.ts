@@ -62,6 +62,23 @@ async function stateOf(taskId: string): Promise<TaskSnapshot | undefined> {
 
 const payloadOf = (e: AnyAmfEvent) => e.data.payload as PolicyPayload;
 
+/** A sweep over the shared NATS KV, bus and injected clock; what differs per test is given. */
+function sweepWith(
+  opts: Pick<
+    ConstructorParameters<typeof OrphanSweep>[0],
+    'presence' | 'agents' | 'isHolder' | 'redeliveryMs'
+  >,
+): OrphanSweep {
+  return new OrphanSweep({
+    tasks,
+    notices: new PolicyNotices(bus, sender),
+    log: () => undefined,
+    defaultTtlSeconds: 30,
+    now,
+    ...opts,
+  });
+}
+
 /** How many terminal denies AMF_EVENTS holds for each task id. */
 async function storedDenies(): Promise<Map<string, number>> {
   const { state } = await jsm.streams.info(EVENTS_STREAM);
@@ -166,17 +183,7 @@ describe('the sweep of a stopped coordinator’s open tasks', () => {
       ttlMs: 300,
       now,
     });
-    const sweep = new OrphanSweep({
-      tasks,
-      presence,
-      notices: new PolicyNotices(bus, sender),
-      agents,
-      isHolder: () => true,
-      log: () => undefined,
-      defaultTtlSeconds: 30,
-      redeliveryMs: 1_000,
-      now,
-    });
+    const sweep = sweepWith({ presence, agents, isHolder: () => true, redeliveryMs: 1_000 });
     // The sweeper saw the entry a second ago; unchanged since, longer than the presence TTL.
     clock = -1_000;
     await presence.stopped();
@@ -246,16 +253,11 @@ describe('the sweep of a stopped coordinator’s open tasks', () => {
     const dead = randomUUID();
     const taskId = await putTask({ ...openTaskSnapshot(randomUUID()), ttl_seconds: 1, coordinator: dead });
     await leases.put(`coordinator.${dead}`, '{}');
-    const sweep = new OrphanSweep({
-      tasks,
+    const sweep = sweepWith({
       presence: new CoordinatorPresence({ kv: leases, instanceId: `bystander-${randomUUID()}`, now }),
-      notices: new PolicyNotices(bus, sender),
       agents: registryWith({}),
       isHolder: () => false,
-      log: () => undefined,
-      defaultTtlSeconds: 30,
       redeliveryMs: 0,
-      now,
     });
     clock = 0;
     await sweep.tick();
@@ -302,16 +304,11 @@ describe('the sweep of a stopped coordinator’s open tasks', () => {
       ttlMs: 300,
       now,
     });
-    const sweep = new OrphanSweep({
-      tasks,
+    const sweep = sweepWith({
       presence,
-      notices: new PolicyNotices(bus, sender),
       agents: registryWith({ [DEAD_WORKER]: ['echo'] }),
       isHolder: () => true,
-      log: () => undefined,
-      defaultTtlSeconds: 30,
       redeliveryMs: 0,
-      now,
     });
     clock = 100_000;
     await presence.stopped();
