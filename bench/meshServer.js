@@ -147,7 +147,11 @@ async function runMeshProcess() {
     const heartbeat = process.env.BENCH_HEARTBEAT_SECONDS;
     const config = await loadConfig({
       // Only what the mesh needs: a developer's AMF_* settings must not change the bench.
-      env: { HOME: tmpdir() },
+      // AMF_NATS_SERVER_BIN is the one exception: bench/run.js reports that server's version.
+      env: {
+        HOME: tmpdir(),
+        ...(process.env.AMF_NATS_SERVER_BIN ? { AMF_NATS_SERVER_BIN: process.env.AMF_NATS_SERVER_BIN } : {}),
+      },
       flags: {
         dataDir,
         logLevel: 'silent',

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the pinned nats-server that the cluster tooling (scripts/cluster.sh, test/cluster) needs,
 # into a per-version cache dir, only if it is not there yet, and prints its path on stdout.
+# `npm start` and `npm run bench` spawn it instead of Debian's once it is installed (scripts/lib.sh).
 # Debian's nats-server (2.9.x) runs the single-node mesh fine, but clustered JetStream (replicated
 # streams and KV, scaling replicas by update, leader elections after a node loss) matured in 2.10+;
 # pinning one version keeps every developer's cluster and the tests on the same behaviour.
@@ -11,6 +12,13 @@ NATS_SERVER_VERSION="${AMF_NATS_SERVER_VERSION:-v2.12.15}"
 cache_root="${AMF_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/amf}"
 install_dir="$cache_root/nats-server-$NATS_SERVER_VERSION"
 binary="$install_dir/nats-server"
+
+# --if-installed: only print the path of an installed copy (exit 1 when there is none); never build.
+if [ "${1:-}" = "--if-installed" ]; then
+  [ -x "$binary" ] && "$binary" --version 2>/dev/null | grep -q "${NATS_SERVER_VERSION#v}" || exit 1
+  echo "$binary"
+  exit 0
+fi
 
 if [ ! -x "$binary" ]; then
   if ! command -v go >/dev/null 2>&1; then

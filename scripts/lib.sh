@@ -43,3 +43,14 @@ with_progress() {
   wait "$ticker" 2>/dev/null || true
   return "$status"
 }
+
+# Spawns the pinned nats-server of scripts/install-nats.sh when it is installed and the caller has not
+# chosen one: Debian's 2.9 slows a long-running mesh down as its streams fill (docs/benchmarks.md,
+# "…late"; `amf up` warns about it), the pinned release stays flat.
+use_pinned_nats_server_if_installed() {
+  local pinned
+  if [ -z "${AMF_NATS_SERVER_BIN:-}" ] && pinned="$(bash scripts/install-nats.sh --if-installed)"; then
+    export AMF_NATS_SERVER_BIN="$pinned"
+    echo "==> nats-server: $pinned (scripts/install-nats.sh)"
+  fi
+}

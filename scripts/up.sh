@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 ensure_debian_package 'command -v nats-server' nats-server
+use_pinned_nats_server_if_installed
 
 # npm ci is complete only when it wrote the stamp (the lock file's hash) at its end: an interrupted
 # install, or a changed package-lock.json, installs again.

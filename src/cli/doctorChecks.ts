@@ -20,6 +20,7 @@ import {
   tcpReachable,
   versionOf,
 } from './doctorProbes.js';
+import { parseServerVersion, slowStoreWarning } from '../fabric/natsServerVersion.js';
 
 const MIN_NODE_MAJOR = 20;
 
@@ -63,17 +64,22 @@ export async function checkNatsBinary(binary: string): Promise<DoctorCheck> {
     const detail = run.notFound ? `${binary} not found on PATH` : `${binary} --version failed: ${run.error}`;
     return fail('nats-server', detail, NATS_INSTALL);
   }
-  const match = /v?(\d+)\.(\d+)\.(\d+)/.exec(run.output);
-  if (!match)
+  const version = parseServerVersion(run.output);
+  if (!version)
     return warn('nats-server', `${binary} found, but its version is unreadable: ${firstLine(run.output)}`);
-  const version = [Number(match[1]), Number(match[2]), Number(match[3])];
-  const tooOld = compareVersions(version, MIN_NATS_SERVER) < 0;
   const text = `${binary} ${version.join('.')}`;
-  return tooOld
-    ? fail(
+  if (compareVersions(version, MIN_NATS_SERVER) < 0)
+    return fail(
+      'nats-server',
+      `${text} is too old (JetStream KV needs ${MIN_NATS_SERVER.join('.')}+)`,
+      NATS_INSTALL,
+    );
+  const slow = slowStoreWarning(version);
+  return slow
+    ? warn(
         'nats-server',
-        `${text} is too old (JetStream KV needs ${MIN_NATS_SERVER.join('.')}+)`,
-        NATS_INSTALL,
+        `${text}: ${slow.replace(/ Use .*$/, '')}`,
+        'bash scripts/install-nats.sh, then AMF_NATS_SERVER_BIN=<the path it prints>',
       )
     : pass('nats-server', text);
 }

@@ -130,14 +130,7 @@ export async function nearestExisting(dir: string): Promise<string> {
   }
 }
 
-/** Compares dotted version numbers: negative, zero or positive. */
-export function compareVersions(a: readonly number[], b: readonly number[]): number {
-  for (let i = 0; i < Math.max(a.length, b.length); i++) {
-    const d = (a[i] ?? 0) - (b[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
+export { compareVersions } from '../fabric/natsServerVersion.js';
 
 /** The first line of a text, trimmed. */
 export function firstLine(text: string): string {

@@ -47,6 +47,7 @@ import {
   announceAgentChanges,
   logServerEvent,
   warnIfPayloadCapTooSmall,
+  warnIfSlowNatsServer,
   watchConnection,
 } from './coordinatorEvents.js';
 import { spiffeAdmission } from './spiffeAdmission.js';
@@ -253,6 +254,7 @@ export class Coordinator {
         log,
       });
       warnIfPayloadCapTooSmall(nc, config, log);
+      warnIfSlowNatsServer(nc, log);
       // Each role of the admission path has its own connection, so NATS ACLs separate them.
       const connector = await connectAs(natsUrl, credentials.connector, 'amf-connector', RECONNECT_FOREVER);
       opened.push(connector);

@@ -9,6 +9,7 @@ import { largestTaskEventBytes } from '../config/payloadLimits.js';
 import { createEvent, type EventSender } from '../events/cloudEvent.js';
 import type { EventBus } from '../fabric/eventBus.js';
 import type { NatsSupervisorEvent } from '../fabric/natsServer.js';
+import { parseServerVersion, slowStoreWarning } from '../fabric/natsServerVersion.js';
 import type { WorkQueueWriter } from '../fabric/workQueue.js';
 import type { LogFn } from '../log.js';
 import type { AgentRegistry } from '../registry/agentRegistry.js';
@@ -104,4 +105,11 @@ export function warnIfPayloadCapTooSmall(nc: NatsConnection, config: AmfConfig, 
       max_payload: maxPayload,
       needed: largestTaskEventBytes(config),
     });
+}
+
+/** Warns once at start when the NATS server is a release whose file store slows a long-running mesh. */
+export function warnIfSlowNatsServer(nc: NatsConnection, log: LogFn): void {
+  const version = parseServerVersion(nc.info?.version);
+  const warning = version ? slowStoreWarning(version) : undefined;
+  if (version && warning) log('warn', warning, { nats_server: version.join('.') });
 }

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# `npm run bench`: every benchmark, against the nats-server that `npm start` would spawn.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+. scripts/lib.sh
+use_pinned_nats_server_if_installed
+
+node --expose-gc bench/run.js
+node bench/admission.js
+node bench/mcp.js
+node bench/a2a.js
+node bench/startup.js
