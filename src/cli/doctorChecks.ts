@@ -20,7 +20,7 @@ import {
   tcpReachable,
   versionOf,
 } from './doctorProbes.js';
-import { parseServerVersion, slowStoreWarning } from '../fabric/natsServerVersion.js';
+import { parseServerVersion, slowStoreReason } from '../fabric/natsServerVersion.js';
 
 const MIN_NODE_MAJOR = 20;
 
@@ -74,11 +74,11 @@ export async function checkNatsBinary(binary: string): Promise<DoctorCheck> {
       `${text} is too old (JetStream KV needs ${MIN_NATS_SERVER.join('.')}+)`,
       NATS_INSTALL,
     );
-  const slow = slowStoreWarning(version);
+  const slow = slowStoreReason(version);
   return slow
     ? warn(
         'nats-server',
-        `${text}: ${slow.replace(/ Use .*$/, '')}`,
+        `${text} ${slow}`,
         'bash scripts/install-nats.sh, then AMF_NATS_SERVER_BIN=<the path it prints>',
       )
     : pass('nats-server', text);

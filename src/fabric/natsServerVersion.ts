@@ -24,12 +24,20 @@ export function compareVersions(a: readonly number[], b: readonly number[]): num
 }
 
 /** Why `version` is a poor choice for a mesh that runs for long; undefined when it is fine. */
-export function slowStoreWarning(version: readonly number[]): string | undefined {
+export function slowStoreReason(version: readonly number[]): string | undefined {
   if (compareVersions(version, STEADY_FILESTORE_SINCE) >= 0) return undefined;
   return (
-    `nats-server ${version.join('.')} slows down as a mesh runs: its file store costs more per task ` +
-    `as task states and events accumulate (measured: 908 → 388 completions/s over 60,000 tasks; ` +
-    `2.12 stays flat). Use ${STEADY_FILESTORE_SINCE.join('.')} or newer: bash scripts/install-nats.sh ` +
-    `prints one's path for AMF_NATS_SERVER_BIN (npm start uses it once installed)`
+    'slows down as a mesh runs: its file store costs more per task as task states and events ' +
+    'accumulate (measured: 908 → 388 completions/s over 60,000 tasks; 2.12 stays flat)'
+  );
+}
+
+/** The start-up warning about `version`, with the fix; undefined when it is fine. */
+export function slowStoreWarning(version: readonly number[]): string | undefined {
+  const reason = slowStoreReason(version);
+  return (
+    reason &&
+    `nats-server ${version.join('.')} ${reason}. Use ${STEADY_FILESTORE_SINCE.join('.')} or newer: ` +
+      'bash scripts/install-nats.sh prints the path of one for AMF_NATS_SERVER_BIN (npm start uses it once installed)'
   );
 }
