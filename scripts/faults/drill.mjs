@@ -319,7 +319,8 @@ export async function runDrill({
     await Promise.all(Array.from({ length: Math.max(1, lanes) }, lane));
   } finally {
     killAllGroups();
-    if (!keep) await rm(root, { recursive: true, force: true });
+    // A failed fault keeps every process's log (its row names the directory); a clean run leaves nothing.
+    if (!keep && !rows.some(rowFails)) await rm(root, { recursive: true, force: true });
   }
   rows.sort((a, b) => a.id - b.id);
   return {

@@ -28,7 +28,7 @@ describe('quick fault drill', () => {
       const row = result?.rows.find((r) => r.id === id);
       expect(row, 'the drill did not produce this row').toBeDefined();
       expect(row?.ran).toBe(true);
-      expect(row?.error).toBeUndefined();
+      expect(row?.error, `process logs kept in ${row?.logs}`).toBeUndefined();
       expect({ id, lost: row?.lost, lostSample: row?.lostSample }).toEqual({ id, lost: 0, lostSample: [] });
       expect({ id, double: row?.double }).toEqual({ id, double: 0 });
       expect({ id, recovered: row?.recovered, why: row?.recoveryFailure }).toEqual({

@@ -6,7 +6,8 @@
  * coordinator nor the nats-server it spawned (which a SIGKILL of the coordinator's group alone
  * leaves behind, with ppid 1).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runDrill, type DrillFault } from '../../scripts/faults/drill.mjs';
@@ -46,6 +47,9 @@ describe('fault drill set-up failure', () => {
       expect(natsSeen.length).toBeGreaterThan(0);
       expect(await processesMentioning(result.root)).toEqual([]);
       for (const pid of natsSeen) expect(isRunning(pid), `nats-server pid ${pid}`).toBe(false);
+      // A failed case keeps its processes' logs for whoever reads the failure; the test removes them.
+      expect(existsSync(String(row?.logs))).toBe(true);
+      await rm(result.root, { recursive: true, force: true });
     },
   );
 });
