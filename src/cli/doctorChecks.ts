@@ -9,7 +9,6 @@ import type { InstanceInfo } from '../fabric/instanceLock.js';
 import { ed25519 } from '../identity/ed25519.js';
 import { fail, pass, warn, type DoctorCheck } from './doctorOutcome.js';
 import {
-  compareVersions,
   firstLine,
   getJson,
   isHealth,
@@ -20,7 +19,7 @@ import {
   tcpReachable,
   versionOf,
 } from './doctorProbes.js';
-import { parseServerVersion, slowStoreReason } from '../fabric/natsServerVersion.js';
+import { compareVersions, parseServerVersion, slowStoreReason } from '../fabric/natsServerVersion.js';
 
 const MIN_NODE_MAJOR = 20;
 

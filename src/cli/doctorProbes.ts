@@ -130,8 +130,6 @@ export async function nearestExisting(dir: string): Promise<string> {
   }
 }
 
-export { compareVersions } from '../fabric/natsServerVersion.js';
-
 /** The first line of a text, trimmed. */
 export function firstLine(text: string): string {
   return text.split('\n')[0]?.trim() ?? '';
