@@ -5,10 +5,10 @@
 // Options: --suite NAME (only that suite), --level must|should|may (TCK levels), --keep (keep logs).
 import { spawn, execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, existsSync, writeFileSync, chmodSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './lib/freePort.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -20,17 +20,6 @@ const TCK_DIR = resolve(process.env.AMF_A2A_TCK_DIR ?? join(ROOT, '..', 'shared'
 const VENV = join(homedir(), '.cache', 'amf', 'a2a-tck-venv');
 const work = mkdtempSync(join(tmpdir(), 'amf-conformance-'));
 const children = [];
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
-}
 
 function start(name, argv, env = {}) {
   const log = join(work, `${name}.log`);

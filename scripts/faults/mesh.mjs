@@ -6,7 +6,6 @@
  */
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -24,17 +23,8 @@ export async function fromDist(path) {
   return import(pathToFileURL(file).href);
 }
 
-/** A free TCP port on 127.0.0.1, for faults that restart a process on the port it had. */
-export function freePort() {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolvePort(port));
-    });
-  });
-}
+/** Restarted processes take the port they had: chosen outside the kernel's ephemeral range. */
+export { freePort } from '../lib/freePort.mjs';
 
 /**
  * Starts `amf up` and resolves once it printed its URLs. `port`/`natsPort` default to 0 (any free

@@ -2,23 +2,15 @@
 // for a skill tag reaches the @a2a-js/sdk reference agent and its answer comes back through the
 // OpenAI API; an unreachable agent is not fatal and is bridged once it comes up; the mesh's own
 // coordinator is refused.
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startA2aBridges, type A2aBridges } from '../../src/apps/a2aBridgeApp.js';
 import { bridgeTags, toCapabilityTag } from '../../src/a2aClient/skillTags.js';
 import type { FinalPayload } from '../../src/events/payloads.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { startReferenceAgent, type ReferenceAgent } from './referenceAgent.js';
+import { freePort } from '../../scripts/lib/freePort.mjs';
 
 /** A port nothing listens on (bound once, then released). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
 async function chat(mesh: TestMesh, model: string, content: string, stream = false): Promise<Response> {
   return fetch(`${mesh.url}/v1/chat/completions`, {
     method: 'POST',

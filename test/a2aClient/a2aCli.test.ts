@@ -5,12 +5,12 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReferenceAgent, type ReferenceAgent } from './referenceAgent.js';
+import { freePort } from '../../scripts/lib/freePort.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const AMF_BIN = join(ROOT, 'bin/amf.js');
@@ -26,14 +26,6 @@ function cleanEnv(home: string): NodeJS.ProcessEnv {
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('AMF_')) env[k] = v;
   env.HOME = home;
   return env;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
 }
 
 // Every CLI run starts a Node process: on a loaded machine that alone takes seconds.

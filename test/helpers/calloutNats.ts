@@ -7,13 +7,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { calloutKeyFile, loadOrCreateCalloutIssuer } from '../../src/identity/calloutIssuer.js';
 import { connectAs } from '../../src/fabric/connect.js';
 import { loadOrCreateCredentials, loadOrCreateSystemCredential } from '../../src/fabric/credentials.js';
 import { renderNatsConfig } from '../../src/fabric/natsConfig.js';
 import { clusterNatsBinary } from './natsCluster.js';
+import { freePort } from '../../scripts/lib/freePort.mjs';
 
 export interface CalloutNats {
   url: string;
@@ -22,17 +22,6 @@ export interface CalloutNats {
   /** The server's output so far (violations, auth errors). */
   log(): string;
   close(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 /** Starts the server and waits until the coordinator user (static, no callout) can log in. */

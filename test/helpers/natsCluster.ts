@@ -7,7 +7,6 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:fs';
 import { access, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +20,7 @@ import {
   renderClusterNodeConfig,
   type ClusterPlan,
 } from '../../src/fabric/natsCluster.js';
+import { freePort } from '../../scripts/lib/freePort.mjs';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -67,19 +67,6 @@ export async function clusterNatsBinary(): Promise<string> {
     );
   }
   return binary;
-}
-
-async function freePort(): Promise<number> {
-  // Probe-then-bind: routes must name their peers' ports before any node starts, so the ports are
-  // chosen here; the window for another process to take one is tiny on a test machine.
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 async function poll<T>(check: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {

@@ -8,10 +8,10 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from '../../scripts/lib/freePort.mjs';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -38,17 +38,6 @@ export async function spireDir(): Promise<string> {
   if (process.env.AMF_SPIRE_DIR) return process.env.AMF_SPIRE_DIR;
   const { stdout } = await run('bash', [join(ROOT, 'scripts/install-spire.sh')], { maxBuffer: 1 << 20 });
   return stdout.trim().split('\n').pop()!;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolvePort(port));
-    });
-  });
 }
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {

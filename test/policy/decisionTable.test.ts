@@ -19,7 +19,8 @@ import {
   loadWasmPolicy,
 } from '../../src/policy/opaWasmEngine.js';
 import type { PolicyEngine } from '../../src/policy/policyEngine.js';
-import { freePort, OPA_BINARY, opaEval, POLICIES_DIR, startOpaServer, type OpaServer } from './opaFixture.js';
+import { OPA_BINARY, opaEval, POLICIES_DIR, startOpaServer, type OpaServer } from './opaFixture.js';
+import { freePort } from '../../scripts/lib/freePort.mjs';
 import { ADMISSION_CASES, DELEGATION_CASES, MCP_CASES, admissionInput } from './policyCases.js';
 
 const NO_OPA = 'the opa binary is absent (install: go install github.com/open-policy-agent/opa@v1.10.1)';

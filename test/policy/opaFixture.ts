@@ -3,9 +3,9 @@
  * per test file on a free 127.0.0.1 port.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { findOpaBinary } from '../../src/policy/opaBuild.js';
+import { freePort } from '../../scripts/lib/freePort.mjs';
 
 /** The repository's policies/ directory. */
 export const POLICIES_DIR = fileURLToPath(new URL('../../policies/', import.meta.url));
@@ -35,19 +35,6 @@ export function opaEval(query: string, input: unknown, dir = POLICIES_DIR): Prom
 }
 
 /** A free TCP port on 127.0.0.1 (bound then released). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
-
 /** A running `opa run --server`. */
 export interface OpaServer {
   url: string;
