@@ -25,6 +25,7 @@
  *   BENCH_PATHS         which of bare,nats,direct,mesh to measure (default all four; bare = calibration)
  *   BENCH_OUT           report file (default docs/benchmarks.md; "-" writes none)
  *   BENCH_CHILD_FLAGS   extra node flags for the mesh process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
+ *                       (`npm run bench` puts scripts/lib.sh's AMF_NODE_FLAGS first, as `npm start` runs the mesh)
  *   BENCH_SEPARATE_WORKER=1  run the echo worker in a process of its own (see bench/meshServer.js)
  *   BENCH_JSON          also write the raw results as JSON to this file
  */
@@ -739,6 +740,7 @@ function renderReport({ startedAt, results, paired, memory }) {
     '',
     `- Command: \`npm run bench\` (= \`node --expose-gc bench/run.js\`, after \`npm run build\`)`,
     `- Machine: ${machine}`,
+    `- Node flags of the mesh process: ${CHILD_FLAGS.length ? CHILD_FLAGS.map((f) => `\`${f}\``).join(' ') : 'none'} (BENCH_CHILD_FLAGS; \`npm run bench\` passes AMF_NODE_FLAGS of scripts/lib.sh, as \`npm start\` runs the mesh)`,
     `- Settings: ${settings} (BENCH_CONCURRENCY, BENCH_WARMUP_SECONDS, BENCH_SECONDS, BENCH_ROUNDS, BENCH_TASKS, BENCH_MEMORY_CONCURRENCY)`,
     `- CPU table: (user + system) CPU time of each process during the measurement divided by the requests completed, from /proc/<pid>/stat (10 ms ticks); syscalls are the read()/write()-family calls of the mesh process (/proc/<pid>/io). "Other processes" is the machine's busy time not spent by the load generator, the mesh or nats-server: anything above a few per cent means the numbers were disturbed by something else running.`,
     '',

@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 
 . scripts/lib.sh
 use_pinned_nats_server_if_installed
+# The mesh process runs with the node flags `npm start` gives it.
+export BENCH_CHILD_FLAGS="$AMF_NODE_FLAGS ${BENCH_CHILD_FLAGS:-}"
 
 node --expose-gc bench/run.js
 node bench/admission.js

@@ -31,4 +31,5 @@ if [ ! -f "$build_stamp" ] || [ -n "$(changed)" ]; then
 fi
 
 echo "==> starting the mesh: console at http://127.0.0.1:8765/ (unless --port says otherwise)"
-exec node bin/amf.js up --demo "$@"
+# shellcheck disable=SC2086 # AMF_NODE_FLAGS holds several words
+exec node $AMF_NODE_FLAGS bin/amf.js up --demo "$@"
