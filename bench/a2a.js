@@ -31,6 +31,7 @@ import {
   loadPhrase,
   medianPerProcess,
   meshProcesses,
+  nodeFlagsSetting,
   rotated,
   rssNow,
   settingsList,
@@ -253,7 +254,7 @@ function report({ procs, results, rssRounds }) {
 
 const measured = await main();
 const table = report(measured);
-const settings = settingsList(measured.info);
+const settings = settingsList(measured.info, nodeFlagsSetting(CHILD_FLAGS));
 const load = loadPhrase();
 process.stdout.write(`\n${table}\n\nSettings that differ from the defaults:\n${settings}\n\n${load}\n`);
 if (OUT !== '-') {

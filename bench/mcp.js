@@ -35,6 +35,7 @@ import {
   loadPhrase,
   medianPerProcess,
   meshProcesses,
+  nodeFlagsSetting,
   rotated,
   rssNow,
   settingsList,
@@ -323,7 +324,7 @@ function report({ info, procs, results, rssRounds, churn }) {
     for (const r of rows)
       lines.push(`| ${r.round} | ${r.opened} | ${r.refused} | ${r.rss.map((x) => fmt(x, 0)).join(' / ')} |`);
   }
-  return { table: lines.join('\n'), verdicts, settings: settingsList(info) };
+  return { table: lines.join('\n'), verdicts, settings: settingsList(info, nodeFlagsSetting(CHILD_FLAGS)) };
 }
 
 const measured = await main();

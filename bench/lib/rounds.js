@@ -82,6 +82,14 @@ export function nonDefaultSettings(info) {
   );
 }
 
+/** The mesh process's node flags as a setting (none: Node's defaults, nothing to list). */
+export function nodeFlagsSetting(flags) {
+  if (flags.length === 0) return {};
+  return {
+    'node flags of the mesh process': `${flags.join(' ')} (BENCH_CHILD_FLAGS; \`npm run bench\` passes AMF_NODE_FLAGS of scripts/lib.sh, as \`npm start\` runs the mesh)`,
+  };
+}
+
 /** Markdown bullet list of the non-default settings. */
 export function settingsList(info, extra = {}) {
   return Object.entries({ ...nonDefaultSettings(info), ...extra })
