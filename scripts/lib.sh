@@ -57,6 +57,7 @@ use_pinned_nats_server_if_installed() {
 
 # Node flags of the mesh process that `npm start` runs (and `npm run bench` measures). V8's young
 # generation grows to 2 × 16 MB under load and stays committed after every GC; capped at 2 × 8 MB the
-# coordinator's RSS is about 20 MB lower, at no measured throughput cost (docs/benchmarks.md).
-# Set AMF_NODE_FLAGS (empty for none) to choose others.
+# coordinator's RSS is 20–50 MB lower after load, for about 2.5 % of the main thread in GC at
+# concurrency 64 (docs/benchmarks.md, "…after midnight"). Set AMF_NODE_FLAGS (empty for none) to
+# choose others.
 AMF_NODE_FLAGS="${AMF_NODE_FLAGS---max-semi-space-size=8}"

@@ -31,5 +31,6 @@ if [ ! -f "$build_stamp" ] || [ -n "$(changed)" ]; then
 fi
 
 echo "==> starting the mesh: console at http://127.0.0.1:8765/ (unless --port says otherwise)"
-# shellcheck disable=SC2086 # AMF_NODE_FLAGS holds several words
-exec node $AMF_NODE_FLAGS bin/amf.js up --demo "$@"
+# Split into words, never glob-expanded.
+read -r -a node_flags <<<"$AMF_NODE_FLAGS"
+exec node "${node_flags[@]}" bin/amf.js up --demo "$@"
