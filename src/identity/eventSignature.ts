@@ -77,7 +77,10 @@ export function signEvent<E extends object>(event: E, key: AgentKey): E {
   const target = event as Record<string, unknown>;
   delete target[SIGNATURE_ATTRIBUTE];
   target[SIGNER_ATTRIBUTE] = key.publicKey;
-  target[SIGNATURE_ATTRIBUTE] = key.sign(Buffer.from(signedText(event)));
+  const text = signedText(event);
+  const signature = key.sign(Buffer.from(text));
+  target[SIGNATURE_ATTRIBUTE] = signature;
+  rememberOwn(signature, key.publicKey, text);
   return event;
 }
 
@@ -90,9 +93,10 @@ export function signResult<E extends object>(event: E, key: AgentKey): E {
   const envelope = envelopeDigest(event);
   target[RESULT_SIGNER_ATTRIBUTE] = key.publicKey;
   target[RESULT_ENVELOPE_ATTRIBUTE] = envelope;
-  target[RESULT_SIGNATURE_ATTRIBUTE] = key.sign(
-    Buffer.from(finalText(envelope, (event as { data?: { payload?: unknown } }).data?.payload)),
-  );
+  const text = finalText(envelope, (event as { data?: { payload?: unknown } }).data?.payload);
+  const signature = key.sign(Buffer.from(text));
+  target[RESULT_SIGNATURE_ATTRIBUTE] = signature;
+  rememberOwn(signature, key.publicKey, text);
   return event;
 }
 
@@ -220,15 +224,30 @@ function eventSignatureRequest(event: object): {
 }
 
 /**
- * Signatures already verified, with the key and text they verified for. An event often arrives
- * twice (a worker publishes claim and progress on the canonical subject and on the task's reply
- * subject): the second copy costs a comparison of texts, not another Ed25519 verification (the
- * costliest step of the task path). A hit needs the same signature, key and signed text, so
- * nothing that did not verify is believed; Ed25519 signatures are deterministic, and a different
- * text under the same signature is verified afresh.
+ * Signatures already verified (or made here, see below), with the key and text they hold for. An
+ * event often arrives twice (a worker publishes claim and progress on the canonical subject and on
+ * the task's reply subject): the second copy costs a comparison of texts, not another Ed25519
+ * verification (the costliest step of the task path). A hit needs the same signature, key and
+ * signed text, so nothing that did not verify (or was not signed here) is believed; Ed25519
+ * signatures are deterministic, and a different text under the same signature is verified afresh.
  */
 const verified = new Map<string, { signer: string; text: string }>();
 const VERIFIED_LIMIT = 1024;
+
+/**
+ * Whether this process checks signatures (a coordinator runs here). Only then are the signatures
+ * it makes itself remembered: an agent in the coordinator's process (`amf up --demo`'s workers)
+ * signs its claim and final here, and the coordinator's check of those exact bytes is then a
+ * comparison, not an Ed25519 verification — the signature was made here with the signer's private
+ * key, so it is known to be valid for that text. A copy whose text differs in any byte is verified
+ * afresh, as is every event from another process. A process that never checks (a worker on its
+ * own) keeps nothing.
+ */
+let checksSignaturesHere = false;
+
+function rememberOwn(signature: string, signer: string, text: string): void {
+  if (checksSignaturesHere) remember(signature, signer, text);
+}
 
 function remember(signature: string, signer: string, text: string): void {
   if (verified.size >= VERIFIED_LIMIT) {
@@ -263,6 +282,7 @@ function prepare({ signer, signature, text }: SignatureRequest): Prepared {
         ...(typeof signer === 'string' ? { signer: signer.slice(0, 64) } : {}),
       },
     };
+  checksSignaturesHere = true;
   const signed = text();
   const seen = verified.get(signature);
   if (seen !== undefined && seen.signer === signer && seen.text === signed)

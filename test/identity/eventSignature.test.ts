@@ -3,7 +3,7 @@
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createEvent } from '../../src/events/cloudEvent.js';
 import { validateEvent } from '../../src/events/validateEvent.js';
 import { createEphemeralAgentKey, loadOrCreateAgentKey } from '../../src/identity/agentKey.js';
@@ -16,6 +16,7 @@ import {
   checkResultSignatureAsync,
   signEvent,
   signResult,
+  signedText,
 } from '../../src/identity/eventSignature.js';
 import { isNkeyUser } from '../../src/identity/nkeyPublic.js';
 
@@ -138,18 +139,23 @@ describe('event signatures', () => {
     ).toBe(false);
   });
 
-  /** Fresh copies (as from the wire) of one claim signed with `key`. */
+  const claim = (taskId: string) =>
+    createEvent({
+      type: 'amf.task.claim',
+      sender,
+      payload: { task_id: taskId, agent_id: sender.identity, required_capability: 'echo', attempt: 1 },
+      taskId,
+    });
+
+  /**
+   * Fresh copies (as from the wire) of one claim signed with `key` as another process would sign
+   * it: with the key, not through this module's signEvent (which remembers what it signs here).
+   */
   const signedClaimCopies = (taskId: string) => {
-    const claim = signEvent(
-      createEvent({
-        type: 'amf.task.claim',
-        sender,
-        payload: { task_id: taskId, agent_id: sender.identity, required_capability: 'echo', attempt: 1 },
-        taskId,
-      }),
-      key,
-    );
-    return () => JSON.parse(JSON.stringify(claim)) as typeof claim;
+    const signed = claim(taskId) as unknown as Record<string, unknown>;
+    signed.amfsigner = key.publicKey;
+    signed.amfsignature = key.sign(Buffer.from(signedText(signed)));
+    return () => JSON.parse(JSON.stringify(signed)) as ReturnType<typeof claim>;
   };
 
   it('a second copy of a verified event is believed only with the same signed text', () => {
@@ -186,6 +192,43 @@ describe('event signatures', () => {
     expect(await checkResultSignatureAsync(relayed)).toEqual({ ok: true, signer: key.publicKey });
     relayed.data.payload.result = { text: 'not what the worker said' };
     expect(await checkResultSignatureAsync(relayed)).toMatchObject({ ok: false, reason: 'bad_signature' });
+  });
+
+  it('what this process signed itself is believed without Ed25519, once it checks signatures, for exactly that text', async () => {
+    // A fresh copy of the module: nothing checked, nothing remembered yet.
+    vi.resetModules();
+    const fresh = await import('../../src/identity/eventSignature.js');
+    const { ed25519 } = await import('../../src/identity/ed25519.js');
+    const verify = vi.spyOn(ed25519, 'verify');
+    const wire = <T>(event: T): T => JSON.parse(JSON.stringify(event)) as T;
+    try {
+      // A process that has not checked anything (a worker on its own) keeps nothing it signs.
+      const before = fresh.signEvent(claim('own-0'), key);
+      expect(fresh.checkEventSignature(wire(before))).toEqual({ ok: true, signer: key.publicKey });
+      expect(verify).toHaveBeenCalledTimes(1);
+      // Now it checks signatures (a coordinator runs here): its own claim, final and relay-ready
+      // result signature are believed without a verification.
+      const own = fresh.signEvent(claim('own-1'), key);
+      expect(fresh.checkEventSignature(wire(own))).toEqual({ ok: true, signer: key.publicKey });
+      const ownFinal = fresh.signEvent(final(), key);
+      expect(fresh.checkEventSignature(wire(ownFinal))).toEqual({ ok: true, signer: key.publicKey });
+      const ownResult = fresh.signResult(final(), key);
+      expect(fresh.checkResultSignature(wire(ownResult))).toEqual({ ok: true, signer: key.publicKey });
+      expect(verify).toHaveBeenCalledTimes(1);
+      // Any other text under that signature, or another named signer, is verified, and fails.
+      const changed = wire(own);
+      changed.data.payload.attempt = 2;
+      expect(fresh.checkEventSignature(changed)).toMatchObject({ ok: false, reason: 'bad_signature' });
+      const otherSigner = wire(own) as unknown as Record<string, string>;
+      otherSigner.amfsigner = createEphemeralAgentKey().publicKey;
+      expect(fresh.checkEventSignature(otherSigner)).toMatchObject({ ok: false, reason: 'bad_signature' });
+      const changedResult = wire(ownResult);
+      changedResult.data.payload.result = { text: 'not what the worker said' };
+      expect(fresh.checkResultSignature(changedResult)).toMatchObject({ ok: false, reason: 'bad_signature' });
+      expect(verify).toHaveBeenCalledTimes(4);
+    } finally {
+      verify.mockRestore();
+    }
   });
 
   it('canonical JSON keeps already sorted keys and sorts the rest the same way', () => {
