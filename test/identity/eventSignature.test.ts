@@ -231,6 +231,39 @@ describe('event signatures', () => {
     }
   });
 
+  it('canonical JSON agrees with a plain recursive sort on random objects, large ones and unseen keys included', () => {
+    const reference = (value: unknown): string => {
+      if (Array.isArray(value)) return `[${value.map((v) => reference(v ?? null)).join(',')}]`;
+      if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+      const members = Object.keys(value)
+        .sort()
+        .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+        .map((k) => `${JSON.stringify(k)}:${reference((value as Record<string, unknown>)[k])}`);
+      return `{${members.join(',')}}`;
+    };
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const keyOf = () =>
+      [...Array(1 + Math.floor(random() * 6))]
+        .map(() => String.fromCharCode(0x20 + Math.floor(random() * 0x2f0)))
+        .join('');
+    const make = (depth: number): unknown => {
+      const pick = random();
+      if (depth > 3 || pick < 0.3)
+        return [1, -0, 2.5, 'x"\\', true, null, undefined][Math.floor(random() * 7)];
+      if (pick < 0.45) return [...Array(Math.floor(random() * 4))].map(() => make(depth + 1));
+      const object: Record<string, unknown> = {};
+      // Up to 60 keys: both the in-place sort (≤ 32) and Array.prototype.sort (more) are taken.
+      for (let i = Math.floor(random() * 60); i > 0; i--) object[keyOf()] = make(depth + 1);
+      return object;
+    };
+    // More distinct keys than the quoted-name memory keeps (512): past it, names are quoted afresh.
+    for (let i = 0; i < 300; i++) {
+      const value = make(0);
+      expect(canonicalJson(value)).toBe(reference(value));
+    }
+  });
+
   it('canonical JSON keeps already sorted keys and sorts the rest the same way', () => {
     const sorted = { a: 1, b: [true, null, 'x'], c: { d: 1.5, e: -2 } };
     const shuffled = { c: { e: -2, d: 1.5 }, b: [true, undefined, 'x'], a: 1 };
