@@ -3,12 +3,14 @@
  * node:http: the result in the shared client's session, over SSE and JSON answers, the agent's
  * own errors as McpError, the time limit, and a session the agent ended (404) closing the client.
  */
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -25,34 +27,53 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-/** An agent with tools `echo`, `fail` (a JSON-RPC error) and `hang` (answers when the client leaves). */
-async function agent(jsonResponse: boolean): Promise<{ url: string }> {
-  const endpoint = new McpEndpoint({
-    jsonResponse,
-    createServer: () => {
-      const server = new Server({ name: 'agent', version: '1' }, { capabilities: { tools: {} } });
-      server.setRequestHandler(ListToolsRequestSchema, () => ({
-        tools: ['echo', 'fail', 'hang'].map((name) => ({ name, inputSchema: { type: 'object' as const } })),
-      }));
-      server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-        const { name, arguments: args } = request.params;
-        if (name === 'fail') throw new McpError(ErrorCode.InvalidParams, 'no such thing', { why: 'test' });
-        if (name === 'hang')
-          await new Promise((resolve) => extra.signal.addEventListener('abort', resolve, { once: true }));
-        return { content: [{ type: 'text' as const, text: `echo: ${String(args?.text)}` }] };
-      });
-      return server;
-    },
+/** The agent's tools: `echo`, `fail` (a JSON-RPC error) and `hang` (answers when the client leaves). */
+function agentServer(): Server {
+  const server = new Server({ name: 'agent', version: '1' }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: ['echo', 'fail', 'hang'].map((name) => ({ name, inputSchema: { type: 'object' as const } })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const { name, arguments: args } = request.params;
+    if (name === 'fail') throw new McpError(ErrorCode.InvalidParams, 'no such thing', { why: 'test' });
+    if (name === 'hang')
+      await new Promise((resolve) => extra.signal.addEventListener('abort', resolve, { once: true }));
+    return { content: [{ type: 'text' as const, text: `echo: ${String(args?.text)}` }] };
   });
+  return server;
+}
+
+/**
+ * The agent on node:http. `sse`: AMF's own endpoint (SSE answers). `json`: one session on the SDK's
+ * transport in its JSON answer mode, as other MCP servers answer (AMF's endpoint no longer uses that
+ * mode: mcpEndpoint.ts says why).
+ */
+async function agent(answers: 'sse' | 'json'): Promise<{ url: string }> {
+  let handle: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
+  let closeAgent: () => Promise<void>;
+  if (answers === 'sse') {
+    const endpoint = new McpEndpoint({ createServer: agentServer });
+    handle = (req, res) => endpoint.handle(req, res);
+    closeAgent = () => endpoint.close();
+  } else {
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      enableJsonResponse: true,
+    });
+    const server = agentServer();
+    await server.connect(transport);
+    handle = (req, res) => transport.handleRequest(req, res);
+    closeAgent = () => server.close();
+  }
   const server = http.createServer((req, res) => {
-    endpoint.handle(req, res).catch(() => {
+    handle(req, res).catch(() => {
       if (!res.headersSent) res.writeHead(500);
       res.end();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   cleanups.push(async () => {
-    await endpoint.close();
+    await closeAgent();
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
@@ -78,9 +99,9 @@ const text = (r: CallToolResult | undefined) =>
   r?.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
 
 describe('callToolDirect', () => {
-  for (const jsonResponse of [false, true]) {
-    it(`returns the agent's result and its JSON-RPC errors (${jsonResponse ? 'JSON' : 'SSE'} answers)`, async () => {
-      const { url } = await agent(jsonResponse);
+  for (const answers of ['sse', 'json'] as const) {
+    it(`returns the agent's result and its JSON-RPC errors (${answers.toUpperCase()} answers)`, async () => {
+      const { url } = await agent(answers);
       const { client, fetch } = await sharedClient(url);
       const call = { client, fetch, endpoint: url, timeoutMs: 10_000 };
       expect(text(await callToolDirect({ ...call, tool: 'echo', args: { text: 'hi' } }))).toBe('echo: hi');
@@ -92,7 +113,7 @@ describe('callToolDirect', () => {
   }
 
   it('gives up at the time limit with a RequestTimeout error', async () => {
-    const { url } = await agent(true);
+    const { url } = await agent('json');
     const { client, fetch } = await sharedClient(url);
     const err = await callToolDirect({
       client,
@@ -107,7 +128,7 @@ describe('callToolDirect', () => {
   });
 
   it('closes the shared client when the agent ended its session (404): the federation then connects anew', async () => {
-    const { url } = await agent(true);
+    const { url } = await agent('sse');
     const { client, fetch } = await sharedClient(url);
     const transport = client.transport as StreamableHTTPClientTransport;
     const closed = new Promise<void>((resolve) => (client.onclose = resolve));
@@ -130,7 +151,7 @@ describe('callToolDirect', () => {
   });
 
   it('leaves a client without a session to the SDK path', async () => {
-    const { url } = await agent(true);
+    const { url } = await agent('sse');
     const fetch = createAgentFetch({ agentId: 'a', endpoint: url, credentials: NO_CALL_CREDENTIALS });
     cleanups.push(() => Promise.resolve(fetch.close()));
     const client = new Client({ name: 'not-connected', version: '1' });

@@ -52,11 +52,6 @@ export interface McpEndpointOptions {
   clientKey?: (req: IncomingMessage) => string;
   /** Extra allowed `Origin` values besides localhost ones (exact match, e.g. `https://ide.example`). */
   allowedOrigins?: string[];
-  /**
-   * Answer requests with one `application/json` body instead of an SSE stream (both are valid
-   * Streamable HTTP). For servers that send nothing before the response: cheaper for both sides.
-   */
-  jsonResponse?: boolean;
   /** Sees every request before it is handled (e.g. to note the coordinator's fingerprint header). */
   onRequest?: (req: IncomingMessage) => void;
   /**
@@ -327,7 +322,11 @@ export class McpEndpoint {
     let session: Session | undefined;
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      enableJsonResponse: this.options.jsonResponse === true,
+      // Answers are SSE streams, never the SDK's JSON mode (`enableJsonResponse`): in SDK 1.32.2
+      // that mode keeps every answered POST of a session (its stream entry, the resolved Response)
+      // until the session ends, about 5 KB per call, without bound on a long session such as the
+      // coordinator's link to a worker (typescript-sdk issue 2559, fixed only on its v2 line). SSE
+      // answers measured as fast: test/mcp/mcpSessions.test.ts, docs/benchmarks-protocols.md.
       onsessioninitialized: (id) => {
         session = { server, transport, client, open: 0, lastUsed: Date.now() };
         this.sessions.set(id, session);

@@ -109,9 +109,6 @@ export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint 
   const serverInfo = { name: `amf-worker-${options.handler.name}`, version: options.version };
   return new McpEndpoint({
     ...options.sessions,
-    // A tool call sends nothing before its result, so a plain JSON answer carries it best; a handler
-    // with an MCP surface may send progress, log messages and requests first, which need SSE.
-    jsonResponse: surface === undefined,
     ...(options.coordinatorFingerprint
       ? {
           onRequest: (req: IncomingMessage) =>
