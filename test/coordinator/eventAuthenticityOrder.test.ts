@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { createEvent, type AmfEvent } from '../../src/events/cloudEvent.js';
 import { createEphemeralAgentKey, type AgentKey } from '../../src/identity/agentKey.js';
-import { signEvent } from '../../src/identity/eventSignature.js';
+import { signElsewhere } from '../helpers/signElsewhere.js';
 import { EventAuthenticity } from '../../src/coordinator/eventAuthenticity.js';
 import { AgentRegistry } from '../../src/registry/agentRegistry.js';
 import type { PolicyNotices } from '../../src/registry/policyNotices.js';
@@ -42,7 +42,10 @@ function checker(maxPending?: number, offload?: () => boolean) {
   };
 }
 
-/** A claim in `agentId`'s name, signed with `key` (a forgery when it is another agent's key). */
+/**
+ * A claim in `agentId`'s name, signed with `key` (a forgery when it is another agent's key), as
+ * another process would sign it: checked with Ed25519, not believed from this process's memory.
+ */
 function claim(agentId: string, key: AgentKey, taskId: string): AmfEvent {
   const sender = {
     identity: agentId,
@@ -50,7 +53,7 @@ function claim(agentId: string, key: AgentKey, taskId: string): AmfEvent {
     role: 'specialist' as const,
     trustDomain: 'local',
   };
-  return signEvent(
+  return signElsewhere(
     createEvent({
       type: 'amf.task.claim',
       sender,

@@ -16,9 +16,9 @@ import {
   checkResultSignatureAsync,
   signEvent,
   signResult,
-  signedText,
 } from '../../src/identity/eventSignature.js';
 import { isNkeyUser } from '../../src/identity/nkeyPublic.js';
+import { signElsewhere } from '../helpers/signElsewhere.js';
 
 const sender = {
   identity: 'spiffe://local/worker/a',
@@ -147,15 +147,10 @@ describe('event signatures', () => {
       taskId,
     });
 
-  /**
-   * Fresh copies (as from the wire) of one claim signed with `key` as another process would sign
-   * it: with the key, not through this module's signEvent (which remembers what it signs here).
-   */
+  /** Fresh copies (as from the wire) of one claim signed with `key` as another process signs it. */
   const signedClaimCopies = (taskId: string) => {
-    const signed = claim(taskId) as unknown as Record<string, unknown>;
-    signed.amfsigner = key.publicKey;
-    signed.amfsignature = key.sign(Buffer.from(signedText(signed)));
-    return () => JSON.parse(JSON.stringify(signed)) as ReturnType<typeof claim>;
+    const signed = signElsewhere(claim(taskId), key);
+    return () => JSON.parse(JSON.stringify(signed)) as typeof signed;
   };
 
   it('a second copy of a verified event is believed only with the same signed text', () => {

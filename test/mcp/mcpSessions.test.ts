@@ -332,17 +332,21 @@ describe("a worker's /mcp with a configured idle time", () => {
     await mesh?.close();
   });
 
-  it('expires a session it no longer hears from (404 on the next request)', async () => {
-    const w = await startWorker({
-      name: 'idle-echo',
+  /** An echo worker on the test mesh, its `/mcp` with `sessions` settings. */
+  const echoWorker = (name: string, sessions: { sessionIdleMs?: number } = {}) =>
+    startWorker({
+      name,
       tags: ['echo'],
       handler: echoHandler,
       natsUrl: mesh.coordinator.natsUrl,
       credential: mesh.coordinator.credentials.specialist,
       port: 0,
       heartbeatSeconds: 1,
-      mcpSessions: { sessionIdleMs: 300 },
+      mcpSessions: sessions,
     });
+
+  it('expires a session it no longer hears from (404 on the next request)', async () => {
+    const w = await echoWorker('idle-echo', { sessionIdleMs: 300 });
     worker = w;
     const { client, agent } = await sdkClientFrom(`${w.url}/mcp`, '127.0.0.1');
     const result = await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
@@ -365,15 +369,7 @@ describe("a worker's /mcp with a configured idle time", () => {
   it("keeps nothing of a long session's answered calls: the heap stays flat over thousands of tools/call", async () => {
     // The coordinator's link to a worker is one session for as long as both run. The SDK's JSON
     // answer mode kept every answered POST of a session (≈ 5 KB a call) until it ended.
-    const w = await startWorker({
-      name: 'long-echo',
-      tags: ['echo'],
-      handler: echoHandler,
-      natsUrl: mesh.coordinator.natsUrl,
-      credential: mesh.coordinator.credentials.specialist,
-      port: 0,
-      heartbeatSeconds: 1,
-    });
+    const w = await echoWorker('long-echo');
     const agent = new http.Agent({ keepAlive: true, localAddress: '127.0.0.1', maxSockets: 8 });
     try {
       const opened = await rawPost(`${w.url}/mcp`, agent, INITIALIZE);
