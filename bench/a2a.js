@@ -31,6 +31,7 @@ import {
   loadPhrase,
   medianPerProcess,
   meshProcesses,
+  rssFlatVerdicts,
   nodeFlagsSetting,
   rotated,
   rssNow,
@@ -247,6 +248,7 @@ function report({ procs, results, rssRounds }) {
     lines.push(
       `| ${r.concurrency} | ${r.round} | ${r.order.join(', ')} | ${r.rss.map((x) => fmt(x, 0)).join(' / ')} |`,
     );
+  verdicts.push(...rssFlatVerdicts(procs, rssRounds));
   lines.push('');
   lines.push(verdicts.map((v) => `- ${v}`).join('\n'));
   return lines.join('\n');

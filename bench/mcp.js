@@ -35,6 +35,7 @@ import {
   loadPhrase,
   medianPerProcess,
   meshProcesses,
+  rssFlatVerdicts,
   nodeFlagsSetting,
   rotated,
   rssNow,
@@ -224,6 +225,26 @@ async function sessionChurn(url, procs) {
   return rows;
 }
 
+/** Once the session table is full, further rounds of new sessions must not grow the process. */
+const CHURN_GROWTH_MB = 10;
+const CHURN_GROWTH_SHARE = 0.1;
+
+/** Issue 14's "flat across rounds of new sessions": RSS from the first full round to the last. */
+function churnFlatVerdict(where, rows, procs) {
+  const index = procs.findIndex((p) =>
+    where === 'worker' ? p.name === 'worker' : p.name.startsWith('coordinator'),
+  );
+  const full = rows.findIndex((r) => r.refused > 0);
+  if (index < 0 || full < 0 || full === rows.length - 1) return [];
+  const before = rows[full].rss[index];
+  const after = rows.at(-1).rss[index];
+  if (before === undefined || after === undefined) return [];
+  const limit = Math.max(CHURN_GROWTH_MB, before * CHURN_GROWTH_SHARE);
+  return [
+    `${procs[index].name} RSS over rounds ${rows[full].round}–${rows.at(-1).round} of new sessions at the ${where} (table full): ${before.toFixed(0)} → ${after.toFixed(0)} MB (target: flat, at most +${limit.toFixed(0)} MB: ${after - before <= limit ? 'PASS' : 'FAIL'})`,
+  ];
+}
+
 const ms = formatMs;
 const rate = formatRate;
 
@@ -313,7 +334,9 @@ function report({ info, procs, results, rssRounds, churn }) {
     lines.push(
       `| ${r.concurrency} | ${r.round} | ${r.order.join(', ')} | ${r.rss.map((x) => fmt(x, 0)).join(' / ')} |`,
     );
+  verdicts.push(...rssFlatVerdicts(procs, rssRounds));
   for (const [where, rows] of Object.entries(churn)) {
+    verdicts.push(...churnFlatVerdict(where, rows, procs));
     lines.push('');
     lines.push(
       `New MCP sessions at the ${where} (${SESSIONS_PER_ROUND} per round, never ended): RSS (MB) after each round, ${names.join(' / ')}`,

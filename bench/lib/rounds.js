@@ -96,3 +96,33 @@ export function settingsList(info, extra = {}) {
     .map(([k, v]) => `- \`${k}\`: ${v}`)
     .join('\n');
 }
+
+/** How much a process's RSS may grow across the rounds of one concurrency before it is judged to keep memory per call. */
+const RSS_GROWTH_MB = 100;
+const RSS_GROWTH_SHARE = 0.5;
+
+/**
+ * Verdicts on memory kept per call: the RSS of the coordinator and the worker after the first and
+ * the last round of the last concurrency (the same load, repeated). It is read without a GC (other
+ * processes), and a coordinator without any leak was seen to move by 65 MB between two rounds, so
+ * the bound is generous: over the last rounds' tens of thousands of calls it still catches memory
+ * kept per call from about 2 KB (the MCP worker's leak of 2026-11-28 kept 5 KB and grew 672 → 1,186
+ * MB over these rounds). nats-server is left out: its streams grow by design.
+ */
+export function rssFlatVerdicts(procs, rssRounds) {
+  const last = rssRounds.at(-1);
+  if (!last) return [];
+  const rows = rssRounds.filter((r) => r.concurrency === last.concurrency);
+  const first = rows[0];
+  return procs.flatMap((p, i) => {
+    if (p.pid === process.pid || p.name === 'nats-server') return [];
+    const before = first.rss[i];
+    const after = last.rss[i];
+    if (before === undefined || after === undefined || rows.length < 2) return [];
+    const limit = Math.max(RSS_GROWTH_MB, before * RSS_GROWTH_SHARE);
+    const verdict = after - before <= limit ? 'PASS' : 'FAIL';
+    return [
+      `${p.name} RSS over the ${rows.length} rounds at concurrency ${last.concurrency}: ${before.toFixed(0)} → ${after.toFixed(0)} MB (target: grows by at most ${limit.toFixed(0)} MB, nothing kept per call: ${verdict})`,
+    ];
+  });
+}
