@@ -326,7 +326,8 @@ export class McpEndpoint {
       // that mode keeps every answered POST of a session (its stream entry, the resolved Response)
       // until the session ends, about 5 KB per call, without bound on a long session such as the
       // coordinator's link to a worker (typescript-sdk issue 2559, fixed only on its v2 line). SSE
-      // answers measured as fast: test/mcp/mcpSessions.test.ts, docs/benchmarks-protocols.md.
+      // answers measured as fast (docs/benchmarks-protocols.md); test/mcp/mcpSessions.test.ts
+      // checks that a long session's calls leave the heap flat.
       onsessioninitialized: (id) => {
         session = { server, transport, client, open: 0, lastUsed: Date.now() };
         this.sessions.set(id, session);
