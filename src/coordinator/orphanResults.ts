@@ -20,6 +20,7 @@ import { kvKey } from '../fabric/jetstream.js';
 import type { LogFn } from '../log.js';
 import type { AgentRegistry } from '../registry/agentRegistry.js';
 import type { TaskSnapshot } from './sharedState.js';
+import { jsonBytes } from '../util/jsonBytes.js';
 
 export interface OrphanResultDeps {
   tasks: KV;
@@ -40,7 +41,6 @@ function admittedForTag(agents: OrphanResultDeps['agents'], agentId: string, tag
   );
 }
 
-const encoder = new TextEncoder();
 const ADOPTED_MESSAGE = 'ended by a coordinator that adopted the task after its own coordinator stopped';
 
 /**
@@ -138,7 +138,7 @@ export async function adoptOrphanResult(
     },
   };
   try {
-    await deps.tasks.update(key, encoder.encode(JSON.stringify(ended)), entry.revision);
+    await deps.tasks.update(key, jsonBytes(ended), entry.revision);
   } catch {
     return 'lost_race'; // another coordinator wrote the ending first
   }

@@ -31,13 +31,13 @@ import type { AgentRegistry } from '../registry/agentRegistry.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
 import type { CoordinatorPresence } from './coordinatorPresence.js';
 import type { TaskSnapshot } from './sharedState.js';
+import { jsonBytes } from '../util/jsonBytes.js';
 
 const MAX_EXTENSIONS = 3;
 /** Bounds the read of the task bucket (its entries arrive as fast as the server sends them). */
 const SCAN_TIMEOUT_MS = 60_000;
 /** Bounds every other step of a round (one or a few KV round trips). */
 const STEP_TIMEOUT_MS = 10_000;
-const encoder = new TextEncoder();
 
 export interface OrphanSweepOptions {
   tasks: KV;
@@ -186,7 +186,7 @@ export class OrphanSweep {
       outcome: { reason: 'coordinator_lost', message },
     };
     try {
-      await this.opts.tasks.update(key, encoder.encode(JSON.stringify(ended)), entry.revision);
+      await this.opts.tasks.update(key, jsonBytes(ended), entry.revision);
     } catch {
       return; // changed meanwhile (a result was adopted, a claim written): looked at again next round
     }

@@ -23,12 +23,12 @@ import { validateEvent } from '../events/validateEvent.js';
 import { resultSubject, SUBJECT_FINAL_PREFIX } from '../events/subjects.js';
 import { RESULTS_CONSUMER, RESULTS_STREAM } from '../fabric/jetstream.js';
 import type { LogFn } from '../log.js';
+import { jsonBytes } from '../util/jsonBytes.js';
 
 const NANOS_PER_MS = 1_000_000;
 /** Deliveries of a result whose task nobody knows, and the pause between them. */
 const UNKNOWN_TASK_REDELIVERIES = 5;
 const UNKNOWN_TASK_DELAY_MS = 1_000;
-const encoder = new TextEncoder();
 
 /** Which path a result came by, and whether it may be offered again (stored results only). */
 export interface ResultArrival {
@@ -148,7 +148,7 @@ export class ResultIntake {
   private onDirect(msg: Msg): void {
     const respond = (decision: ResultDecision) => {
       try {
-        msg.respond(encoder.encode(JSON.stringify({ decision })));
+        msg.respond(jsonBytes({ decision }));
       } catch {
         // The connection closed meanwhile: the worker gets no answer and stores its result instead.
       }

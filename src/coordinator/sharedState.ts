@@ -9,6 +9,7 @@ import { isTerminal } from '../events/taskStateMachine.js';
 import { kvKey, TASKS_BUCKET } from '../fabric/jetstream.js';
 import type { AgentRegistry, RegisteredAgent, RegistryChange } from '../registry/agentRegistry.js';
 import type { TaskLifecycle, TaskRecord } from './taskLifecycle.js';
+import { jsonBytes } from '../util/jsonBytes.js';
 
 export interface TaskSnapshot {
   task_id: string;
@@ -59,7 +60,6 @@ export class SharedState {
   private flushing: Promise<void> = Promise.resolve();
   /** Set by close(): the connection is about to go, so nothing new is written (or reported failing). */
   private closed = false;
-  private readonly encoder = new TextEncoder();
 
   constructor(
     private readonly agents: KV,
@@ -97,11 +97,9 @@ export class SharedState {
       if (this.closed) return;
       if (!mirrors(change)) return;
       const a = change.agent;
-      this.agents
-        .put(kvKey(a.record.agent_id), this.encoder.encode(JSON.stringify(a)))
-        .catch((err: unknown) => {
-          if (!this.closed) this.onError('registry write', err);
-        });
+      this.agents.put(kvKey(a.record.agent_id), jsonBytes(a)).catch((err: unknown) => {
+        if (!this.closed) this.onError('registry write', err);
+      });
     });
   }
 
@@ -120,7 +118,7 @@ export class SharedState {
         const stored = entry.json<RegisteredAgent>();
         // A newer heartbeat seen by whoever wrote the entry wins over our older silence.
         if (stored.status !== 'live' || stored.lastSeen > agent.lastSeen) continue;
-        await this.agents.update(key, this.encoder.encode(JSON.stringify(agent)), entry.revision);
+        await this.agents.update(key, jsonBytes(agent), entry.revision);
       } catch (err) {
         this.onError('registry reconcile', err);
       }
@@ -175,7 +173,7 @@ export class SharedState {
     const outcome = await storeUntilAcknowledged(
       this.streamWriter,
       `$KV.${TASKS_BUCKET}.${kvKey(snap.task_id)}`,
-      this.encoder.encode(JSON.stringify(snap)),
+      jsonBytes(snap),
       {
         giveUpMs: DURABLE_STATE_GIVE_UP_MS,
         stop: () => this.closed,
@@ -221,16 +219,13 @@ export class SharedState {
       // A plain publish on the bucket's subject: JetStream stores it like kv.put, without an ack
       // round trip per task (the ack costs more than the write on the hot path).
       for (const snap of batch)
-        this.publishTaskState(
-          `$KV.${TASKS_BUCKET}.${kvKey(snap.task_id)}`,
-          this.encoder.encode(JSON.stringify(snap)),
-        );
+        this.publishTaskState(`$KV.${TASKS_BUCKET}.${kvKey(snap.task_id)}`, jsonBytes(snap));
       return;
     }
     await Promise.all(
       batch.map((snap) =>
         this.tasks
-          .put(kvKey(snap.task_id), this.encoder.encode(JSON.stringify(snap)))
+          .put(kvKey(snap.task_id), jsonBytes(snap))
           .catch((err: unknown) => this.onError('task write', err)),
       ),
     );

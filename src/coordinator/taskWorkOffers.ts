@@ -7,8 +7,7 @@
 import { isTerminal } from '../events/taskStateMachine.js';
 import type { TaskNotices, TaskRecord, TaskWorkQueue } from './taskRecord.js';
 import type { LifecycleClock } from './taskTimers.js';
-
-const encoder = new TextEncoder();
+import { jsonBytes } from '../util/jsonBytes.js';
 
 /** After a failed store the offer is tried again 0.5 s later, then at doubling intervals up to 5 s. */
 export const OFFER_RETRY_FIRST_MS = 500;
@@ -46,7 +45,7 @@ export class TaskWorkOffers {
     queue: TaskWorkQueue,
     failures: number,
   ): void {
-    const bytes = encoder.encode(JSON.stringify(event));
+    const bytes = jsonBytes(event);
     queue.offer(bytes, task.tag).then(
       (seq) => {
         // The task moved on while the offer was stored: take the stale offer back at once. A task

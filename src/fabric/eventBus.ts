@@ -9,6 +9,7 @@ import { validateEvent } from '../events/validateEvent.js';
 import { isAmfEventType } from '../events/eventTypes.js';
 import { AmfError } from '../errors.js';
 import { ReplyInbox, storeUntilAcknowledged } from './replyInbox.js';
+import { jsonBytes } from '../util/jsonBytes.js';
 
 /** Receives every valid event as the union, so a switch on `event.type` narrows its payload. */
 export type EventHandler = (event: AnyAmfEvent, subject: string) => void;
@@ -41,7 +42,6 @@ function shapeErrors(value: unknown): string[] | undefined {
   return undefined;
 }
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 export interface EventBusOptions {
@@ -81,7 +81,7 @@ export class EventBus {
       this.encoded.delete(event);
       return bytes;
     }
-    bytes = encoder.encode(JSON.stringify(event));
+    bytes = jsonBytes(event);
     const max = this.maxPayloadBytes;
     if (max !== undefined && bytes.length > max) {
       const hint = this.options.payloadHint ? `; ${this.options.payloadHint}` : '';

@@ -11,6 +11,7 @@ import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node'
 import { workConsumerName, workSubject } from '../events/subjects.js';
 import { inboxPrefixOf, ReplyInbox } from './replyInbox.js';
 import { WORK_STREAM } from './jetstream.js';
+import { jsonBytes } from '../util/jsonBytes.js';
 
 /** One pulled announcement and its acknowledgement handle. */
 export interface WorkItem {
@@ -37,7 +38,6 @@ const PULL_BACKOFF_MS = 1_000;
 /** The pause before asking again whether a missing consumer exists now. */
 const CONSUMER_CHECK_MS = 250;
 const NANOS_PER_MS = 1_000_000;
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 interface PullRequest {
@@ -124,11 +124,9 @@ export class WorkQueuePuller {
     timer.unref();
     this.open.set(id, { asked: n, delivered: 0, timer });
     try {
-      this.nc.publish(
-        this.pullSubject,
-        encoder.encode(JSON.stringify({ batch: n, expires: PULL_EXPIRES_MS * NANOS_PER_MS })),
-        { reply: `${this.inbox}.${id}` },
-      );
+      this.nc.publish(this.pullSubject, jsonBytes({ batch: n, expires: PULL_EXPIRES_MS * NANOS_PER_MS }), {
+        reply: `${this.inbox}.${id}`,
+      });
     } catch {
       this.settle(id); // the connection is closed: nothing was asked
     }
@@ -235,7 +233,7 @@ function toWorkItem(nc: NatsConnection, msg: Msg): WorkItem {
     if (acked || !reply) return;
     if (final) acked = true;
     try {
-      nc.publish(reply, encoder.encode(what));
+      nc.publish(reply, Buffer.from(what, 'utf8'));
     } catch {
       // Connection closed: the message is redelivered after the ack wait.
     }
