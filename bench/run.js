@@ -675,7 +675,7 @@ function renderReport({ startedAt, results, paired, memory }) {
       '',
       `Concurrency ${MEMORY_CONCURRENCY}; ${fmt(rate, 0)} req/s over the whole run; ${memory.errors} errors` +
         (memory.firstError ? ` (first: ${memory.firstError.message})` : '') +
-        `. Every row is taken after a forced full GC in the mesh process (\`global.gc()\`, started with \`--expose-gc\`); ` +
+        `. Every row is taken 100 ms after a forced full GC in the mesh process (\`global.gc()\`, started with \`--expose-gc\`), so what the process does after a full GC is done (${info.memoryTrimming ?? 'memory trimming not reported'}); ` +
         `RSS is VmRSS from /proc/<pid>/status, split into anonymous memory (V8 heap, malloc) and mapped files (mostly the node binary itself, ~42 MB, shared with every other node process). ` +
         `Peak RSS (VmHWM) during the run, before GC: ${mb(last.vmPeak)} MB. ` +
         `The mesh process holds the coordinator, its HTTP edge, ${separateWorker() ? 'the floor responder and the calibration server (the echo worker runs in its own process)' : 'the echo worker, the floor responder and the calibration server'}; ` +
@@ -692,7 +692,7 @@ function renderReport({ startedAt, results, paired, memory }) {
   const placement = separateWorker()
     ? 'echo worker in its own process (BENCH_SEPARATE_WORKER=1)'
     : "echo worker in the coordinator's process (as `amf up --demo`)";
-  const settings = `concurrency ${CONCURRENCIES.join(', ')}; ${WARMUP_SECONDS} s warm-up then ${SECONDS} s per measurement${ROUNDS > 1 ? `, ${ROUNDS} interleaved rounds, medians reported` : ''}; memory run ${TASKS > 0 ? `${TASKS.toLocaleString('en-US')} tasks at concurrency ${MEMORY_CONCURRENCY}` : 'skipped'}; ${placement}; Ed25519 ${ed25519.backend}${process.env.AMF_ED25519 ? ` (AMF_ED25519=${process.env.AMF_ED25519})` : ''}; load average at start ${os
+  const settings = `concurrency ${CONCURRENCIES.join(', ')}; ${WARMUP_SECONDS} s warm-up then ${SECONDS} s per measurement${ROUNDS > 1 ? `, ${ROUNDS} interleaved rounds, medians reported` : ''}; memory run ${TASKS > 0 ? `${TASKS.toLocaleString('en-US')} tasks at concurrency ${MEMORY_CONCURRENCY}` : 'skipped'}; ${placement}; Ed25519 ${ed25519.backend}${process.env.AMF_ED25519 ? ` (AMF_ED25519=${process.env.AMF_ED25519})` : ''}; ${info.memoryTrimming ?? 'memory trimming not reported'}${process.env.AMF_MALLOC_TRIM ? ` (AMF_MALLOC_TRIM=${process.env.AMF_MALLOC_TRIM})` : ''}; load average at start ${os
     .loadavg()
     .map((x) => x.toFixed(2))
     .join(' ')}`;

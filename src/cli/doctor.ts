@@ -14,6 +14,7 @@ import {
   checkNatsPort,
   checkNatsUrl,
   checkEd25519,
+  checkMemoryTrimming,
   checkNode,
   checkOpa,
   checkOpaServer,
@@ -37,6 +38,7 @@ export async function runDoctor(opts: DoctorOptions): Promise<DoctorResult> {
   const checks: Array<Promise<DoctorCheck | DoctorCheck[]>> = [
     Promise.resolve(checkNode()),
     Promise.resolve(checkEd25519()),
+    Promise.resolve(checkMemoryTrimming()),
     config.nats.url ? checkNatsUrl(config.nats.url) : checkNatsBinary(config.nats.serverBinary),
     config.nats.url
       ? Promise.resolve([])

@@ -10,6 +10,7 @@ import { AmfError } from '../errors.js';
 import { parsePort, splitTags } from './cliArgs.js';
 import { resolveModelSettings } from '../llm/modelSettings.js';
 import type { runAgent, RunAgentMeshOptions } from '../apps/afmAgentApp.js';
+import { startMemoryTrimmer } from '../util/memoryTrimmer.js';
 
 export interface RunFlags {
   config?: string;
@@ -81,6 +82,8 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
   const useConsole = flags.console === true || (hasConsole && process.stdin.isTTY === true);
   // Info lines would interleave with a terminal chat: the console keeps warnings and errors only.
   const log = createLogger(useConsole && config.logLevel === 'info' ? 'warn' : config.logLevel, 'amf-run');
+  const trimmer = startMemoryTrimmer();
+  log.debug(trimmer.description);
   const runtime = await createAgentRuntime(definition, { logger: log, requireTls: config.mcp.requireTls });
   // A tool server that cannot start is not fatal (the agent runs without it), but the user must see it.
   for (const failure of runtime.toolFailures) {
@@ -149,6 +152,7 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
     });
   } finally {
     await runtime.close();
+    trimmer.stop();
     log.flush();
   }
 }

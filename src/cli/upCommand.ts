@@ -16,6 +16,7 @@ import { loadOrCreateAgentKey } from '../identity/agentKey.js';
 import { BUILTIN_HANDLERS } from './handlerLoader.js';
 import { agentKeyFile } from './workerCommand.js';
 import { ownAgentAccess } from '../coordinator/calloutWiring.js';
+import { startMemoryTrimmer } from '../util/memoryTrimmer.js';
 
 const DEMO_WORKERS = [
   { name: 'demo-echo', tags: ['echo'], handler: 'echo' },
@@ -30,6 +31,8 @@ const STOP_DEADLINE_MS = 10_000;
 /** Starts the mesh and keeps it running until a signal arrives (or the coordinator cannot go on). */
 export async function runUp(config: AmfConfig, options: { demo: boolean }): Promise<void> {
   const log = createLogger(config.logLevel, 'amf-coordinator');
+  const trimmer = startMemoryTrimmer();
+  log.debug(trimmer.description);
   let stopReason: string | undefined;
   let fatal: Error | undefined;
   let wake: (() => void) | undefined;
@@ -124,6 +127,7 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
   await running.close();
   clearTimeout(deadline);
   removeHandlers();
+  trimmer.stop();
   log.flush();
   // Everything is stopped; a handle something left open (e.g. a NATS client still waiting on a
   // socket that never answered) must not keep the process alive. Unref'd: a clean exit is not delayed.

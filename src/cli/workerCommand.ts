@@ -11,6 +11,7 @@ import { loadOrCreateAgentKey } from '../identity/agentKey.js';
 import type { MeshAccess } from '../apps/workerApp.js';
 import { AmfError } from '../errors.js';
 import { createLogger } from '../log.js';
+import { startMemoryTrimmer } from '../util/memoryTrimmer.js';
 import { startWorker } from '../apps/workerApp.js';
 import { openIdentity } from '../identity/identityMode.js';
 import { requestDeadlines } from '../apps/edgeLimits.js';
@@ -112,6 +113,8 @@ export async function runWorkerCommand(
   options: { explicitCoordinator: boolean; tlsCert?: string | undefined; tlsKey?: string | undefined },
 ): Promise<void> {
   const log = createLogger(config.logLevel, 'amf-worker');
+  const trimmer = startMemoryTrimmer();
+  log.debug(trimmer.description);
   const { worker: w } = config;
   if (!w.name) throw new AmfError('INVALID_REQUEST', '--name is required');
   const tls = await readTls(options.tlsCert, options.tlsKey);
@@ -166,6 +169,7 @@ export async function runWorkerCommand(
       void running
         .close()
         .then(() => identity.close())
+        .then(() => trimmer.stop())
         .then(resolve);
     };
     process.once('SIGINT', () => stop('SIGINT'));

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { formatDoctorReport, runDoctor, type DoctorCheck } from '../../src/cli/doctor.js';
+import { checkMemoryTrimming } from '../../src/cli/doctorChecks.js';
 import { loadConfig, type AmfConfig, type ConfigOverrides } from '../../src/config/config.js';
 import { clusterNatsBinary } from '../helpers/natsCluster.js';
 import {
@@ -80,6 +81,11 @@ describe('runDoctor', () => {
     expect(check(result.checks, 'ed25519')).toMatchObject({
       level: 'ok',
       detail: expect.stringMatching(/libsodium/),
+    });
+    // This machine is Linux with glibc, and koffi's prebuilt binary loads.
+    expect(check(result.checks, 'memory')).toMatchObject({
+      level: 'ok',
+      detail: expect.stringMatching(/malloc_trim runs after full garbage collections/),
     });
     expect(check(result.checks, 'data-dir')).toMatchObject({ level: 'ok', ok: true });
     expect(check(result.checks, 'coordinator-port').level).toBe('ok');
@@ -240,6 +246,15 @@ describe('runDoctor', () => {
     await writeFile(notDir, 'x');
     const bad = await runDoctor({ config: await configWith({ dataDir: notDir }) });
     expect(check(bad.checks, 'data-dir')).toMatchObject({ level: 'fail' });
+  });
+});
+
+describe('checkMemoryTrimming', () => {
+  it('says when AMF_MALLOC_TRIM=0 turned the trimming off', () => {
+    expect(checkMemoryTrimming({ AMF_MALLOC_TRIM: '0' })).toMatchObject({
+      level: 'ok',
+      detail: 'no malloc trimming: turned off by AMF_MALLOC_TRIM=0',
+    });
   });
 });
 

@@ -12,3 +12,9 @@ export function heapUsedAfterGc(): number {
   gc();
   return process.memoryUsage().heapUsed;
 }
+
+/** Two full collections, nothing measured. */
+export function fullGc(): void {
+  gc();
+  gc();
+}
