@@ -45,7 +45,11 @@ export function loadMallocTrim(
     trim: () =>
       new Promise<void>((resolve) => {
         // A failure only means this trim did not happen; the next full GC tries again.
-        native.async(0, () => resolve());
+        try {
+          native.async(0, () => resolve());
+        } catch {
+          resolve();
+        }
       }),
   };
 }
