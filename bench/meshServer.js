@@ -19,8 +19,9 @@
  * `amf up --demo`.
  *
  * Control, when started with an IPC channel (as bench/run.js does): `{cmd: 'memory', gc: true, id}`
- * is answered with `{type: 'memory', id, memory: process.memoryUsage(), active, pending}` after a full
- * GC (start with --expose-gc). The process shuts everything down and exits on SIGTERM, SIGINT, when
+ * is answered with `{type: 'memory', id, memory: process.memoryUsage(), rssRightAfterGc, active, pending}`
+ * 100 ms after a full GC (start with --expose-gc); `rssRightAfterGc` is the RSS read at once, before
+ * the malloc trim that follows a full GC. The process shuts everything down and exits on SIGTERM, SIGINT, when
  * the IPC channel closes (the parent died) or on `{cmd: 'shutdown'}`.
  *
  * Standalone: `node --expose-gc bench/meshServer.js` (Ctrl-C to stop).
@@ -135,6 +136,8 @@ async function runMeshProcess() {
         global.gc();
         global.gc();
       }
+      // Before the trim that follows a full GC has run: the report shows both.
+      const rssRightAfterGc = process.memoryUsage.rss();
       // Read 100 ms later: what the process does after a full GC (the trim above, in the thread pool,
       // 5–10 ms) is done, as it would be by the time anyone looks at a coordinator's memory.
       setTimeout(
@@ -144,6 +147,7 @@ async function runMeshProcess() {
             id: msg.id,
             gcAvailable: typeof global.gc === 'function',
             memory: process.memoryUsage(),
+            rssRightAfterGc,
             active: coordinator?.lifecycle.activeCount ?? 0,
             pending: coordinator?.dispatcher.pendingCount ?? 0,
           }),

@@ -644,12 +644,12 @@ function renderReport({ startedAt, results, paired, memory }) {
     );
     const mem = [];
     mem.push(
-      '| point | tasks done | RSS (MB) | of which anonymous (MB) | of which mapped files (MB) | heap used (MB) | heap total (MB) | external (MB) | tasks active | nats-server RSS (MB) |',
+      '| point | tasks done | RSS (MB) | of which anonymous (MB) | of which mapped files (MB) | RSS right after the GC, before the trim (MB) | heap used (MB) | heap total (MB) | external (MB) | tasks active | nats-server RSS (MB) |',
     );
-    mem.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    mem.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     const memRow = (title, cp, done) =>
       mem.push(
-        `| ${title} | ${done} | ${mb(rssOf(cp))} | ${mb(cp.rssAnon)} | ${mb(cp.rssFile)} | ${mb(cp.memory.heapUsed)} | ${mb(cp.memory.heapTotal)} | ${mb(cp.memory.external)} | ${cp.active} | ${mb(cp.nats?.rss)} |`,
+        `| ${title} | ${done} | ${mb(rssOf(cp))} | ${mb(cp.rssAnon)} | ${mb(cp.rssFile)} | ${mb(cp.rssRightAfterGc)} | ${mb(cp.memory.heapUsed)} | ${mb(cp.memory.heapTotal)} | ${mb(cp.memory.external)} | ${cp.active} | ${mb(cp.nats?.rss)} |`,
       );
     memRow('mesh started, before any load', memory.start, '–');
     memory.checkpoints.forEach((cp, i) =>
@@ -675,7 +675,7 @@ function renderReport({ startedAt, results, paired, memory }) {
       '',
       `Concurrency ${MEMORY_CONCURRENCY}; ${fmt(rate, 0)} req/s over the whole run; ${memory.errors} errors` +
         (memory.firstError ? ` (first: ${memory.firstError.message})` : '') +
-        `. Every row is taken 100 ms after a forced full GC in the mesh process (\`global.gc()\`, started with \`--expose-gc\`), so what the process does after a full GC is done (${info.memoryTrimming ?? 'memory trimming not reported'}); ` +
+        `. Every row is taken 100 ms after a forced full GC in the mesh process (\`global.gc()\`, started with \`--expose-gc\`), so what the process does after a full GC is done (${info.memoryTrimming ?? 'memory trimming not reported'}; the column "right after the GC" is read at once, before it); ` +
         `RSS is VmRSS from /proc/<pid>/status, split into anonymous memory (V8 heap, malloc) and mapped files (mostly the node binary itself, ~42 MB, shared with every other node process). ` +
         `Peak RSS (VmHWM) during the run, before GC: ${mb(last.vmPeak)} MB. ` +
         `The mesh process holds the coordinator, its HTTP edge, ${separateWorker() ? 'the floor responder and the calibration server (the echo worker runs in its own process)' : 'the echo worker, the floor responder and the calibration server'}; ` +
