@@ -11,7 +11,7 @@
  * V8 has just freed the buffers it held — and at most once per `minIntervalMs`.
  *
  * Only Linux with glibc has `malloc_trim`. Anywhere else, with `AMF_MALLOC_TRIM=0`, or when koffi
- * cannot load, nothing is done and `reason` says why.
+ * cannot load, nothing is done and `description` says why.
  */
 import { createRequire } from 'node:module';
 import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
