@@ -69,7 +69,7 @@ export function checkMemoryTrimming(env: NodeJS.ProcessEnv = process.env): Docto
     return pass('memory', `no malloc trimming: ${loaded.unavailable}`);
   return warn(
     'memory',
-    `no malloc trimming: ${loaded.unavailable}; the coordinator keeps 30–40 MB more after a burst of tasks`,
+    `no malloc trimming: ${loaded.unavailable}; the coordinator keeps 35–50 MB more after a burst of tasks`,
     'reinstall the npm packages on this platform (npm ci) so that koffi loads; without glibc (musl) there is nothing to trim',
   );
 }

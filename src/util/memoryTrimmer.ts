@@ -4,7 +4,7 @@
  * What Node allocates outside the V8 heap (HTTP bodies copied out of the parser, socket read
  * buffers, `writev` lists, the NATS client's chunks, compilers' scratch space) comes from glibc's
  * malloc, which keeps the pages it freed inside its arenas. After 20,000 tasks at concurrency 64 the
- * coordinator's RSS stayed 35–60 MB above its start with the V8 heap unchanged (docs/benchmarks.md,
+ * coordinator's RSS stayed 35–50 MB above its start with the V8 heap unchanged (docs/benchmarks.md,
  * "Runs of 2026-11-28, morning"). `malloc_trim(0)` returns every free page of every arena. Node does
  * not expose it, so it is called through koffi (a foreign-function library with prebuilt binaries
  * for the common platforms), in libuv's thread pool, after each full garbage collection — the moment
