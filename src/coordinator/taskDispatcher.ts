@@ -66,6 +66,8 @@ export interface SubmitRequest {
 interface Pending {
   resolve: (result: TaskResult) => void;
   reject: (err: AmfError) => void;
+  /** The requester went away: the task is cancelled and the promise rejected. */
+  abandon: () => void;
   onUpdate: ((update: TaskUpdate) => void) | undefined;
   nextSeq: number;
   held: Map<number, string>;
@@ -109,8 +111,24 @@ export class TaskDispatcher {
       (event, subject) => this.onReply(event, subject),
       {
         validation: 'shape',
+        // Every reply copy ends as an update to its requester: copies for tasks not waited on here
+        // (ended, another coordinator's) or for a requester that takes no updates (a non-streaming
+        // completion) are not even parsed.
+        skipSubject: (subject) =>
+          this.pending.get(subject.slice(SUBJECT_REPLY_PREFIX.length))?.onUpdate === undefined,
       },
     );
+  }
+
+  /**
+   * The requester of `taskId` went away (its connection closed): the task is cancelled and its
+   * `submit` rejected, as when its `signal` aborts. Cheaper than a signal where a request has no
+   * other use for one. False when the task is not waited on here (any more).
+   */
+  abandon(taskId: string): boolean {
+    const p = this.pending.get(taskId);
+    p?.abandon();
+    return p !== undefined;
   }
 
   close(): void {
@@ -164,6 +182,7 @@ export class TaskDispatcher {
           cleanup();
           reject(e);
         },
+        abandon: onAbort,
         onUpdate: req.onUpdate,
         nextSeq: 0,
         held: new Map(),

@@ -14,6 +14,7 @@ import { createEvent, type AmfEventOf, type AnyAmfEvent, type EventSender } from
 import { payloadTaskId, type AnnouncePayload, type CancelPayload } from '../events/payloads.js';
 import { announceSubject, isCapabilityTag, isTaskId, replySubject } from '../events/subjects.js';
 import { AmfError } from '../errors.js';
+import { jsonBytes } from '../util/jsonBytes.js';
 import { delegate } from './delegationGate.js';
 import { TaskEndings } from './taskEndings.js';
 import {
@@ -94,7 +95,13 @@ export class TaskLifecycle {
       endings: this.endings,
       offerWork: (task) => this.offers.offer(task),
     });
-    this.offers = new TaskWorkOffers(options.workQueue, notices, this.clock, () => this.closed);
+    this.offers = new TaskWorkOffers(
+      options.workQueue,
+      notices,
+      this.clock,
+      () => this.closed,
+      (event) => this.announcementBytes(event),
+    );
     // An ended task's offer is withdrawn, so no worker pulls a task that is already over. A task an
     // AMF worker answered needs nothing: that worker acknowledges (removes) the message itself.
     this.endings.onTerminal(({ task }) => {
@@ -125,6 +132,7 @@ export class TaskLifecycle {
     this.subs.push(
       this.bus.subscribe('amf.task.>', (e) => this.onFabricEvent(e), {
         onInvalid,
+        dropOwnEchoes: true,
         // Our own announcements come back on this subscription: known ids need no validation work.
         // Workers' output about tasks not followed here (direct tasks) would change nothing.
         skip: (parsed, subject) =>
@@ -136,6 +144,7 @@ export class TaskLifecycle {
     this.subs.push(
       this.bus.subscribe('amf.result.>', (e) => this.onFabricEvent(e), {
         onInvalid,
+        dropOwnEchoes: true,
         // The canonical finals this coordinator relays come back here: their task already ended.
         skip: (parsed) =>
           (parsed as { data?: { auth_context?: { identity?: unknown } } } | null)?.data?.auth_context
@@ -259,10 +268,20 @@ export class TaskLifecycle {
     });
     this.active.set(taskId, task);
     this.timers.armTtl(task);
-    this.bus.publish(event, announceSubject(req.tag));
+    if (this.bus.publishOwn) this.bus.publishOwn(event, announceSubject(req.tag));
+    else this.bus.publish(event, announceSubject(req.tag));
     this.offers.offer(task);
     this.table.changed(task);
     return task;
+  }
+
+  /** An announcement's bytes as it was published (encoded once); one too large fails at the work queue. */
+  private announcementBytes(event: TaskRecord['announce']): Uint8Array {
+    try {
+      return this.bus.encodeOnce?.(event) ?? jsonBytes(event);
+    } catch {
+      return jsonBytes(event);
+    }
   }
 
   /** Ends a task on the requester's behalf (timeout, disconnect, A2A cancel); the worker is told. */

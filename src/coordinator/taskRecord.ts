@@ -17,17 +17,22 @@ import type { LifecycleClock, TimerHandle } from './taskTimers.js';
  */
 export interface TaskFabric {
   publish(event: AmfEvent, ...subjects: string[]): void;
+  /** As publish, for an event the lifecycle already acts on: its echo is dropped unread (eventBus.ts). */
+  publishOwn?(event: AmfEvent, ...subjects: string[]): void;
   /**
    * Publishes through JetStream and retries until the stream acknowledges (fabric/eventBus.ts); a
-   * fabric without streams (an in-memory bus) leaves it out and gets a plain publish.
+   * fabric without streams (an in-memory bus) leaves it out and gets a plain publish. `alsoOn`
+   * subjects get the same bytes on core NATS first.
    */
   publishDurable?(
     event: AmfEvent,
     subject: string,
-    options: { msgId: string; giveUpMs?: number },
+    options: { msgId: string; giveUpMs?: number; alsoOn?: readonly string[]; ownEvent?: boolean },
   ): Promise<'stored' | 'too_large' | 'gave_up'>;
   /** Throws PAYLOAD_TOO_LARGE when the fabric could not carry `event` (an in-memory bus need not check). */
   assertFits?(event: AmfEvent): void;
+  /** The event's bytes, encoded once while it lives (the announcement's, for its work-queue offer). */
+  encodeOnce?(event: AmfEvent): Uint8Array;
   subscribe(subject: string, handler: EventHandler, options?: SubscribeOptions): { unsubscribe(): void };
 }
 

@@ -222,9 +222,11 @@ function publishCanonicalFinal(
     fabric.publish(final, 'amf.result.final', ...(reply ? [reply] : []));
     return undefined;
   }
-  if (reply) fabric.publish(final, reply);
+  // One encoding for both copies; the canonical copy comes back to this coordinator unread.
   return fabric.publishDurable(final, 'amf.result.final', {
     msgId: terminalEventMsgId(final.data.payload.task_id),
     giveUpMs: 120_000,
+    ...(reply ? { alsoOn: [reply] } : {}),
+    ownEvent: true,
   });
 }

@@ -19,6 +19,8 @@ export class TaskWorkOffers {
     private readonly notices: TaskNotices,
     private readonly clock: LifecycleClock,
     private readonly closed: () => boolean,
+    /** The announcement's bytes (the event bus's, so it is encoded once). */
+    private readonly encode: (event: TaskRecord['announce']) => Uint8Array = jsonBytes,
   ) {}
 
   /**
@@ -45,7 +47,7 @@ export class TaskWorkOffers {
     queue: TaskWorkQueue,
     failures: number,
   ): void {
-    const bytes = jsonBytes(event);
+    const bytes = this.encode(event);
     queue.offer(bytes, task.tag).then(
       (seq) => {
         // The task moved on while the offer was stored: take the stale offer back at once. A task

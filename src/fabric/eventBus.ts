@@ -10,6 +10,7 @@ import { isAmfEventType } from '../events/eventTypes.js';
 import { AmfError } from '../errors.js';
 import { ReplyInbox, storeUntilAcknowledged } from './replyInbox.js';
 import { jsonBytes } from '../util/jsonBytes.js';
+import { OwnEchoes } from './ownEchoes.js';
 
 /** Receives every valid event as the union, so a switch on `event.type` narrows its payload. */
 export type EventHandler = (event: AnyAmfEvent, subject: string) => void;
@@ -27,6 +28,13 @@ export interface SubscribeOptions {
   validation?: 'full' | 'shape';
   /** Drops a parsed message before validation (e.g. the coordinator's own announcements coming back). */
   skip?: (parsed: unknown, subject: string) => boolean;
+  /** Drops a message by its subject alone, before it is decoded (e.g. replies to a finished task). */
+  skipSubject?: (subject: string) => boolean;
+  /**
+   * Drops, unread, the copies of this bus's own {@link EventBus.publishOwn} events that NATS echoes
+   * back to this subscription (ownEchoes.ts).
+   */
+  dropOwnEchoes?: boolean;
 }
 
 /** The structural minimum a handler may rely on under `validation: 'shape'`. */
@@ -52,10 +60,25 @@ export interface EventBusOptions {
   payloadHint?: string;
 }
 
+/** Options of {@link EventBus.publishDurable}. */
+export interface DurablePublishOptions {
+  msgId: string;
+  signal?: AbortSignal;
+  giveUpMs?: number;
+  onRetry?: (err: unknown) => void;
+  /** Core NATS subjects that get the same bytes first (not stored). */
+  alsoOn?: readonly string[];
+  /** An event this process already acts on: its echo is dropped as for {@link EventBus.publishOwn}. */
+  ownEvent?: boolean;
+}
+
 /** Thin typed layer over a NATS connection for AMF events. */
 export class EventBus {
-  // An event checked by assertFits is published soon after: its bytes are kept, not encoded twice.
+  // Events checked by assertFits or encoded by encodeOnce keep their bytes while they live: an
+  // announcement is published, then stored on the work queue, from one encoding.
   private readonly encoded = new WeakMap<AmfEvent, Uint8Array>();
+  private readonly ownEchoes = new OwnEchoes();
+  private echoDroppers = 0;
 
   constructor(
     readonly nc: NatsConnection,
@@ -72,15 +95,20 @@ export class EventBus {
    * refuse a request before it records anything; NATS itself would only fail the publish.
    */
   assertFits(event: AmfEvent): void {
-    this.encode(event, true);
+    this.encodeOnce(event);
+  }
+
+  /**
+   * The bytes this bus publishes for `event`, encoded once for as long as the event lives (it must
+   * not change after). Throws PAYLOAD_TOO_LARGE as {@link assertFits} does.
+   */
+  encodeOnce(event: AmfEvent): Uint8Array {
+    return this.encode(event, true);
   }
 
   private encode(event: AmfEvent, keep = false): Uint8Array {
     let bytes = this.encoded.get(event);
-    if (bytes) {
-      this.encoded.delete(event);
-      return bytes;
-    }
+    if (bytes) return bytes;
     bytes = jsonBytes(event);
     const max = this.maxPayloadBytes;
     if (max !== undefined && bytes.length > max) {
@@ -105,6 +133,21 @@ export class EventBus {
     for (const subject of subjects) this.nc.publish(subject, bytes);
   }
 
+  /**
+   * As {@link publish}, for an event this process already acts on: the copy NATS echoes back to this
+   * connection's subscriptions with `dropOwnEchoes` is dropped before it is decoded.
+   */
+  publishOwn(event: AmfEvent, ...subjects: string[]): void {
+    const bytes = this.encode(event);
+    this.expectEcho(bytes);
+    if (subjects.length === 0) this.nc.publish(event.type, bytes);
+    else for (const subject of subjects) this.nc.publish(subject, bytes);
+  }
+
+  private expectEcho(bytes: Uint8Array): void {
+    if (this.echoDroppers > 0) this.ownEchoes.expect(bytes);
+  }
+
   /** Subscribes to `subject`; handler errors are caught and logged so one bad event cannot stop delivery. */
   subscribe(subject: string, handler: EventHandler, options: SubscribeOptions = {}): Subscription {
     const subOpts: {
@@ -113,6 +156,8 @@ export class EventBus {
     } = {
       callback: (err, msg) => {
         if (err) return;
+        if (options.skipSubject?.(msg.subject)) return;
+        if (options.dropOwnEchoes && this.ownEchoes.take(msg.data)) return;
         let parsed: unknown;
         try {
           parsed = JSON.parse(decoder.decode(msg.data));
@@ -145,7 +190,11 @@ export class EventBus {
       },
     };
     if (options.queue) subOpts.queue = options.queue;
-    return this.nc.subscribe(subject, subOpts);
+    if (!options.dropOwnEchoes) return this.nc.subscribe(subject, subOpts);
+    this.echoDroppers++;
+    const sub = this.nc.subscribe(subject, subOpts);
+    void sub.closed.then(() => this.echoDroppers--);
+    return sub;
   }
 
   /**
@@ -158,7 +207,7 @@ export class EventBus {
   async publishDurable(
     event: AmfEvent,
     subject: string,
-    options: { msgId: string; signal?: AbortSignal; giveUpMs?: number; onRetry?: (err: unknown) => void },
+    options: DurablePublishOptions,
   ): Promise<'stored' | 'too_large' | 'gave_up'> {
     let bytes: Uint8Array;
     try {
@@ -166,6 +215,8 @@ export class EventBus {
     } catch {
       return 'too_large';
     }
+    for (const copy of options.alsoOn ?? []) this.nc.publish(copy, bytes);
+    if (options.ownEvent) this.expectEcho(bytes);
     const outcome = await storeUntilAcknowledged(ReplyInbox.of(this.nc), subject, bytes, {
       msgId: options.msgId,
       giveUpMs: options.giveUpMs ?? 10 * 60_000,

@@ -149,6 +149,34 @@ describe('OpenAI-compatible API through the mesh', () => {
     await mesh.waitFor(() => mesh.coordinator.lifecycle.get(taskId)?.state === 'failed');
   });
 
+  it('cancels the task of a client that hangs up before its answer, and the worker stops', async () => {
+    const controller = new AbortController();
+    const call = fetch(`${mesh.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'amf/stall', messages: [{ role: 'user', content: 'hang up on me' }] }),
+      signal: controller.signal,
+    }).catch((e: unknown) => e);
+    const claim = await mesh.waitForEvent(
+      (e) =>
+        e.subject === 'amf.task.claim' &&
+        mesh.coordinator.lifecycle.get(e.event.amftaskid ?? '')?.announce.data.payload.task ===
+          'hang up on me',
+    );
+    const taskId = claim.event.amftaskid!;
+    controller.abort();
+    expect(await call).toMatchObject({ name: 'AbortError' });
+    const deny = await mesh.waitForEvent(
+      (e) =>
+        e.subject === 'amf.policy.deny' &&
+        e.event.amftaskid === taskId &&
+        (e.event.data.payload as { reason?: string }).reason === 'requester_cancelled',
+    );
+    expect((deny.event.data.payload as { terminal?: boolean }).terminal).toBe(true);
+    expect(await settledTerminalEvents(mesh, taskId)).toHaveLength(1);
+    await mesh.waitFor(() => mesh.coordinator.lifecycle.get(taskId)?.state === 'failed');
+  });
+
   it('serves many concurrent completions without losing any', async () => {
     const texts = Array.from({ length: 100 }, (_, i) => `message ${i}`);
     const answers = await Promise.all(
