@@ -278,7 +278,7 @@ export class TaskLifecycle {
   /** An announcement's bytes as it was published (encoded once); one too large fails at the work queue. */
   private announcementBytes(event: TaskRecord['announce']): Uint8Array {
     try {
-      return this.bus.encodeOnce?.(event) ?? jsonBytes(event);
+      return this.bus.takeBytes?.(event) ?? jsonBytes(event);
     } catch {
       return jsonBytes(event);
     }

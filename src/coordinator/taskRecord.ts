@@ -31,8 +31,8 @@ export interface TaskFabric {
   ): Promise<'stored' | 'too_large' | 'gave_up'>;
   /** Throws PAYLOAD_TOO_LARGE when the fabric could not carry `event` (an in-memory bus need not check). */
   assertFits?(event: AmfEvent): void;
-  /** The event's bytes, encoded once while it lives (the announcement's, for its work-queue offer). */
-  encodeOnce?(event: AmfEvent): Uint8Array;
+  /** The bytes assertFits kept for the event, handed over (the announcement's, for its work-queue offer). */
+  takeBytes?(event: AmfEvent): Uint8Array;
   subscribe(subject: string, handler: EventHandler, options?: SubscribeOptions): { unsubscribe(): void };
 }
 

@@ -74,8 +74,9 @@ export interface DurablePublishOptions {
 
 /** Thin typed layer over a NATS connection for AMF events. */
 export class EventBus {
-  // Events checked by assertFits or encoded by encodeOnce keep their bytes while they live: an
-  // announcement is published, then stored on the work queue, from one encoding.
+  // Events checked by assertFits keep their bytes until takeBytes: an announcement is checked,
+  // published, then stored on the work queue, from one encoding. (Not longer: short messages are
+  // cut from Node's shared 8 KiB pool, so one kept message would keep its whole slab.)
   private readonly encoded = new WeakMap<AmfEvent, Uint8Array>();
   private readonly ownEchoes = new OwnEchoes();
   private echoDroppers = 0;
@@ -95,15 +96,18 @@ export class EventBus {
    * refuse a request before it records anything; NATS itself would only fail the publish.
    */
   assertFits(event: AmfEvent): void {
-    this.encodeOnce(event);
+    this.encode(event, true);
   }
 
   /**
-   * The bytes this bus publishes for `event`, encoded once for as long as the event lives (it must
-   * not change after). Throws PAYLOAD_TOO_LARGE as {@link assertFits} does.
+   * The bytes {@link assertFits} kept for `event` (which must not have changed since), handed over
+   * and forgotten: for the last use of an event's encoding. Encoded now when none were kept; throws
+   * PAYLOAD_TOO_LARGE as assertFits does.
    */
-  encodeOnce(event: AmfEvent): Uint8Array {
-    return this.encode(event, true);
+  takeBytes(event: AmfEvent): Uint8Array {
+    const bytes = this.encode(event);
+    this.encoded.delete(event);
+    return bytes;
   }
 
   private encode(event: AmfEvent, keep = false): Uint8Array {

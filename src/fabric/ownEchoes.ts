@@ -11,66 +11,70 @@
  */
 
 /**
- * Slots for remembered copies, reused oldest first (a copy not seen again by then is forgotten):
- * at most this many messages are held, about 0.5 MB of events.
+ * Slots for remembered copies, reused in turn: a copy not seen again by the time its slot comes
+ * round is forgotten. Copies are held only until their echo arrives (a few at a time under load).
  */
 export const OWN_ECHOES_KEPT = 512;
 /** Bytes hashed from the start of a message: an event's `id` (a UUID) lies within them. */
 const HASHED_PREFIX_BYTES = 96;
 
+interface Remembered {
+  bytes: Uint8Array;
+  /** Its slot in `slots`, cleared when the copy is taken so nothing is held after its echo. */
+  slot: number;
+}
+
 export class OwnEchoes {
-  private readonly byKey = new Map<number, Uint8Array[]>();
-  private readonly order: { key: number; bytes: Uint8Array }[] = [];
-  private oldest = 0;
+  private readonly byKey = new Map<number, Remembered[]>();
+  private readonly slots: (Remembered | undefined)[] = [];
+  private nextSlot = 0;
+  private count = 0;
 
   constructor(private readonly kept = OWN_ECHOES_KEPT) {}
 
   /** Remembers `bytes` as published by this connection (the caller keeps them unchanged). */
   expect(bytes: Uint8Array): void {
+    const slot = this.nextSlot;
+    this.nextSlot = (slot + 1) % this.kept;
+    const evicted = this.slots[slot];
+    if (evicted) this.remove(evicted);
+    const entry: Remembered = { bytes, slot };
+    this.slots[slot] = entry;
     const key = prefixKey(bytes);
     const bucket = this.byKey.get(key);
-    if (bucket) bucket.push(bytes);
-    else this.byKey.set(key, [bytes]);
-    if (this.order.length < this.kept) this.order.push({ key, bytes });
-    else {
-      const evicted = this.order[this.oldest] as { key: number; bytes: Uint8Array };
-      this.forget(evicted.key, evicted.bytes);
-      this.order[this.oldest] = { key, bytes };
-      this.oldest = (this.oldest + 1) % this.kept;
-    }
+    if (bucket) bucket.push(entry);
+    else this.byKey.set(key, [entry]);
+    this.count++;
   }
 
   /** True (and forgotten) when `data` is a remembered message, byte for byte. */
   take(data: Uint8Array): boolean {
-    if (this.byKey.size === 0) return false;
-    const key = prefixKey(data);
-    const bucket = this.byKey.get(key);
+    if (this.count === 0) return false;
+    const bucket = this.byKey.get(prefixKey(data));
     if (!bucket) return false;
-    for (let i = 0; i < bucket.length; i++) {
-      if (sameBytes(bucket[i] as Uint8Array, data)) {
-        this.removeAt(key, bucket, i);
+    for (const entry of bucket) {
+      if (sameBytes(entry.bytes, data)) {
+        this.remove(entry);
         return true;
       }
     }
     return false;
   }
 
-  /** How many copies are expected (tests, metrics). */
+  /** How many copies are expected (tests). */
   get size(): number {
-    let n = 0;
-    for (const bucket of this.byKey.values()) n += bucket.length;
-    return n;
+    return this.count;
   }
 
-  private forget(key: number, bytes: Uint8Array): void {
+  private remove(entry: Remembered): void {
+    this.slots[entry.slot] = undefined;
+    const key = prefixKey(entry.bytes);
     const bucket = this.byKey.get(key);
-    const i = bucket ? bucket.indexOf(bytes) : -1;
-    if (bucket && i >= 0) this.removeAt(key, bucket, i);
-  }
-
-  private removeAt(key: number, bucket: Uint8Array[], i: number): void {
+    const i = bucket ? bucket.indexOf(entry) : -1;
+    if (!bucket || i < 0) return;
     if (bucket.length === 1) this.byKey.delete(key);
     else bucket.splice(i, 1);
+    this.count--;
   }
 }
 

@@ -45,11 +45,12 @@ describe('OwnEchoes', () => {
     expect(echoes.take(bytes('message 0'))).toBe(false);
     expect(echoes.take(bytes('message 1'))).toBe(false);
     expect(echoes.take(bytes('message 5'))).toBe(true);
-    // The bound counts slots: a taken copy's slot is reused in turn, and the others stay intact.
+    // Slots are reused in turn: a taken copy's slot is empty, the others are forgotten when reached.
     for (let i = 6; i < 9; i++) echoes.expect(bytes(`message ${i}`));
     expect(echoes.size).toBe(3);
     for (const i of [2, 3, 4]) expect(echoes.take(bytes(`message ${i}`))).toBe(false);
     for (const i of [6, 7, 8]) expect(echoes.take(bytes(`message ${i}`))).toBe(true);
+    expect(echoes.size).toBe(0);
   });
 });
 
