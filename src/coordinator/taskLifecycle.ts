@@ -7,15 +7,16 @@
  * This file wires the parts and reads the fabric; the parts are the task table and its state
  * changes (taskTable.ts), the timers (taskTimers.ts), retries (taskRetries.ts), the
  * terminal-event writer (taskEndings.ts), results (taskResults.ts), claims (taskClaims.ts), tasks
- * of other coordinators (foreignTasks.ts) and work-queue offers (taskWorkOffers.ts).
+ * of other coordinators (foreignTasks.ts), work-queue offers (taskWorkOffers.ts) and the
+ * announcement of a new task (taskAnnouncement.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { createEvent, type AmfEventOf, type AnyAmfEvent, type EventSender } from '../events/cloudEvent.js';
-import { payloadTaskId, type AnnouncePayload, type CancelPayload } from '../events/payloads.js';
-import { announceSubject, isCapabilityTag, isTaskId, replySubject } from '../events/subjects.js';
+import { payloadTaskId, type CancelPayload } from '../events/payloads.js';
+import { announceSubject, isCapabilityTag, isTaskId } from '../events/subjects.js';
 import { AmfError } from '../errors.js';
-import { jsonBytes } from '../util/jsonBytes.js';
 import { delegate } from './delegationGate.js';
+import { announcementEvent } from './taskAnnouncement.js';
 import { TaskEndings } from './taskEndings.js';
 import {
   taskRecordFromAnnouncement,
@@ -95,13 +96,7 @@ export class TaskLifecycle {
       endings: this.endings,
       offerWork: (task) => this.offers.offer(task),
     });
-    this.offers = new TaskWorkOffers(
-      options.workQueue,
-      notices,
-      this.clock,
-      () => this.closed,
-      (event) => this.announcementBytes(event),
-    );
+    this.offers = new TaskWorkOffers(options.workQueue, notices, this.clock, () => this.closed, bus);
     // An ended task's offer is withdrawn, so no worker pulls a task that is already over. A task an
     // AMF worker answered needs nothing: that worker acknowledges (removes) the message itself.
     this.endings.onTerminal(({ task }) => {
@@ -233,32 +228,7 @@ export class TaskLifecycle {
         `invalid task id ${JSON.stringify(req.taskId)}: expected [A-Za-z0-9-]{1,64}`,
       );
     if (this.get(taskId)) throw new AmfError('INVALID_REQUEST', `task ${taskId} already exists`);
-    const ttlSeconds = req.ttlSeconds ?? this.options.ttlSeconds;
-    const payload: AnnouncePayload = {
-      task_id: taskId,
-      task: req.task,
-      required_capability: req.tag,
-      max_retries: req.maxRetries ?? this.options.maxRetries,
-      retry_delay_seconds: req.retryDelaySeconds ?? this.options.retryDelaySeconds,
-      attempt: 1,
-    };
-    if (req.withReplySubject !== false) payload.reply_subject = replySubject(taskId);
-    if (req.messages) payload.messages = req.messages;
-    if (req.stream) payload.stream = true;
-    if (req.parentTaskId) payload.parent_task_id = req.parentTaskId;
-    if (req.chain && req.chain.length > 0) payload.delegation_chain = req.chain;
-    if (req.input) payload.input = req.input;
-    if (req.messageId) payload.message_id = req.messageId;
-    const event = createEvent({
-      type: 'amf.task.announce',
-      sender: this.sender,
-      payload,
-      taskId,
-      ttlSeconds,
-      ...(req.traceId ? { traceId: req.traceId } : {}),
-      ...(req.parentTaskId ? { parentId: req.parentTaskId } : {}),
-      ...(req.chain ? { delegationChain: req.chain } : {}),
-    });
+    const event = announcementEvent(req, taskId, this.sender, this.options);
     // Before the task is recorded: NATS would refuse to publish it, leaving a task never announced.
     this.bus.assertFits?.(event);
     const task = taskRecordFromAnnouncement(event, {
@@ -273,15 +243,6 @@ export class TaskLifecycle {
     this.offers.offer(task);
     this.table.changed(task);
     return task;
-  }
-
-  /** An announcement's bytes as it was published (encoded once); one too large fails at the work queue. */
-  private announcementBytes(event: TaskRecord['announce']): Uint8Array {
-    try {
-      return this.bus.takeBytes?.(event) ?? jsonBytes(event);
-    } catch {
-      return jsonBytes(event);
-    }
   }
 
   /** Ends a task on the requester's behalf (timeout, disconnect, A2A cancel); the worker is told. */

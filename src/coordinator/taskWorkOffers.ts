@@ -5,7 +5,7 @@
  * (NATS away, a replicated stream electing its leader) is tried again while the task waits for it.
  */
 import { isTerminal } from '../events/taskStateMachine.js';
-import type { TaskNotices, TaskRecord, TaskWorkQueue } from './taskRecord.js';
+import type { TaskFabric, TaskNotices, TaskRecord, TaskWorkQueue } from './taskRecord.js';
 import type { LifecycleClock } from './taskTimers.js';
 import { jsonBytes } from '../util/jsonBytes.js';
 
@@ -19,8 +19,8 @@ export class TaskWorkOffers {
     private readonly notices: TaskNotices,
     private readonly clock: LifecycleClock,
     private readonly closed: () => boolean,
-    /** The announcement's bytes (the event bus's, so it is encoded once). */
-    private readonly encode: (event: TaskRecord['announce']) => Uint8Array = jsonBytes,
+    /** Hands over the bytes the announcement was published with, so it is encoded once. */
+    private readonly fabric?: Pick<TaskFabric, 'takeBytes'>,
   ) {}
 
   /**
@@ -47,7 +47,7 @@ export class TaskWorkOffers {
     queue: TaskWorkQueue,
     failures: number,
   ): void {
-    const bytes = this.encode(event);
+    const bytes = this.bytesOf(event);
     queue.offer(bytes, task.tag).then(
       (seq) => {
         // The task moved on while the offer was stored: take the stale offer back at once. A task
@@ -73,6 +73,15 @@ export class TaskWorkOffers {
         }, delayMs);
       },
     );
+  }
+
+  /** The announcement's bytes; one too large for NATS is refused by the work queue, which warns. */
+  private bytesOf(event: TaskRecord['announce']): Uint8Array {
+    try {
+      return this.fabric?.takeBytes?.(event) ?? jsonBytes(event);
+    } catch {
+      return jsonBytes(event);
+    }
   }
 
   withdraw(task: TaskRecord): void {
