@@ -58,7 +58,7 @@ const trimmer = startMemoryTrimmer();
 if (process.argv[2] === 'worker') await runWorkerProcess();
 else await runMeshProcess();
 
-/** Worker-only mode: waits for `{cmd: 'start', natsUrl, credential, heartbeatSeconds}` on IPC. */
+/** Worker-only mode: waits for `{cmd: 'start', natsUrl, credential, heartbeatSeconds, coordinatorKey, operatorKey}` on IPC. */
 async function runWorkerProcess() {
   let running;
   let stopping;
@@ -82,6 +82,8 @@ async function runWorkerProcess() {
         handler: echoHandler,
         natsUrl: msg.natsUrl,
         credential: msg.credential,
+        coordinatorKey: msg.coordinatorKey,
+        operatorKey: msg.operatorKey,
         port: 0,
         heartbeatSeconds: msg.heartbeatSeconds,
         concurrency: WORKER_CONCURRENCY,
@@ -187,6 +189,9 @@ async function runMeshProcess() {
       natsUrl: coordinator.natsUrl,
       credential: coordinator.credentials.specialist,
       heartbeatSeconds: config.heartbeat.intervalSeconds,
+      // Its edge takes the operator key (the direct path's requests carry it) and the coordinator's bearer.
+      coordinatorKey: coordinator.signingKey.publicKey,
+      operatorKey: http.operatorKey,
     };
     worker =
       process.env.BENCH_SEPARATE_WORKER === '1'
@@ -254,13 +259,15 @@ async function runMeshProcess() {
   }
 }
 
-async function startInProcessWorker({ natsUrl, credential, heartbeatSeconds }) {
+async function startInProcessWorker({ natsUrl, credential, heartbeatSeconds, coordinatorKey, operatorKey }) {
   const w = await startWorker({
     name: 'bench-echo',
     tags: ['echo'],
     handler: echoHandler,
     natsUrl,
     credential,
+    coordinatorKey,
+    operatorKey,
     port: 0,
     heartbeatSeconds,
     concurrency: WORKER_CONCURRENCY,

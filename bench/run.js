@@ -231,7 +231,11 @@ async function stopMesh() {
 /** Parses the Prometheus text of the coordinator's /metrics for the process memory gauges. */
 async function scrapeMemoryMetrics() {
   try {
-    const { status, text } = await httpGet(`${info.coordinatorUrl}/metrics`);
+    // /metrics is an operator route: the key the coordinator generated into its data dir.
+    const key = readFileSync(nodePath.join(info.dataDir, 'operator.key'), 'utf8').trim();
+    const { status, text } = await httpGet(`${info.coordinatorUrl}/metrics`, {
+      authorization: `Bearer ${key}`,
+    });
     if (status !== 200) return undefined;
     const values = {};
     for (const line of text.split('\n')) {
@@ -354,11 +358,19 @@ async function main() {
   const floorPayload = echoTaskPayload();
   const chatBody = JSON.stringify({ model: 'amf/echo', messages: [{ role: 'user', content: TEXT }] });
   const directBody = JSON.stringify({ text: TEXT });
+  // A worker's /tasks/send takes the operator key (or the coordinator's bearer): the one the
+  // coordinator generated into its data dir, which the worker was given.
+  const directHeaders = {
+    authorization: `Bearer ${readFileSync(nodePath.join(info.dataDir, 'operator.key'), 'utf8').trim()}`,
+  };
   const memoryAtStart = await childMemory();
 
   // Correctness first: a fast wrong answer is not a result.
   {
-    const probe = httpPoster(`${info.workerUrl}/tasks/send`, directBody, { concurrency: 1 });
+    const probe = httpPoster(`${info.workerUrl}/tasks/send`, directBody, {
+      concurrency: 1,
+      headers: directHeaders,
+    });
     const r = await probe.once();
     probe.close();
     if (r.status !== 200 || JSON.parse(r.text).result?.text !== TEXT)
@@ -387,7 +399,10 @@ async function main() {
       if (PATHS.includes('nats'))
         results.push(await measure('nats', c, natsRequester(nc, info.floorSubject, floorPayload)));
       if (PATHS.includes('direct')) {
-        const t = httpPoster(`${info.workerUrl}/tasks/send`, directBody, { concurrency: c });
+        const t = httpPoster(`${info.workerUrl}/tasks/send`, directBody, {
+          concurrency: c,
+          headers: directHeaders,
+        });
         results.push(await measure('direct', c, t));
         t.close();
       }

@@ -4,7 +4,8 @@
  * from elsewhere hits them all alike), against the floor of Node itself (`node -e 0`).
  *
  *   amf --version                      (answered by bin/amf.js without loading the CLI)
- *   amf agents --coordinator URL       (the whole command: configuration, one GET /agents, output)
+ *   amf agents --coordinator URL       (the whole command: configuration, the operator key from the
+ *                                       data dir, one GET /agents, output)
  *
  * `amf agents` talks to a real coordinator (bench/meshServer.js in a child process). CPU time of a
  * run is the user + system time of the finished child (from /proc/self/stat, children's fields).
@@ -69,7 +70,8 @@ async function main() {
     {
       key: 'agents',
       label: '`amf agents` (one real coordinator)',
-      args: [AMF, 'agents', '--coordinator', mesh.info.coordinatorUrl],
+      // The mesh's data dir: `amf agents` reads the operator key from it, as its owner's CLI does.
+      args: [AMF, 'agents', '--coordinator', mesh.info.coordinatorUrl, '--data-dir', mesh.info.dataDir],
       check: (out) => out.includes('bench-echo'),
     },
   ];

@@ -4,7 +4,7 @@
 // It needs Debian's chromium (apt-get install chromium) and must run where mDNS cannot leak, e.g.
 //   unshare -n bash -c 'ip link set lo up; node scripts/screenshots.mjs'
 import { spawn } from 'node:child_process';
-import { mkdtemp, mkdir, rm } from 'node:fs/promises';
+import { mkdtemp, mkdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -82,6 +82,10 @@ try {
     ],
   });
   const page = browser.pages()[0] ?? (await browser.newPage());
+  // The hand-off `amf up` prints: the operator key in the URL fragment, stored by the page once.
+  const key = (await readFile(join(dataDir, 'operator.key'), 'utf8')).trim();
+  await page.goto(`${base}/#token=${encodeURIComponent(key)}`);
+  await page.locator('#live-text', { hasText: /^live$/ }).waitFor();
   const shoot = async (hash, name, ready) => {
     await page.goto(`${base}/${hash}`);
     await page.locator(ready).first().waitFor();

@@ -147,10 +147,10 @@ export function httpPoster(url, body, { concurrency, headers = {} }) {
 function noop() {}
 
 /** GET a URL and return its text (for /metrics scrapes; not on the hot path). */
-export function httpGet(url) {
+export function httpGet(url, headers = {}) {
   return new Promise((resolve, reject) => {
     http
-      .get(url, (res) => {
+      .get(url, { headers }, (res) => {
         const chunks = [];
         res.on('data', (c) => chunks.push(c));
         res.on('end', () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString() }));

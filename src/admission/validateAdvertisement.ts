@@ -1,13 +1,16 @@
 /**
  * Deterministic validation of a raw advertisement, the first gate of admission: size, charset,
  * required keys, tag syntax, protocol syntax, URL parsing, and LOCKED #1 (`MCP/...` needs `mcp=`).
- * A failure is denied at once with its own reason and no watcher is started for it.
+ * An mDNS advertisement may point only at the address its packet came from, with fixed paths
+ * ({@link mdnsUrlRefusal}). A failure is denied at once with its own reason and no watcher is
+ * started for it.
  */
 import type { RawAdvertisement } from '../discovery/advertisement.js';
 import { MAX_TXT_BYTES } from '../discovery/advertisement.js';
 import type { AgentRecord } from '../events/agentRecord.js';
 import { CAPABILITY_TAG_PATTERN } from '../events/subjects.js';
 import { checkUrl, NetError } from '../net/guardedFetch.js';
+import { sameHost } from '../net/hostRules.js';
 import { isNkeyUser } from '../identity/nkeyPublic.js';
 
 /** Stable reason codes of deterministic denials. */
@@ -23,6 +26,8 @@ export type ValidationReason =
   | 'mcp_url_required'
   | 'invalid_url'
   | 'card_url_refused'
+  | 'mcp_url_refused'
+  | 'endpoint_refused'
   | 'invalid_value';
 
 export type AdvertisementCheck =
@@ -86,6 +91,48 @@ export function cardUrlRefusal(card: string, endpoint: URL): string | undefined 
   }
 }
 
+/** The only path an mDNS advertisement's card URL may have. */
+export const MDNS_CARD_PATH = '/.well-known/agent-card.json';
+/** The only path an mDNS advertisement's MCP URL may have. */
+export const MDNS_MCP_PATH = '/mcp';
+
+/**
+ * Why the URLs of an mDNS advertisement are refused, or undefined when they are not. A multicast
+ * packet can come from anyone on the LAN and says whatever its sender likes, so the URLs it gives —
+ * which the coordinator fetches (the card), calls (MCP `initialize`) and would route to — may only
+ * be on the address the packet came from: the endpoint's host is that address (a loopback endpoint
+ * only from a loopback sender), and the card and MCP URLs are on it at the fixed paths
+ * `/.well-known/agent-card.json` and `/mcp`, without query or fragment. Otherwise an advertisement
+ * would make the coordinator a probe of any host, port and path (blind SSRF) or redirect another
+ * agent's calls. (A NATS heartbeat comes from a proven sender and keeps the wider rules.)
+ */
+export function mdnsUrlRefusal(
+  source: string,
+  endpoint: URL,
+  card: string | undefined,
+  mcp: string | undefined,
+): { reason: 'endpoint_refused' | 'card_url_refused' | 'mcp_url_refused'; message: string } | undefined {
+  const from = `the address the advertisement came from (${source.slice(0, 64)})`;
+  if (!sameHost(endpoint.hostname, source))
+    return {
+      reason: 'endpoint_refused',
+      message: `ep "${endpoint.href.slice(0, 80)}" is not on ${from}: an mDNS advertisement may only name its own address`,
+    };
+  const fixed = (value: string, path: string, what: 'card' | 'mcp'): string | undefined => {
+    const url = parseAgentUrl(value);
+    if (!url) return `${what} "${value.slice(0, 80)}" is not an http(s) URL without credentials`;
+    if (!sameHost(url.hostname, source)) return `${what} "${value.slice(0, 80)}" is not on ${from}`;
+    if (url.pathname !== path || url.search !== '' || url.hash !== '')
+      return `${what} "${value.slice(0, 80)}" must be at the path ${path} (no query or fragment) on the advertiser's own address`;
+    return undefined;
+  };
+  const cardProblem = card === undefined ? undefined : fixed(card, MDNS_CARD_PATH, 'card');
+  if (cardProblem) return { reason: 'card_url_refused', message: cardProblem };
+  const mcpProblem = mcp === undefined ? undefined : fixed(mcp, MDNS_MCP_PATH, 'mcp');
+  if (mcpProblem) return { reason: 'mcp_url_refused', message: mcpProblem };
+  return undefined;
+}
+
 /** Checks a raw advertisement and maps it to an AgentRecord; never throws. */
 export function validateAdvertisement(raw: RawAdvertisement): AdvertisementCheck {
   if (raw.txt_bytes > MAX_TXT_BYTES)
@@ -140,6 +187,10 @@ export function validateAdvertisement(raw: RawAdvertisement): AdvertisementCheck
   if (txt.card !== undefined) {
     const refusal = cardUrlRefusal(txt.card, endpoint);
     if (refusal) return fail('card_url_refused', refusal);
+  }
+  if (raw.door === 'mdns') {
+    const refusal = mdnsUrlRefusal(raw.source, endpoint, txt.card, txt.mcp);
+    if (refusal) return fail(refusal.reason, refusal.message);
   }
   if (txt.td !== undefined && !TRUST_DOMAIN_PATTERN.test(txt.td))
     return fail('invalid_value', `td "${txt.td.slice(0, 40)}" is not a trust domain name`);

@@ -10,7 +10,8 @@ import type { Server } from 'node:http';
 import { Router, sendJson } from '../http/httpKit.js';
 import { serveRouter } from './workerHttp.js';
 import { closeServer, listen } from '../net/httpServer.js';
-import { meshAccessOf, startWorker, type RunningWorker } from './workerApp.js';
+import { edgeKeysOf, meshAccessOf, startWorker, type RunningWorker } from './workerApp.js';
+import type { WorkerEdgeKeys } from './workerEdgeGate.js';
 import type { RoleCredential } from '../fabric/credentials.js';
 import type { AgentKey } from '../identity/agentKey.js';
 import { isCapabilityTag } from '../events/subjects.js';
@@ -35,11 +36,13 @@ import type { McpClientHub } from '../mcpClient/mcpClientHub.js';
 import type { HandlerMcpSurface } from '../worker/handlerApi.js';
 import { mergeSurfaces, reexportSurface } from '../worker/reexportMcp.js';
 
-export interface RunAgentMeshOptions {
+export interface RunAgentMeshOptions extends WorkerEdgeKeys {
   natsUrl: string;
   /** How the agent reaches NATS: a join credential and its own key, or a shared role credential. */
   credential?: RoleCredential;
   join?: RoleCredential;
+  /** Enrolled by an invite: connects as its own key at once (see StartWorkerOptions.enrolled). */
+  enrolled?: boolean;
   key?: AgentKey;
   heartbeatSeconds?: number;
   concurrency?: number;
@@ -168,6 +171,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunningAgent> {
       },
       natsUrl: opts.mesh.natsUrl,
       ...meshAccessOf(opts.mesh),
+      ...edgeKeysOf(opts.mesh),
       host,
       port,
       trustDomain: def['x-amf'].trust,

@@ -1,10 +1,9 @@
 /**
  * The coordinator's HTTP edge: UI, event stream, publish, registry, agent card, health, the OpenAI
- * API and metrics. Authentication (`--api-key`) is checked here once for every route except the agent
- * cards, `/health` and the UI page itself.
+ * API and metrics. Who may call what is decided here once per request, by the route table of
+ * routeAccess.ts, with the operator key (configured, or generated into the data dir).
  */
-import { timingSafeEqual, createHash } from 'node:crypto';
-import type { IncomingMessage, Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AmfError } from '../errors.js';
 import { Coordinator } from '../coordinator/coordinator.js';
 import type { AmfConfig } from '../config/config.js';
@@ -23,6 +22,7 @@ import {
   sendJson,
 } from '../http/httpKit.js';
 import { closeServer, listen } from '../net/httpServer.js';
+import { advertisedUrl } from '../net/advertisedHost.js';
 import { createServer } from 'node:http';
 import { VERSION } from '../version.js';
 import { McpAuditLog } from '../protocols/mcp/mcpAudit.js';
@@ -35,7 +35,7 @@ import { McpFederation } from '../protocols/mcp/federation.js';
 import { createCoordinatorMcpEndpoint } from '../protocols/mcp/coordinatorMcp.js';
 import { loadCoordinatorFingerprint } from '../protocols/mcp/coordinatorFingerprint.js';
 import { TlsPinStore } from '../protocols/mcp/tlsPins.js';
-import type { McpCallCredentials } from '../protocols/mcp/callAuth.js';
+import { coordinatorCallCredentials, type McpCallCredentials } from '../protocols/mcp/callAuth.js';
 import type { IdentityProvider } from '../identity/identityProvider.js';
 import { mcpSessionLimits, type McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
 import { registerAmpRoutes } from '../protocols/amp/ampRoutes.js';
@@ -48,14 +48,8 @@ import { registerConsoleRoutes } from './consoleRoutes.js';
 import { UnknownTagNotices } from '../registry/unknownTagNotices.js';
 import { watchForgottenAgents } from './agentForgetWatch.js';
 import { ownAgentAccess } from '../coordinator/calloutWiring.js';
-
-const PUBLIC_PATHS = new Set([
-  '/',
-  '/health',
-  '/.well-known/agent-card.json',
-  '/.well-known/agent.json',
-  '/favicon.ico',
-]);
+import { EdgeAuth, ROUTE_ACCESS } from './routeAccess.js';
+import { loadOrCreateOperatorKey } from '../identity/operatorKey.js';
 
 export interface CoordinatorHttp {
   server: Server;
@@ -63,21 +57,12 @@ export interface CoordinatorHttp {
   metrics: CoordinatorMetrics;
   /** The federated MCP catalog behind `/mcp`. */
   mcp: McpFederation;
+  /**
+   * The key operator routes take: `coordinator.api_key` when configured, else the one generated
+   * into `<data-dir>/operator.key`. `amf up` hands it to its owner in the console URL it prints.
+   */
+  operatorKey: string;
   close(): Promise<void>;
-}
-
-function keyDigest(key: string): Buffer {
-  return createHash('sha256').update(key).digest();
-}
-
-/** Constant-time API key check on a Bearer header (or `?api_key=` for EventSource, which cannot set headers). */
-function authorized(req: IncomingMessage, url: URL, expected: Buffer): boolean {
-  const header = req.headers.authorization;
-  let given: string | undefined;
-  if (typeof header === 'string' && header.startsWith('Bearer ')) given = header.slice(7).trim();
-  else if (url.pathname === '/events') given = url.searchParams.get('api_key') ?? undefined;
-  if (given === undefined) return false;
-  return timingSafeEqual(keyDigest(given), expected);
 }
 
 /** Builds the router for a coordinator. */
@@ -142,7 +127,7 @@ function buildRouter(
     if (task) return sendJson(res, 200, taskSnapshot(task));
     throw new AmfError('NOT_FOUND', `no task ${id} is known to this coordinator`);
   });
-  // The caller is the operator only when an API key is configured and this request presented it.
+  // The caller is the operator only when this request presented the operator key.
   router.on('POST', '/publish', (req, res, url) =>
     handlePublish(req, res, coordinator, isOperator(req, url) ? OPERATOR_CALLER : ANONYMOUS_CALLER),
   );
@@ -183,7 +168,7 @@ function routeLabel(pathname: string): string {
   if (pathname === '/a2a') return '/a2a';
   if (pathname.startsWith('/a2a/rest/')) return '/a2a/rest';
   if (/^\/(mcp\/call|api\/amp\/(message|discover))$/.test(pathname)) return pathname;
-  return PUBLIC_PATHS.has(pathname) ||
+  return ROUTE_ACCESS.some((row) => row.path === pathname) ||
     /^\/(v1\/[a-z/]+|events|events\/history|publish|agents|admissions|tools|metrics|mcp|audit)$/.test(
       pathname,
     )
@@ -194,6 +179,9 @@ function routeLabel(pathname: string): string {
 /** Starts the HTTP edge of `coordinator` on the configured host and port. */
 export async function startCoordinatorHttp(coordinator: Coordinator): Promise<CoordinatorHttp> {
   const { config } = coordinator;
+  // Never anonymous: with no key configured, one is generated for the owner (operatorKey.ts).
+  const operatorKey = config.coordinator.apiKey ?? (await loadOrCreateOperatorKey(config.dataDir));
+  const auth = new EdgeAuth({ operatorKey, identity: coordinator.identity });
   const hub = new EventStreamHub(coordinator.nc, eventStreamLimits(config));
   const metrics = new CoordinatorMetrics(coordinator);
   registerEventStreamMetrics(metrics.registry, hub);
@@ -217,18 +205,16 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     pins: new TlsPinStore(coordinator.stores.mcpPins),
     coordinatorFingerprint: await loadCoordinatorFingerprint(config.dataDir),
     log: (level, message, fields) => coordinator.log(level, message, fields),
-    ...(coordinator.identity.mode === 'spiffe'
-      ? { credentials: spiffeCallCredentials(coordinator.identity) }
-      : {}),
+    // Worker edges take a JWT-SVID under SPIFFE, else the coordinator's own signed bearer.
+    credentials:
+      coordinator.identity.mode === 'spiffe'
+        ? spiffeCallCredentials(coordinator.identity)
+        : coordinatorCallCredentials(coordinator.signingKey),
     bareNames: config.mcp.bareNames,
   });
   federation.start();
   const mcpEndpoint = createCoordinatorMcpEndpoint(federation, VERSION, mcpSessionLimits(config));
-  const expectedKey = config.coordinator.apiKey ? keyDigest(config.coordinator.apiKey) : undefined;
-  // Checked again per route that grants more to the key holder, so a path made public later
-  // cannot hand out the operator's authority.
-  const isOperator = (req: IncomingMessage, u: URL) =>
-    expectedKey !== undefined && authorized(req, u, expectedKey);
+  const isOperator = (req: IncomingMessage, u: URL) => auth.isOperator(req, u);
   // Requests refused for a model or tag nobody serves: warnings the console shows (rate-bounded).
   const unknownTags = new UnknownTagNotices(coordinator.notices);
   const router = buildRouter(
@@ -261,28 +247,40 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
   });
   registerConsoleRoutes(router, coordinator, federation);
   const guard = HttpGuard.fromConfig(config);
+  const serve = async (req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> => {
+    try {
+      const decision = await auth.decide(req, u);
+      if (!decision.ok) {
+        // Drained unread: nothing of a refused request reaches a handler.
+        req.resume();
+        res.setHeader('www-authenticate', decision.wwwAuthenticate);
+        sendFamilyError(res, u.pathname, decision.error);
+        return;
+      }
+      await router.handle(req, res, u);
+    } catch (err) {
+      if (u.pathname.startsWith('/v1/')) {
+        if (!res.headersSent) sendOpenAiError(res, err);
+        else res.end();
+      } else sendError(res, err);
+    }
+  };
   const server = createServer(requestDeadlineOptions(requestDeadlines(config)), (req, res) => {
     const u = requestUrl(req);
     res.on('finish', () =>
       metrics.httpRequests.inc({ route: routeLabel(u.pathname), status: String(res.statusCode) }),
     );
     if (!guard.admit(req, res, u)) return;
-    const isPublic = PUBLIC_PATHS.has(u.pathname) || u.pathname.startsWith(CONSOLE_PREFIX);
-    if (expectedKey && !isPublic && !authorized(req, u, expectedKey)) {
-      const err = new AmfError('UNAUTHORIZED', 'missing or wrong API key: send Authorization: Bearer <key>');
-      sendFamilyError(res, u.pathname, err);
-      return;
-    }
-    router.handle(req, res, u).catch((err: unknown) => {
-      if (u.pathname.startsWith('/v1/')) {
-        if (!res.headersSent) sendOpenAiError(res, err);
-        else res.end();
-      } else sendError(res, err);
-    });
+    void serve(req, res, u);
   });
   server.keepAliveTimeout = 65_000;
   try {
-    url = await listen(server, config.coordinator.host, config.coordinator.port);
+    // Bound to a wildcard, the edge is named by this machine's LAN address, never 0.0.0.0.
+    url = advertisedUrl(
+      await listen(server, config.coordinator.host, config.coordinator.port),
+      config.coordinator.host,
+      config.mdns.interface ?? undefined,
+    );
   } catch (err) {
     // The federation already follows the registry: stop it when the edge never came up.
     await federation.close();
@@ -300,6 +298,7 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     url,
     metrics,
     mcp: federation,
+    operatorKey,
     async close() {
       forgetWatch.stop();
       hub.close();

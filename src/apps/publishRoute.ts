@@ -15,6 +15,9 @@
  * - nobody: the events that belong to a worker (claim, progress, blocked, delegate, results), to an
  *   agent's own heartbeat, or to the coordinator's notices and advertisements. Through this door they
  *   could only be forgeries: the real ones travel on NATS under the sender's own credential.
+ *
+ * Artifacts and evidence are held to `artifacts.max_event_bytes` (413) and to a quota per caller, the
+ * one each agent has (429): they land in AMF_ARTIFACTS, which no caller may fill for everyone else.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AmfError } from '../errors.js';
@@ -140,7 +143,9 @@ export async function handlePublish(
     case 'amf.artifact.publish':
     case 'amf.evidence.publish': {
       const stamped = stampWithCaller(event, caller, trustDomain);
-      coordinator.bus.publish(stamped);
+      const bytes = coordinator.bus.takeBytes(stamped);
+      admitData(coordinator, caller, stamped.type, bytes.length);
+      coordinator.nc.publish(stamped.type, bytes);
       sendJson(res, 202, {
         accepted: true,
         id: stamped.id,
@@ -158,6 +163,27 @@ export async function handlePublish(
     default:
       throw forbidden(event.type, caller, NEVER[event.type]);
   }
+}
+
+/**
+ * Artifacts and evidence from the edge are held to the size cap and per-publisher quota agents have
+ * (coordinator/artifactIntake.ts), so no caller can push others' artifacts out of AMF_ARTIFACTS.
+ */
+function admitData(coordinator: Coordinator, caller: PublishCaller, type: DataType, bytes: number): void {
+  const { maxEventBytes, agentEventsPerMinute, agentBytesPerMinute } = coordinator.artifacts.limits;
+  const refusal = coordinator.artifacts.admitOther(caller.identity, bytes);
+  if (refusal === 'artifact_too_large')
+    throw new AmfError(
+      'PAYLOAD_TOO_LARGE',
+      `the ${type} event would be ${bytes} bytes, more than artifacts.max_event_bytes (${maxEventBytes}); large artifacts travel by reference`,
+      { event_bytes: bytes, max_event_bytes: maxEventBytes },
+    );
+  if (refusal === 'quota_exceeded')
+    throw new AmfError(
+      'RATE_LIMITED',
+      `${caller.identity} published more artifacts and evidence than its quota of ${agentEventsPerMinute} events and ${agentBytesPerMinute} bytes a minute (artifacts.agent_events_per_minute, artifacts.agent_bytes_per_minute): retry later`,
+      { quota_events_per_minute: agentEventsPerMinute, quota_bytes_per_minute: agentBytesPerMinute },
+    );
 }
 
 function operatorOnly(what: string): string {

@@ -14,7 +14,8 @@ import { agentRecordToTxt } from '../discovery/txtRecord.js';
 import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdvertiser.js';
 import type { WorkerHandler } from '../worker/handlerApi.js';
 import { createRouterServer, workerRouter, type WorkerHttpOptions } from './workerHttp.js';
-import { addSvidProofRoute, svidGate } from './svidGate.js';
+import { addSvidProofRoute } from './svidGate.js';
+import { workerEdgeGate, type WorkerEdgeKeys } from './workerEdgeGate.js';
 import type { IdentityProvider } from '../identity/identityProvider.js';
 import { closeServer, listen } from '../net/httpServer.js';
 import type { RequestDeadlines, Router } from '../http/httpKit.js';
@@ -26,7 +27,7 @@ import { McpClientHub, type McpClientHubOptions } from '../mcpClient/mcpClientHu
 import { bindTaskTools } from '../mcpClient/taskTools.js';
 import { mergeSurfaces, reexportSurface } from '../worker/reexportMcp.js';
 
-export interface StartWorkerOptions {
+export interface StartWorkerOptions extends WorkerEdgeKeys {
   name: string;
   tags: string[];
   handler: WorkerHandler;
@@ -38,6 +39,11 @@ export interface StartWorkerOptions {
    */
   credential?: RoleCredential;
   join?: RoleCredential;
+  /**
+   * `enrolled`: the agent's key was enrolled by an invite (worker/inviteJoin.ts) or the operator's
+   * approval: it connects as its own nkey user at once and heartbeats there, with no join user.
+   */
+  enrolled?: boolean;
   /** The agent's own key (identity/agentKey.ts); default: a key for this process only. */
   key?: AgentKey;
   /** How long to wait to be admitted when joining (default 60 s). */
@@ -87,7 +93,16 @@ export interface StartWorkerOptions {
 export interface MeshAccess {
   credential?: RoleCredential;
   join?: RoleCredential;
+  enrolled?: boolean;
   key?: AgentKey;
+}
+
+/** The edge keys of `opts`, without undefined ones (exactOptionalPropertyTypes). */
+export function edgeKeysOf(opts: WorkerEdgeKeys): WorkerEdgeKeys {
+  return {
+    ...(opts.coordinatorKey ? { coordinatorKey: opts.coordinatorKey } : {}),
+    ...(opts.operatorKey ? { operatorKey: opts.operatorKey } : {}),
+  };
 }
 
 /** The access fields of `opts`, without undefined ones (exactOptionalPropertyTypes). */
@@ -95,6 +110,7 @@ export function meshAccessOf(opts: MeshAccess): MeshAccess {
   return {
     ...(opts.credential ? { credential: opts.credential } : {}),
     ...(opts.join ? { join: opts.join } : {}),
+    ...(opts.enrolled ? { enrolled: true } : {}),
     ...(opts.key ? { key: opts.key } : {}),
   };
 }
@@ -124,10 +140,13 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     if (!isCapabilityTag(tag))
       throw new AmfError('INVALID_REQUEST', `invalid capability tag "${tag}": expected [a-z0-9-]+`);
   const spiffe = opts.identity?.mode === 'spiffe' ? opts.identity : undefined;
-  if ((opts.credential === undefined) === (opts.join === undefined))
+  if (
+    [opts.credential !== undefined, opts.join !== undefined, opts.enrolled === true].filter(Boolean)
+      .length !== 1
+  )
     throw new AmfError(
       'INVALID_REQUEST',
-      'a worker needs exactly one of a join credential or a role credential',
+      'a worker needs exactly one of a join credential, a role credential or an enrolled key',
     );
   // Under SPIFFE the worker is who its SVID says, in the SVID's trust domain.
   const trustDomain = spiffe?.trustDomain ?? opts.trustDomain ?? 'local';
@@ -182,9 +201,17 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
       joinNc = await connectAs(opts.natsUrl, opts.join, `amf-join-${opts.name}`, RECONNECT_FOREVER);
       workerOptions.heartbeatConnection = joinNc;
     }
+    // An enrolled key is its own user from the start: dial it (the grant may take a reload to land).
     nc =
       joinNc ??
-      (await connectAs(opts.natsUrl, opts.credential!, `amf-worker-${opts.name}`, RECONNECT_FOREVER));
+      (opts.enrolled
+        ? await joinFabric({
+            natsUrl: opts.natsUrl,
+            key,
+            name: `amf-worker-${opts.name}`,
+            ...(opts.admissionTimeoutMs !== undefined ? { timeoutMs: opts.admissionTimeoutMs } : {}),
+          })
+        : await connectAs(opts.natsUrl, opts.credential!, `amf-worker-${opts.name}`, RECONNECT_FOREVER));
   } catch (err) {
     await joinNc?.close();
     await hub?.close();
@@ -204,11 +231,19 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
   const router = workerRouter(worker, httpOpts, endpoint);
   opts.routes?.(router);
   if (spiffe) addSvidProofRoute(router, spiffe);
+  // `/tasks/send` takes the coordinator's bearer, the operator key or an SVID; `/a2a` and `/mcp`
+  // are open on loopback only (workerEdgeGate.ts).
   edge.serve(
     router,
-    spiffe
-      ? svidGate({ identity: spiffe, ...(opts.spiffeAudience ? { audience: opts.spiffeAudience } : {}) })
-      : undefined,
+    workerEdgeGate({
+      agentId: worker.agentId,
+      ...edgeKeysOf(opts),
+      ...(spiffe
+        ? {
+            spiffe: { identity: spiffe, ...(opts.spiffeAudience ? { audience: opts.spiffeAudience } : {}) },
+          }
+        : {}),
+    }),
   );
   if (joinNc) {
     // Built and served (the coordinator checks the card and lists the MCP tools at admission), the

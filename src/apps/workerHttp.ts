@@ -1,6 +1,7 @@
 /**
  * The worker's HTTP edge: its agent card, `POST /tasks/send` for direct submission (the same handler
- * as mesh tasks, with the same events published on NATS), and `/health`.
+ * as mesh tasks, with the same events published on NATS, under an id the worker chooses), and
+ * `/health`. Who may call which path is decided before routing (workerEdgeGate.ts).
  */
 import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -21,7 +22,6 @@ import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
 import { legacyAgentCard, workerAgentCard } from '../protocols/a2a/agentCards.js';
 import { cardRoute } from '../protocols/a2a/cardRoute.js';
 import { createWorkerA2a } from '../protocols/a2a/index.js';
-import { UUID_PATTERN } from '../protocols/a2a/messageParts.js';
 import type { RequestGate } from './svidGate.js';
 
 export { workerAgentCard };
@@ -84,10 +84,14 @@ export function workerRouter(worker: MeshWorker, opts: WorkerHttpOptions, endpoi
       const tag = typeof body.tag === 'string' ? body.tag : opts.tags[0]!;
       if (!opts.tags.includes(tag))
         throw new AmfError('INVALID_REQUEST', `this worker serves ${opts.tags.join(', ')}, not "${tag}"`);
-      // Task ids travel as amftaskid on NATS, which takes UUIDs only.
-      if (body.id !== undefined && !(typeof body.id === 'string' && UUID_PATTERN.test(body.id)))
-        throw new AmfError('INVALID_REQUEST', '"id" must be a UUID (it names the task on the mesh)');
-      const taskId = typeof body.id === 'string' ? body.id.toLowerCase() : randomUUID();
+      // A direct task never shares the mesh's task-id space: the worker names it, so no caller can
+      // make it run (and claim) a task under a mesh task's id.
+      if (body.id !== undefined)
+        throw new AmfError(
+          'INVALID_REQUEST',
+          '"id" is not accepted: the worker names a direct task itself (the answer carries its task_id)',
+        );
+      const taskId = randomUUID();
       const controller = new AbortController();
       // Abort only when the client went away before the answer (an abort builds a DOMException).
       res.on('close', () => {
@@ -145,7 +149,7 @@ export function createRouterServer(
   deadlines?: RequestDeadlines,
 ): {
   server: Server;
-  /** Starts answering with `router`; `gate` (SPIFFE bearer check) sees every request first. */
+  /** Starts answering with `router`; `gate` (who may call which path) sees every request first. */
   serve(router: Router, gate?: RequestGate): void;
 } {
   let router: Router | undefined;

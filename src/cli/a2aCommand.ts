@@ -8,6 +8,7 @@ import { AmfError } from '../errors.js';
 import type { RemoteA2aAgent, SendOptions } from '../a2aClient/remoteAgent.js';
 import type { A2aReply } from '../a2aClient/replyMapping.js';
 import { isCapabilityTag } from '../events/subjects.js';
+import { API_KEY_FLAG_HELP, warnApiKeyFlag } from './operatorKeyLookup.js';
 
 export interface A2aSendOptions {
   stream?: boolean;
@@ -125,7 +126,7 @@ export function registerA2aCommand(program: Command): void {
     .option('--stream', 'stream the answer (SendStreamingMessage)')
     .option('--json', 'print the reply as JSON (one JSON line per event with --stream)')
     .option('--tag <tag>', 'capability tag for an AMF coordinator (message.metadata.tag)')
-    .option('--api-key <key>', 'send Authorization: Bearer KEY (default AMF_API_KEY)')
+    .option('--api-key <key>', `send Authorization: Bearer KEY (default AMF_API_KEY); ${API_KEY_FLAG_HELP}`)
     .option('--timeout <seconds>', 'give up after this many seconds (default 120)', parseTimeout)
     .action(
       async (
@@ -133,6 +134,8 @@ export function registerA2aCommand(program: Command): void {
         text: string[],
         opts: { stream?: boolean; json?: boolean; tag?: string; apiKey?: string; timeout?: number },
       ) => {
+        if (opts.apiKey !== undefined) warnApiKeyFlag();
+        // Never the data dir's key: URL may be any agent, and the key is this mesh's operator's.
         const apiKey = opts.apiKey ?? process.env.AMF_API_KEY;
         process.exitCode = await a2aSendCommand(url, text.join(' '), {
           stream: opts.stream === true,

@@ -8,6 +8,7 @@ import { createEvent } from '../events/cloudEvent.js';
 import { AMF_EVENT_TYPES, isAmfEventType } from '../events/eventTypes.js';
 import { plainGet, type PlainAnswer } from './plainGet.js';
 
+/** The request headers, with the operator key the command resolved (operatorKeyLookup.ts). */
 function headers(config: AmfConfig, extra: Record<string, string> = {}): Record<string, string> {
   return config.coordinator.apiKey
     ? { authorization: `Bearer ${config.coordinator.apiKey}`, ...extra }
@@ -257,7 +258,7 @@ export async function publishCommand(
     return 1;
   }
   // The coordinator replaces the sender with the authenticated caller (anonymous, or the operator
-  // with --api-key); the CLI claims no role it does not have.
+  // with its key); the CLI claims no role it does not have.
   const event = createEvent({
     type,
     sender: {

@@ -8,6 +8,7 @@ import { VERSION } from '../version.js';
 import { registerA2aCommand } from './a2aCommand.js';
 import { registerRunCommand } from './runCommand.js';
 import { parsePort, splitTags } from './cliArgs.js';
+import { API_KEY_FLAG_HELP, warnApiKeyFlag, withOperatorKey } from './operatorKeyLookup.js';
 
 // Each command imports what it runs inside its action: `amf --version` or `amf agents` must not load
 // the coordinator, NATS, OPA or the SDKs (start-up time, issue 14).
@@ -28,13 +29,21 @@ async function configFrom(flags: CommonFlags, extra: ConfigOverrides = {}): Prom
   if (flags.dataDir) overrides.dataDir = flags.dataDir;
   const coordinator: Record<string, unknown> = { ...((extra as { coordinator?: object }).coordinator ?? {}) };
   if (flags.coordinator) coordinator.url = flags.coordinator;
-  if (flags.apiKey) coordinator.apiKey = flags.apiKey;
+  if (flags.apiKey) {
+    warnApiKeyFlag();
+    coordinator.apiKey = flags.apiKey;
+  }
   if (Object.keys(coordinator).length > 0) overrides.coordinator = coordinator;
   if (flags.natsUrl) overrides.nats = { ...((extra as { nats?: object }).nats ?? {}), url: flags.natsUrl };
   return loadConfig({
     ...(flags.config ? { configPath: flags.config } : {}),
     flags: overrides as ConfigOverrides,
   });
+}
+
+/** The configuration of a command that calls the coordinator, with the operator key it sends. */
+async function clientConfigFrom(flags: CommonFlags): Promise<AmfConfig> {
+  return withOperatorKey(await configFrom(flags));
 }
 
 function common(cmd: Command): Command {
@@ -46,7 +55,7 @@ function common(cmd: Command): Command {
 function client(cmd: Command): Command {
   return common(cmd)
     .option('--coordinator <url>', 'coordinator URL (default http://127.0.0.1:8765)')
-    .option('--api-key <key>', 'API key of the coordinator');
+    .option('--api-key <key>', `${API_KEY_FLAG_HELP}; default AMF_API_KEY, else <data-dir>/operator.key`);
 }
 
 /** Builds the program (exported for tests of the argument parsing). */
@@ -67,14 +76,20 @@ export function buildProgram(): Command {
     .option('--mdns-interface <ip>', 'interface address for mDNS')
     .option('--opa-url <url>', 'external OPA server for policy decisions')
     .option('--policy <path>', 'policy directory or bundle')
-    .option('--api-key <key>', 'require Authorization: Bearer <key> on the API')
+    .option(
+      '--api-key <key>',
+      `operator key the API requires (default AMF_API_KEY, else one generated into <data-dir>/operator.key); ${API_KEY_FLAG_HELP}`,
+    )
     .option('--demo', 'also start the demo workers (echo, calc)')
     .action(async (opts: CommonFlags & Record<string, unknown>) => {
       const overrides: Record<string, unknown> = {};
       const coordinator: Record<string, unknown> = {};
       if (opts.port !== undefined) coordinator.port = opts.port;
       if (opts.host !== undefined) coordinator.host = opts.host;
-      if (opts.apiKey !== undefined) coordinator.apiKey = opts.apiKey;
+      if (opts.apiKey !== undefined) {
+        warnApiKeyFlag();
+        coordinator.apiKey = opts.apiKey;
+      }
       if (Object.keys(coordinator).length) overrides.coordinator = coordinator;
       const nats: Record<string, unknown> = {};
       if (opts.natsUrl !== undefined) nats.url = opts.natsUrl;
@@ -110,6 +125,10 @@ export function buildProgram(): Command {
     .option('--mdns-interface <ip>', 'interface address for mDNS')
     .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (needs --tls-key)')
     .option('--tls-key <file>', 'PEM private key of --tls-cert')
+    .option(
+      '--invite <token>',
+      'join the mesh of another machine with a token from `amf invite` (use with --host)',
+    )
     .action(async (opts: CommonFlags & Record<string, unknown>) => {
       const worker: Record<string, unknown> = { name: opts.name, tags: opts.tags, handler: opts.handler };
       if (opts.port !== undefined) worker.port = opts.port;
@@ -127,7 +146,20 @@ export function buildProgram(): Command {
         explicitCoordinator: opts.coordinator !== undefined || Boolean(process.env.AMF_COORDINATOR_URL),
         tlsCert: opts.tlsCert as string | undefined,
         tlsKey: opts.tlsKey as string | undefined,
+        invite: (opts.invite as string | undefined) ?? process.env.AMF_INVITE,
       });
+    });
+
+  client(program.command('invite'))
+    .description(
+      "print a one-time invite for another machine's agent (last line; run on the coordinator's machine)",
+    )
+    .option('--tags <tags>', 'capability tags the invited agent may serve (default: any)', splitTags)
+    .option('--ttl <duration>', 'how long the invite is valid: 90s, 30m, 1h, 7d (default 1h)')
+    .action(async (opts: CommonFlags & { tags?: string[]; ttl?: string }) => {
+      const config = await clientConfigFrom(opts);
+      const { inviteCommand } = await import('./inviteCommand.js');
+      process.exitCode = await inviteCommand(config, opts.tags ?? [], opts.ttl);
     });
 
   client(program.command('send'))
@@ -136,7 +168,7 @@ export function buildProgram(): Command {
     .option('--no-stream', 'wait for the whole answer instead of streaming it')
     .argument('<text...>', 'task text')
     .action(async (text: string[], opts: CommonFlags & { tag: string; stream: boolean }) => {
-      const config = await configFrom(opts);
+      const config = await clientConfigFrom(opts);
       const { sendCommand } = await import('./clientCommands.js');
       process.exitCode = await sendCommand(config, opts.tag, text.join(' '), opts.stream);
     });
@@ -145,7 +177,7 @@ export function buildProgram(): Command {
     .description('stream mesh events (one JSON event per line)')
     .option('--subject <pattern>', 'NATS subject filter', 'amf.>')
     .action(async (opts: CommonFlags & { subject: string }) => {
-      const config = await configFrom(opts);
+      const config = await clientConfigFrom(opts);
       const { eventsCommand } = await import('./clientCommands.js');
       process.exitCode = await eventsCommand(config, opts.subject);
     });
@@ -154,7 +186,7 @@ export function buildProgram(): Command {
     .description('list the agents the coordinator knows')
     .option('--json', 'print JSON')
     .action(async (opts: CommonFlags & { json?: boolean }) => {
-      const config = await configFrom(opts);
+      const config = await clientConfigFrom(opts);
       const { agentsCommand } = await import('./clientCommands.js');
       process.exitCode = await agentsCommand(config, opts.json === true);
     });
@@ -163,7 +195,7 @@ export function buildProgram(): Command {
     .argument('<agent-id>', 'the agent id, e.g. spiffe://local/worker/my-echo')
     .action(async (agentId: string, _opts: CommonFlags, cmd: Command) => {
       // --coordinator and --api-key may be parsed by `agents` itself: read them from both.
-      const config = await configFrom(cmd.optsWithGlobals<CommonFlags>());
+      const config = await clientConfigFrom(cmd.optsWithGlobals<CommonFlags>());
       const { forgetAgentCommand } = await import('./clientCommands.js');
       process.exitCode = await forgetAgentCommand(config, agentId);
     });
@@ -173,7 +205,7 @@ export function buildProgram(): Command {
     .option('--limit <n>', 'how many records (1..500)', '20')
     .option('--json', 'print JSON')
     .action(async (opts: CommonFlags & { limit: string; json?: boolean }) => {
-      const config = await configFrom(opts);
+      const config = await clientConfigFrom(opts);
       const limit = Number(opts.limit);
       if (!Number.isInteger(limit) || limit < 1 || limit > 500) {
         process.stderr.write('amf audit: --limit must be an integer from 1 to 500\n');
@@ -190,7 +222,7 @@ export function buildProgram(): Command {
     .requiredOption('--data <json>', 'event payload as JSON')
     .option('--task-id <id>', 'amftaskid of the event')
     .action(async (type: string, opts: CommonFlags & { data: string; taskId?: string }) => {
-      const config = await configFrom(opts);
+      const config = await clientConfigFrom(opts);
       const { publishCommand } = await import('./clientCommands.js');
       process.exitCode = await publishCommand(config, type, opts.data, opts.taskId);
     });
@@ -210,7 +242,7 @@ export function buildProgram(): Command {
       "stdio MCP server proxying the coordinator's aggregate /mcp (for Claude Desktop, Cursor, VS Code)",
     )
     .action(async (opts: CommonFlags) => {
-      const config = await configFrom(opts);
+      const config = await clientConfigFrom(opts);
       // stdout is the MCP protocol: the logger writes to stderr only.
       const [{ mcpCommand }, { createLogger }] = await Promise.all([
         import('./mcpCommand.js'),

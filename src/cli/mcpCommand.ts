@@ -74,7 +74,7 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
     if (status === 401 || status === 403)
       throw new AmfError(
         'UNAUTHORIZED',
-        `the coordinator's MCP endpoint ${endpoint.href} refused the request (HTTP ${status}): pass --api-key or set AMF_API_KEY`,
+        `the coordinator's MCP endpoint ${endpoint.href} refused the request (HTTP ${status}): the operator key is missing or wrong: set AMF_API_KEY, or give the coordinator's --data-dir (its operator.key is read)`,
       );
     throw new AmfError(
       'UNAVAILABLE',

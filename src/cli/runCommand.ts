@@ -24,6 +24,8 @@ export interface RunFlags {
   mdnsInterface?: string;
   mesh?: boolean;
   console?: boolean;
+  /** `--invite TOKEN`: join another machine's mesh (worker/inviteJoin.ts). */
+  invite?: string;
 }
 
 function describeRunning(agent: Awaited<ReturnType<typeof runAgent>>): string {
@@ -63,8 +65,10 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
     import('../afm/runtime/index.js'),
     import('../afm/interfaces/runtimeResponder.js'),
   ]);
-  const [{ runAgent, workerNameFor }, { locateCoordinator, natsUrlFromCoordinator, meshAccess }] =
-    await Promise.all([import('../apps/afmAgentApp.js'), import('./workerCommand.js')]);
+  const [
+    { runAgent, workerNameFor, meshTagsFor },
+    { locateCoordinator, natsUrlFromCoordinator, meshAccess, invitedAccess },
+  ] = await Promise.all([import('../apps/afmAgentApp.js'), import('./workerCommand.js')]);
   const overrides: Record<string, unknown> = {};
   if (flags.dataDir) overrides.dataDir = flags.dataDir;
   if (flags.coordinator) overrides.coordinator = { url: flags.coordinator };
@@ -97,9 +101,18 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
   try {
     if (flags.mesh !== false) {
       const explicit = flags.coordinator !== undefined || Boolean(process.env.AMF_COORDINATOR_URL);
+      const name = workerNameFor(definition.name);
+      const invited = await invitedAccess(config, name, meshTagsFor(definition, flags.tags), {
+        invite: flags.invite ?? process.env.AMF_INVITE,
+        bindHost: flags.host ?? config.worker.host,
+        ...(explicit ? { coordinatorUrl: config.coordinator.url } : {}),
+      });
       mesh = {
-        natsUrl: config.nats.url ?? (await natsUrlFromCoordinator(await locateCoordinator(config, explicit))),
-        ...(await meshAccess(config, workerNameFor(definition.name))),
+        natsUrl:
+          config.nats.url ??
+          invited?.natsUrl ??
+          (await natsUrlFromCoordinator(await locateCoordinator(config, explicit))),
+        ...(invited?.access ?? (await meshAccess(config, name))),
         heartbeatSeconds: config.heartbeat.intervalSeconds,
         concurrency: config.worker.concurrency,
         ...(config.mdns.enabled
@@ -177,6 +190,10 @@ export function registerRunCommand(program: Command): void {
     .option('--mdns-interface <ip>', 'interface address for mDNS')
     .option('--no-mdns', 'do not use mDNS (NATS heartbeats only)')
     .option('--no-mesh', 'serve the interfaces only; do not join the mesh')
+    .option(
+      '--invite <token>',
+      'join the mesh of another machine with a token from `amf invite` (use with --host)',
+    )
     .option('--console', 'run the console chat even when stdin is not a terminal (one line per turn)')
     .action(async (file: string, flags: RunFlags) => {
       await runAgentCommand(file, flags);

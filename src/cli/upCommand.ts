@@ -16,6 +16,7 @@ import { loadOrCreateAgentKey } from '../identity/agentKey.js';
 import { BUILTIN_HANDLERS } from './handlerLoader.js';
 import { agentKeyFile } from './workerCommand.js';
 import { ownAgentAccess } from '../coordinator/calloutWiring.js';
+import { operatorKeyFile } from '../identity/operatorKey.js';
 import { startMemoryTrimmer } from '../util/memoryTrimmer.js';
 
 const DEMO_WORKERS = [
@@ -85,6 +86,9 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
             key: await loadOrCreateAgentKey(agentKeyFile(config, demo.name, {})),
             natsUrl: coordinator.natsUrl,
             ...ownAgentAccess(coordinator),
+            // Their edges trust the coordinator's bearer and the operator key, handed over in-process.
+            coordinatorKey: coordinator.signingKey.publicKey,
+            operatorKey: http.operatorKey,
             port: 0,
             trustDomain: config.identity.trustDomain,
             heartbeatSeconds: config.heartbeat.intervalSeconds,
@@ -98,9 +102,11 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
     if (stopReason === undefined) {
       const lines = [
         `AMF coordinator ${http.url}`,
-        `  console       ${http.url}/`,
+        // The key travels once, in the fragment: browsers never send it, so no server log holds it.
+        `  console       ${http.url}/#token=${encodeURIComponent(http.operatorKey)}`,
         `  OpenAI API    ${http.url}/v1  (model amf/<tag>)`,
         `  events (SSE)  ${http.url}/events`,
+        `  operator key  ${config.coordinator.apiKey ? 'as configured (AMF_API_KEY)' : operatorKeyFile(config.dataDir)} (send as Authorization: Bearer; the amf CLI reads it)`,
         `  NATS          ${coordinator.natsUrl}`,
         `  policy        ${coordinator.policy.kind} (${coordinator.policy.detail})`,
         `  discovery     ${config.mdns.enabled ? 'mDNS _amf-agent._tcp + ' : ''}NATS heartbeats`,

@@ -5,10 +5,13 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { AmfConfig } from '../config/config.js';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { readInvite } from '../identity/inviteToken.js';
+import { checkReachableHost, joinWithInvite, readMembership, writeMembership } from '../worker/inviteJoin.js';
 import { readJoinCredential, ROLE_USERS } from '../fabric/credentials.js';
 import { loadOrCreateAgentKey } from '../identity/agentKey.js';
 import type { MeshAccess } from '../apps/workerApp.js';
+import { readWorkerEdgeKeys, type WorkerEdgeKeys } from '../apps/workerEdgeGate.js';
 import { AmfError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { startMemoryTrimmer } from '../util/memoryTrimmer.js';
@@ -58,16 +61,54 @@ export function agentKeyFile(config: AmfConfig, name: string, env: NodeJS.Proces
  * How an agent reaches NATS: its own key plus the join credential (`AMF_JOIN_PASS` or
  * `<data-dir>/join.json`, which holds nothing else). `AMF_SPECIALIST_PASS` opts into the legacy
  * shared specialist user instead (an external NATS, seed compatibility): the agent still signs.
+ * Also whom its edge trusts: the coordinator's public key and the operator key in the data dir.
  */
 export async function meshAccess(
   config: AmfConfig,
   name: string,
   env: NodeJS.ProcessEnv = process.env,
-): Promise<MeshAccess> {
+): Promise<MeshAccess & WorkerEdgeKeys> {
   const key = await loadOrCreateAgentKey(agentKeyFile(config, name, env));
+  const edge = await readWorkerEdgeKeys(config.dataDir, config.coordinator.apiKey);
   const pass = env.AMF_SPECIALIST_PASS;
-  if (pass) return { credential: { user: ROLE_USERS.specialist, password: pass }, key };
-  return { join: await readJoinCredential(config.dataDir, env), key };
+  if (pass) return { credential: { user: ROLE_USERS.specialist, password: pass }, key, ...edge };
+  return { join: await readJoinCredential(config.dataDir, env), key, ...edge };
+}
+
+/**
+ * How an agent on another machine reaches the mesh: by `--invite TOKEN` (redeemed at the coordinator
+ * it names; the membership it grants is kept beside the agent's key), or by the membership an earlier
+ * invite left there. Undefined when neither: the agent joins through the data dir as on one machine.
+ * `bindHost` is checked first: a loopback-only edge cannot serve a coordinator elsewhere.
+ */
+export async function invitedAccess(
+  config: AmfConfig,
+  name: string,
+  tags: string[],
+  options: { invite?: string | undefined; bindHost: string; coordinatorUrl?: string | undefined },
+): Promise<{ natsUrl: string; access: MeshAccess & WorkerEdgeKeys } | undefined> {
+  const keyFile = agentKeyFile(config, name);
+  const membershipFile = join(dirname(keyFile), 'membership.json');
+  let membership = options.invite === undefined ? await readMembership(membershipFile) : undefined;
+  if (options.invite === undefined && membership === undefined) return undefined;
+  const key = await loadOrCreateAgentKey(keyFile);
+  if (options.invite !== undefined) {
+    const claims = await readInvite(options.invite);
+    await checkReachableHost(options.bindHost, options.coordinatorUrl ?? claims.coordinatorUrl);
+    membership = await joinWithInvite({
+      token: options.invite,
+      key,
+      name,
+      tags,
+      ...(options.coordinatorUrl ? { coordinatorUrl: options.coordinatorUrl } : {}),
+    });
+    await writeMembership(membershipFile, membership);
+  } else await checkReachableHost(options.bindHost, membership!.coordinatorUrl);
+  const edge = await readWorkerEdgeKeys(config.dataDir, config.coordinator.apiKey);
+  return {
+    natsUrl: membership!.natsUrl,
+    access: { key, enrolled: true, ...edge, coordinatorKey: membership!.coordinatorKey },
+  };
 }
 
 /**
@@ -110,7 +151,13 @@ async function readTls(
 
 export async function runWorkerCommand(
   config: AmfConfig,
-  options: { explicitCoordinator: boolean; tlsCert?: string | undefined; tlsKey?: string | undefined },
+  options: {
+    explicitCoordinator: boolean;
+    tlsCert?: string | undefined;
+    tlsKey?: string | undefined;
+    /** `--invite TOKEN`: join another machine's mesh (worker/inviteJoin.ts). */
+    invite?: string | undefined;
+  },
 ): Promise<void> {
   const log = createLogger(config.logLevel, 'amf-worker');
   const trimmer = startMemoryTrimmer();
@@ -119,10 +166,16 @@ export async function runWorkerCommand(
   if (!w.name) throw new AmfError('INVALID_REQUEST', '--name is required');
   const tls = await readTls(options.tlsCert, options.tlsKey);
   const handler = await loadHandler(w.handler);
+  const invited = await invitedAccess(config, w.name, [...w.tags], {
+    invite: options.invite,
+    bindHost: w.host,
+    ...(options.explicitCoordinator ? { coordinatorUrl: config.coordinator.url } : {}),
+  });
   const natsUrl =
     config.nats.url ??
+    invited?.natsUrl ??
     (await natsUrlFromCoordinator(await locateCoordinator(config, options.explicitCoordinator)));
-  const access = await meshAccess(config, w.name);
+  const access = invited?.access ?? (await meshAccess(config, w.name));
   // Decision #18: SPIFFE when a Workload API socket is there (required with AMF_IDENTITY_MODE=spiffe).
   const identity = await openIdentity(config.identity.mode, process.env, {
     log: (level, message, fields) => log[level](fields ?? {}, message),

@@ -70,6 +70,15 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
   },
   a2a: { agents: [], taskStoreSize: 1000 },
   watcher: { integrityWarn: true },
+  history: { maxAgeSeconds: 86400, maxBytes: 536870912, maxMessages: 1000000 },
+  artifacts: {
+    maxAgeSeconds: 86400,
+    maxBytes: 268435456,
+    maxMessages: 100000,
+    maxEventBytes: 262144,
+    agentBytesPerMinute: 8388608,
+    agentEventsPerMinute: 120,
+  },
 });
 
 /**

@@ -344,5 +344,25 @@ export const CONFIG_SCHEMA: SchemaNode = {
       'A2A settings',
     ),
     watcher: section({ integrity_warn: boolean() }, 'watcher settings'),
+    history: section(
+      {
+        max_age_seconds: intRange(60, 31_536_000, 'a whole number of seconds'),
+        max_bytes: intRange(1_048_576, 1_099_511_627_776, 'a whole number of bytes'),
+        max_messages: intRange(1000, 1_000_000_000),
+      },
+      'event history stream limits',
+    ),
+    artifacts: section(
+      {
+        max_age_seconds: intRange(60, 31_536_000, 'a whole number of seconds'),
+        max_bytes: intRange(1_048_576, 1_099_511_627_776, 'a whole number of bytes'),
+        max_messages: intRange(100, 1_000_000_000),
+        // Within NATS' own ceiling on one message (payloadLimits.ts).
+        max_event_bytes: intRange(1024, 67_108_864, 'a whole number of bytes'),
+        agent_bytes_per_minute: intRange(1024, 1_099_511_627_776, 'a whole number of bytes'),
+        agent_events_per_minute: intRange(1, 1_000_000_000),
+      },
+      'artifact and evidence stream limits and per-agent quotas',
+    ),
   },
 };

@@ -154,6 +154,31 @@ export interface AmfConfig {
     readonly taskStoreSize: number;
   };
   readonly watcher: { readonly integrityWarn: boolean };
+  /**
+   * The event history (stream AMF_EVENTS: task events, results, warnings; docs/fabric.md). The
+   * coordinators' other streams derive their bounds from it.
+   */
+  readonly history: {
+    readonly maxAgeSeconds: number;
+    readonly maxBytes: number;
+    readonly maxMessages: number;
+  };
+  /**
+   * Artifact and evidence events: their own stream (AMF_ARTIFACTS), so they never push results or
+   * warnings out of the history, and each agent's quota, enforced by the coordinator that checks and
+   * publishes what the agent hands it (coordinator/artifactIntake.ts, docs/security.md).
+   */
+  readonly artifacts: {
+    readonly maxAgeSeconds: number;
+    readonly maxBytes: number;
+    readonly maxMessages: number;
+    /** The largest artifact or evidence event stored (and accepted from an agent). */
+    readonly maxEventBytes: number;
+    /** Bytes of artifacts and evidence one agent may hand in per minute (burst: one minute's worth). */
+    readonly agentBytesPerMinute: number;
+    /** Artifact and evidence events one agent may hand in per minute (burst: one minute's worth). */
+    readonly agentEventsPerMinute: number;
+  };
 }
 
 // Flags arrive from an argument parser as strings, so numeric, boolean and list leaves also accept

@@ -1,9 +1,13 @@
 /**
  * Grants each admitted agent its own NATS user and takes it away again (docs/security.md). The
- * users follow the registry: an agent that is live and advertised a key gets an nkey user allowed
- * to pull the work of its admitted tags; when it goes offline (goodbye, missed heartbeats), is
- * denied on re-advertisement or is forgotten, its user is removed and the server disconnects it.
- * Only for the nats-server the coordinator spawns: an external NATS keeps its own users.
+ * users follow the registry: an agent that is live and bound to a key gets an nkey user allowed to
+ * pull the work of its admitted tags; when it goes offline (goodbye, missed heartbeats), is denied
+ * on re-advertisement or is forgotten, its user is removed and the server disconnects it. An
+ * enrolled key (an approved agent, an invite redeemed: registry/enrollments.ts) has its user from
+ * its enrollment on, live or not, so an agent without the data dir's join credential can connect
+ * and send the signed heartbeat that makes it live; until then the lifecycle takes nothing from it.
+ * A pending agent (heard on mDNS only) gets nothing. Only for the nats-server the coordinator
+ * spawns: an external NATS or a cluster asks the auth callout, which decides from the same keys.
  */
 import type { AgentUser } from '../fabric/agentUsers.js';
 import { ROLE_USERS, SYSTEM_USER } from '../fabric/credentials.js';
@@ -31,16 +35,19 @@ export class AgentGrants {
   constructor(private readonly options: AgentGrantsOptions) {}
 
   start(): void {
-    this.unsubscribe = this.options.registry.onChange(() => this.schedule());
+    const offAgents = this.options.registry.onChange(() => this.schedule());
+    const offEnrollments = this.options.registry.onEnrollment(() => this.schedule());
+    this.unsubscribe = () => {
+      offAgents();
+      offEnrollments();
+    };
     this.schedule();
   }
 
-  /** The users the registry calls for now: live agents that advertised a key. */
+  /** The users the registry calls for now: live agents bound to a key, and enrolled keys. */
   current(): AgentUser[] {
-    return this.options.registry
-      .list()
-      .filter((a) => a.status === 'live' && a.record.nkey !== undefined)
-      .map((a) => ({ nkey: a.record.nkey!, tags: [...(a.record.capability_tags ?? [])] }))
+    return [...this.options.registry.grantedKeys()]
+      .map(([nkey, granted]) => ({ nkey, tags: [...granted.tags] }))
       .sort((a, b) => (a.nkey < b.nkey ? -1 : a.nkey > b.nkey ? 1 : 0));
   }
 

@@ -18,7 +18,7 @@ import {
   type RoleCredential,
 } from '../fabric/credentials.js';
 import type { LogFn } from '../log.js';
-import type { AgentRegistry, RegisteredAgent } from '../registry/agentRegistry.js';
+import type { AgentRegistry } from '../registry/agentRegistry.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
 import { BoundedCache } from '../util/boundedCache.js';
 import { startAuthCallout, type AuthCalloutResponder, type RefusedLogin } from './authCallout.js';
@@ -134,8 +134,9 @@ export function wireAuthCallout(opts: {
     join: opts.join,
     ttlSeconds: opts.config.nats.authCalloutTtlSeconds,
     liveAgent: (nkey) => {
-      const agent = parts && liveAgentsByKey(parts.registry).get(nkey);
-      return agent && { agentId: agent.record.agent_id, tags: agent.record.capability_tags ?? [] };
+      const granted = parts?.registry.grantedKeys().get(nkey);
+      // An invited key not admitted yet has no agent id: its user is named by the key.
+      return granted && { agentId: granted.agentId ?? nkey, tags: granted.tags };
     },
     onRefused,
     log: opts.log,
@@ -159,16 +160,6 @@ export function wireAuthCallout(opts: {
   };
 }
 
-/** Live agents by the key they are bound to (a stale entry, or a key not bound to its id, is left out). */
-function liveAgentsByKey(registry: AgentRegistry): Map<string, RegisteredAgent> {
-  const byKey = new Map<string, RegisteredAgent>();
-  for (const agent of registry.list()) {
-    const key = agent.record.nkey;
-    if (agent.status === 'live' && key !== undefined && registry.boundKey(agent.record.agent_id) === key)
-      byKey.set(key, agent);
-  }
-  return byKey;
-}
 
 /** Logs in as the system user and kicks revoked agents until the coordinator's connection closes. */
 async function kickRevokedAgents(
@@ -187,7 +178,8 @@ async function kickRevokedAgents(
   }
   const kicks = new RevocationKicks({
     sys,
-    liveKeys: () => new Map([...liveAgentsByKey(registry)].map(([key, a]) => [key, a.record.agent_id])),
+    // Live agents' bound keys and enrolled keys (registry.grantedKeys), each with its user's name.
+    liveKeys: () => new Map([...registry.grantedKeys()].map(([key, g]) => [key, g.agentId ?? key])),
     onRegistryChange: (listener) => registry.onChange(listener),
     log: opts.log,
   });

@@ -56,7 +56,14 @@ import { WorkQueueWriter } from '../fabric/workQueue.js';
 import { ReplyInbox } from '../fabric/replyInbox.js';
 import type { EventAuthenticity } from './eventAuthenticity.js';
 import { AgentGrants, permissionViolationReporter } from './agentGrants.js';
+import { EnrollmentStore } from './enrollmentStore.js';
+import type { Enrollment, EnrollmentRequest } from '../registry/enrollments.js';
+import type { RegisteredAgent } from '../registry/agentRegistry.js';
+import { ArtifactIntake } from './artifactIntake.js';
 import type { LogFn } from '../log.js';
+import type { AgentKey } from '../identity/agentKey.js';
+import { loadOrCreateCoordinatorKey } from '../identity/coordinatorKey.js';
+import { advertisedUrl } from '../net/advertisedHost.js';
 
 export { SWEEPER_LEASE_KEY };
 export type { CoordinatorOptions, FabricHealth };
@@ -89,9 +96,13 @@ export class Coordinator {
   readonly authenticity: EventAuthenticity;
   /** The admitted agents' own NATS users (spawned nats-server only). */
   readonly grants: AgentGrants | undefined;
+  /** Enrolled keys (approvals, invites), kept in the shared `amf_enrollments` bucket. */
+  readonly enrollments: EnrollmentStore;
   private mdnsDoor: MdnsDoor | undefined;
   private readonly shared: SharedState;
   private readonly results: ResultIntake;
+  /** Agents' artifacts and evidence: checked, held to each agent's quota, then published. */
+  readonly artifacts: ArtifactIntake;
   private readonly work: WorkQueueWriter;
   private watcherService: WatcherService | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -114,6 +125,8 @@ export class Coordinator {
     readonly log: LogFn,
     publicUrl: string,
     onAdmission: ((outcome: AdmissionOutcome) => void) | undefined,
+    /** Signs the bearers it shows at worker edges and the invites (identity/coordinatorKey.ts). */
+    readonly signingKey: AgentKey,
   ) {
     const td = config.identity.trustDomain;
     this.policy = parts.policy;
@@ -142,6 +155,7 @@ export class Coordinator {
           log,
         })
       : undefined;
+    this.enrollments = new EnrollmentStore(stores.enrollments, this.registry, log);
     this.shared = new SharedState(
       stores.agents,
       stores.tasks,
@@ -201,6 +215,12 @@ export class Coordinator {
       log,
     });
     this.sweeperLease = this.sweeper.lease;
+    this.artifacts = new ArtifactIntake({
+      nc,
+      registry: this.registry,
+      notices: this.notices,
+      limits: config.artifacts,
+    });
   }
 
   /** Starts the fabric and the core services. */
@@ -230,6 +250,7 @@ export class Coordinator {
     try {
       const credentials = await loadOrCreateCredentials(config.dataDir);
       const joinCredential = await loadOrCreateJoinCredential(config.dataDir, env);
+      const signingKey = await loadOrCreateCoordinatorKey(config.dataDir);
       if (!natsUrl) {
         const spawned = await spawnCoordinatorNats({
           config,
@@ -263,9 +284,10 @@ export class Coordinator {
       const watcher = new DmzWatcher({ llmEnv: pickLlmEnv(env) });
       const stores = await ensureFabricStores(
         nc,
-        undefined,
+        config.history,
         Math.max(3600, config.tasks.ttlSeconds * 10),
         config.nats.replicas,
+        { ...config.artifacts, maxMessageBytes: config.artifacts.maxEventBytes },
       );
       const coordinator = new Coordinator(
         config,
@@ -280,6 +302,7 @@ export class Coordinator {
         log,
         options.publicUrl ?? config.coordinator.url,
         options.onAdmission,
+        signingKey,
       );
       onServerEvent = (event) => {
         if (coordinator.closing) return;
@@ -307,6 +330,7 @@ export class Coordinator {
     await this.shared.attachRegistry(this.registry, (change) => this.sweeper.mirrors(change));
     this.sweeper.start();
     this.shared.attachLifecycle(this.lifecycle);
+    await this.enrollments.start();
     this.grants?.start();
     const { identity } = this.parts;
     this.watcherService = startWatcherService({
@@ -322,6 +346,7 @@ export class Coordinator {
     this.lifecycle.start();
     this.dispatcher.start();
     await this.results.start();
+    this.artifacts.start();
     const { registry, work, bus, sender, log } = this;
     announceAgentChanges({ registry, work, bus, sender, log });
     this.sweepTimer = setInterval(() => this.registry.sweep(), 500);
@@ -353,6 +378,51 @@ export class Coordinator {
     });
   }
 
+  /**
+   * The NATS URL other machines should dial (the card's `nats_url`, invites): the spawned server's
+   * wildcard bind replaced by this machine's LAN address; an external URL as configured.
+   */
+  get advertisedNatsUrl(): string {
+    if (this.config.nats.url) return this.natsUrl;
+    return advertisedUrl(this.natsUrl, this.config.coordinator.host, this.config.mdns.interface ?? undefined);
+  }
+
+  /**
+   * Enrolls an agent's key, so that it may join without the data dir's join credential: what an
+   * invite redeemed (`via: 'invite'`) or an operator's approval (`via: 'approval'`) does. From now
+   * on the key has its own NATS user (the tags given; on an external NATS, through the auth
+   * callout), with which the agent connects and sends its signed heartbeat; judged like any other
+   * advertisement (validation, watcher, policy), it then becomes `live` as a proven agent. With
+   * `agentId` the id is bound to the key at once; without, at the agent's first admission. An
+   * advertisement with the key may not name tags beyond `tags`, nor another id than `agentId`.
+   * `expiresAt` bounds when the key may first be used; once its agent was admitted, the enrollment
+   * lasts until the operator forgets the agent (DELETE /agents/<id>, `amf agents forget`).
+   * Resolves once stored in the shared `amf_enrollments` bucket (it survives a restart); rejects
+   * with AmfError INVALID_REQUEST when the key is malformed or the id is bound to another key.
+   */
+  enrollKey(request: EnrollmentRequest): Promise<Enrollment> {
+    return this.enrollments.enroll(request);
+  }
+
+  /**
+   * The operator approves a `pending` agent (POST /agents/<id>/approve, `amf agents approve`):
+   * its key is enrolled (see {@link enrollKey}) and bound to its id, or a keyless agent becomes live
+   * tied to the address it was heard from. `expectedNkey`: the key the operator saw (refused when
+   * the listing names another one by now). Rejects with AmfError NOT_FOUND / INVALID_REQUEST.
+   */
+  async approveAgent(
+    agentId: string,
+    expectedNkey?: string,
+  ): Promise<{ agent: RegisteredAgent; enrollment?: Enrollment }> {
+    const approved = this.registry.approve(agentId, expectedNkey);
+    await this.enrollments.settled();
+    this.log('info', 'agent approved by the operator', {
+      agent_id: agentId,
+      ...(approved.enrollment ? { nkey: approved.enrollment.nkey } : {}),
+    });
+    return approved;
+  }
+
   /** True while the NATS connection is usable (not closed, not between a disconnect and a reconnect). */
   get natsConnected(): boolean {
     return this.connected && !this.nc.isClosed();
@@ -372,7 +442,9 @@ export class Coordinator {
       await this.mdnsDoor?.close().catch(() => undefined);
       this.heartbeatDoor.close();
       this.grants?.close();
+      this.enrollments.close();
       this.admission.close();
+      this.artifacts.close();
       const { results, authenticity, dispatcher, lifecycle } = this;
       await closeTaskPath({ results, authenticity, dispatcher, lifecycle });
       await this.watcherService?.close().catch(() => undefined);

@@ -70,6 +70,12 @@ export function announceAgentChanges({ registry, work, bus, sender, log }: Agent
       log('info', 'agent offline', { agent: change.agent.record.agent_id, reason: change.reason });
       return;
     }
+    // Not advertised to the mesh: a pending agent (mDNS hearsay) and an approved one that has not
+    // connected yet are listed in /agents and offered nothing.
+    if (change.kind === 'pending' || change.kind === 'approved') {
+      log('info', `agent ${change.kind}`, { agent: change.agent.record.agent_id });
+      return;
+    }
     // Not advertised to the mesh: an unverified agent is listed in /agents and offered nothing.
     if (change.kind === 'unverified') {
       log('warn', 'agent admitted unverified', {

@@ -77,6 +77,19 @@ export async function judgeDelegation(
   return { ok: true, parent };
 }
 
+/**
+ * A subject the delegator may name for its child's final: one under a NATS inbox (`_INBOX.`), with
+ * no wildcard. NATS lets only the inbox's owner read it and no other agent publish into it; naming
+ * another agent's inbox would only send it a final for a child id it does not wait for.
+ */
+function isInboxSubject(subject: unknown): subject is string {
+  return (
+    typeof subject === 'string' &&
+    subject.length <= 256 &&
+    /^_INBOX(\.[A-Za-z0-9_-]+)+$/.test(subject)
+  );
+}
+
 export interface DelegationRunner extends DelegationContext {
   notices: TaskNotices;
   /** Announces the child task (the lifecycle's `announce`); throws when it cannot. */
@@ -113,6 +126,7 @@ export async function delegate(event: AmfEventOf<'amf.task.delegate'>, ctx: Dele
       chain: [...parent.chain, p.agent_id],
       withReplySubject: false,
       ...(p.input ? { input: p.input } : {}),
+      ...(isInboxSubject(p.reply_inbox) ? { resultInbox: p.reply_inbox } : {}),
     });
   } catch (err) {
     deny('delegation_invalid', `delegation refused: ${(err as Error).message}`);

@@ -1,10 +1,12 @@
 /**
- * The coordinator's check that an agent's event was sent by the agent it names. Subjects are shared
- * (`amf.task.claim`, `amf.result.final`, heartbeats), so NATS permissions cannot bind an event's
- * `agent_id`; the signature can: an agent admitted with a key (its advertised `nkey`) is believed
- * only when the event is signed with that key. Called once at each intake point (the lifecycle's
- * task and result subscriptions, the results stream, the heartbeat door); a refusal is reported as
- * `amf.policy.warning` naming the offender — the agent whose key signed it when there is one.
+ * The coordinator's check that an agent's event was sent by the agent it names, and is fresh.
+ * Subjects are shared (`amf.task.claim`, `amf.result.final`, heartbeats), so NATS permissions cannot
+ * bind an event's `agent_id`; the signature can: an agent admitted with a key (its advertised `nkey`)
+ * is believed only when the event is signed with that key. A signed heartbeat, goodbye, claim,
+ * progress, blocked or delegate event must also be fresh (eventFreshness.ts): a replay is refused.
+ * Called once at each intake point (the lifecycle's task and result subscriptions, the results
+ * stream, the heartbeat door); a refusal is reported as `amf.policy.warning` naming the offender —
+ * the agent whose key signed it when there is one.
  */
 import type { AmfEvent } from '../events/cloudEvent.js';
 import {
@@ -18,14 +20,31 @@ import type { AgentRegistry } from '../registry/agentRegistry.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
 import { BoundedCache } from '../util/boundedCache.js';
 import { InArrivalOrder } from '../util/inArrivalOrder.js';
+import { EventFreshness, type EventFreshnessOptions, type StaleReason } from './eventFreshness.js';
 
 /** Why an event was not taken as the named agent's. */
 export type ForgeryReason =
-  'identity_mismatch' | 'forged_event' | 'unsigned_event' | 'bad_signature' | 'agent_key_mismatch';
+  | 'identity_mismatch'
+  | 'forged_event'
+  | 'unsigned_event'
+  | 'bad_signature'
+  | 'agent_key_mismatch'
+  | StaleReason;
 
-/** The verdict on one event. */
+/**
+ * The verdict on one event; when taken, `signer` is the key whose signature was checked (absent for
+ * events nobody signed, which only a keyless agent in legacy mode or an unadmitted sender sends).
+ */
 export type Authenticity =
-  { ok: true } | { ok: false; reason: ForgeryReason; offender: string; claimed: string; message: string };
+  | { ok: true; signer?: string }
+  | {
+      ok: false;
+      reason: ForgeryReason;
+      /** Who sent it, when that is proven (a valid signature); never merely the agent it names. */
+      offender: string | undefined;
+      claimed: string;
+      message: string;
+    };
 
 export interface EventAuthenticityOptions {
   registry: AgentRegistry;
@@ -49,6 +68,8 @@ export interface EventAuthenticityOptions {
    * overlap the check with, and waking a pool thread costs more than the check itself.
    */
   offload?: () => boolean;
+  /** Bounds of the freshness check (eventFreshness.ts); the defaults suit a LAN. */
+  freshness?: EventFreshnessOptions;
 }
 
 /** Identical refusals are reported once per window, so a flood of forgeries is not a flood of warnings. */
@@ -57,9 +78,11 @@ const WARNING_WINDOW_MS = 10_000;
 export class EventAuthenticity {
   private readonly recentWarnings = new BoundedCache<true>(10_000, WARNING_WINDOW_MS);
   private readonly inOrder: InArrivalOrder<SignatureCheck>;
+  private readonly freshness: EventFreshness;
 
   constructor(private readonly options: EventAuthenticityOptions) {
     this.inOrder = new InArrivalOrder((err) => options.onHandlerError?.(err));
+    this.freshness = new EventFreshness(options.freshness);
   }
 
   /**
@@ -103,7 +126,17 @@ export class EventAuthenticity {
     this.inOrder.close();
   }
 
-  private conclude(event: AmfEvent, intake: string, verdict: Authenticity): boolean {
+  /**
+   * For an event whose signature the caller checked itself (the heartbeat door's proof that an
+   * advertisement's key signed it, before the key is bound): true when it is fresh; otherwise warns
+   * like {@link accept} and returns false.
+   */
+  acceptFresh(event: AmfEvent, signer: string, intake: string): boolean {
+    return this.conclude(event, intake, { ok: true, signer });
+  }
+
+  private conclude(event: AmfEvent, intake: string, judged: Authenticity): boolean {
+    const verdict = judged.ok && judged.signer !== undefined ? this.fresh(event, judged.signer) : judged;
     if (verdict.ok) return true;
     const taskId = taskOf(event);
     const key = `${verdict.reason}|${verdict.offender}|${verdict.claimed}|${event.type}|${intake}|${taskId ?? ''}`;
@@ -111,8 +144,8 @@ export class EventAuthenticity {
       this.recentWarnings.set(key, true);
       this.options.notices.warn({
         reason: verdict.reason,
-        message: `${event.type} refused at ${intake}: ${verdict.message}`,
-        agent_id: verdict.offender.slice(0, 256),
+        message: `${event.type} refused at ${intake}: ${verdict.message}${verdict.offender === undefined ? UNKNOWN_SENDER : ''}`,
+        ...(verdict.offender !== undefined ? { agent_id: verdict.offender.slice(0, 256) } : {}),
         ...(taskId !== undefined ? { task_id: taskId } : {}),
         details: { claimed_agent: verdict.claimed.slice(0, 256), intake, event_type: event.type },
       });
@@ -120,8 +153,25 @@ export class EventAuthenticity {
     return false;
   }
 
+  /** The freshness verdict on an event signed by `signer` (remembered when taken). */
+  private fresh(event: AmfEvent, signer: string): Authenticity {
+    const freshness = this.freshness.take(event, signer);
+    if (freshness.ok) return { ok: true, signer };
+    const identity = event.data.auth_context.identity;
+    const payloadAgent = (event.data.payload as { agent_id?: unknown }).agent_id;
+    return {
+      ok: false,
+      reason: freshness.reason,
+      // The key's agent said it once; who sent it again is not known (any login may replay it).
+      offender: this.agentWithKey(signer) ?? `key ${signer}`,
+      claimed: typeof payloadAgent === 'string' ? payloadAgent : identity,
+      message: `not fresh: ${freshness.message}`,
+    };
+  }
+
   /**
-   * The verdict without side effects. A final in a coordinator's name is a relayed canonical final:
+   * The verdict on who sent it, without side effects (freshness is decided after it, by the intake).
+   * A final in a coordinator's name is a relayed canonical final:
    * the envelope is the relaying coordinator's, so the worker's result signature decides.
    */
   judge(event: AmfEvent, checked?: SignatureCheck): Authenticity {
@@ -131,15 +181,15 @@ export class EventAuthenticity {
     const claimed = typeof payloadAgent === 'string' ? payloadAgent : identity;
     const signature: SignatureCheck =
       checked ?? (relayed ? checkResultSignature(event) : checkEventSignature(event));
-    // Looked up only on refusal: the agent whose key signed it, else the key, else the sender.
+    // Looked up only on refusal: the agent whose key signed it, else the key. Nothing else proves
+    // a sender: an unsigned event, or one whose signature fails, may name anyone (the victim too),
+    // and on a shared subject nothing names the connection it came from.
     const signerName = (): string | undefined =>
-      signature.signer !== undefined
-        ? (this.agentWithKey(signature.signer) ?? `key ${signature.signer}`)
-        : undefined;
+      signature.ok ? (this.agentWithKey(signature.signer) ?? `key ${signature.signer}`) : undefined;
     const refuse = (reason: ForgeryReason, message: string): Authenticity => ({
       ok: false,
       reason,
-      offender: signerName() ?? identity,
+      offender: signerName(),
       claimed,
       message,
     });
@@ -148,13 +198,15 @@ export class EventAuthenticity {
         'identity_mismatch',
         `sender ${identity} speaks for ${claimed} (an agent acts only as itself)`,
       );
-    const known = this.options.registry.get(claimed);
+    const listed = this.options.registry.get(claimed);
+    // A pending listing (an mDNS advertisement no proof stands behind) binds nothing.
+    const known = listed?.status === 'pending' ? undefined : listed;
     // The id's key binding outlives its listing (offline, removed): only forgetting unbinds it.
     const bound = this.options.registry.boundKey(claimed) ?? known?.record.nkey;
     // Not admitted at all: the lifecycle refuses it as from an unadmitted agent, with its own warning.
-    if (!known && bound === undefined) return { ok: true };
+    if (!known && bound === undefined) return signature.ok ? { ok: true, signer: signature.signer } : { ok: true };
     if (signature.ok) {
-      if (bound === signature.signer) return { ok: true };
+      if (bound === signature.signer) return { ok: true, signer: signature.signer };
       const offered = (event.data.payload as { nkey?: unknown }).nkey;
       // A fresh key offered for a bound id is a re-binding; another agent's key is a forgery.
       if (bound !== undefined && offered === signature.signer && !this.agentWithKey(signature.signer))
@@ -168,6 +220,7 @@ export class EventAuthenticity {
       );
     }
     if (bound === undefined && signature.reason === 'unsigned') {
+      // Legacy keyless agents sign nothing: their events cannot be checked for freshness either.
       if (this.options.acceptUnsignedFromKeylessAgents === true) return { ok: true };
       return refuse(
         'unsigned_event',
@@ -181,9 +234,18 @@ export class EventAuthenticity {
 
   /** The admitted agent bound to `nkey`, if any (only looked up when naming an offender). */
   private agentWithKey(nkey: string): string | undefined {
-    return this.options.registry.list().find((a) => a.record.nkey === nkey)?.record.agent_id;
+    return this.options.registry
+      .list()
+      .find((a) => a.status !== 'pending' && a.record.nkey === nkey)?.record.agent_id;
   }
 }
+
+/**
+ * Said of a refusal whose sender is not proven. Per-agent subjects name the connection (the artifact
+ * intake, agentUsers.ts); shared ones do not, and the agent an event names is never taken for its sender.
+ */
+const UNKNOWN_SENDER =
+  ' (sender unknown: not signed by the named agent, which is therefore not blamed, and a shared subject does not name the connection)';
 
 /** A final in a coordinator's name: relayed, so the worker's result signature is the one to check. */
 function isRelayedFinal(event: AmfEvent): boolean {

@@ -47,7 +47,7 @@ export class CoordinatorMetrics {
       labelNames: ['status'],
       registers: [this.registry],
       collect() {
-        const counts = { live: 0, offline: 0, unverified: 0 };
+        const counts = { live: 0, offline: 0, unverified: 0, pending: 0 };
         for (const a of coordinator.registry.list()) counts[a.status]++;
         for (const [status, count] of Object.entries(counts)) this.set({ status }, count);
       },

@@ -38,6 +38,8 @@ export async function spawnCoordinatorNats(opts: {
     server = await superviseNatsServer({
       dataDir: config.dataDir,
       credentials: opts.credentials,
+      // `amf up --host ADDR` puts NATS on ADDR too: workers on other machines dial it there.
+      host: config.coordinator.host,
       port: config.nats.port,
       binary: config.nats.serverBinary,
       maxPayloadBytes: spawnedNatsMaxPayload(config),

@@ -9,12 +9,16 @@ import type { AnnouncePayload } from '../events/payloads.js';
 import { replySubject } from '../events/subjects.js';
 import type { AnnounceRequest, LifecycleOptions } from './taskRecord.js';
 
-/** The first announcement (attempt 1) of task `taskId`, sent by `sender`. */
+/**
+ * The first announcement (attempt 1) of task `taskId`, sent by `sender`; `offerDigest` is the digest
+ * of the nonce its work-queue offer will carry (offerNonce.ts), when it is offered there.
+ */
 export function announcementEvent(
   req: AnnounceRequest,
   taskId: string,
   sender: EventSender,
   defaults: Pick<LifecycleOptions, 'ttlSeconds' | 'maxRetries' | 'retryDelaySeconds'>,
+  offerDigest?: string,
 ): AmfEventOf<'amf.task.announce'> {
   const payload: AnnouncePayload = {
     task_id: taskId,
@@ -31,6 +35,7 @@ export function announcementEvent(
   if (req.chain && req.chain.length > 0) payload.delegation_chain = req.chain;
   if (req.input) payload.input = req.input;
   if (req.messageId) payload.message_id = req.messageId;
+  if (offerDigest !== undefined) payload.offer_digest = offerDigest;
   return createEvent({
     type: 'amf.task.announce',
     sender,

@@ -1,7 +1,8 @@
 /**
  * Claims in the coordinator: the first valid claim of an open task wins; a claim from an agent that
- * is not admitted, for a task another agent holds, or for a task that already ended is refused
- * (the worker is told to stop with a cancel naming it). A task whose claim was refused is offered
+ * is not admitted, that does not name the offer of the task's announcement (offerNonce.ts), for a
+ * task another agent holds, or for a task that already ended is refused (the worker is told to stop
+ * with a cancel naming it). A task whose claim was refused is offered
  * again shortly so an admitted worker takes it.
  */
 import { createEvent, type AmfEventOf } from '../events/cloudEvent.js';
@@ -9,6 +10,7 @@ import type { CancelPayload } from '../events/payloads.js';
 import type { TaskParts } from './taskParts.js';
 import type { TaskRecord } from './taskRecord.js';
 import { senderAgent } from './taskResults.js';
+import { namesOffer } from './offerNonce.js';
 
 /** The pause before a task whose claim was refused (unadmitted agent) is offered again. */
 const REOFFER_AFTER_REFUSAL_MS = 250;
@@ -69,6 +71,18 @@ export class TaskClaims {
       return;
     }
     if (task.state === 'claimed' && task.claimedBy === agentId) return; // the same claim seen twice
+    if (task.claimedBy === undefined && !namesOffer(task, event)) {
+      // Not the claim of a worker that took this announcement's offer: a worker made to run a task
+      // under this id another way (a direct call), or an agent that read the id somewhere.
+      this.deps.notices.warn({
+        reason: 'claim_without_offer',
+        message: `claim of task ${taskId} by ${agentId} refused: it does not name the offer of the task's announcement (only the worker that took the work-queue message can claim it)`,
+        task_id: taskId,
+        agent_id: agentId,
+      });
+      this.refuseClaim(task, agentId, 'the claim does not name the offer of the announcement');
+      return;
+    }
     if (!this.deps.table.applyTransition(task, 'amf.task.claim', agentId)) return;
     // The claimant is part of the state the change listeners record (KV): set it before telling them.
     task.claimedBy = agentId;

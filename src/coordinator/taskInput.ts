@@ -3,17 +3,25 @@
  * (A2A: a message carrying the task's id while it is input-required). The coordinator hands it to
  * the worker holding the task as `amf.task.input` naming that worker; the worker's waiting handler
  * goes on, and its new claim moves the task from blocked back to claimed.
+ *
+ * The follow-up may carry what the requester tells only the worker ("my PIN is …"), so it travels on
+ * the holder's own subject (`amf.agent.<nkey>.input`, agentUsers.ts), which nats-server lets no
+ * other agent read; never on a subject every agent may read.
  */
 import { createEvent, type EventSender } from '../events/cloudEvent.js';
 import type { InputPayload } from '../events/payloads.js';
 import type { EventBus } from '../fabric/eventBus.js';
+import { agentInputSubject, isAgentNkey } from '../fabric/agentUsers.js';
 import { AmfError } from '../errors.js';
+import type { AgentRegistry } from '../registry/agentRegistry.js';
 import type { TaskLifecycle } from './taskLifecycle.js';
 
 export interface TaskInputDeps {
   bus: EventBus;
   sender: EventSender;
   lifecycle: Pick<TaskLifecycle, 'get'>;
+  /** The key the holder is bound to names its subject. */
+  registry: Pick<AgentRegistry, 'boundKey'>;
 }
 
 /** What the requester sent. */
@@ -24,8 +32,10 @@ export interface TaskInputMessage {
 }
 
 /**
- * Sends `message` to the worker holding `taskId`. Throws INVALID_REQUEST when the task is not
- * running with a claimant (unknown, ended, or not yet claimed).
+ * Sends `message` to the worker holding `taskId`, on that worker's own subject. Throws
+ * INVALID_REQUEST when the task is not running with a claimant (unknown, ended, or not yet claimed),
+ * or when its claimant has no key to name a private subject by (a seed-style worker, which takes no
+ * follow-ups).
  */
 export function sendTaskInput(deps: TaskInputDeps, taskId: string, message: TaskInputMessage): void {
   const task = deps.lifecycle.get(taskId);
@@ -36,6 +46,12 @@ export function sendTaskInput(deps: TaskInputDeps, taskId: string, message: Task
       'INVALID_REQUEST',
       `task ${taskId} is not waiting for input (${task ? task.state : 'unknown task'})`,
     );
+  const key = deps.registry.boundKey(task.claimedBy);
+  if (!isAgentNkey(key))
+    throw new AmfError(
+      'INVALID_REQUEST',
+      `task ${taskId} is held by ${task.claimedBy}, which has no key: follow-ups go only to an agent's own subject`,
+    );
   const payload: InputPayload = {
     task_id: taskId,
     agent_id: task.claimedBy,
@@ -45,5 +61,6 @@ export function sendTaskInput(deps: TaskInputDeps, taskId: string, message: Task
   };
   deps.bus.publish(
     createEvent({ type: 'amf.task.input', sender: deps.sender, payload, taskId, traceId: task.traceId }),
+    agentInputSubject(key),
   );
 }

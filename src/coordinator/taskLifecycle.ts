@@ -17,6 +17,7 @@ import { announceSubject, isCapabilityTag, isTaskId } from '../events/subjects.j
 import { AmfError } from '../errors.js';
 import { delegate } from './delegationGate.js';
 import { announcementEvent } from './taskAnnouncement.js';
+import { newOfferNonce, offerDigest } from './offerNonce.js';
 import { TaskEndings } from './taskEndings.js';
 import {
   taskRecordFromAnnouncement,
@@ -228,7 +229,15 @@ export class TaskLifecycle {
         `invalid task id ${JSON.stringify(req.taskId)}: expected [A-Za-z0-9-]{1,64}`,
       );
     if (this.get(taskId)) throw new AmfError('INVALID_REQUEST', `task ${taskId} already exists`);
-    const event = announcementEvent(req, taskId, this.sender, this.options);
+    // Offered on the work queue: the offer's nonce is made now, its digest goes in the announcement.
+    const nonce = this.options.workQueue ? newOfferNonce() : undefined;
+    const event = announcementEvent(
+      req,
+      taskId,
+      this.sender,
+      this.options,
+      nonce !== undefined ? offerDigest(nonce) : undefined,
+    );
     // Before the task is recorded: NATS would refuse to publish it, leaving a task never announced.
     this.bus.assertFits?.(event);
     const task = taskRecordFromAnnouncement(event, {
@@ -236,6 +245,8 @@ export class TaskLifecycle {
       now: this.clock.now(),
       workerLossRetries: this.options.workerLossRetries ?? 0,
     });
+    if (nonce !== undefined) task.offerNonce = nonce;
+    if (req.resultInbox !== undefined) task.resultInbox = req.resultInbox;
     this.active.set(taskId, task);
     this.timers.armTtl(task);
     if (this.bus.publishOwn) this.bus.publishOwn(event, announceSubject(req.tag));

@@ -97,7 +97,8 @@ export type InOrderCheck = (event: AmfEvent, intake: string, then: (ok: boolean)
 
 /** What the lifecycle needs of the work queue (fabric/workQueue.ts WorkQueueWriter). */
 export interface TaskWorkQueue {
-  offer(bytes: Uint8Array, tag: string): Promise<number>;
+  /** Stores an announcement's bytes with its offer nonce (offerNonce.ts); resolves the stream sequence. */
+  offer(bytes: Uint8Array, tag: string, nonce?: string): Promise<number>;
   withdraw(seq: number): void;
 }
 
@@ -126,6 +127,13 @@ export interface TaskRecord {
   outcome?: { reason: string; message: string };
   /** The stream sequence of the task's current work-queue offer (withdrawn when it ends). */
   workSeq?: number;
+  /**
+   * The nonce of the current announcement's work-queue offer (its digest is the announcement's
+   * `offer_digest`): known only to the coordinator that announced it and the worker that takes it.
+   */
+  offerNonce?: string;
+  /** A child task's delegator inbox: its final goes there too (AnnounceRequest.resultInbox). */
+  resultInbox?: string;
   /**
    * True once an AMF worker's result was accepted: that worker pulled the task from the work queue
    * and acknowledges (removes) its message itself, so the offer needs no withdrawal.
@@ -162,6 +170,11 @@ export interface AnnounceRequest {
   messageId?: string;
   /** Ask workers to publish to the reply subject (default true). */
   withReplySubject?: boolean;
+  /**
+   * A subject in the delegator's own NATS inbox (a child task): the task's final is also sent there,
+   * where no other agent can publish (worker/delegationClient.ts).
+   */
+  resultInbox?: string;
 }
 
 export interface TerminalInfo {

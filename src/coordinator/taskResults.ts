@@ -13,6 +13,7 @@ import type { TaskParts } from './taskParts.js';
 import type { LifecycleOptions, TaskFabric, TaskRecord } from './taskRecord.js';
 import { isTerminal, type TaskState } from '../events/taskStateMachine.js';
 import type { ResultArrival, ResultDecision } from './resultIntake.js';
+import { namesOffer } from './offerNonce.js';
 
 /** The agent an event speaks for: its payload's `agent_id`, else the envelope's identity. */
 export function senderAgent(event: AmfEvent): string {
@@ -49,8 +50,10 @@ export class TaskResults {
       this.warnNotClaimant(task, agentId);
       return;
     }
-    // Unclaimed: a failed final would end the task whoever sent it (failing needs no claim).
-    if (task.claimedBy === undefined && this.notAdmittedForTag(task, agentId)) return;
+    // Unclaimed: a failed final would end the task whoever sent it (failing needs no claim), so it
+    // is held to a claim's rules: the tag, and the offer (a direct task's final under a mesh id).
+    if (task.claimedBy === undefined && (this.notAdmittedForTag(task, agentId) || this.noOffer(task, event)))
+      return;
     this.endWithFinal(task, event, agentId);
   }
 
@@ -77,8 +80,9 @@ export class TaskResults {
     if (!task.owned) return arrival.path === 'direct' || !arrival.lastDelivery ? 'not_owner' : 'unknown';
     if (task.claimedBy === undefined && task.state === 'announced' && this.deps.agents.isLive(agentId)) {
       // The result overtook the claim (they travel on different paths): the claim is implied, so
-      // it is held to a claim's rule: only an agent admitted for the task's tag may take it.
-      if (this.notAdmittedForTag(task, agentId)) return 'refused';
+      // it is held to a claim's rules: only an agent admitted for the task's tag, which took the
+      // announcement's offer, may take it.
+      if (this.notAdmittedForTag(task, agentId) || this.noOffer(task, event)) return 'refused';
       if (!this.deps.table.applyTransition(task, 'amf.task.claim', agentId)) return 'refused';
       task.claimedBy = agentId;
       this.deps.table.changed(task);
@@ -170,6 +174,22 @@ export class TaskResults {
     return true;
   }
 
+  /**
+   * True (and warned `claim_without_offer`) when a result that stands in for a claim does not name
+   * the offer of the task's announcement (offerNonce.ts).
+   */
+  private noOffer(task: TaskRecord, event: AmfEventOf<'amf.result.final'>): boolean {
+    if (namesOffer(task, event)) return false;
+    const agentId = senderAgent(event);
+    this.deps.notices.warn({
+      reason: 'claim_without_offer',
+      message: `result for task ${task.taskId} from ${agentId} refused: the task is unclaimed and the result does not name the offer of its announcement`,
+      task_id: task.taskId,
+      agent_id: agentId,
+    });
+    return true;
+  }
+
   /** Warns about a result for a task that already ended; false when the task is not known at all. */
   private refuseLateResult(taskId: string, agentId: string): boolean {
     const ended = this.deps.table.get(taskId);
@@ -189,6 +209,8 @@ export class TaskResults {
     const p = event.data.payload;
     const problem = checkFinalPayload(p);
     task.final = event;
+    // A child task's delegator takes its answer from its own inbox only (delegationClient.ts).
+    if (task.resultInbox !== undefined) this.deps.fabric.publish(event, task.resultInbox);
     if (problem || p.status === 'failed') {
       const message = problem
         ? `malformed result: ${problem}`

@@ -8,6 +8,7 @@ import type { AnnouncePayload } from '../events/payloads.js';
 import { announceSubject } from '../events/subjects.js';
 import { isTerminal } from '../events/taskStateMachine.js';
 import type { TaskEndings } from './taskEndings.js';
+import { newOfferNonce, offerDigest } from './offerNonce.js';
 import type { TaskParts } from './taskParts.js';
 import type { TaskRecord } from './taskRecord.js';
 
@@ -69,6 +70,11 @@ export class TaskRetries {
       attempt: task.attempt,
       max_retries: task.retriesLeft,
     };
+    // A new announcement is a new offer: the last one's nonce no longer claims the task.
+    if (payload.offer_digest !== undefined) {
+      task.offerNonce = newOfferNonce();
+      payload.offer_digest = offerDigest(task.offerNonce);
+    }
     const event = createEvent({
       type: 'amf.task.announce',
       sender: this.deps.sender,

@@ -31,7 +31,7 @@ export class TaskWorkOffers {
   offer(task: TaskRecord): void {
     if (!this.queue) return;
     this.withdraw(task);
-    this.store(task, task.announce, this.queue, 0);
+    this.store(task, task.announce, task.offerNonce, this.queue, 0);
   }
 
   /**
@@ -44,11 +44,12 @@ export class TaskWorkOffers {
   private store(
     task: TaskRecord,
     event: TaskRecord['announce'],
+    nonce: string | undefined,
     queue: TaskWorkQueue,
     failures: number,
   ): void {
     const bytes = this.bytesOf(event);
-    queue.offer(bytes, task.tag).then(
+    queue.offer(bytes, task.tag, nonce).then(
       (seq) => {
         // The task moved on while the offer was stored: take the stale offer back at once. A task
         // its worker already answered needs nothing (that worker acknowledges the message itself):
@@ -69,7 +70,7 @@ export class TaskWorkOffers {
             task_id: task.taskId,
           });
         this.clock.setTimeout(() => {
-          if (waiting()) this.store(task, event, queue, failures + 1);
+          if (waiting()) this.store(task, event, nonce, queue, failures + 1);
         }, delayMs);
       },
     );

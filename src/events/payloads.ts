@@ -30,6 +30,11 @@ export interface AnnouncePayload {
   input?: Record<string, unknown>;
   /** The A2A message id that started the task (handlers may act on it). */
   message_id?: string;
+  /**
+   * SHA-256 (base64url) of this announcement's offer nonce, which travels only in its work-queue
+   * message: a claim counts only when it names the nonce (coordinator/offerNonce.ts).
+   */
+  offer_digest?: string;
 }
 
 export interface ClaimPayload {
@@ -37,6 +42,8 @@ export interface ClaimPayload {
   agent_id: string;
   required_capability?: string;
   attempt?: number;
+  /** The offer nonce of the work-queue message the claimant took (a mesh task's announcement). */
+  offer?: string;
 }
 
 export interface ProgressPayload {
@@ -78,6 +85,8 @@ export interface FinalPayload {
   };
   error?: { code: string; message: string };
   usage?: Usage;
+  /** The offer nonce the worker took the task with (a mesh task's result may stand in for its claim). */
+  offer?: string;
 }
 
 /** An artifact in a final result: parts are `{text}`, `{data}` or `{file: {name, mediaType, bytes|uri}}`. */
@@ -114,6 +123,11 @@ export interface DelegatePayload {
   task: string;
   required_capability: string;
   input?: Record<string, unknown>;
+  /**
+   * A subject in the delegator's own NATS inbox: the coordinator sends the child's final there, the
+   * one place the delegator takes it from (no other agent may publish into it).
+   */
+  reply_inbox?: string;
 }
 
 /**

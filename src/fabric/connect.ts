@@ -97,6 +97,7 @@ async function connectOnce(
     return coalesced(await connect(options));
   } catch (err) {
     if (err instanceof errors.AuthorizationError) throw new NatsAuthError(cred.user, url, { cause: err });
+    if (isRefused(err)) throw new NatsUnreachableError(url, { cause: err });
     throw err;
   }
 }
@@ -185,8 +186,27 @@ export async function connectAsAgent(
   } catch (err) {
     if (err instanceof errors.AuthorizationError)
       throw new NatsAuthError(`nkey ${key.publicKey}`, url, { cause: err });
+    if (isRefused(err)) throw new NatsUnreachableError(url, { cause: err });
     throw err;
   }
+}
+
+/** Thrown when nothing listens at the NATS URL: names the URL and the usual cause. */
+export class NatsUnreachableError extends AmfError {
+  constructor(url: string, options?: { cause?: unknown }) {
+    super(
+      'UNAVAILABLE',
+      `NATS at ${url} refused the connection: is the coordinator running, and started with --host ` +
+        `on an address this machine can reach (it binds 127.0.0.1 unless told)?`,
+      undefined,
+      options,
+    );
+  }
+}
+
+/** True when `err` is a TCP refusal (nothing listens), which no retry will fix soon. */
+function isRefused(err: unknown): boolean {
+  return (err as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED';
 }
 
 /**
@@ -194,7 +214,12 @@ export async function connectAsAgent(
  * server busy reloading its users) or the connection dropped before it. Worth another try.
  */
 export function isPassingDialFailure(err: unknown): boolean {
-  return err instanceof errors.TimeoutError || err instanceof errors.ConnectionError;
+  // A refusal while joining is usually a server being restarted: worth trying until the deadline.
+  return (
+    err instanceof errors.TimeoutError ||
+    err instanceof errors.ConnectionError ||
+    err instanceof NatsUnreachableError
+  );
 }
 
 /** Drains `nc` (flushing what was published), or closes it when the drain does not end in time. */

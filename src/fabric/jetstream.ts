@@ -41,27 +41,46 @@ export const TASKS_BUCKET = 'amf_tasks';
 export const MCP_PINS_BUCKET = 'amf_mcp_pins';
 /** Leases that make one coordinator of several do a job alone (coordinator/leaderLease.ts). */
 export const LEASES_BUCKET = 'amf_leases';
+/** Redeemed invites (`amf invite`): one key per invite id, so an invite is used once mesh-wide. */
+export const INVITES_BUCKET = 'amf_invites';
+/** The longest an invite may live; its redemption record is kept as long. */
+export const MAX_INVITE_TTL_SECONDS = 7 * 24 * 3600;
+/**
+ * Enrolled agent keys (registry/enrollments.ts): keys an approval or an invite let in without the
+ * data dir's join credential, one entry per nkey, so they keep their NATS user across restarts.
+ */
+export const ENROLLMENTS_BUCKET = 'amf_enrollments';
 
 /**
  * Public fabric subjects that are persisted. Replies are not (they duplicate these), and neither are
  * heartbeats: they are the highest-volume events, say nothing new once an agent is admitted (the
  * admission itself is `amf.discovery.capability.advertise`), and a heartbeat flood must not turn into
- * a disk-write flood.
+ * a disk-write flood. Follow-ups (`amf.task.input`) are kept from the holder's own subject, where
+ * coordinators send them. Artifacts and evidence have a stream of their own (AMF_ARTIFACTS).
  */
 export const PUBLIC_STREAM_SUBJECTS = [
   'amf.discovery.capability.>',
   'amf.task.>',
   'amf.result.>',
   'amf.policy.>',
-  'amf.artifact.>',
-  'amf.evidence.>',
+  'amf.agent.*.input',
 ];
+/**
+ * Artifacts and evidence, kept apart from the event history (docs/fabric.md, "Streams"): they are the
+ * bulk of what agents may send, so however many of them arrive, they push out only older artifacts
+ * and evidence, never a result or a warning of AMF_EVENTS. Agents' own ones arrive here through the
+ * coordinators, within each agent's quota (coordinator/artifactIntake.ts).
+ */
+export const ARTIFACTS_STREAM = 'AMF_ARTIFACTS';
+export const ARTIFACTS_STREAM_SUBJECTS = ['amf.artifact.>', 'amf.evidence.>'];
 export const INTERNAL_STREAM_SUBJECTS = ['amf.internal.raw', 'amf.internal.classified'];
 
 export interface RetentionLimits {
   maxAgeSeconds: number;
   maxMessages: number;
   maxBytes: number;
+  /** Largest message the stream stores (default: the server's max_payload). */
+  maxMessageBytes?: number;
 }
 
 export const DEFAULT_EVENT_RETENTION: RetentionLimits = {
@@ -70,12 +89,22 @@ export const DEFAULT_EVENT_RETENTION: RetentionLimits = {
   maxBytes: 512 * 1024 * 1024,
 };
 
+/** Config `artifacts.*`' defaults: a day of artifacts and evidence, up to 256 KiB each. */
+export const DEFAULT_ARTIFACT_RETENTION: RetentionLimits = {
+  maxAgeSeconds: 24 * 3600,
+  maxMessages: 100_000,
+  maxBytes: 256 * 1024 * 1024,
+  maxMessageBytes: 256 * 1024,
+};
+
 export interface FabricStores {
   jsm: JetStreamManager;
   agents: KV;
   tasks: KV;
   mcpPins: KV;
   leases: KV;
+  invites: KV;
+  enrollments: KV;
 }
 
 async function ensureStream(
@@ -96,6 +125,7 @@ async function ensureStream(
     max_age: limits.maxAgeSeconds * NANOS_PER_SECOND,
     max_msgs: limits.maxMessages,
     max_bytes: limits.maxBytes,
+    max_msg_size: limits.maxMessageBytes ?? -1,
     num_replicas: replicas,
   };
   try {
@@ -138,9 +168,13 @@ export async function ensureFabricStores(
   retention: RetentionLimits = DEFAULT_EVENT_RETENTION,
   taskStateTtlSeconds = 3600,
   replicas = 1,
+  artifacts: RetentionLimits = DEFAULT_ARTIFACT_RETENTION,
 ): Promise<FabricStores> {
   const jsm = await jetstreamManager(nc);
+  // In this order: an AMF_EVENTS made before AMF_ARTIFACTS existed still takes artifact subjects, and
+  // two streams may not share a subject, so its update gives them up before the artifacts stream is made.
   await ensureStream(jsm, EVENTS_STREAM, PUBLIC_STREAM_SUBJECTS, retention, replicas);
+  await ensureStream(jsm, ARTIFACTS_STREAM, ARTIFACTS_STREAM_SUBJECTS, artifacts, replicas);
   await ensureStream(
     jsm,
     INTERNAL_STREAM,
@@ -197,7 +231,15 @@ export async function ensureFabricStores(
   // allow_direct off: direct gets may be answered by a lagging replica, and a lease must read what
   // its compare-and-set writes will be checked against (the stream leader's view).
   const leases = await bucket(LEASES_BUCKET, { history: 1, max_bytes: 1024 * 1024, allow_direct: false });
-  return { jsm, agents, tasks, mcpPins, leases };
+  // Compare-and-create decides which joiner an invite belongs to: read from the leader, like leases.
+  const invites = await bucket(INVITES_BUCKET, {
+    history: 1,
+    ttl: MAX_INVITE_TTL_SECONDS * 1000,
+    max_bytes: 1024 * 1024,
+    allow_direct: false,
+  });
+  const enrollments = await bucket(ENROLLMENTS_BUCKET, { history: 1, max_bytes: 16 * 1024 * 1024 });
+  return { jsm, agents, tasks, mcpPins, leases, invites, enrollments };
 }
 
 /** KV keys allow `[-/_=.a-zA-Z0-9]`; agent ids are URIs, so they are stored base64url-encoded. */

@@ -112,6 +112,9 @@ export const ROLE_PERMISSIONS: Readonly<Record<NatsRole, RolePermissions>> = dee
         'amf.result.>',
         'amf.discovery.>',
         'amf.policy.>',
+        // Every agent's own subjects (follow-ups): the shared legacy user stands for every agent
+        // that logs in with it, and reads all of `amf.task.>` anyway.
+        'amf.agent.>',
         inbox('specialist'),
       ],
       deny: ['amf.internal.>', ...STATE_SUBJECTS],

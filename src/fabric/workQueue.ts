@@ -13,10 +13,18 @@ import { inboxPrefixOf, ReplyInbox } from './replyInbox.js';
 import { WORK_STREAM } from './jetstream.js';
 import { jsonBytes } from '../util/jsonBytes.js';
 
+/**
+ * The header of a work-queue message that carries its offer nonce: the announcement's body is the
+ * one every observer sees, the nonce only the worker that takes the message (coordinator/offerNonce.ts).
+ */
+export const OFFER_NONCE_HEADER = 'Amf-Offer';
+
 /** One pulled announcement and its acknowledgement handle. */
 export interface WorkItem {
   /** The message body, parsed as JSON (undefined when it is not JSON). */
   body: unknown;
+  /** The offer nonce the message carries (echoed in the claim and the final), when it has one. */
+  offer: string | undefined;
   /** 1 on the first delivery; more when another worker took it and did not finish. */
   deliveryCount: number;
   /** Resets the redelivery timer while the handler runs. */
@@ -228,6 +236,7 @@ function toWorkItem(nc: NatsConnection, msg: Msg): WorkItem {
     body = undefined;
   }
   const reply = msg.reply ?? '';
+  const offer = msg.headers?.get(OFFER_NONCE_HEADER);
   let acked = false;
   const send = (what: string, final: boolean) => {
     if (acked || !reply) return;
@@ -240,6 +249,7 @@ function toWorkItem(nc: NatsConnection, msg: Msg): WorkItem {
   };
   return {
     body,
+    offer: offer ? offer : undefined,
     deliveryCount: deliveryCountOf(reply),
     working: () => send('+WPI', false),
     ack: () => send('+ACK', true),
@@ -299,12 +309,16 @@ export class WorkQueueWriter {
   }
 
   /**
-   * Stores the announcement on the tag's work subject; resolves its stream sequence. No message id:
-   * an offer is published once (never retried), so the stream keeps no duplicate-window entry for it.
+   * Stores the announcement on the tag's work subject, with its offer nonce as a header; resolves its
+   * stream sequence. No message id: an offer is published once (never retried), so the stream keeps
+   * no duplicate-window entry for it.
    */
-  async offer(bytes: Uint8Array, tag: string): Promise<number> {
+  async offer(bytes: Uint8Array, tag: string, nonce?: string): Promise<number> {
     await this.ensureConsumer(tag);
-    const ack = await ReplyInbox.of(this.nc).publishToStream(workSubject(tag), bytes, { timeoutMs: 5_000 });
+    const ack = await ReplyInbox.of(this.nc).publishToStream(workSubject(tag), bytes, {
+      timeoutMs: 5_000,
+      ...(nonce !== undefined ? { headers: { [OFFER_NONCE_HEADER]: nonce } } : {}),
+    });
     return ack.seq;
   }
 

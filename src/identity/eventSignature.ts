@@ -72,11 +72,54 @@ export function signedText(event: object): string {
   return canonicalJsonOmitting(event as Record<string, unknown>, SIGNATURE_ONLY);
 }
 
-/** Stamps `event` with the signer and the signature (in place; returns it). */
+/**
+ * Freshness of signed events (docs/security.md, "Every event is fresh"): each signature also covers
+ * `amfepoch`, the run of the key that made it (a decimal string of milliseconds since the Unix epoch
+ * at the key's first signature in this process, larger than any earlier run's as long as the clock
+ * does not go back), and `amfseq`, a counter of that run's signatures (a CloudEvents Integer). With
+ * the event's `time`, a reader can refuse what it has seen before and what an earlier run of the
+ * same key said (a replayed goodbye, an old heartbeat): coordinator/eventFreshness.ts.
+ */
+export const EPOCH_ATTRIBUTE = 'amfepoch';
+export const SEQUENCE_ATTRIBUTE = 'amfseq';
+/** The largest `amfseq` (CloudEvents Integer); a run that reaches it starts a new epoch. */
+export const MAX_SEQUENCE = 2_147_483_647;
+
+/** This process's run of each key: its epoch and the last sequence number it signed. */
+const runs = new Map<string, { epoch: number; seq: number }>();
+let lastEpoch = 0;
+
+function newEpoch(): number {
+  lastEpoch = Math.max(Date.now(), lastEpoch + 1);
+  return lastEpoch;
+}
+
+/**
+ * Stamps `event` with the next `amfepoch`/`amfseq` of `publicKey` (in place; returns it). Done by
+ * {@link signEvent}; exported for signers that sign by other means (tests that sign "elsewhere").
+ */
+export function stampFreshness<E extends object>(event: E, publicKey: string): E {
+  let run = runs.get(publicKey);
+  if (run === undefined || run.seq >= MAX_SEQUENCE) {
+    run = { epoch: newEpoch(), seq: -1 };
+    runs.set(publicKey, run);
+  }
+  run.seq += 1;
+  const target = event as Record<string, unknown>;
+  target[EPOCH_ATTRIBUTE] = String(run.epoch);
+  target[SEQUENCE_ATTRIBUTE] = run.seq;
+  return event;
+}
+
+/**
+ * Stamps `event` with the signer, a fresh `amfepoch`/`amfseq` and the signature (in place; returns
+ * it). Every call is a new statement of the key: signing the same object twice gives two events.
+ */
 export function signEvent<E extends object>(event: E, key: AgentKey): E {
   const target = event as Record<string, unknown>;
   delete target[SIGNATURE_ATTRIBUTE];
   target[SIGNER_ATTRIBUTE] = key.publicKey;
+  stampFreshness(event, key.publicKey);
   const text = signedText(event);
   const signature = key.sign(Buffer.from(text));
   target[SIGNATURE_ATTRIBUTE] = signature;

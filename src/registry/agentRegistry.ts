@@ -1,16 +1,43 @@
 /**
- * The coordinator's view of the mesh: admitted agents, whether each is live, and which capability
- * tags are served. Pure state with an injected clock; persistence to the KV bucket is the caller's
- * business (see registryStore.ts), so this stays testable without NATS.
+ * The coordinator's view of the mesh: admitted agents, whether each is live, which capability tags
+ * are served, which agent id is bound to which key, and which keys are enrolled (enrollments.ts).
+ * Pure state with an injected clock; persistence to the KV buckets is the caller's business
+ * (coordinator/sharedState.ts, coordinator/enrollmentStore.ts), so this stays testable without NATS.
  */
 import type { AgentRecord } from '../events/agentRecord.js';
+import { AmfError } from '../errors.js';
+import {
+  enrollmentExpired,
+  enrollmentOf,
+  type Enrollment,
+  type EnrollmentRequest,
+} from './enrollments.js';
 
 /**
  * `unverified`: admitted by policy, but what it advertised could not be checked against its card
  * (the card did not load, or it names another agent). Shown in /agents with the reason; never
  * offered tasks, tools or routes — everything that serves the mesh asks for `live`.
+ *
+ * `pending`: heard only on mDNS, judged (validation, watcher, policy), and not proven: no data-dir
+ * join credential, invite or approval stands behind it. Listed with where it was heard, granted no
+ * NATS user, bound to no key, served nothing, until the operator approves it (docs/admission.md).
  */
-export type AgentStatus = 'live' | 'offline' | 'unverified';
+export type AgentStatus = 'live' | 'offline' | 'unverified' | 'pending';
+
+/** Where an mDNS advertisement was heard: the packet's source address and the service instance. */
+export interface Sighting {
+  source: string;
+  instance?: string;
+}
+
+/**
+ * The operator's approval of an agent that advertised no key (mDNS only): it stays tied to the
+ * address it was approved from, since nothing else can tell it apart from a neighbour using its id.
+ */
+export interface KeylessApproval {
+  source: string;
+  approved_at: string;
+}
 
 /** Why an agent is `unverified`: a stable code (`card_fetch_failed`, `card_mismatch`) and a sentence. */
 export interface Unverified {
@@ -34,6 +61,10 @@ export interface RegisteredAgent {
   card?: Record<string, unknown>;
   /** Set while the agent is admitted but not verified (kept across offline spells). */
   unverified?: Unverified;
+  /** A pending agent: where its mDNS advertisement was heard. */
+  heardFrom?: Sighting;
+  /** An mDNS-only agent without a key that the operator approved (its liveness comes from mDNS). */
+  approval?: KeylessApproval;
 }
 
 export type RegistryChange =
@@ -42,7 +73,24 @@ export type RegistryChange =
   | { kind: 'online'; agent: RegisteredAgent }
   /** Admitted, or re-advertised, without a verified card: listed, never served. */
   | { kind: 'unverified'; agent: RegisteredAgent; reason: string }
-  | { kind: 'offline'; agent: RegisteredAgent; reason: string };
+  | { kind: 'offline'; agent: RegisteredAgent; reason: string }
+  /** Heard on mDNS and judged, not proven: listed, never served (a new or changed listing). */
+  | { kind: 'pending'; agent: RegisteredAgent }
+  /** A pending agent with a key, approved: its key is enrolled, and it is offline until it connects. */
+  | { kind: 'approved'; agent: RegisteredAgent };
+
+/** An enrollment added or removed (`local`: here; `store`: read from the shared bucket). */
+export interface EnrollmentChange {
+  kind: 'enrolled' | 'unenrolled';
+  enrollment: Enrollment;
+  origin: 'local' | 'store';
+}
+
+/** A key that may log in to NATS now, with the agent and tags its user is for. */
+export interface GrantedKey {
+  agentId: string | undefined;
+  tags: readonly string[];
+}
 
 export interface RegistryOptions {
   defaultHeartbeatSeconds: number;
@@ -79,6 +127,9 @@ export class AgentRegistry {
    * key cannot take over an agent that is merely away. Persisted through the agents' KV entries.
    */
   private readonly keyBindings = new Map<string, string>();
+  /** Enrolled keys by nkey (enrollments.ts). */
+  private readonly enrolled = new Map<string, Enrollment>();
+  private readonly enrollmentListeners = new Set<(change: EnrollmentChange) => void>();
   private readonly listeners = new Set<(change: RegistryChange) => void>();
   private readonly cardListeners = new Set<(agentId: string) => void>();
   private readonly now: () => number;
@@ -99,6 +150,16 @@ export class AgentRegistry {
     for (const l of this.listeners) l(change);
   }
 
+  /** Registers a listener for enrollments added and removed. */
+  onEnrollment(listener: (change: EnrollmentChange) => void): () => void {
+    this.enrollmentListeners.add(listener);
+    return () => this.enrollmentListeners.delete(listener);
+  }
+
+  private emitEnrollment(change: EnrollmentChange): void {
+    for (const l of this.enrollmentListeners) l(change);
+  }
+
   /** Whether an advertisement for this agent would need to be judged again (new or changed). */
   needsJudgement(record: AgentRecord): boolean {
     const known = this.agents.get(record.agent_id);
@@ -107,7 +168,10 @@ export class AgentRegistry {
 
   /**
    * Records an admitted advertisement (with what admission verified) or a heartbeat of an admitted
-   * agent (no `verification`: the agent keeps the verification state it has).
+   * agent (no `verification`: the agent keeps the verification state it has). Only what came through
+   * a proven door is admitted: a NATS heartbeat (signed with its key, sent with the data dir's join
+   * credential or an enrolled key's own login), or an approved keyless agent's mDNS record. A pending
+   * listing of the same id is replaced by it.
    */
   admit(record: AgentRecord, verification?: Verification): RegistryChange | undefined {
     const now = this.now();
@@ -116,8 +180,12 @@ export class AgentRegistry {
     // refuses such advertisements first; this keeps the invariant even when two race.
     const bound = this.keyBindings.get(record.agent_id);
     if (bound !== undefined && record.nkey !== bound) return undefined;
-    const known = this.agents.get(record.agent_id);
+    const listed = this.agents.get(record.agent_id);
+    // A pending listing is hearsay: the proven advertisement starts the agent afresh.
+    const known = listed?.status === 'pending' ? undefined : listed;
+    if (listed && !known) this.agents.delete(record.agent_id);
     this.bindKey(record);
+    this.keepEnrollment(record);
     if (!known) {
       this.evictIfFull();
       const agent: RegisteredAgent = {
@@ -179,16 +247,191 @@ export class AgentRegistry {
   /** Restores an agent from the shared KV store (another coordinator admitted it). */
   restore(agent: RegisteredAgent): void {
     const known = this.agents.get(agent.record.agent_id);
-    this.bindKey(agent.record);
+    // A pending listing proves nothing: its key is not bound (and a stale one is swept).
+    if (agent.status !== 'pending') this.bindKey(agent.record);
     if (known && known.lastSeen >= agent.lastSeen) return;
     this.agents.set(agent.record.agent_id, { ...agent });
     this.tagCache = undefined;
   }
 
+  /**
+   * Lists an mDNS advertisement that no proof stands behind as `pending` (or updates the listing).
+   * Nothing happens when the id is bound to a key or held by an agent admitted through a proven
+   * door: hearsay never replaces proof. Returns the change, if any.
+   */
+  listPending(record: AgentRecord, verification: Verification, heard: Sighting): RegistryChange | undefined {
+    const id = record.agent_id;
+    if (this.keyBindings.has(id)) return undefined;
+    const known = this.agents.get(id);
+    if (known && known.status !== 'pending') return undefined;
+    const now = this.now();
+    if (known && sameAdvertisement(known.record, record) && known.heardFrom?.source === heard.source) {
+      known.lastSeen = now;
+      return undefined;
+    }
+    if (!known) this.evictIfFull();
+    const agent: RegisteredAgent = {
+      record,
+      status: 'pending',
+      admittedAt: known?.admittedAt ?? new Date(now).toISOString(),
+      lastSeen: now,
+      heartbeatSeconds: record.heartbeat_seconds ?? this.options.defaultHeartbeatSeconds,
+      heardFrom: { ...heard },
+    };
+    applyVerification(agent, verification);
+    this.agents.set(id, agent);
+    const change: RegistryChange = { kind: 'pending', agent };
+    this.emit(change);
+    return change;
+  }
+
+  /** A pending agent's unchanged advertisement was heard again: it stays listed. */
+  heard(agentId: string): void {
+    const agent = this.agents.get(agentId);
+    if (agent?.status === 'pending') agent.lastSeen = this.now();
+  }
+
+  /**
+   * The operator approves a pending agent. With a key: the key is bound to the id and enrolled, so
+   * the agent gets its NATS user and becomes live with its first signed heartbeat (until then it is
+   * listed `offline`). Without a key: it becomes live at once, tied to the address it was heard
+   * from, and its mDNS record keeps it live. `expectedNkey`, when given, must be the key the listing
+   * names (so a listing replaced after the operator looked at it is not approved by mistake).
+   * Throws AmfError NOT_FOUND / INVALID_REQUEST saying why it cannot.
+   */
+  approve(agentId: string, expectedNkey?: string): { agent: RegisteredAgent; enrollment?: Enrollment } {
+    const agent = this.agents.get(agentId);
+    if (!agent) throw new AmfError('NOT_FOUND', `no agent ${agentId} is known to this coordinator`);
+    if (agent.status !== 'pending')
+      throw new AmfError('INVALID_REQUEST', `agent ${agentId} is ${agent.status}: only a pending agent is approved`);
+    const nkey = agent.record.nkey;
+    if (expectedNkey !== undefined && expectedNkey !== (nkey ?? ''))
+      throw new AmfError(
+        'INVALID_REQUEST',
+        `agent ${agentId} now advertises ${nkey ? `key ${nkey}` : 'no key'}, not ${expectedNkey || 'no key'}: look at it again before approving`,
+      );
+    const now = this.now();
+    if (nkey === undefined) {
+      agent.approval = { source: agent.heardFrom?.source ?? 'unknown', approved_at: new Date(now).toISOString() };
+      delete agent.heardFrom;
+      agent.lastSeen = now;
+      agent.status = agent.unverified ? 'unverified' : 'live';
+      const change: RegistryChange = agent.unverified
+        ? { kind: 'unverified', agent, reason: agent.unverified.reason }
+        : { kind: 'admitted', agent };
+      this.emit(change);
+      return { agent };
+    }
+    const enrollment = this.enroll({
+      nkey,
+      agentId,
+      tags: agent.record.capability_tags ?? [],
+      via: 'approval',
+    });
+    delete agent.heardFrom;
+    agent.status = 'offline';
+    this.emit({ kind: 'approved', agent });
+    return { agent, enrollment };
+  }
+
+  /**
+   * Enrolls a key (an approval, or an invite redeemed): it may log in to NATS from now on, and with
+   * `agentId` that id is bound to it. Throws AmfError INVALID_REQUEST when the id is bound to another
+   * key (forget the agent first) or the request is malformed.
+   */
+  enroll(request: EnrollmentRequest): Enrollment {
+    let enrollment: Enrollment;
+    try {
+      enrollment = enrollmentOf(request, this.now());
+    } catch (err) {
+      throw new AmfError('INVALID_REQUEST', `enrollment refused: ${(err as Error).message}`);
+    }
+    const id = enrollment.agent_id;
+    const bound = id === undefined ? undefined : this.keyBindings.get(id);
+    if (id !== undefined && bound !== undefined && bound !== enrollment.nkey)
+      throw new AmfError(
+        'INVALID_REQUEST',
+        `${id} is bound to key ${bound}; forget the agent before enrolling key ${enrollment.nkey} for it`,
+      );
+    const other = this.enrolled.get(enrollment.nkey)?.agent_id;
+    if (other !== undefined && id !== undefined && other !== id)
+      throw new AmfError('INVALID_REQUEST', `key ${enrollment.nkey} is already enrolled for ${other}`);
+    if (id !== undefined) this.keyBindings.set(id, enrollment.nkey);
+    this.enrolled.set(enrollment.nkey, enrollment);
+    this.emitEnrollment({ kind: 'enrolled', enrollment, origin: 'local' });
+    return enrollment;
+  }
+
+  /** Takes an enrollment read from the shared store (another coordinator, or before a restart). */
+  restoreEnrollment(enrollment: Enrollment): void {
+    const known = this.enrolled.get(enrollment.nkey);
+    if (known && JSON.stringify(known) === JSON.stringify(enrollment)) return;
+    const id = enrollment.agent_id;
+    if (id !== undefined && !this.keyBindings.has(id)) this.keyBindings.set(id, enrollment.nkey);
+    this.enrolled.set(enrollment.nkey, enrollment);
+    this.emitEnrollment({ kind: 'enrolled', enrollment, origin: 'store' });
+  }
+
+  /** Removes an enrollment (forgotten, or deleted from the shared store by another coordinator). */
+  unenroll(nkey: string, origin: 'local' | 'store' = 'local'): void {
+    const enrollment = this.enrolled.get(nkey);
+    if (!enrollment) return;
+    this.enrolled.delete(nkey);
+    this.emitEnrollment({ kind: 'unenrolled', enrollment, origin });
+  }
+
+  /** The enrollment of `nkey`, if it is enrolled. */
+  enrollment(nkey: string): Enrollment | undefined {
+    return this.enrolled.get(nkey);
+  }
+
+  /** Every enrollment. */
+  enrollments(): Enrollment[] {
+    return [...this.enrolled.values()];
+  }
+
+  /** An admitted agent's key that was enrolled with a deadline keeps its enrollment for good. */
+  private keepEnrollment(record: AgentRecord): void {
+    const e = record.nkey === undefined ? undefined : this.enrolled.get(record.nkey);
+    if (!e || (e.expires_at === undefined && e.agent_id !== undefined)) return;
+    const kept: Enrollment = { ...e, agent_id: record.agent_id };
+    delete kept.expires_at;
+    this.enrolled.set(kept.nkey, kept);
+    this.emitEnrollment({ kind: 'enrolled', enrollment: kept, origin: 'local' });
+  }
+
+  /**
+   * The keys that may log in to NATS now: each live agent's bound key (with its admitted tags), and
+   * each enrolled key not past its deadline, whether its agent is live yet or not (with the tags it
+   * was enrolled for), so an approved or invited agent can connect and prove itself. A login is
+   * worth nothing more: claims, results and tools are taken only from `live` agents.
+   */
+  grantedKeys(): Map<string, GrantedKey> {
+    const keys = new Map<string, GrantedKey>();
+    for (const agent of this.agents.values()) {
+      const key = agent.record.nkey;
+      if (agent.status === 'live' && key !== undefined && this.keyBindings.get(agent.record.agent_id) === key)
+        keys.set(key, { agentId: agent.record.agent_id, tags: agent.record.capability_tags ?? [] });
+    }
+    const now = this.now();
+    for (const e of this.enrolled.values()) {
+      if (keys.has(e.nkey) || enrollmentExpired(e, now)) continue;
+      keys.set(e.nkey, { agentId: e.agent_id, tags: e.tags });
+    }
+    return keys;
+  }
+
+  /** The operator's approval of a keyless mDNS agent, if it has one. */
+  keylessApproval(agentId: string): KeylessApproval | undefined {
+    const agent = this.agents.get(agentId);
+    return agent && agent.record.nkey === undefined ? agent.approval : undefined;
+  }
+
   /** Marks an agent offline (goodbye, silence, or a denied re-advertisement). */
   markOffline(agentId: string, reason: string): boolean {
     const agent = this.agents.get(agentId);
-    if (!agent || agent.status === 'offline') return false;
+    // A pending listing was never online: it is dropped (remove), not marked offline.
+    if (!agent || agent.status === 'offline' || agent.status === 'pending') return false;
     agent.status = 'offline';
     this.emit({ kind: 'offline', agent, reason });
     return true;
@@ -204,12 +447,17 @@ export class AgentRegistry {
   }
 
   /**
-   * The operator forgets an agent: removed, and its id unbound from its key, so the next admission
-   * of that id binds whatever key it advertises (how a key is rotated or a lost key replaced).
+   * The operator forgets an agent, live or not: removed (a live one is marked offline first, which
+   * takes its NATS user away), its id unbound from its key and the key's enrollment dropped, so the
+   * next admission of that id binds whatever key it advertises (how a key is rotated, a lost key
+   * replaced, or an impostor that got in thrown out).
    */
   forget(agentId: string): void {
+    const bound = this.keyBindings.get(agentId);
     this.remove(agentId, 'forgotten');
     this.keyBindings.delete(agentId);
+    for (const e of [...this.enrolled.values()])
+      if (e.agent_id === agentId || (bound !== undefined && e.nkey === bound)) this.unenroll(e.nkey);
   }
 
   /**
@@ -240,13 +488,24 @@ export class AgentRegistry {
     }
   }
 
-  /** Marks offline every live agent whose heartbeats stopped; returns their ids. */
+  /**
+   * Marks offline every live agent whose heartbeats stopped, drops pending listings no longer heard
+   * and unused enrollments past their deadline; returns the ids marked offline.
+   */
   sweep(): string[] {
     const now = this.now();
     const gone: string[] = [];
-    for (const agent of this.agents.values()) {
+    for (const e of [...this.enrolled.values()]) if (enrollmentExpired(e, now)) this.unenroll(e.nkey);
+    for (const agent of [...this.agents.values()]) {
       if (agent.status === 'offline') continue;
       const silentMs = now - agent.lastSeen;
+      if (agent.status === 'pending') {
+        if (silentMs > agent.heartbeatSeconds * 1000 * this.options.offlineAfterMissed) {
+          this.agents.delete(agent.record.agent_id);
+          this.tagCache = undefined;
+        }
+        continue;
+      }
       if (silentMs > agent.heartbeatSeconds * 1000 * this.options.offlineAfterMissed) {
         agent.status = 'offline';
         gone.push(agent.record.agent_id);
@@ -314,9 +573,9 @@ export class AgentRegistry {
   private evictIfFull(): void {
     const max = this.options.maxAgents ?? 10_000;
     if (this.agents.size < max) return;
-    // Forget the offline (else unverified) agent seen longest ago; live agents are never evicted.
+    // Forget the pending (else offline, else unverified) agent seen longest ago; live agents stay.
     let oldest: RegisteredAgent | undefined;
-    for (const status of ['offline', 'unverified'] as const) {
+    for (const status of ['pending', 'offline', 'unverified'] as const) {
       for (const a of this.agents.values()) {
         if (a.status === status && (!oldest || a.lastSeen < oldest.lastSeen)) oldest = a;
       }

@@ -16,6 +16,7 @@ export type PolicyReason =
   | 'invalid_transition'
   | 'duplicate_claim'
   | 'claim_from_unadmitted_agent'
+  | 'claim_without_offer'
   | 'reply_subject_invalid'
   | 'invalid_announce'
   | 'delegation_cycle'

@@ -1,15 +1,19 @@
 /**
  * What coordinators tell a worker on the public fabric (specialists cannot read amf.internal.>):
- * cancellations, terminal denials and follow-up input. Only coordinators may publish these (NATS
- * ACLs); the role check here is the second line. Delegation results come on a subscription of their
+ * cancellations and terminal denials; and on the worker's own subject, which no other agent can read,
+ * the follow-up input of the tasks it holds. Only coordinators may publish these (NATS ACLs); the
+ * role check here is the second line. Delegation results come on a subscription of their
  * own, only while delegations are pending (delegationClient.ts).
  */
 import type { Subscription } from '@nats-io/transport-node';
 import type { EventBus } from '../fabric/eventBus.js';
+import { agentInputSubject } from '../fabric/agentUsers.js';
 import type { FollowUpMessage } from './handlerApi.js';
 
 export interface OrderTaker {
   agentId: string;
+  /** The agent's nkey: follow-ups come on its own subject (`amf.agent.<nkey>.input`), unread by others. */
+  agentKey: string;
   /** Stops the handler of `taskId` if it runs here. */
   abort: (taskId: string) => void;
   /** Hands a follow-up to a handler waiting for input. */
@@ -34,7 +38,7 @@ export function subscribeToOrders(bus: EventBus, worker: OrderTaker): Subscripti
       if (agentId !== undefined && agentId !== worker.agentId) return;
       if (typeof taskId === 'string') worker.abort(taskId);
     }),
-    bus.subscribe('amf.task.input', (e) => {
+    bus.subscribe(agentInputSubject(worker.agentKey), (e) => {
       if (e.type !== 'amf.task.input' || e.amfagentrole !== 'coordinator') return;
       const p = e.data.payload;
       if (p.agent_id !== worker.agentId || typeof p.task_id !== 'string' || typeof p.text !== 'string')

@@ -2,12 +2,20 @@
  * A worker's delegations: publishes `amf.task.delegate` for a child task and waits for the child's
  * final result. The coordinator decides whether the delegation is allowed (cycles, depth, policy); a
  * terminal `amf.policy.deny` for the child rejects the wait.
+ *
+ * The child's final is taken from one place only: this worker's own NATS inbox, named in the
+ * delegation (`reply_inbox`), where the coordinator that accepted the child's result sends it. NATS
+ * lets no other agent publish there, so a final forged by another admitted agent on the shared
+ * `amf.result.final` subject (which any agent may publish, for its direct tasks) never becomes the
+ * parent's answer: this worker does not even listen there.
  */
 import { randomUUID } from 'node:crypto';
 import type { Subscription } from '@nats-io/transport-node';
 import type { AmfEventOf } from '../events/cloudEvent.js';
 import type { DelegatePayload } from '../events/payloads.js';
 import type { EventBus } from '../fabric/eventBus.js';
+import { inboxPrefixOf } from '../fabric/replyInbox.js';
+import type { LogFn } from '../log.js';
 import { HandlerError } from './handlerApi.js';
 
 export interface DelegationRequest {
@@ -27,6 +35,8 @@ interface Waiter {
 export class DelegationClient {
   private sub: Subscription | undefined;
   private readonly waiters = new Map<string, Waiter>();
+  /** Where children's finals arrive: `<this connection's inbox>.delegation.<child task id>`. */
+  private readonly inbox: string;
 
   constructor(
     private readonly bus: EventBus,
@@ -37,7 +47,10 @@ export class DelegationClient {
       traceId: string,
       payload: DelegatePayload,
     ) => void,
-  ) {}
+    private readonly log?: LogFn,
+  ) {
+    this.inbox = `${inboxPrefixOf(bus.nc)}.delegation`;
+  }
 
   /** Delegates and resolves with the child's result text; rejects on failure, denial or timeout. */
   delegate(request: DelegationRequest): Promise<string> {
@@ -66,6 +79,7 @@ export class DelegationClient {
         task: request.text,
         required_capability: request.tag,
         ...(request.input ? { input: request.input } : {}),
+        reply_inbox: `${this.inbox}.${childId}`,
       });
     });
   }
@@ -79,13 +93,19 @@ export class DelegationClient {
   }
 
   /**
-   * Final results are the busiest subject of the mesh: a worker listens to them only while it waits
-   * for a delegated task. The subscription is registered before the delegate event is published on
-   * the same connection, so no result can arrive unheard.
+   * The worker listens on its delegation inbox only while it waits for a delegated task. The
+   * subscription is registered before the delegate event is published on the same connection, so no
+   * result can arrive unheard.
    */
   private ensureSubscription(): void {
-    this.sub ??= this.bus.subscribe('amf.result.final', (e) => {
-      if (e.type === 'amf.result.final') this.onFinal(e);
+    this.sub ??= this.bus.subscribe(`${this.inbox}.*`, (e, subject) => {
+      const childId = subject.slice(this.inbox.length + 1);
+      if (e.type === 'amf.result.final' && e.data.payload.task_id === childId) this.onFinal(e);
+      else
+        this.log?.('debug', 'ignored a message on the delegation inbox that is not the final of its child', {
+          subject,
+          type: e.type,
+        });
     });
   }
 

@@ -18,13 +18,16 @@ import { AmfError } from '../errors.js';
 
 export interface JoinFabricOptions {
   natsUrl: string;
-  /** The connection as the join user (kept open by the caller for heartbeats). */
-  joinConnection: NatsConnection;
+  /**
+   * The connection as the join user (kept open by the caller for heartbeats). Absent for an enrolled
+   * key, which needs no advertisement to be granted: it only waits for its user.
+   */
+  joinConnection?: NatsConnection;
   key: AgentNkey;
   /** NATS connection name of the agent's own connection. */
   name: string;
-  /** A fresh signed heartbeat each time one is sent. */
-  heartbeat: () => AmfEvent;
+  /** A fresh signed heartbeat each time one is sent (with `joinConnection`). */
+  heartbeat?: () => AmfEvent;
   /** Between attempts (default 250 ms). */
   retryMs?: number;
   /** Give up after this long (default 60 s). */
@@ -36,7 +39,7 @@ const JOIN_DIAL_TIMEOUT_MS = 20_000;
 
 /** Resolves the agent's own connection once its key is admitted; rejects after `timeoutMs`. */
 export async function joinFabric(opts: JoinFabricOptions): Promise<NatsConnection> {
-  const bus = new EventBus(opts.joinConnection);
+  const bus = opts.joinConnection ? new EventBus(opts.joinConnection) : undefined;
   const retryMs = opts.retryMs ?? 250;
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const deadline = Date.now() + timeoutMs;
@@ -45,6 +48,7 @@ export async function joinFabric(opts: JoinFabricOptions): Promise<NatsConnectio
   // dial that hangs on a loaded machine must not let it miss heartbeats, go offline and lose the
   // grant it is waiting for (seen in the fault drill: 20 s dials, a grant that never held).
   const beat = () => {
+    if (!bus || !opts.heartbeat) return;
     try {
       bus.publish(opts.heartbeat());
     } catch {

@@ -7,7 +7,7 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { createEvent, type EventSender } from '../events/cloudEvent.js';
 import type { AgentRecord } from '../events/agentRecord.js';
-import type { AmfPayloadMap } from '../events/payloads.js';
+import type { AmfPayloadMap, ClaimPayload } from '../events/payloads.js';
 import { WorkIntake } from './workIntake.js';
 import type { AmfEventType } from '../events/eventTypes.js';
 import { EventBus } from '../fabric/eventBus.js';
@@ -72,8 +72,11 @@ export class MeshWorker {
   }
 
   private delegationClient(): DelegationClient {
-    return new DelegationClient(this.bus, this.agentId, (parentTaskId, traceId, payload) =>
-      this.emit('amf.task.delegate', parentTaskId, traceId, payload),
+    return new DelegationClient(
+      this.bus,
+      this.agentId,
+      (parentTaskId, traceId, payload) => this.emit('amf.task.delegate', parentTaskId, traceId, payload),
+      this.options.log,
     );
   }
 
@@ -107,6 +110,7 @@ export class MeshWorker {
     this.subs.push(
       ...subscribeToOrders(this.bus, {
         agentId: this.agentId,
+        agentKey: this.key.publicKey,
         abort: (taskId) => this.inFlight.get(taskId)?.controller.abort(),
         deliverInput: (taskId, message) => this.inputs.deliver(taskId, message),
         denied: (taskId, reason, message) => this.delegations.denied(taskId, reason, message),
@@ -183,13 +187,7 @@ export class MeshWorker {
     const onCallerAbort = () => controller.abort();
     if (signal?.aborted) controller.abort();
     else signal?.addEventListener('abort', onCallerAbort, { once: true });
-    this.emit(
-      'amf.task.claim',
-      task.taskId,
-      task.traceId,
-      { task_id: task.taskId, agent_id: this.agentId, required_capability: task.tag, attempt: task.attempt },
-      options.replySubject,
-    );
+    this.emit('amf.task.claim', task.taskId, task.traceId, claimPayload(task, this.agentId, options), options.replySubject);
     // The slot bounds handler runs only: storing a mesh result (which may wait out a NATS outage)
     // happens after the slot is free, but the task stays in flight (drain waits) until it is stored.
     let storing: Promise<void> = Promise.resolve();
@@ -221,7 +219,7 @@ export class MeshWorker {
       if (options.origin === 'mesh') return CANCELLED;
       outcome = CANCELLED;
     }
-    const payload = finalPayload(task.taskId, this.agentId, outcome);
+    const payload = finalPayload(task.taskId, this.agentId, outcome, options.offer);
     const confidence = outcome.ok ? outcome.result.confidence : 0;
     if (options.origin === 'mesh') onStoring(submitResult(this.submitter(), task, payload, confidence));
     else this.emit('amf.result.final', task.taskId, task.traceId, payload, undefined, confidence);
@@ -307,13 +305,7 @@ export class MeshWorker {
     this.emit('amf.task.blocked', task.taskId, task.traceId, payload, options.replySubject);
     options.onInputRequired?.(reason);
     const message = await waiting;
-    this.emit(
-      'amf.task.claim',
-      task.taskId,
-      task.traceId,
-      { task_id: task.taskId, agent_id: this.agentId, required_capability: task.tag, attempt: task.attempt },
-      options.replySubject,
-    );
+    this.emit('amf.task.claim', task.taskId, task.traceId, claimPayload(task, this.agentId, options), options.replySubject);
     return message;
   }
 
@@ -358,6 +350,20 @@ export class MeshWorker {
     // Bounded: while NATS is unreachable a flush would wait for the reconnect, however long.
     await within(Promise.all([this.bus.flush(), this.heartbeatBus.flush()]), 2_000);
   }
+}
+
+/**
+ * The claim of a task: a mesh task's names the offer it came with; a direct task's names none, so it
+ * can never count as the claim of a mesh task that has the same id (coordinator/offerNonce.ts).
+ */
+function claimPayload(task: TaskInput, agentId: string, options: RunTaskOptions): ClaimPayload {
+  return {
+    task_id: task.taskId,
+    agent_id: agentId,
+    required_capability: task.tag,
+    attempt: task.attempt,
+    ...(options.origin === 'mesh' && options.offer !== undefined ? { offer: options.offer } : {}),
+  };
 }
 
 /** Waits for `work` (its failure ignored) or `ms`, whichever comes first. */

@@ -55,6 +55,11 @@ export interface RunTaskOptions {
   signal?: AbortSignal;
   /** The coordinator's reply subject for this task (mesh tasks only, already checked). */
   replySubject?: string;
+  /**
+   * The offer nonce of the work-queue message this mesh task came in (fabric/workQueue.ts), echoed in
+   * its claims and final: the coordinator counts a claim only for an offer its claimant received.
+   */
+  offer?: string;
   /** Receives each streamed chunk (also published as `amf.result.partial`). */
   onChunk?: (delta: string) => void;
   /** Receives each progress message (also published as `amf.task.progress`). */

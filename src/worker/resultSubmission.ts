@@ -44,9 +44,14 @@ export interface ResultSubmitter {
   progress: (task: TaskInput, message: string) => void;
 }
 
-/** The final payload of a handler's outcome. */
-export function finalPayload(taskId: string, agentId: string, outcome: LocalOutcome): FinalPayload {
-  return outcome.ok
+/** The final payload of a handler's outcome; a mesh task's names the offer it came with. */
+export function finalPayload(
+  taskId: string,
+  agentId: string,
+  outcome: LocalOutcome,
+  offer?: string,
+): FinalPayload {
+  const payload: FinalPayload = outcome.ok
     ? {
         task_id: taskId,
         agent_id: agentId,
@@ -65,6 +70,8 @@ export function finalPayload(taskId: string, agentId: string, outcome: LocalOutc
         status: 'failed',
         error: { code: outcome.code, message: outcome.message },
       };
+  if (offer !== undefined) payload.offer = offer;
+  return payload;
 }
 
 /**
@@ -125,6 +132,7 @@ export async function submitResult(
           code: 'result_too_large',
           message: 'the result is larger than the fabric carries (NATS max_payload)',
         },
+        ...(payload.offer !== undefined ? { offer: payload.offer } : {}),
       },
       0,
     );

@@ -116,7 +116,11 @@ export class WorkIntake {
           ...(p.input ? { input: p.input } : {}),
           ...(typeof p.message_id === 'string' ? { messageId: p.message_id } : {}),
         },
-        { origin: 'mesh', ...(reply ? { replySubject: reply } : {}) },
+        {
+          origin: 'mesh',
+          ...(reply ? { replySubject: reply } : {}),
+          ...(item.offer !== undefined ? { offer: item.offer } : {}),
+        },
       )
       .then((outcome) => {
         clearInterval(keepAlive);

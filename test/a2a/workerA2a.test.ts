@@ -152,33 +152,39 @@ describe('SendMessage to a worker', () => {
 });
 
 describe('POST /tasks/send', () => {
-  it('keeps its response shape and publishes the same events as a mesh task', async () => {
-    const id = crypto.randomUUID();
+  const asOperator = () => ({
+    'content-type': 'application/json',
+    authorization: `Bearer ${mesh.http.operatorKey}`,
+  });
+
+  it('keeps its response shape and publishes the same events as a mesh task, under its own id', async () => {
     const res = await fetch(`${echo.url}/tasks/send`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ id, text: 'sent directly', tag: 'echo' }),
+      headers: asOperator(),
+      body: JSON.stringify({ text: 'sent directly', tag: 'echo' }),
     });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({
-      task_id: id,
+    const body = (await res.json()) as { task_id: string };
+    expect(body).toEqual({
+      task_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       status: 'completed',
       agent_id: echo.worker.agentId,
       result: { text: 'sent directly' },
     });
+    const id = body.task_id;
     await mesh.waitForEvent((e) => e.event.type === 'amf.result.final' && e.event.amftaskid === id);
     expect(eventsFor(mesh, id).map((e) => e.event.type)).toEqual(['amf.task.claim', 'amf.result.final']);
   });
 
-  it('says why a non-UUID id is refused', async () => {
+  it('says why a caller-chosen id is refused: the worker names a direct task itself', async () => {
     const res = await fetch(`${echo.url}/tasks/send`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ id: 'not a uuid', text: 'x' }),
+      headers: asOperator(),
+      body: JSON.stringify({ id: crypto.randomUUID(), text: 'x' }),
     });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({
-      error: { code: 'INVALID_REQUEST', message: expect.stringMatching(/UUID/) },
+      error: { code: 'INVALID_REQUEST', message: expect.stringMatching(/"id" is not accepted/) },
     });
   });
 });

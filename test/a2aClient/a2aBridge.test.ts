@@ -102,7 +102,7 @@ describe('external A2A agents bridged into the mesh', () => {
       15_000,
       'bridge worker admitted',
     );
-    const res = await fetch(`${mesh.url}/agents`);
+    const res = await mesh.fetch('/agents');
     const body = (await res.json()) as { agents: Array<{ agent_id: string; capability_tags: string[] }> };
     const record = body.agents.find((a) => a.agent_id === 'spiffe://local/worker/a2a-forecaster');
     expect(record?.capability_tags).toEqual(['forecaster', 'weather-forecast', 'weather']);

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReferenceAgent, type ReferenceAgent } from './referenceAgent.js';
 import { freePort } from '../../scripts/lib/freePort.mjs';
+import { readOperatorKey } from '../../src/identity/operatorKey.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const AMF_BIN = join(ROOT, 'bin/amf.js');
@@ -124,7 +125,9 @@ describe(
 
     it('amf send --tag reaches the bridged external agent through the mesh', async () => {
       await waitFor(async () => {
-        const res = await fetch(`${coordinatorUrl}/agents`);
+        // `amf up` generated the operator key into its data dir, where the owner's CLI reads it.
+        const key = await readOperatorKey(join(home, 'data'));
+        const res = await fetch(`${coordinatorUrl}/agents`, { headers: { authorization: `Bearer ${key}` } });
         const body = (await res.json()) as { agents: Array<{ agent_id: string; status: string }> };
         return body.agents.some((a) => a.agent_id.endsWith('/worker/a2a-shouter') && a.status === 'live');
       }, 'the bridge worker admitted');

@@ -57,7 +57,7 @@ describe('admission of an agent whose card does not check out', () => {
   };
 
   const agentsRow = async (agentId: string): Promise<AgentRow | undefined> => {
-    const body = (await (await fetch(`${mesh.url}/agents`)).json()) as { agents: AgentRow[] };
+    const body = (await (await mesh.fetch('/agents')).json()) as { agents: AgentRow[] };
     return body.agents.find((a) => a.agent_id === agentId);
   };
 

@@ -230,7 +230,7 @@ describe('fabric.tool.<category>.<name>', () => {
       result: { tool: 'spiffe://local/worker/echo-1/echo', text: 'tool via fabric' },
     });
     const records = await mesh.waitFor(async () => {
-      const r = (await (await fetch(`${mesh.url}/audit?limit=20`)).json()) as { records: McpAuditRecord[] };
+      const r = (await (await mesh.fetch('/audit?limit=20')).json()) as { records: McpAuditRecord[] };
       return r.records.find((x) => x.wire_name === 'echo-1__echo' && x.outcome === 'ok');
     });
     expect(records).toMatchObject({ decision: 'allow', tool: 'spiffe://local/worker/echo-1/echo' });

@@ -20,6 +20,7 @@ import { loadOrCreateCredentials } from '../../src/fabric/credentials.js';
 import { startNatsServer, type NatsServerHandle } from '../../src/fabric/natsServer.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
+import { readOperatorKey } from '../../src/identity/operatorKey.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const AMF_BIN = join(ROOT, 'bin/amf.js');
@@ -157,7 +158,7 @@ describe('supervised nats-server (in process)', () => {
     expect(recovered.body.nats.connected).toBe(true);
     expect(recovered.body.nats.server?.restarts).toBe(1);
     expect(recovered.body.nats.server?.pid).not.toBe(pid);
-    const metrics = await (await fetch(`${mesh.url}/metrics`)).text();
+    const metrics = await (await mesh.fetch('/metrics')).text();
     expect(metrics).toMatch(/^amf_nats_connected 1$/m);
     expect(metrics).toMatch(/^amf_nats_server_restarts 1$/m);
 
@@ -246,9 +247,12 @@ describe('amf up as a process (built CLI)', () => {
     expect(natsPortLine, doctor.stdout()).toMatch(/^✓ nats-port: .*running mesh/);
 
     // One SIGINT stops `amf up --demo` (demo workers included), leaving no nats-server.
+    // The operator key is the one `amf up` generated into its data dir, as the CLI reads it.
+    const operator = { authorization: `Bearer ${await readOperatorKey(dataDir)}` };
     await waitFor(
       async () =>
-        ((await (await fetch(`${url}/agents`)).json()) as { agents: unknown[] }).agents.length === 2,
+        ((await (await fetch(`${url}/agents`, { headers: operator })).json()) as { agents: unknown[] }).agents
+          .length === 2,
       10_000,
       'demo workers admitted',
     );
@@ -356,7 +360,10 @@ describe('outage of an external NATS (LONG: 25 s down)', () => {
     await waitFor(async () => (await health(http.url)).code === 200, 15_000, 'coordinator /health ok again');
     await waitFor(
       async () => {
-        const body = (await (await fetch(`${http.url}/agents`)).json()) as {
+        const res = await fetch(`${http.url}/agents`, {
+          headers: { authorization: `Bearer ${http.operatorKey}` },
+        });
+        const body = (await res.json()) as {
           agents: Array<{ agent_id: string; status: string }>;
         };
         return body.agents.some((a) => a.agent_id.endsWith('/outage-echo') && a.status === 'live');

@@ -27,6 +27,12 @@ export interface TestMesh {
   http: CoordinatorHttp;
   /** Base URL of the coordinator's HTTP edge. */
   url: string;
+  /** The operator key: the configured `coordinator.apiKey`, else the one generated into the data dir. */
+  operatorKey: string;
+  /** `extra` plus `Authorization: Bearer <operator key>`, for the operator routes. */
+  operatorHeaders(extra?: Record<string, string>): Record<string, string>;
+  /** fetch of `path` (e.g. `/agents`) on the coordinator as the operator; headers in `init` are kept. */
+  fetch(path: string, init?: RequestInit): Promise<Response>;
   /** Every `amf.>` event seen on the fabric so far (observer connection, coordinator role). */
   events: ObservedEvent[];
   startWorker(
@@ -128,7 +134,16 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
     coordinator,
     http,
     url: http.url,
+    operatorKey: http.operatorKey,
     events,
+    operatorHeaders(extra = {}) {
+      return { ...extra, authorization: `Bearer ${http.operatorKey}` };
+    },
+    fetch(path, init = {}) {
+      const headers = new Headers(init.headers);
+      if (!headers.has('authorization')) headers.set('authorization', `Bearer ${http.operatorKey}`);
+      return fetch(new URL(path, http.url), { ...init, headers });
+    },
     async startWorker(name, tags, handler, extra = {}) {
       const w = await startWorker({
         name,
@@ -137,6 +152,9 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
         natsUrl: coordinator.natsUrl,
         // Joins as agents do: the join credential, then its own nkey user once admitted.
         join: coordinator.joinCredential,
+        // Whom its edge trusts, as a worker on the coordinator's machine reads them from the data dir.
+        coordinatorKey: coordinator.signingKey.publicKey,
+        operatorKey: http.operatorKey,
         port: 0,
         heartbeatSeconds: extra.heartbeatSeconds ?? 1,
         ...(extra.concurrency !== undefined ? { concurrency: extra.concurrency } : {}),

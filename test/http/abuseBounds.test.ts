@@ -45,7 +45,7 @@ function rawConnect(baseUrl: string): Promise<RawClient> {
 
 /** Reads one metric's value from the coordinator's Prometheus text. */
 async function metric(mesh: TestMesh, name: string): Promise<number> {
-  const text = await (await fetch(`${mesh.url}/metrics`)).text();
+  const text = await (await mesh.fetch('/metrics')).text();
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   if (!line) throw new Error(`metric ${name} not exported`);
   return Number(line.slice(name.length + 1));
@@ -54,7 +54,7 @@ async function metric(mesh: TestMesh, name: string): Promise<number> {
 /** An SSE client that keeps reading: collects `data:` lines and comments of its stream. */
 async function readingClient(mesh: TestMesh, subject: string) {
   const controller = new AbortController();
-  const res = await fetch(`${mesh.url}/events?subject=${encodeURIComponent(subject)}`, {
+  const res = await mesh.fetch(`/events?subject=${encodeURIComponent(subject)}`, {
     signal: controller.signal,
   });
   expect(res.status).toBe(200);
@@ -113,7 +113,9 @@ describe('GET /events under clients that stop reading', () => {
     const stalled: RawClient[] = [];
     for (let i = 0; i < STALLED; i++) {
       const c = await rawConnect(mesh.url);
-      c.socket.write(`GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+      c.socket.write(
+        `GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${mesh.operatorKey}\r\n\r\n`,
+      );
       stalled.push(c);
     }
     // Each stream is open once its first comment arrived; then the client stops reading.
@@ -123,9 +125,9 @@ describe('GET /events under clients that stop reading', () => {
     expect(await metric(mesh, 'amf_sse_clients_max')).toBe(MAX_CLIENTS);
 
     // The cap: MAX_CLIENTS streams are open with one more, the next one is refused.
-    const last = await fetch(`${mesh.url}/events`);
+    const last = await mesh.fetch('/events');
     expect(last.status).toBe(200);
-    const refused = await fetch(`${mesh.url}/events`);
+    const refused = await mesh.fetch('/events');
     expect(refused.status).toBe(503);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     const refusal = (await refused.json()) as { error: { code: string; message: string } };
@@ -160,7 +162,7 @@ describe('GET /events under clients that stop reading', () => {
     expect(await metric(mesh, 'amf_sse_clients_dropped_total')).toBe(STALLED);
 
     // With slots free again, a new stream is accepted.
-    const again = await fetch(`${mesh.url}/events`);
+    const again = await mesh.fetch('/events');
     expect(again.status).toBe(200);
     await again.body?.cancel();
     reader.close();
@@ -182,6 +184,7 @@ describe('slow requests', () => {
       port: 0,
       heartbeatSeconds: 1,
       requestDeadlines: { headersTimeoutMs: 500, bodyTimeoutMs: 1000 },
+      operatorKey: mesh.operatorKey,
     });
   });
   afterAll(async () => {
@@ -197,8 +200,8 @@ describe('slow requests', () => {
     return c.received();
   }
 
-  const bodyHead = (path: string) =>
-    `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 4096\r\n\r\n{"text":"`;
+  const bodyHead = (path: string, authorization = '') =>
+    `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${authorization}content-type: application/json\r\ncontent-length: 4096\r\n\r\n{"text":"`;
 
   it.each(['/publish', '/v1/chat/completions', '/mcp/call', '/a2a'])(
     'answers a stalled body on the coordinator %s with 408 and closes',
@@ -216,14 +219,16 @@ describe('slow requests', () => {
   it.each(['/tasks/send', '/a2a'])(
     'answers a stalled body on the worker %s with 408 and closes',
     async (path) => {
-      expect(await stall(worker.url, bodyHead(path))).toMatch(/^HTTP\/1\.1 408 /);
+      // With the operator key: `/tasks/send` refuses anyone else before it reads a byte of the body.
+      const auth = `authorization: Bearer ${mesh.operatorKey}\r\n`;
+      expect(await stall(worker.url, bodyHead(path, auth))).toMatch(/^HTTP\/1\.1 408 /);
     },
   );
 
   it('still serves a request that arrives in time', async () => {
     const res = await fetch(`${worker.url}/tasks/send`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: mesh.operatorHeaders({ 'content-type': 'application/json' }),
       body: JSON.stringify({ text: 'on time' }),
     });
     expect(res.status).toBe(200);

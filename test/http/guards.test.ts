@@ -1,7 +1,8 @@
 /**
- * The coordinator's HTTP guards on a real coordinator: Bearer auth (--api-key) on everything but the
- * agent cards and /health, GCRA rate limiting per client address (429 + Retry-After), request size
- * limits (413, declared and chunked), each refusal in the error shape of its route family.
+ * The coordinator's HTTP guards on a real coordinator: the operator key (routeAccess.ts: operator
+ * routes always, client routes beyond loopback, a credential that is not the key refused wherever it
+ * is given), GCRA rate limiting per client address (429 + Retry-After), request size limits (413,
+ * declared and chunked), each refusal in the error shape of its route family.
  */
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,10 +22,12 @@ async function send(
   path: string,
   body?: string,
   key?: string,
+  /** A whole Authorization header instead of `Bearer <key>`. */
+  authorization = key ? `Bearer ${key}` : undefined,
 ): Promise<Reply> {
   const res = await fetch(`${mesh.url}${path}`, {
     method,
-    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
     ...(body !== undefined ? { body } : {}),
   });
   const text = await res.text();
@@ -97,9 +100,10 @@ describe('auth and size limits', () => {
   }, 30_000);
   afterAll(() => mesh?.close());
 
-  it.each(FAMILY_POSTS)('refuses POST %s without the key, in its family shape', async (path) => {
-    const reply = await send(mesh, 'POST', path, '{}');
+  it.each(FAMILY_POSTS)('refuses POST %s with an unusable credential, in its family shape', async (path) => {
+    const reply = await send(mesh, 'POST', path, '{}', undefined, 'Basic d3Jvbmc6a2V5');
     expect(reply.status).toBe(401);
+    expect(reply.headers.get('www-authenticate')).toMatch(/^Bearer realm="amf"/);
     expectFamilyShape(path, reply, {
       amp: 'auth_failed',
       fabric: 'AUTH_DENIED',
@@ -108,15 +112,23 @@ describe('auth and size limits', () => {
     });
   });
 
-  it('refuses a wrong key and the GET routes of AMP without a key', async () => {
-    expect((await send(mesh, 'POST', '/mcp/call', '{}', 'wrong-key')).status).toBe(401);
-    for (const path of [
-      '/api/amp/discover',
-      '/api/amp/jobs/00000000-0000-4000-8000-000000000000',
-      '/agents',
-    ]) {
+  it('refuses a wrong key on every route but /v1 on loopback (OpenAI SDKs always send a placeholder)', async () => {
+    for (const path of FAMILY_POSTS) {
+      const reply = await send(mesh, 'POST', path, '{}', 'wrong-key');
+      if (path.startsWith('/v1/')) expect(reply.status, path).not.toBe(401);
+      else expect(reply.status, path).toBe(401);
+    }
+    expect((await send(mesh, 'GET', '/agents', undefined, 'wrong-key')).status).toBe(401);
+  });
+
+  it('keeps client GET routes open on loopback without a key, operator routes closed', async () => {
+    expect((await send(mesh, 'GET', '/api/amp/discover')).status).toBe(200);
+    expect((await send(mesh, 'GET', '/api/amp/jobs/00000000-0000-4000-8000-000000000000')).status).toBe(404);
+    expect((await send(mesh, 'GET', '/v1/models')).status).toBe(200);
+    for (const path of ['/agents', '/events/history', '/tasks', '/metrics', '/no-such-route']) {
       const reply = await send(mesh, 'GET', path);
       expect(reply.status, path).toBe(401);
+      expect(reply.body).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
     }
   });
 

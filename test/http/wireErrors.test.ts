@@ -173,7 +173,7 @@ describe('over HTTP', () => {
     path: string,
     init: RequestInit = {},
   ): Promise<{ status: number; body: Record<string, unknown> }> {
-    const res = await fetch(`${mesh.url}${path}`, init);
+    const res = await mesh.fetch(path, init);
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   }
 

@@ -70,7 +70,7 @@ describe('coordinator /mcp fast path', () => {
     expect(response.id).toBe('fast-1');
     expect(text(response.result)).toContain('fast hello');
     await mesh.waitFor(async () => {
-      const res = await fetch(`${mesh.url}/audit?limit=50`);
+      const res = await mesh.fetch('/audit?limit=50');
       const { records } = (await res.json()) as { records: McpAuditRecord[] };
       return records.some((r) => r.wire_name === TOOL && r.outcome === 'ok' && r.decision === 'allow');
     });

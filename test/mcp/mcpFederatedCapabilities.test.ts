@@ -110,7 +110,7 @@ async function connect(): Promise<Client> {
 }
 
 async function audit(limit = 20): Promise<McpAuditRecord[]> {
-  const res = await fetch(`${mesh.url}/audit?limit=${limit}`);
+  const res = await mesh.fetch(`/audit?limit=${limit}`);
   return ((await res.json()) as { records: McpAuditRecord[] }).records;
 }
 

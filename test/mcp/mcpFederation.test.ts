@@ -36,7 +36,7 @@ function text(result: unknown): string {
 }
 
 async function audit(limit = 50): Promise<McpAuditRecord[]> {
-  const res = await fetch(`${mesh.url}/audit?limit=${limit}`);
+  const res = await mesh.fetch(`/audit?limit=${limit}`);
   expect(res.status).toBe(200);
   return ((await res.json()) as { records: McpAuditRecord[] }).records;
 }

@@ -39,7 +39,7 @@ function text(result: { content?: unknown }): string {
 }
 
 async function audit(): Promise<McpAuditRecord[]> {
-  const res = await fetch(`${mesh.url}/audit?limit=50`);
+  const res = await mesh.fetch('/audit?limit=50');
   expect(res.status).toBe(200);
   return ((await res.json()) as { records: McpAuditRecord[] }).records;
 }

@@ -104,7 +104,7 @@ async function httpsWorker(name: string, pair: CertPair, port = 0): Promise<Runn
 }
 
 async function audit(limit = 50): Promise<McpAuditRecord[]> {
-  const res = await fetch(`${mesh.url}/audit?limit=${limit}`);
+  const res = await mesh.fetch(`/audit?limit=${limit}`);
   return ((await res.json()) as { records: McpAuditRecord[] }).records;
 }
 

@@ -264,7 +264,18 @@ describe('amf audit', () => {
     const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
       execFile(
         process.execPath,
-        [join(ROOT, 'bin/amf.js'), 'audit', '--limit', '2', '--json', '--coordinator', mesh.url],
+        // The mesh's data dir: the CLI reads the operator key from it, nothing is passed by hand.
+        [
+          join(ROOT, 'bin/amf.js'),
+          'audit',
+          '--limit',
+          '2',
+          '--json',
+          '--coordinator',
+          mesh.url,
+          '--data-dir',
+          mesh.config.dataDir,
+        ],
         // Generous: a cold CLI start on a shared, busy CI machine can take many seconds.
         { timeout: 60_000 },
         (err, stdout, stderr) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout, stderr }),
@@ -277,7 +288,7 @@ describe('amf audit', () => {
       ['mcp-transport__nope', 'denied'],
       ['mcp-transport__echo', 'ok'],
     ]);
-    const bad = await fetch(`${mesh.url}/audit?limit=0`);
+    const bad = await mesh.fetch('/audit?limit=0');
     expect(bad.status).toBe(400);
   }, 90_000);
 });

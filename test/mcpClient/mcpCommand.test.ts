@@ -27,13 +27,16 @@ type Fixture = {
   lastAuthorization: string | undefined;
 };
 
-async function ide(args: string[]): Promise<{ client: Client; stderr: () => string }> {
+async function ide(
+  args: string[],
+  extraEnv: Record<string, string> = {},
+): Promise<{ client: Client; stderr: () => string }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [AMF_BIN, 'mcp', ...args],
     stderr: 'pipe',
     // A data dir of its own so no user amf.yaml is read.
-    env: { AMF_DATA_DIR: join(tmpdir(), 'amf-mcp-proxy-test'), PATH: process.env.PATH ?? '' },
+    env: { AMF_DATA_DIR: join(tmpdir(), 'amf-mcp-proxy-test'), PATH: process.env.PATH ?? '', ...extraEnv },
   });
   let stderr = '';
   transport.stderr?.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
@@ -54,7 +57,7 @@ describe('amf mcp (stdio proxy of a Streamable HTTP MCP endpoint)', () => {
   it('forwards tools/list and tools/call, with the API key, and relays tools/list_changed', async () => {
     const base = fixture.url.replace(/\/mcp$/, '');
     const streams = fixture.streamsOpened;
-    const { client } = await ide(['--coordinator', base, '--api-key', 'k3y']);
+    const { client } = await ide(['--coordinator', base], { AMF_API_KEY: 'k3y' });
     try {
       expect(client.getServerVersion()?.name).toBe('amf');
       expect(client.getServerCapabilities()?.tools?.listChanged).toBe(true);
@@ -83,8 +86,12 @@ describe('amf mcp (stdio proxy of a Streamable HTTP MCP endpoint)', () => {
 
   it('fails fast with a message on stderr when the key is wrong (stdout stays protocol-only)', async () => {
     const base = fixture.url.replace(/\/mcp$/, '');
-    const child = spawn(process.execPath, [AMF_BIN, 'mcp', '--coordinator', base, '--api-key', 'wrong'], {
-      env: { AMF_DATA_DIR: join(tmpdir(), 'amf-mcp-proxy-test'), PATH: process.env.PATH ?? '' },
+    const child = spawn(process.execPath, [AMF_BIN, 'mcp', '--coordinator', base], {
+      env: {
+        AMF_DATA_DIR: join(tmpdir(), 'amf-mcp-proxy-test'),
+        AMF_API_KEY: 'wrong',
+        PATH: process.env.PATH ?? '',
+      },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -95,7 +102,7 @@ describe('amf mcp (stdio proxy of a Streamable HTTP MCP endpoint)', () => {
     expect(code).toBe(1);
     expect(stdout).toBe('');
     expect(stderr).toMatch(
-      /^amf mcp: the coordinator's MCP endpoint http:\/\/127\.0\.0\.1:\d+\/mcp refused the request \(HTTP 401\): pass --api-key or set AMF_API_KEY\n$/,
+      /^amf mcp: the coordinator's MCP endpoint http:\/\/127\.0\.0\.1:\d+\/mcp refused the request \(HTTP 401\): the operator key is missing or wrong: set AMF_API_KEY, or give the coordinator's --data-dir \(its operator\.key is read\)\n$/,
     );
   });
 

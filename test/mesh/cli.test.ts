@@ -58,14 +58,29 @@ describe('amf CLI against a running mesh', () => {
     expect(run.stdout.trim()).toBe(PACKAGE_VERSION);
   });
 
-  it('amf agents lists the worker with its status and tags', async () => {
-    const run = await amf(['agents', '--coordinator', mesh.url]);
+  it('amf agents lists the worker with its status and tags (the operator key read from the data dir)', async () => {
+    const run = await amf(['agents', '--coordinator', mesh.url, '--data-dir', mesh.config.dataDir]);
     expect(run.code, run.stderr).toBe(0);
     const line = run.stdout.split('\n').find((l) => l.includes(echo.worker.agentId));
     expect(line, run.stdout).toBeDefined();
     expect(line).toMatch(/^live\s/);
     expect(line).toContain('echo');
     expect(line).toContain(echo.url);
+  });
+
+  it('amf agents without the operator key is refused and says where the key is', async () => {
+    // HOME is a fresh temp dir: its default data dir holds no operator.key.
+    const run = await amf(['agents', '--coordinator', mesh.url]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('HTTP 401');
+    expect(run.stderr).toContain('operator.key');
+    expect(run.stderr).toContain('AMF_API_KEY');
+  });
+
+  it('amf up --help prefers AMF_API_KEY to --api-key', async () => {
+    const help = await amf(['up', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/--api-key <key>[\s\S]*prefer AMF_API_KEY/);
   });
 
   it('amf -V prints the version too, and amf --help lists every command', async () => {
@@ -88,7 +103,7 @@ describe('amf CLI against a running mesh', () => {
   });
 
   it('amf agents --json prints parseable JSON', async () => {
-    const run = await amf(['agents', '--json', '--coordinator', mesh.url]);
+    const run = await amf(['agents', '--json', '--coordinator', mesh.url, '--data-dir', mesh.config.dataDir]);
     expect(run.code, run.stderr).toBe(0);
     const body = JSON.parse(run.stdout) as {
       agents: Array<{ agent_id: string; status: string; capability_tags: string[] }>;

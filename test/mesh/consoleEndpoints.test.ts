@@ -13,8 +13,11 @@ import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 const KEY = 'endpoints-key';
 const AMF_BIN = join(fileURLToPath(new URL('../../', import.meta.url)), 'bin/amf.js');
 
-function amf(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = {};
+function amf(
+  args: string[],
+  extraEnv: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { ...extraEnv };
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('AMF_')) env[k] = v;
   return new Promise((resolve) => {
     execFile(process.execPath, [AMF_BIN, ...args], { env, timeout: 60_000 }, (err, stdout, stderr) => {
@@ -131,13 +134,15 @@ describe('console endpoints', () => {
 
     await worker.close(1000);
     await mesh.waitFor(() => mesh.coordinator.registry.get(id)?.status === 'offline');
-    const run = await amf(['agents', 'forget', id, '--coordinator', mesh.url, '--api-key', KEY]);
-    expect(run).toMatchObject({ code: 0, stdout: `forgot ${id}\n` });
+    // AMF_API_KEY, the way a configured key reaches the CLI (the flag shows in /proc/<pid>/cmdline).
+    const run = await amf(['agents', 'forget', id, '--coordinator', mesh.url], { AMF_API_KEY: KEY });
+    expect(run).toMatchObject({ code: 0, stdout: `forgot ${id}\n`, stderr: '' });
     expect(mesh.coordinator.registry.get(id)).toBeUndefined();
     const entry = await mesh.coordinator.stores.agents.get(kvKey(id));
     expect(entry === null || entry.length === 0).toBe(true);
     const again = await amf(['agents', 'forget', id, '--coordinator', mesh.url, '--api-key', KEY]);
     expect(again.code).toBe(1);
+    expect(again.stderr).toContain('--api-key is readable by every local user');
     expect(again.stderr).toContain(`HTTP 404: no agent ${id} is known`);
   }, 90_000);
 

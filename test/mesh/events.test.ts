@@ -134,7 +134,7 @@ describe('GET /events', () => {
   afterAll(() => mesh?.close());
 
   it('streams public events as `data: <CloudEvent JSON>` frames, internal replies excluded', async () => {
-    const stream = await openSse(`${mesh.url}/events`);
+    const stream = await openSse(`${mesh.url}/events`, mesh.operatorHeaders());
     await stream.waitFor(isHeartbeat, 10_000, 'a heartbeat');
     const taskId = await complete(mesh.url, 'seen on the stream');
     const final = await stream.waitFor(
@@ -164,8 +164,11 @@ describe('GET /events', () => {
   });
 
   it('?subject=amf.task.> delivers task events and no heartbeats', async () => {
-    const filtered = await openSse(`${mesh.url}/events?subject=${encodeURIComponent('amf.task.>')}`);
-    const everything = await openSse(`${mesh.url}/events`);
+    const filtered = await openSse(
+      `${mesh.url}/events?subject=${encodeURIComponent('amf.task.>')}`,
+      mesh.operatorHeaders(),
+    );
+    const everything = await openSse(`${mesh.url}/events`, mesh.operatorHeaders());
     // Both streams share one fabric subscription, which hands each event to every client in order:
     // a heartbeat the unfiltered stream got before the task started was offered to the filtered one.
     await everything.waitFor(isHeartbeat, 10_000, 'a heartbeat');
@@ -200,7 +203,7 @@ describe('GET /events', () => {
       ['other.>', /within amf\.>/],
     ];
     for (const [pattern, message] of cases) {
-      const res = await fetch(`${mesh.url}/events?subject=${encodeURIComponent(pattern)}`);
+      const res = await mesh.fetch(`/events?subject=${encodeURIComponent(pattern)}`);
       expect(res.status, pattern).toBe(400);
       expect(res.headers.get('content-type'), pattern).toMatch(/^application\/json/);
       const body = (await res.json()) as { error: { code: string; message: string } };

@@ -54,7 +54,7 @@ describe('a spawned nats-server sized from the HTTP caps', () => {
     const body = (await res.json()) as ChatReply;
     expect(body.choices[0]!.message.content).toBe(content);
     const taskId = res.headers.get('x-amf-task-id')!;
-    const task = (await (await fetch(`${mesh.url}/tasks/${taskId}`)).json()) as { state: string };
+    const task = (await (await mesh.fetch(`/tasks/${taskId}`)).json()) as { state: string };
     expect(task.state).toBe('completed');
   });
 });
@@ -173,7 +173,13 @@ describe('an external NATS with a smaller max_payload', () => {
     });
     expect(res.status).toBe(403);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('FORBIDDEN');
-    expect((await fetch(`${http.url}/tasks/${taskId}`)).status).toBe(404);
+    expect(
+      (
+        await fetch(`${http.url}/tasks/${taskId}`, {
+          headers: { authorization: `Bearer ${http.operatorKey}` },
+        })
+      ).status,
+    ).toBe(404);
     await expectNoTasks();
   });
 

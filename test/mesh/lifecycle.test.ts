@@ -13,6 +13,7 @@ import type { AgentRecord } from '../../src/events/agentRecord.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { eventsFor, settledTerminalEvents, startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
+import { takeOffer } from '../helpers/takeOffer.js';
 
 const reasonOf = (e: { event: { data?: { payload?: object } } }) =>
   (e.event.data?.payload as { reason?: string } | undefined)?.reason;
@@ -344,16 +345,17 @@ describe('task lifecycle', () => {
     });
     const announce = await mesh.waitForEvent((e) => e.subject === 'amf.task.announce.contested');
     const taskId = announce.event.amftaskid!;
-    const claim = (bus: EventBus, sender: EventSender) =>
+    const claim = (bus: EventBus, sender: EventSender, offer?: string) =>
       bus.publish(
         createEvent({
           type: 'amf.task.claim',
           sender,
-          payload: { task_id: taskId, agent_id: sender.identity },
+          payload: { task_id: taskId, agent_id: sender.identity, ...(offer ? { offer } : {}) },
           taskId,
         }),
       );
-    // A result before any claim is an invalid transition.
+    // A result before any claim stands in for a claim: without the offer of the announcement it is
+    // refused as one.
     ghostA.bus.publish(
       createEvent({
         type: 'amf.result.final',
@@ -367,7 +369,7 @@ describe('task lifecycle', () => {
         taskId,
       }),
     );
-    await mesh.waitForEvent((e) => reasonOf(e) === 'invalid_transition' && e.event.amftaskid === taskId);
+    await mesh.waitForEvent((e) => reasonOf(e) === 'claim_without_offer' && e.event.amftaskid === taskId);
     const strangerSender: EventSender = {
       identity: 'spiffe://local/worker/stranger',
       source: 'urn:x',
@@ -379,7 +381,18 @@ describe('task lifecycle', () => {
       (e) => reasonOf(e) === 'claim_from_unadmitted_agent' && e.event.amftaskid === taskId,
     );
     expect(mesh.coordinator.lifecycle.get(taskId)?.state).toBe('announced');
-    claim(ghostA.bus, ghostA.sender);
+    // An admitted agent of the tag that did not take the offer cannot claim the task either.
+    claim(ghostB.bus, ghostB.sender);
+    await mesh.waitForEvent(
+      (e) =>
+        reasonOf(e) === 'claim_without_offer' &&
+        e.event.amftaskid === taskId &&
+        (e.event.data.payload as { agent_id?: string }).agent_id === ghostB.sender.identity,
+    );
+    expect(mesh.coordinator.lifecycle.get(taskId)?.state).toBe('announced');
+    const taken = await takeOffer(ghostA.bus.nc, 'contested');
+    expect(taken.taskId).toBe(taskId);
+    claim(ghostA.bus, ghostA.sender, taken.offer);
     await mesh.waitFor(() => mesh.coordinator.lifecycle.get(taskId)?.state === 'claimed');
     claim(ghostB.bus, ghostB.sender);
     await mesh.waitForEvent((e) => reasonOf(e) === 'duplicate_claim' && e.event.amftaskid === taskId);
@@ -406,6 +419,7 @@ describe('task lifecycle', () => {
     );
     expect(finals).toEqual(['too early', 'done by A']);
     expect(mesh.coordinator.lifecycle.get(taskId)?.state).toBe('completed');
+    taken.item.ack();
     ghostA.stop();
     ghostB.stop();
   });

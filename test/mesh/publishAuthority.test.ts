@@ -207,10 +207,14 @@ describe('POST /publish with the API key (the operator)', () => {
   });
   afterAll(() => mesh?.close());
 
-  it('refuses every type without the key (401 before anything is read)', async () => {
-    const { status, body } = await publish(mesh.url, forged('amf.evidence.publish', { x: 1 }));
+  it('refuses a wrong key (401 before anything is read), never treating it as anonymous', async () => {
+    const { status, body } = await publish(mesh.url, forged('amf.evidence.publish', { x: 1 }), 'wrong');
     expect(status).toBe(401);
     expect(body.error?.code).toBe('UNAUTHORIZED');
+    // Without any key, a loopback client is the anonymous caller, whatever key is configured.
+    const anonymous = await publish(mesh.url, forged('amf.evidence.publish', { x: 2 }));
+    expect(anonymous.status).toBe(202);
+    expect(anonymous.body.published_as?.identity).toBe('amf:http-client');
   });
 
   it('cancels through the lifecycle: the claimant stops and the task ends in exactly one terminal event', async () => {

@@ -20,8 +20,11 @@ interface AgentView {
   display_name?: string;
 }
 
+/** The operator key of the mesh (both coordinators share the data dir, so they share the key). */
+let operatorKey = '';
+
 async function getJson<T>(url: string): Promise<T> {
-  const res = await fetch(url);
+  const res = await fetch(url, { headers: { authorization: `Bearer ${operatorKey}` } });
   expect(res.status, url).toBe(200);
   return (await res.json()) as T;
 }
@@ -54,6 +57,7 @@ describe('two coordinators on one NATS share the mesh', () => {
 
   beforeAll(async () => {
     mesh = await startTestMesh();
+    operatorKey = mesh.operatorKey;
     echo = await mesh.startWorker('echo-1', ['echo'], echoHandler);
     const nc = await mesh.connect('coordinator', 'test-kv-reader');
     const kvm = new Kvm(nc);
@@ -88,7 +92,8 @@ describe('two coordinators on one NATS share the mesh', () => {
     await mesh?.close();
   });
 
-  it('the second coordinator did not start a nats-server of its own', () => {
+  it('the second coordinator did not start a nats-server of its own, and took the operator key of the data dir', () => {
+    expect(secondHttp!.operatorKey).toBe(mesh.operatorKey);
     expect(second!.natsUrl).toBe(mesh.coordinator.natsUrl);
     expect(second!.instanceId).not.toBe(mesh.coordinator.instanceId);
   });
@@ -182,7 +187,7 @@ describe('two coordinators on one NATS share the mesh', () => {
   it('an offline agent forgotten on one coordinator is forgotten on the other too', async () => {
     const agentId = 'spiffe://local/worker/leaver-1';
     await mesh.waitFor(() => second!.registry.get(agentId)?.status === 'offline', 5000, 'leaver offline');
-    const res = await fetch(`${mesh.url}/agents/${encodeURIComponent(agentId)}`, { method: 'DELETE' });
+    const res = await mesh.fetch(`/agents/${encodeURIComponent(agentId)}`, { method: 'DELETE' });
     expect(res.status).toBe(200);
     expect(mesh.coordinator.registry.get(agentId)).toBeUndefined();
     await mesh.waitFor(

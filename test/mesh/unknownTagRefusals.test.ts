@@ -62,7 +62,7 @@ describe('refusals for unknown models and tags', () => {
       }),
     );
     // Kept in JetStream: the console's history replay finds it.
-    const history = (await (await fetch(`${mesh.url}/events/history?subject=amf.policy.warning`)).json()) as {
+    const history = (await (await mesh.fetch('/events/history?subject=amf.policy.warning')).json()) as {
       events: Array<{ event: { data: { payload: Warning } } }>;
     };
     expect(history.events.map((e) => e.event.data.payload.details?.requested)).toContain('amf/nosuchtag');

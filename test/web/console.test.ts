@@ -1,6 +1,7 @@
 /**
  * The console in real Chromium against a real mesh (coordinator with its nats-server, real workers,
- * an API key): every view is driven as a person would and checked for what it shows.
+ * an operator key): every view is driven as a person would and checked for what it shows, and the key
+ * reaches the page by the `#token=` hand-off or by pasting it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -110,13 +111,38 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     await mesh?.close();
   });
 
-  it('shows the real version and asks for the API key the coordinator requires', async () => {
+  it('shows the real version, and on a 401 asks for the operator key; the pasted key works', async () => {
     await page.goto(`${mesh.url}/#/tasks`);
     await expect.poll(() => page.locator('#version').innerText(), WAIT).toBe(`amf ${VERSION}`);
     expect(await page.content()).not.toContain('vaf-mcp');
-    await page.locator('#live-text').filter({ hasText: 'API key' }).waitFor(WAIT);
-    await page.getByLabel('API key').fill(KEY);
+    await page.locator('#live-text').filter({ hasText: 'operator key' }).waitFor(WAIT);
+    const prompt = page.getByRole('alert').filter({ hasText: 'needs the operator key' });
+    await prompt.waitFor(WAIT);
+    expect(await prompt.innerText()).toContain('operator.key');
+    // The prompt puts the cursor where the key goes.
+    expect(await page.evaluate('document.activeElement.id')).toBe('api-key');
+    await page.getByLabel('Operator key').fill(KEY);
     await page.getByRole('button', { name: 'Save' }).click();
+    await page
+      .locator('#live-text')
+      .filter({ hasText: /^live$/ })
+      .waitFor(WAIT);
+    expect(await prompt.isVisible()).toBe(false);
+  });
+
+  it('takes the key from the #token= of the URL `amf up` prints, once, and removes it from the address bar', async () => {
+    await page.evaluate('localStorage.clear()');
+    await page.goto('about:blank');
+    await page.goto(`${mesh.url}/#token=${encodeURIComponent(KEY)}`);
+    await page
+      .locator('#live-text')
+      .filter({ hasText: /^live$/ })
+      .waitFor(WAIT);
+    expect(await page.evaluate('location.href')).toBe(`${mesh.url}/`);
+    expect(await page.evaluate("localStorage.getItem('amf.apiKey')")).toBe(KEY);
+    // Kept for the next visit without a token.
+    await page.goto('about:blank');
+    await page.goto(`${mesh.url}/#/tasks`);
     await page
       .locator('#live-text')
       .filter({ hasText: /^live$/ })

@@ -12,6 +12,8 @@ import type { AmfEvent } from '../../src/events/cloudEvent.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
 import { TaskSlots } from '../../src/worker/taskSlots.js';
 
+/** The key the worker's owner holds: `/tasks/send` takes it (apps/workerEdgeGate.ts). */
+const OPERATOR_KEY = 'run-path-test-operator-key';
 let nats: TestNats;
 let running: RunningWorker;
 const seen: Array<{ type: string; taskId: string | undefined }> = [];
@@ -55,6 +57,7 @@ beforeAll(async () => {
     port: 0,
     concurrency: 1,
     heartbeatSeconds: 60,
+    operatorKey: OPERATOR_KEY,
   });
 });
 
@@ -71,7 +74,7 @@ describe('one run path for every way a task arrives', () => {
     await until(() => active === 1, 'the MCP call to start');
     const viaHttp = fetch(`${running.url}/tasks/send`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${OPERATOR_KEY}` },
       body: JSON.stringify({ text: 'from http' }),
     });
     // Concurrency 1: the second call waits for the slot instead of running beside the first.

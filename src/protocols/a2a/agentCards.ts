@@ -147,7 +147,7 @@ export function coordinatorAgentCard(coordinator: Coordinator, url: string): Rec
       agent_id: coordinator.sender.identity,
       trust_domain: coordinator.config.identity.trustDomain,
       protocols: ['A2A/1.0', 'A2A/0.3', 'AMP/1.0'],
-      nats_url: coordinator.natsUrl,
+      nats_url: coordinator.advertisedNatsUrl,
       role: 'coordinator',
     },
   });

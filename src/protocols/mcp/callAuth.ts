@@ -2,9 +2,9 @@
  * How the coordinator authenticates itself and its peers on calls it forwards to agents (seed:
  * "MCP call authentication"), as a fetch for the MCP SDK transport of one agent:
  *
- * 1. SPIFFE bearer: `McpCallCredentials` is the hook the identity work fills (a JWT-SVID as
- *    `Authorization: Bearer`, asked for on every request because SVIDs expire). Not built yet: the
- *    provider in use is `NO_CALL_CREDENTIALS`, which adds nothing.
+ * 1. A bearer (`McpCallCredentials`): a JWT-SVID for the agent under SPIFFE, else the coordinator's
+ *    own short-lived token for the agent's id (signed with its key, which the agent learned at join;
+ *    apps/workerEdgeGate.ts checks it). Asked for on every request; both are cached for half their life.
  * 2. `https://`: every connection must present the agent's pinned certificate (tlsPins.ts).
  * 3. `http://`: plain fetch; the federation warns `mcp_call_unauthenticated` on every call.
  *
@@ -16,6 +16,9 @@ import http from 'node:http';
 import https from 'node:https';
 import { nodeFetch } from './nodeFetch.js';
 import { PinnedHttpsAgent, type TlsPinMismatchError } from './tlsPins.js';
+import type { AgentKey } from '../../identity/agentKey.js';
+import { issueToken } from '../../identity/signedToken.js';
+import { BoundedCache } from '../../util/boundedCache.js';
 
 /**
  * Hook for the SPIFFE tier: the headers to add to one request to `agentId` (e.g.
@@ -27,11 +30,39 @@ export interface McpCallCredentials {
   headersFor(agentId: string, audience: string): Promise<Record<string, string>>;
 }
 
-/** The provider in use until SPIFFE identity is built: no bearer on any call. */
+/** No bearer on any call (a federation built without a key, e.g. in tests). */
 export const NO_CALL_CREDENTIALS: McpCallCredentials = Object.freeze({
   kind: 'none',
   headersFor: () => Promise.resolve({}),
 });
+
+/** Lifetime of a coordinator bearer; a new one is minted once half of it has passed. */
+const COORDINATOR_BEARER_TTL_SECONDS = 300;
+
+/**
+ * The coordinator's own bearer on every call: a token signed with its key (identity/signedToken.ts)
+ * for the agent's id, valid for 5 minutes and reused until half of that has passed, so a call costs
+ * an Ed25519 signature only every 2.5 minutes per agent.
+ */
+export function coordinatorCallCredentials(key: AgentKey): McpCallCredentials {
+  const halfLifeMs = (COORDINATOR_BEARER_TTL_SECONDS * 1000) / 2;
+  const tokens = new BoundedCache<string>(4096, halfLifeMs);
+  return {
+    kind: 'coordinator',
+    headersFor: (agentId) => {
+      let token = tokens.get(agentId);
+      if (token === undefined) {
+        token = issueToken(key, {
+          audience: agentId,
+          ttlSeconds: COORDINATOR_BEARER_TTL_SECONDS,
+          subject: 'amf:coordinator',
+        });
+        tokens.set(agentId, token);
+      }
+      return Promise.resolve({ authorization: `Bearer ${token}` });
+    },
+  };
+}
 
 /** True when `endpoint` is an `https://` URL (the TOFU tier). */
 export function isHttps(endpoint: string): boolean {

@@ -159,9 +159,9 @@ export class FederatedAgents {
   /** How calls to `endpoint` are authenticated, as the audit records it. */
   authTier(endpoint: string): McpAuditRecord['auth'] {
     const credentials = this.options.credentials ?? NO_CALL_CREDENTIALS;
-    if (credentials.kind !== NO_CALL_CREDENTIALS.kind) return 'spiffe';
-    if (!isHttps(endpoint)) return 'none';
-    return this.options.pins ? 'tofu' : 'tls';
+    if (credentials.kind === 'spiffe') return 'spiffe';
+    if (isHttps(endpoint)) return this.options.pins ? 'tofu' : 'tls';
+    return credentials.kind === 'coordinator' ? 'bearer' : 'none';
   }
 
   private warnPinMismatch(err: TlsPinMismatchError, endpoint: string): void {

@@ -148,7 +148,7 @@ export async function guardedForward<T>(
     record({ decision: 'deny', reasons: decision.reasons, outcome: 'denied' });
     return answers.refused(decision.reasons, false);
   }
-  if (deps.auth === 'none')
+  if (deps.auth === 'none' || deps.auth === 'bearer')
     // Plaintext tier: warned on every call, not just once (README "MCP call authentication"). Built,
     // signed and published in the next turn of the event loop, once the forward below has gone out:
     // it was a tenth of a millisecond on the caller's wait before the forward (issue 14).
@@ -156,7 +156,7 @@ export async function guardedForward<T>(
       try {
         deps.notices.warn({
           reason: 'mcp_call_unauthenticated',
-          message: `MCP ${isTool ? 'call' : `${req.kind} request`} ${target.agentId}/${target.name} forwarded over plaintext http:// without authentication`,
+          message: `MCP ${isTool ? 'call' : `${req.kind} request`} ${target.agentId}/${target.name} forwarded over plaintext http:// ${deps.auth === 'bearer' ? "(the coordinator's bearer authenticates it to the agent; the agent is not authenticated)" : 'without authentication'}`,
           agent_id: target.agentId,
           details: { [req.kind]: target.name, mcp_endpoint: deps.endpoint },
         });

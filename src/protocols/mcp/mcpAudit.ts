@@ -36,8 +36,12 @@ export interface McpAuditRecord {
   outcome: 'ok' | 'tool_error' | 'denied' | 'failed';
   duration_ms: number;
   argument_bytes: number;
-  /** How the coordinator authenticated to the agent: `none` (http), `tofu` (https pinned), `tls` (https, CA-verified), `spiffe` (bearer). */
-  auth: 'none' | 'tofu' | 'tls' | 'spiffe';
+  /**
+   * How the coordinator authenticated to the agent: `none` (http), `bearer` (http with the
+   * coordinator's signed bearer: the agent knows the coordinator, not the other way round), `tofu`
+   * (https pinned), `tls` (https, CA-verified), `spiffe` (JWT-SVID bearer).
+   */
+  auth: 'none' | 'bearer' | 'tofu' | 'tls' | 'spiffe';
   error?: string;
 }
 

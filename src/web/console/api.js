@@ -1,45 +1,68 @@
-// The coordinator's HTTP API as the console uses it: JSON calls with the API key (kept in
-// sessionStorage for this tab only), SSE read through fetch (so the key goes in a header, not the
-// URL), and a minimal MCP client for the federated /mcp endpoint.
+// The coordinator's HTTP API as the console uses it: JSON calls with the operator key (kept in this
+// origin's localStorage, so a new tab needs no second hand-off), SSE read through fetch (so the key
+// goes in a header, not the URL), and a minimal MCP client for the federated /mcp endpoint.
 
 const KEY_STORE = 'amf.apiKey';
+/** Dispatched on window when the coordinator answers 401: the key is missing or wrong. */
+export const UNAUTHORIZED_EVENT = 'amf:unauthorized';
+
+let memoryKey = '';
 
 export function apiKey() {
   try {
-    return sessionStorage.getItem(KEY_STORE) || '';
+    return localStorage.getItem(KEY_STORE) || memoryKey;
   } catch {
-    return '';
+    return memoryKey;
   }
 }
 
 export function setApiKey(value) {
+  memoryKey = value;
   try {
-    if (value) sessionStorage.setItem(KEY_STORE, value);
-    else sessionStorage.removeItem(KEY_STORE);
+    if (value) localStorage.setItem(KEY_STORE, value);
+    else localStorage.removeItem(KEY_STORE);
   } catch {
     /* storage disabled: the key lasts until reload */
   }
 }
 
-function withAuth(headers = {}) {
-  const key = apiKey();
-  return key ? { ...headers, authorization: `Bearer ${key}` } : headers;
+/**
+ * Takes the key `amf up` put in the URL it printed (`/#token=KEY`), once: stores it and removes it
+ * from the address bar and the history, so it is neither bookmarked nor shown. The fragment never
+ * reached the server. True when a key was taken.
+ */
+export function takeKeyFromUrl() {
+  const params = new URLSearchParams(location.hash.replace(/^#/, ''));
+  const token = params.get('token');
+  if (!token) return false;
+  setApiKey(token);
+  history.replaceState(null, '', `${location.pathname}${location.search}`);
+  return true;
 }
 
-/** fetch with the API key. */
-export function call(path, init = {}) {
-  return fetch(path, { ...init, headers: withAuth(init.headers) });
+/**
+ * fetch with the operator key. A 401 for the key still in use tells the page to ask for the key; one
+ * for a key replaced meanwhile (a request from before Save) does not.
+ */
+export async function call(path, init = {}) {
+  const key = apiKey();
+  const headers = key ? { ...init.headers, authorization: `Bearer ${key}` } : init.headers;
+  const res = await fetch(path, { ...init, headers });
+  if (res.status === 401 && key === apiKey())
+    window.dispatchEvent(new CustomEvent(UNAUTHORIZED_EVENT));
+  return res;
 }
 
 async function failure(res) {
   const text = await res.text();
+  let msg;
   try {
-    const body = JSON.parse(text);
-    const msg = body.error?.message ?? text;
-    return new Error(res.status === 401 ? `${msg} (enter the API key at the top right)` : msg);
+    msg = JSON.parse(text).error?.message ?? text;
   } catch {
-    return new Error(`HTTP ${res.status}: ${text.slice(0, 300)}`);
+    msg = `HTTP ${res.status}: ${text.slice(0, 300)}`;
   }
+  if (res.status !== 401) return new Error(msg);
+  return new Error('the operator key is missing or wrong: paste it at the top right');
 }
 
 export async function getJson(path) {

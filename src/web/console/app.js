@@ -1,7 +1,7 @@
 // The console's shell: header (version, health, live state, API key), hash routes
 // (#/tasks, #/tasks/<id>, #/agents/<id>, ...), and one event store fed by the JetStream history and
 // then the live stream, shared by every view.
-import { getJson, openLiveEvents, apiKey, setApiKey } from './api.js';
+import { getJson, openLiveEvents, apiKey, setApiKey, takeKeyFromUrl, UNAUTHORIZED_EVENT } from './api.js';
 import { tasksView } from './tasks.js';
 import { agentsView } from './agents.js';
 import { policyView } from './policy.js';
@@ -117,12 +117,24 @@ function route() {
   document.title = `${view.title} · AMF console`;
 }
 
+/**
+ * The operator key: taken from the `#token=` of the URL `amf up` printed, else stored from an earlier
+ * visit, else pasted. Any 401 opens the prompt beside the key field and focuses it.
+ */
 function setupKey() {
+  takeKeyFromUrl();
   const input = document.getElementById('api-key');
+  const prompt = document.getElementById('key-prompt');
   input.value = apiKey();
+  window.addEventListener(UNAUTHORIZED_EVENT, () => {
+    if (!prompt.hidden) return;
+    prompt.hidden = false;
+    input.focus();
+  });
   document.getElementById('key-form').addEventListener('submit', (e) => {
     e.preventDefault();
     setApiKey(input.value.trim());
+    prompt.hidden = true;
     startLive();
     void loadHistory();
     route();

@@ -1,0 +1,78 @@
+/**
+ * The two HTTP routes of invites (coordinator/invites.ts): `POST /invites`, where the operator asks
+ * for one (operator key), and `POST /join`, where a joiner on another machine redeems it. `/join`
+ * needs no key at the edge: the invite in its body is the credential, checked here, and the answer
+ * holds nothing a stranger could use (URLs and the coordinator's public key, which the invite
+ * already carries).
+ */
+import { AmfError } from '../errors.js';
+import { readJsonObject, sendJson, type Router } from '../http/httpKit.js';
+import {
+  DEFAULT_INVITE_TTL_SECONDS,
+  mintInvite,
+  parseInviteTtl,
+  parseJoinRequest,
+  redeemInvite,
+  type InviteDeps,
+} from '../coordinator/invites.js';
+import type { LogFn } from '../log.js';
+import type { PolicyNotices } from '../registry/policyNotices.js';
+
+const MAX_BODY_BYTES = 16 * 1024;
+
+export interface InviteRouteOptions extends InviteDeps {
+  notices: PolicyNotices;
+  log: LogFn;
+}
+
+export function registerInviteRoutes(router: Router, options: InviteRouteOptions): void {
+  router.on('POST', '/invites', async (req, res) => {
+    const body = await readJsonObject(req, MAX_BODY_BYTES);
+    const ttlSeconds =
+      body.ttl === undefined
+        ? DEFAULT_INVITE_TTL_SECONDS
+        : typeof body.ttl === 'string' || typeof body.ttl === 'number'
+          ? parseInviteTtl(String(body.ttl))
+          : (() => {
+              throw new AmfError('INVALID_REQUEST', '"ttl" must be a duration such as "1h"');
+            })();
+    const { token, claims } = mintInvite(options, body.tags ?? [], ttlSeconds);
+    // The token itself is a secret until redeemed: its id is logged, never the token.
+    options.log('info', 'invite issued', {
+      invite: claims.id,
+      tags: claims.tags,
+      expires_at: claims.expiresAt,
+    });
+    sendJson(res, 201, {
+      invite: token,
+      id: claims.id,
+      tags: claims.tags,
+      expires_at: claims.expiresAt.toISOString(),
+      coordinator_url: claims.coordinatorUrl,
+      nats_url: claims.natsUrl,
+    });
+  });
+  router.on('POST', '/join', async (req, res) => {
+    const request = parseJoinRequest(await readJsonObject(req, MAX_BODY_BYTES));
+    let claims;
+    try {
+      claims = await redeemInvite(options, request);
+    } catch (err) {
+      // Refused joins are seen by the operator: a stolen or replayed invite shows up here.
+      if (err instanceof AmfError)
+        options.notices.warn({
+          reason: 'join_refused',
+          message: `join of ${request.name} (key ${request.nkey}) refused: ${err.message}`,
+          details: { source: req.socket.remoteAddress ?? 'unknown', ...(err.details ?? {}) },
+        });
+      throw err;
+    }
+    options.log('info', 'invite redeemed', { invite: claims.id, agent: request.name, nkey: request.nkey });
+    sendJson(res, 200, {
+      coordinator_url: claims.coordinatorUrl,
+      nats_url: claims.natsUrl,
+      coordinator_key: claims.coordinatorKey,
+      tags: request.tags,
+    });
+  });
+}
