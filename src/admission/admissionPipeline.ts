@@ -7,6 +7,14 @@
  * Nothing enters the registry without passing it. An unchanged advertisement of an admitted agent
  * only refreshes its liveness; a changed one is judged again. Every structure that outside input can
  * grow is bounded, and repeated denials are reported once per window instead of once per packet.
+ *
+ * The doors are not equal (docs/security.md, "mDNS never gives power"). The NATS door is proven: the
+ * heartbeat door passes on only advertisements signed with their key and fresh, sent with the data
+ * dir's join credential or an enrolled key's own login. mDNS is hearsay: anyone on the LAN can send
+ * any TXT record. So an mDNS advertisement is judged and listed `pending` (no NATS user, nothing
+ * served) until the operator approves it; it never changes the liveness, endpoint or card of an
+ * agent bound to a key (its goodbyes and re-advertisements are ignored, a changed one refused and
+ * warned), and its goodbye counts only for a listing it made, from the address it came from.
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { RawAdvertisement } from '../discovery/advertisement.js';
@@ -86,8 +94,13 @@ export type AdmissionOutcome =
       reasons: string[];
       stage: 'validation' | 'watcher' | 'policy' | 'busy';
     }
+  /** Judged and allowed, but heard only on mDNS: listed `pending` until the operator approves it. */
+  | { kind: 'pending'; agentId: string; rawId: string; latencyMs: number }
   | { kind: 'refreshed'; agentId: string }
-  | { kind: 'dropped'; reason: 'rate_limited' | 'duplicate' | 'recently_denied' };
+  | { kind: 'dropped'; reason: DropReason };
+
+/** Why an advertisement was dropped without a decision; `mdns_hint`: mDNS repeating a key-bound agent. */
+export type DropReason = 'rate_limited' | 'duplicate' | 'recently_denied' | 'mdns_hint';
 
 interface Pending {
   raw: RawAdvertisement;
@@ -95,6 +108,14 @@ interface Pending {
   hash: string;
   startedAt: number;
   timer: NodeJS.Timeout;
+}
+
+/** The source of an mDNS goodbye that is a record's TTL running out rather than a packet. */
+export const MDNS_EXPIRED_SOURCE = 'mdns:expired';
+
+/** True when `txt` would move an agent: another endpoint, card URL or MCP URL than it has. */
+function changesWhereItLives(record: AgentRecord, txt: Record<string, string>): boolean {
+  return txt.ep !== record.endpoint || txt.card !== record.card_url || txt.mcp !== record.mcp_endpoint;
 }
 
 const encoder = new TextEncoder();
@@ -110,6 +131,13 @@ export class AdmissionPipeline {
   private readonly pending = new Map<string, Pending>();
   private readonly inFlightHashes = new Set<string>();
   private readonly admittedHash = new Map<string, string>();
+  /** The content of each pending listing, so its unchanged repeats are not judged again. */
+  private readonly pendingHash = new Map<string, string>();
+  /**
+   * mDNS instance → the listing it made (pending, or an approved keyless agent), with the address it
+   * came from: the only thing an mDNS goodbye may take down. A denied instance is never mapped.
+   */
+  private readonly mdnsListings = new BoundedCache<{ agentId: string; source: string }>(4096, 24 * 3600_000);
   /** Content already denied: not judged again for a while (its deny was already reported). */
   private readonly denied = new BoundedCache<string>(20_000, 30_000);
   /** One rate-limit warning per source per window. */
@@ -163,11 +191,21 @@ export class AdmissionPipeline {
     const id = typeof raw.txt.id === 'string' ? raw.txt.id.slice(0, 256) : '';
     if (!this.perAdvertiser.allow(`${raw.source}|${id}`)) return this.drop('rate_limited', raw, id);
     if (raw.goodbye) {
+      if (raw.door === 'mdns') return this.mdnsGoodbye(raw);
+      // The heartbeat door passed it on: signed with the agent's key and fresh.
       if (id && this.options.registry.get(id)) this.options.registry.markOffline(id, 'goodbye');
       return;
     }
+    if (raw.door === 'mdns' && this.mdnsIsOnlyAHint(raw, id)) return;
     const hash = advertisementHash(raw.txt);
-    const known = id ? this.options.registry.get(id) : undefined;
+    const listed = id ? this.options.registry.get(id) : undefined;
+    if (raw.door === 'mdns' && listed?.status === 'pending' && this.pendingHash.get(id) === hash) {
+      // The same hearsay again: the listing stays, nothing is judged or granted.
+      this.options.registry.heard(id);
+      this.stats.refreshed++;
+      return;
+    }
+    const known = listed?.status === 'pending' ? undefined : listed;
     if (known && this.admittedHash.get(id) === hash) {
       // Same content as admitted: a heartbeat, not a new advertisement.
       const heartbeat = raw.heartbeat_seconds ?? (raw.door === 'mdns' ? this.mdnsLiveness() : undefined);
@@ -178,6 +216,7 @@ export class AdmissionPipeline {
         ...(heartbeat !== undefined ? { heartbeat_seconds: heartbeat } : {}),
       });
       this.stats.refreshed++;
+      this.rememberListing(raw, id);
       this.options.onDecision?.({ kind: 'refreshed', agentId: id });
       if (known.unverified && known.record.card_url && this.options.fetchCards && !this.cardRetries.get(id)) {
         this.cardRetries.set(id, true);
@@ -204,7 +243,7 @@ export class AdmissionPipeline {
       return;
     }
     const record = check.record;
-    if (this.refusedRebinding(raw, record)) return;
+    if (this.refusedRebinding(raw, record) || this.outsideEnrollment(raw, record)) return;
     if (raw.door === 'mdns' && record.heartbeat_seconds === undefined)
       record.heartbeat_seconds = this.mdnsLiveness();
     const timer = setTimeout(
@@ -237,15 +276,112 @@ export class AdmissionPipeline {
     return true;
   }
 
+  /**
+   * An advertisement with an enrolled key may not claim more than the enrollment let in: no other
+   * agent id than the one it was enrolled for, no tags beyond its tags.
+   */
+  private outsideEnrollment(raw: RawAdvertisement, record: AgentRecord): boolean {
+    const enrollment = record.nkey === undefined ? undefined : this.options.registry.enrollment(record.nkey);
+    if (!enrollment) return false;
+    const id = record.agent_id;
+    const extra = (record.capability_tags ?? []).filter((t) => !enrollment.tags.includes(t));
+    const problem =
+      enrollment.agent_id !== undefined && enrollment.agent_id !== id
+        ? `key ${enrollment.nkey} was enrolled (${enrollment.via}) for ${enrollment.agent_id}, not ${id}`
+        : extra.length > 0
+          ? `key ${enrollment.nkey} was enrolled (${enrollment.via}) for tags ${enrollment.tags.join(', ') || '(none)'}; ${extra.join(', ')} ${extra.length === 1 ? 'is' : 'are'} beyond it`
+          : undefined;
+    if (problem === undefined) return false;
+    this.deny(raw, id, ['outside_enrollment'], `advertisement of ${id} refused: ${problem}`, 'validation');
+    return true;
+  }
+
+  /**
+   * mDNS against an agent it cannot speak for: true when the advertisement was handled here. An id
+   * bound to a key changes only by that key's signed heartbeat over NATS: an mDNS record naming
+   * another key is refused (`agent_key_mismatch`), one that would change the endpoint, card or MCP
+   * URL is refused (`mdns_not_authoritative`), and an unchanged repeat is dropped as a mere hint. An
+   * approved keyless agent is heard only from the address it was approved from, with the URLs it was
+   * approved with; an id admitted through a proven door without a key is not mDNS's to change.
+   */
+  private mdnsIsOnlyAHint(raw: RawAdvertisement, id: string): boolean {
+    if (!id) return false;
+    const { registry } = this.options;
+    const known = registry.get(id);
+    const bound = registry.boundKey(id);
+    const nk = raw.txt.nk;
+    const refuse = (reason: string, message: string): true => {
+      this.deny(raw, id, [reason], message, 'validation');
+      return true;
+    };
+    if (bound !== undefined) {
+      if (nk !== bound)
+        return refuse(
+          'agent_key_mismatch',
+          `mDNS advertisement of ${id} refused: that id is bound to key ${bound}, this one ${nk ? `names key ${nk}` : 'names no key'} (to re-key it, forget the agent: amf agents forget ${id})`,
+        );
+      if (known && known.status !== 'pending' && changesWhereItLives(known.record, raw.txt))
+        return refuse(
+          'mdns_not_authoritative',
+          `mDNS advertisement of ${id} refused: it would move the agent (endpoint, card or MCP URL), and an agent bound to a key changes those only by a signed heartbeat over NATS`,
+        );
+      this.drop('mdns_hint', raw, id);
+      return true;
+    }
+    if (!known || known.status === 'pending') return false;
+    const approval = registry.keylessApproval(id);
+    if (!approval)
+      return refuse(
+        'mdns_not_authoritative',
+        `mDNS advertisement of ${id} refused: that agent was admitted through a proven door, which mDNS cannot speak for`,
+      );
+    if (approval.source !== raw.source)
+      return refuse(
+        'mdns_not_authoritative',
+        `mDNS advertisement of ${id} refused: the operator approved it from ${approval.source}, this came from ${raw.source}`,
+      );
+    if (nk !== undefined || changesWhereItLives(known.record, raw.txt))
+      return refuse(
+        'mdns_not_authoritative',
+        `mDNS advertisement of ${id} refused: it changes what the operator approved (key, endpoint, card or MCP URL); forget and approve the agent again`,
+      );
+    return false;
+  }
+
+  /**
+   * An mDNS goodbye (TTL 0, or the record's TTL ran out): it takes down only a listing that mDNS
+   * made — a pending agent, or an approved keyless one — and, for a TTL-0 packet, only when it came
+   * from the address that listing was heard from. An agent bound to a key is never touched.
+   */
+  private mdnsGoodbye(raw: RawAdvertisement): void {
+    const listing = raw.instance === undefined ? undefined : this.mdnsListings.get(raw.instance);
+    if (!listing) return;
+    // An expiry is reported with the browser's own name as its source: the record simply ran out.
+    if (raw.source !== MDNS_EXPIRED_SOURCE && raw.source !== listing.source) return;
+    const { registry } = this.options;
+    const agent = registry.get(listing.agentId);
+    this.mdnsListings.delete(raw.instance!);
+    if (!agent || registry.boundKey(listing.agentId) !== undefined) return;
+    if (agent.status === 'pending') {
+      if (agent.heardFrom?.source !== listing.source) return;
+      registry.remove(listing.agentId, 'goodbye');
+      this.pendingHash.delete(listing.agentId);
+      return;
+    }
+    if (agent.approval?.source === listing.source) registry.markOffline(listing.agentId, 'goodbye');
+  }
+
+  /** Remembers which listing an mDNS instance made (for its goodbye). */
+  private rememberListing(raw: RawAdvertisement, agentId: string): void {
+    if (raw.door === 'mdns' && raw.instance !== undefined)
+      this.mdnsListings.set(raw.instance, { agentId, source: raw.source });
+  }
+
   private mdnsLiveness(): number {
     return this.options.mdnsLivenessSeconds ?? 1200;
   }
 
-  private drop(
-    reason: 'rate_limited' | 'duplicate' | 'recently_denied',
-    raw: RawAdvertisement,
-    id: string,
-  ): void {
+  private drop(reason: DropReason, raw: RawAdvertisement, id: string): void {
     this.stats.dropped++;
     this.options.onDecision?.({ kind: 'dropped', reason });
     if (reason === 'rate_limited' && this.noticeWindow.get(`${raw.source}|rate`) === undefined) {
@@ -329,9 +465,14 @@ export class AdmissionPipeline {
         `policy denied ${record.agent_id}: ${decision.reasons.join(', ')} (risk ${risk.toFixed(2)}, threshold ${decision.threshold})`,
         'policy',
       );
-      if (this.options.registry.get(record.agent_id)) {
+      const listed = this.options.registry.get(record.agent_id);
+      // mDNS takes down only what mDNS listed: a denied packet never removes a proven agent.
+      const mayRemove =
+        raw.door !== 'mdns' || listed?.status === 'pending' || listed?.approval !== undefined;
+      if (listed && mayRemove) {
         this.options.registry.remove(record.agent_id, 'readvertisement_denied');
         this.admittedHash.delete(record.agent_id);
+        this.pendingHash.delete(record.agent_id);
       }
       return;
     }
@@ -348,6 +489,28 @@ export class AdmissionPipeline {
     }
     // Checked again: another advertisement of this id may have bound a key while this one was judged.
     if (this.refusedRebinding(raw, record)) return;
+    if (raw.door === 'mdns' && !this.options.registry.keylessApproval(record.agent_id)) {
+      // Hearsay: listed, never served. A proven door may have admitted the id meanwhile; then nothing.
+      if (this.options.registry.boundKey(record.agent_id) !== undefined) return;
+      const listed = this.options.registry.get(record.agent_id);
+      if (listed && listed.status !== 'pending') return;
+      this.options.registry.listPending(record, verification, {
+        source: raw.source,
+        ...(raw.instance !== undefined ? { instance: raw.instance } : {}),
+      });
+      this.pendingHash.set(record.agent_id, p.hash);
+      if (this.pendingHash.size > 50_000) this.pendingHash.delete(this.pendingHash.keys().next().value!);
+      this.rememberListing(raw, record.agent_id);
+      this.options.onDecision?.({
+        kind: 'pending',
+        agentId: record.agent_id,
+        rawId: raw.raw_id,
+        latencyMs: Date.now() - p.startedAt,
+      });
+      return;
+    }
+    this.pendingHash.delete(record.agent_id);
+    this.rememberListing(raw, record.agent_id);
     this.admittedHash.set(record.agent_id, p.hash);
     if (this.admittedHash.size > 50_000) this.admittedHash.delete(this.admittedHash.keys().next().value!);
     this.options.registry.admit(record, verification);

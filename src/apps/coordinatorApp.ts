@@ -45,6 +45,7 @@ import { eventStreamLimits, registerEventStreamMetrics, requestDeadlines } from 
 import { ANONYMOUS_CALLER, OPERATOR_CALLER, handlePublish } from './publishRoute.js';
 import { CONSOLE_PREFIX, registerConsoleAssets } from './consoleAssets.js';
 import { registerConsoleRoutes } from './consoleRoutes.js';
+import { registerInviteRoutes } from './inviteRoutes.js';
 import { UnknownTagNotices } from '../registry/unknownTagNotices.js';
 import { watchForgottenAgents } from './agentForgetWatch.js';
 import { ownAgentAccess } from '../coordinator/calloutWiring.js';
@@ -246,6 +247,18 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
       unknownTags.refused({ protocol: 'fabric', requested: `capability ${capability}`, message }),
   });
   registerConsoleRoutes(router, coordinator, federation);
+  // Invites: the operator asks for one; an agent on another machine redeems it at /join.
+  registerInviteRoutes(router, {
+    key: coordinator.signingKey,
+    store: coordinator.stores.invites,
+    coordinatorUrl: () => url,
+    natsUrl: () => coordinator.advertisedNatsUrl,
+    notices: coordinator.notices,
+    log: coordinator.log,
+    enroll: async ({ nkey, tags, inviteId }) => {
+      await coordinator.enrollKey({ nkey, tags, via: 'invite', inviteId });
+    },
+  });
   const guard = HttpGuard.fromConfig(config);
   const serve = async (req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> => {
     try {

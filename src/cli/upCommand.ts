@@ -18,6 +18,7 @@ import { agentKeyFile } from './workerCommand.js';
 import { ownAgentAccess } from '../coordinator/calloutWiring.js';
 import { operatorKeyFile } from '../identity/operatorKey.js';
 import { startMemoryTrimmer } from '../util/memoryTrimmer.js';
+import { isLoopbackHost } from '../net/hostRules.js';
 
 const DEMO_WORKERS = [
   { name: 'demo-echo', tags: ['echo'], handler: 'echo' },
@@ -107,7 +108,13 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
         `  OpenAI API    ${http.url}/v1  (model amf/<tag>)`,
         `  events (SSE)  ${http.url}/events`,
         `  operator key  ${config.coordinator.apiKey ? 'as configured (AMF_API_KEY)' : operatorKeyFile(config.dataDir)} (send as Authorization: Bearer; the amf CLI reads it)`,
-        `  NATS          ${coordinator.natsUrl}`,
+        `  NATS          ${coordinator.advertisedNatsUrl}`,
+        // Beyond loopback, other machines join by invite (docs/lan.md).
+        ...(isLoopbackHost(config.coordinator.host)
+          ? []
+          : [
+              `  other machines  amf invite --tags <tags>   (here; then there: amf worker ... --host <its address> --invite <token>)`,
+            ]),
         `  policy        ${coordinator.policy.kind} (${coordinator.policy.detail})`,
         `  discovery     ${config.mdns.enabled ? 'mDNS _amf-agent._tcp + ' : ''}NATS heartbeats`,
         ...workers.map((w) => `  demo worker   ${w.worker.agentId} at ${w.url}`),

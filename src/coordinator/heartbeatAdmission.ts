@@ -67,30 +67,34 @@ export class HeartbeatDoor {
   }
 
   /**
-   * A heartbeat of an agent id bound to a key must be signed with that key — live, offline or gone
-   * from the list, until an operator forgets it — so nobody else can mark it offline, change its
-   * advertisement or take its id over; an advertisement naming a key must be signed by it (proof of
-   * possession, before the key is bound). An offline agent admitted without a key may come back
-   * with one: it is then judged again as a changed advertisement.
+   * A heartbeat of an agent id bound to a key must be signed with that key and fresh — live, offline
+   * or gone from the list, until an operator forgets it — so nobody else can mark it offline, change
+   * its advertisement or take its id over, and nobody can replay its old heartbeats or goodbye; an
+   * advertisement naming a key must be signed by it (proof of possession, before the key is bound)
+   * and fresh. An offline agent admitted without a key may come back with one: it is then judged
+   * again as a changed advertisement. A `pending` listing (mDNS hearsay) binds nothing here.
    */
   private boundToKey(event: AmfEvent, agentId: string, nkey: string | undefined, agentKey: string): boolean {
     if (!this.binding) return true;
-    const known = this.binding.registry.get(agentId);
+    const listed = this.binding.registry.get(agentId);
+    const known = listed?.status === 'pending' ? undefined : listed;
     const bound = this.binding.registry.boundKey(agentId);
     const keylessComingBack = bound === undefined && known?.status === 'offline';
     const keylessStaysKeyless = bound === undefined && nkey === undefined;
-    if ((known || bound !== undefined) && !keylessComingBack && !keylessStaysKeyless) {
-      if (!this.binding.authenticity.accept(event, 'the heartbeat door')) return false;
-    }
+    const checkedAsBound = (known || bound !== undefined) && !keylessComingBack && !keylessStaysKeyless;
+    // The bound key's signature and the event's freshness (eventAuthenticity.ts).
+    if (checkedAsBound && !this.binding.authenticity.accept(event, 'the heartbeat door')) return false;
     if (nkey === undefined) return true;
     const signature = checkEventSignature(event);
-    if (signature.ok && signature.signer === nkey) return true;
-    this.deny(
-      agentKey,
-      `advertisement of ${agentKey} refused: it names key ${nkey} but is ${signature.ok ? `signed by ${signature.signer}` : signature.reason.replace('_', ' ')}`,
-      event,
-    );
-    return false;
+    if (!signature.ok || signature.signer !== nkey) {
+      this.deny(
+        agentKey,
+        `advertisement of ${agentKey} refused: it names key ${nkey} but is ${signature.ok ? `signed by ${signature.signer}` : signature.reason.replace('_', ' ')}`,
+        event,
+      );
+      return false;
+    }
+    return checkedAsBound || this.binding.authenticity.acceptFresh(event, nkey, 'the heartbeat door');
   }
 
   private onHeartbeat(event: AmfEvent): void {

@@ -1,10 +1,16 @@
 /**
  * The mDNS door of discovery: browses `_amf-agent._tcp.local` and hands every new or changed TXT
- * record to the admission pipeline (records of coordinators are skipped: they are not workers), turns
- * goodbyes into offline agents, and advertises this coordinator (`role=coordinator`) so that
- * `amf worker` without `--coordinator` can find it.
+ * record to the admission pipeline (records of coordinators are skipped: they are not workers), hands
+ * it goodbyes too, and advertises this coordinator (`role=coordinator`) so that `amf worker` without
+ * `--coordinator` can find it.
+ *
+ * mDNS is hearsay (docs/security.md, "mDNS never gives power"): the door maps nothing. A goodbye
+ * names only an instance; it goes to the pipeline with the address its packet came from, and the
+ * pipeline alone knows which instance made which listing (only listings it made after judging —
+ * never a denied advertisement, never an agent bound to a key).
  */
 import { randomUUID } from 'node:crypto';
+import { MDNS_EXPIRED_SOURCE } from '../admission/admissionPipeline.js';
 import type { RawAdvertisement } from '../discovery/advertisement.js';
 import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdvertiser.js';
 import { startMdnsBrowser, type MdnsBrowser } from '../discovery/mdnsBrowser.js';
@@ -26,30 +32,21 @@ export class MdnsDoor {
   ) {}
 
   static async start(options: MdnsDoorOptions): Promise<MdnsDoor> {
-    // Which agent an instance advertised, so a goodbye (which names only the instance) can be mapped.
-    const instances = new Map<string, { id: string; source: string; txt: Record<string, string> }>();
     const browser = await startMdnsBrowser({
       ...(options.interfaceAddress ? { interfaceAddress: options.interfaceAddress } : {}),
       onError: options.onError,
       onAdvertisement: (ad) => {
         if (ad.txt[TXT_ROLE_KEY] === COORDINATOR_ROLE) return;
-        if (ad.instance && ad.txt.id) {
-          instances.delete(ad.instance);
-          instances.set(ad.instance, { id: ad.txt.id, source: ad.source, txt: ad.txt });
-          if (instances.size > 4096) instances.delete(instances.keys().next().value!);
-        }
         options.submit(ad);
       },
-      onGoodbye: (instance) => {
-        const known = instances.get(instance);
-        if (!known) return;
-        instances.delete(instance);
+      onGoodbye: (instance, origin) => {
         options.submit({
           raw_id: randomUUID(),
           door: 'mdns',
-          source: known.source,
+          // Where the TTL-0 packet came from; a record that ran out has no packet.
+          source: origin?.address ?? MDNS_EXPIRED_SOURCE,
           received_at: new Date().toISOString(),
-          txt: known.txt,
+          txt: {},
           txt_bytes: 0,
           instance,
           goodbye: true,

@@ -28,8 +28,12 @@ export interface MdnsBrowserOptions {
   interfaceAddress?: string;
   /** Called for every instance whose TXT record is new or changed. */
   onAdvertisement: (ad: RawAdvertisement) => void;
-  /** Called with the instance name when an instance says goodbye or its records expire. */
-  onGoodbye?: (instance: string) => void;
+  /**
+   * Called with the instance name when an instance says goodbye (a TTL-0 record: `origin` is where
+   * that packet came from, which need not be where the instance was heard) or its records expire
+   * (`origin` undefined).
+   */
+  onGoodbye?: (instance: string, origin?: PacketOrigin) => void;
   /** Service type; AMF has exactly one. */
   serviceType?: typeof AMF_SERVICE_TYPE;
   /** Most instances remembered at once (default 4096); the least recently heard is forgotten first. */
@@ -173,7 +177,7 @@ class MdnsBrowserImpl implements MdnsBrowser {
       if (label === null) continue;
       const key = canonicalName(fqdn);
       if (record.ttl === 0) {
-        this.forget(key);
+        this.forget(key, origin);
         continue;
       }
       const entry = this.touch(key, label, fqdn.replace(/\.$/, ''));
@@ -289,12 +293,12 @@ class MdnsBrowserImpl implements MdnsBrowser {
   }
 
   /** Drops an instance and reports its goodbye (unknown instances are ignored). */
-  private forget(key: string): void {
+  private forget(key: string, origin?: PacketOrigin): void {
     const entry = this.cache.get(key);
     if (!entry) return;
     this.cache.delete(key);
     try {
-      this.options.onGoodbye?.(entry.label);
+      this.options.onGoodbye?.(entry.label, origin);
     } catch (err) {
       this.onError(err);
     }

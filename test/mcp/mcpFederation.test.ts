@@ -139,7 +139,7 @@ describe('coordinator /mcp (federated)', () => {
         agent_id: w.worker.agentId,
         tool: `${w.worker.agentId}/echo`,
         decision: 'allow',
-        auth: 'none',
+        auth: 'bearer',
       });
       expect(ok!.duration_ms).toBeGreaterThanOrEqual(0);
       next = changed();

@@ -76,6 +76,12 @@ describe('a follow-up reaches the holder of its task and no other agent', () => 
       'the holder to ask for input',
     );
     const taskId = blocked.event.amftaskid!;
+    // The observer may see the notice before the lifecycle has taken the claim behind it.
+    await mesh.waitFor(
+      () => mesh.coordinator.lifecycle.get(taskId)?.state === 'blocked',
+      10_000,
+      'the lifecycle to see the task blocked',
+    );
     sendTaskInput(mesh.coordinator, taskId, { text: `my PIN is ${SECRET}` });
 
     // The holder got it: it checked the PIN.
