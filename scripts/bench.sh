@@ -13,3 +13,5 @@ node bench/admission.js
 node bench/mcp.js
 node bench/a2a.js
 node bench/startup.js
+# Cross-host cost on the simulated LAN (needs root for network namespaces; says so and skips otherwise).
+node bench/lan.js

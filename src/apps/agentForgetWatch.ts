@@ -1,9 +1,8 @@
 /**
  * `amf agents forget` reaches every coordinator on the same NATS: the forgetting coordinator deletes
  * the agent's entry in the shared `amf_agents` bucket, and each coordinator watches that bucket for
- * deletes and drops the agent from its own registry. Only an agent it also sees offline is dropped:
- * a live one is sending heartbeats, so it would be back at once (the console refuses to forget a
- * live agent for the same reason).
+ * deletes and drops the agent from its own registry — live or not, as the operator may throw out a
+ * live impostor: its key is unbound and its enrollment dropped here too.
  */
 import type { KV } from '@nats-io/kv';
 import type { AgentRegistry } from '../registry/agentRegistry.js';
@@ -30,7 +29,6 @@ export async function watchForgottenAgents(
       if (entry.operation !== 'DEL' && entry.operation !== 'PURGE') continue;
       const id = agentIdOf(entry.key);
       const agent = registry.get(id);
-      if (agent && agent.status !== 'offline') continue;
       if (!agent && registry.boundKey(id) === undefined) continue;
       // Forgotten also unbinds the id from its key here, so the agent may come back with a new one.
       registry.forget(id);

@@ -1,22 +1,26 @@
 /**
  * The coordinator endpoints the console needs beyond the DESIGN.md contract (listed in
- * docs/console.md): event history replayed from JetStream, the task list, admission decisions, the federated tool
- * catalog, one agent in full, and forgetting an offline agent. All sit behind the API key like every
- * other non-public route (the coordinator's edge checks it before routing), and every query is bounded.
+ * docs/console.md): event history replayed from JetStream, the task list, admission decisions, the
+ * federated tool catalog, one agent in full, approving a pending agent and forgetting an agent. All
+ * sit behind the operator key like every other non-public route (the coordinator's edge checks it
+ * before routing), and every query is bounded.
  */
 import { AmfError } from '../errors.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
 import { EVENTS_STREAM, kvKey } from '../fabric/jetstream.js';
 import { parseHistoryQuery, readHistory } from '../http/eventHistory.js';
-import { decodePathSegment, sendJson, type Router } from '../http/httpKit.js';
+import { decodePathSegment, readBody, sendJson, type Router } from '../http/httpKit.js';
 import type { McpFederation } from '../protocols/mcp/federation.js';
 import type { RegisteredAgent } from '../registry/agentRegistry.js';
+import type { Enrollment } from '../registry/enrollments.js';
 import { ADMISSIONS_MAX_LIMIT, recentAdmissions } from './admissionLog.js';
 import { taskSnapshot } from '../coordinator/sharedState.js';
 import { listTasks, parseTaskListQuery } from './taskList.js';
 
 const AGENT_PREFIX = '/agents/';
+const APPROVE_SUFFIX = '/approve';
 const MAX_AGENT_ID_CHARS = 512;
+const MAX_APPROVE_BODY_BYTES = 4096;
 
 function boundedInt(raw: string | null, fallback: number, max: number, name: string): number {
   if (raw === null) return fallback;
@@ -26,15 +30,19 @@ function boundedInt(raw: string | null, fallback: number, max: number, name: str
   return n;
 }
 
-function agentIdFrom(url: URL): string {
-  const id = decodePathSegment(url.pathname.slice(AGENT_PREFIX.length));
+function agentIdFrom(url: URL, suffix = ''): string {
+  const id = decodePathSegment(url.pathname.slice(AGENT_PREFIX.length, url.pathname.length - suffix.length));
   if (id.length === 0 || id.length > MAX_AGENT_ID_CHARS)
     throw new AmfError('INVALID_REQUEST', `agent id must be 1 to ${MAX_AGENT_ID_CHARS} characters`);
   return id;
 }
 
 /** One agent as the console shows it: the advertisement, its state, its card and its tools. */
-function agentDetail(agent: RegisteredAgent, federation: McpFederation): Record<string, unknown> {
+function agentDetail(
+  agent: RegisteredAgent,
+  federation: McpFederation,
+  enrollment: Enrollment | undefined,
+): Record<string, unknown> {
   const id = agent.record.agent_id;
   const tools = [...federation.catalog().values()]
     .filter((t) => t.agentId === id)
@@ -44,6 +52,9 @@ function agentDetail(agent: RegisteredAgent, federation: McpFederation): Record<
     capability_tags: agent.record.capability_tags ?? [],
     status: agent.status,
     ...(agent.unverified ? { unverified: agent.unverified } : {}),
+    ...(agent.heardFrom ? { heard_from: agent.heardFrom } : {}),
+    ...(agent.approval ? { approval: agent.approval } : {}),
+    ...(enrollment ? { enrollment } : {}),
     admitted_at: agent.admittedAt,
     last_seen: new Date(agent.lastSeen).toISOString(),
     heartbeat_seconds: agent.heartbeatSeconds,
@@ -88,25 +99,53 @@ export function registerConsoleRoutes(
     const id = agentIdFrom(url);
     const agent = coordinator.registry.get(id);
     if (!agent) throw new AmfError('NOT_FOUND', `no agent ${id} is known to this coordinator`);
-    sendJson(res, 200, agentDetail(agent, federation));
+    const nkey = agent.record.nkey;
+    sendJson(res, 200, agentDetail(agent, federation, nkey ? coordinator.registry.enrollment(nkey) : undefined));
   });
-  // Forgetting removes an offline agent from the registry and the shared store and unbinds its id
-  // from its key (the key rotation path); a live one would be back at its next heartbeat, so it is
-  // refused with the reason.
+  // Approving a pending agent (heard on mDNS only): its key is enrolled and gets its NATS user, or a
+  // keyless agent becomes live tied to the address it was heard from. An optional body
+  // `{"nkey": "U…"}` names the key the operator saw (`""` for none): a listing that names another
+  // key by now is refused rather than approved.
+  router.onPrefix('POST', AGENT_PREFIX, async (req, res, url) => {
+    if (!url.pathname.endsWith(APPROVE_SUFFIX))
+      throw new AmfError('NOT_FOUND', `no route POST ${url.pathname.slice(0, 200)} (expected /agents/<id>/approve)`);
+    const id = agentIdFrom(url, APPROVE_SUFFIX);
+    const body = await readBody(req, MAX_APPROVE_BODY_BYTES);
+    let expected: string | undefined;
+    if (body.length > 0) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(body.toString('utf8'));
+      } catch {
+        throw new AmfError('INVALID_REQUEST', 'the body must be JSON: {"nkey": "U…"} or nothing');
+      }
+      const nkey = (parsed as { nkey?: unknown } | null)?.nkey;
+      if (typeof parsed !== 'object' || parsed === null || (nkey !== undefined && typeof nkey !== 'string'))
+        throw new AmfError('INVALID_REQUEST', 'the body must be {"nkey": "U…"} (the key the operator saw)');
+      expected = nkey;
+    }
+    const { agent, enrollment } = await coordinator.approveAgent(id, expected);
+    sendJson(res, 200, {
+      approved: id,
+      status: agent.status,
+      ...(enrollment ? { enrollment } : {}),
+    });
+  });
+  // Forgetting removes an agent, live or not, from the registry and the shared store, unbinds its id
+  // from its key and drops the key's enrollment (the key rotation path, and how the operator throws
+  // out an impostor): a live one loses its NATS user and is disconnected. An agent that holds the
+  // data dir's join credential can come back at its next heartbeat, bound to whatever key it shows.
   router.onPrefix('DELETE', AGENT_PREFIX, async (_req, res, url) => {
     const id = agentIdFrom(url);
     const agent = coordinator.registry.get(id);
     // An id no longer listed may still be bound to its key (removed after a denied re-advertisement).
     if (!agent && coordinator.registry.boundKey(id) === undefined)
       throw new AmfError('NOT_FOUND', `no agent ${id} is known to this coordinator`);
-    if (agent && agent.status !== 'offline')
-      throw new AmfError(
-        'INVALID_REQUEST',
-        `agent ${id} is ${agent.status}: only an offline agent can be forgotten (stop it first)`,
-      );
+    const was = agent?.status ?? 'unlisted';
     coordinator.registry.forget(id);
     await coordinator.stores.agents.delete(kvKey(id));
-    coordinator.log('info', 'agent forgotten by the operator', { agent_id: id });
-    sendJson(res, 200, { forgotten: id });
+    await coordinator.enrollments.settled();
+    coordinator.log('info', 'agent forgotten by the operator', { agent_id: id, was });
+    sendJson(res, 200, { forgotten: id, was });
   });
 }

@@ -181,7 +181,7 @@ export async function agentsCommand(config: AmfConfig, json: boolean): Promise<n
   return 0;
 }
 
-/** `amf agents forget ID`: removes an offline agent from the coordinator's registry. */
+/** `amf agents forget ID`: removes an agent (live or not) from the coordinator's registry and unbinds its key. */
 export async function forgetAgentCommand(config: AmfConfig, agentId: string): Promise<number> {
   const url = endpoint(config, `/agents/${encodeURIComponent(agentId)}`);
   const res = await reach('agents forget', url, { method: 'DELETE', headers: headers(config) });
@@ -191,6 +191,32 @@ export async function forgetAgentCommand(config: AmfConfig, agentId: string): Pr
     return 1;
   }
   process.stdout.write(`forgot ${agentId}\n`);
+  return 0;
+}
+
+/**
+ * `amf agents approve ID [--key NKEY]`: lets a pending agent (heard on mDNS only) in. With a key its
+ * key is enrolled and the agent connects with it; without one it becomes live at once. `--key`
+ * names the key the operator expects, so a listing that names another one by now is refused.
+ */
+export async function approveAgentCommand(config: AmfConfig, agentId: string, nkey?: string): Promise<number> {
+  const url = endpoint(config, `/agents/${encodeURIComponent(agentId)}/approve`);
+  const res = await reach('agents approve', url, {
+    method: 'POST',
+    headers: headers(config, { 'content-type': 'application/json' }),
+    body: JSON.stringify(nkey !== undefined ? { nkey } : {}),
+  });
+  if (!res) return 1;
+  if (!res.ok) {
+    process.stderr.write(`amf agents approve: ${await failure(res)}\n`);
+    return 1;
+  }
+  const body = (await res.json()) as { status?: string; enrollment?: { nkey?: string } };
+  process.stdout.write(
+    body.enrollment?.nkey
+      ? `approved ${agentId}: key ${body.enrollment.nkey} enrolled; it is live once it connects with that key\n`
+      : `approved ${agentId}: ${body.status ?? 'live'}\n`,
+  );
   return 0;
 }
 

@@ -190,8 +190,18 @@ export function buildProgram(): Command {
       const { agentsCommand } = await import('./clientCommands.js');
       process.exitCode = await agentsCommand(config, opts.json === true);
     });
+  client(agents.command('approve'))
+    .description('approve a pending agent (heard on mDNS only): enroll its key so it can join')
+    .argument('<agent-id>', 'the agent id, e.g. spiffe://local/worker/lab-echo')
+    .option('--key <nkey>', 'the key you expect the agent to have (refused if it names another)')
+    .action(async (agentId: string, _opts: CommonFlags & { key?: string }, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<CommonFlags & { key?: string }>();
+      const config = await clientConfigFrom(opts);
+      const { approveAgentCommand } = await import('./clientCommands.js');
+      process.exitCode = await approveAgentCommand(config, agentId, opts.key);
+    });
   client(agents.command('forget'))
-    .description('forget an offline agent (remove it from the registry)')
+    .description('forget an agent, live or not (remove it from the registry and unbind its key)')
     .argument('<agent-id>', 'the agent id, e.g. spiffe://local/worker/my-echo')
     .action(async (agentId: string, _opts: CommonFlags, cmd: Command) => {
       // --coordinator and --api-key may be parsed by `agents` itself: read them from both.

@@ -83,11 +83,7 @@ export async function judgeDelegation(
  * another agent's inbox would only send it a final for a child id it does not wait for.
  */
 function isInboxSubject(subject: unknown): subject is string {
-  return (
-    typeof subject === 'string' &&
-    subject.length <= 256 &&
-    /^_INBOX(\.[A-Za-z0-9_-]+)+$/.test(subject)
-  );
+  return typeof subject === 'string' && subject.length <= 256 && /^_INBOX(\.[A-Za-z0-9_-]+)+$/.test(subject);
 }
 
 export interface DelegationRunner extends DelegationContext {

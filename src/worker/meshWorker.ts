@@ -187,7 +187,13 @@ export class MeshWorker {
     const onCallerAbort = () => controller.abort();
     if (signal?.aborted) controller.abort();
     else signal?.addEventListener('abort', onCallerAbort, { once: true });
-    this.emit('amf.task.claim', task.taskId, task.traceId, claimPayload(task, this.agentId, options), options.replySubject);
+    this.emit(
+      'amf.task.claim',
+      task.taskId,
+      task.traceId,
+      claimPayload(task, this.agentId, options),
+      options.replySubject,
+    );
     // The slot bounds handler runs only: storing a mesh result (which may wait out a NATS outage)
     // happens after the slot is free, but the task stays in flight (drain waits) until it is stored.
     let storing: Promise<void> = Promise.resolve();
@@ -305,7 +311,13 @@ export class MeshWorker {
     this.emit('amf.task.blocked', task.taskId, task.traceId, payload, options.replySubject);
     options.onInputRequired?.(reason);
     const message = await waiting;
-    this.emit('amf.task.claim', task.taskId, task.traceId, claimPayload(task, this.agentId, options), options.replySubject);
+    this.emit(
+      'amf.task.claim',
+      task.taskId,
+      task.traceId,
+      claimPayload(task, this.agentId, options),
+      options.replySubject,
+    );
     return message;
   }
 

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canSimulateLan, startLan, type Lan, type LanHost } from '../helpers/lanSim.js';
+import { canSimulateLan, startLan, type Lan, type LanHost } from '../../scripts/lib/lanSim.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const AMF_BIN = join(ROOT, 'bin/amf.js');

@@ -203,7 +203,17 @@ describe('answer injection (H1)', () => {
     // One ending, the coordinator's; the only other final on the wire is w1's own for the stopped
     // direct run, which the coordinator refused (it does not name the offer either).
     const terminal = await settledTerminalEvents(mesh, victimId);
-    console.log(JSON.stringify(terminal.map((t) => [t.event.amfagentrole, t.event.data.payload])));
+    expect(
+      terminal.filter((e) => e.event.amfagentrole !== 'coordinator').map((e) => payloadOf(e).status),
+    ).toEqual(['failed']);
+    await mesh.waitForEvent(
+      (e) =>
+        payloadOf(e).reason === 'claim_without_offer' &&
+        e.event.amftaskid === victimId &&
+        String(payloadOf(e).message).startsWith(`result for task ${victimId} from ${w1}`),
+      5000,
+      'the stopped direct run’s final refused',
+    );
     const endings = terminal.filter((e) => e.event.amfagentrole === 'coordinator');
     expect(endings).toHaveLength(1);
     expect(JSON.stringify(endings[0]!.event.data.payload)).not.toContain('mallory');

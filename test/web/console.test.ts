@@ -373,10 +373,15 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     const failedTask = mesh.events.find(
       (e) => e.event.type === 'amf.task.announce' && e.subject.endsWith('.broken'),
     )!.event.amftaskid!;
-    // 1,000 newer events push the task's own events out of the window the page replays.
+    // 1,000 newer events push the task's own events out of the window the page replays (warnings:
+    // artifacts are kept in a stream of their own, outside the history).
     for (let i = 0; i < 1000; i++)
       mesh.coordinator.bus.publish(
-        createEvent({ type: 'amf.artifact.publish', sender: mesh.coordinator.sender, payload: { n: i } }),
+        createEvent({
+          type: 'amf.policy.warning',
+          sender: mesh.coordinator.sender,
+          payload: { reason: 'history_filler', message: `filler ${i}` },
+        }),
       );
     const window = async () => {
       const res = await fetch(`${mesh.url}/events/history?limit=1000`, {

@@ -5,44 +5,27 @@
  * nothing is left behind: close() kills the holders and the kernel removes the namespaces, their
  * interfaces and the bridge. The test's own namespace is not touched. Multicast is routed to eth0 in
  * every host, so mDNS crosses the bridge as it would a real switch, and never reaches this machine's
- * real network. Needs root (tests run as root inside `unshare -n`, see scripts/test.sh).
+ * real network. Needs root (tests run as root inside `unshare -n`, see scripts/test.sh). Used by test/lan and
+ * bench/lan.js; `scripts/lan-sim.sh` opens a shell on one of its hosts.
  */
-import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
-
-export interface LanHost {
-  readonly name: string;
-  /** Its address on the LAN (10.77.0.<i>). */
-  readonly address: string;
-  /** Spawns `command` inside this host's network namespace (same files, same user). */
-  spawn(command: string, args: string[], options?: SpawnOptions): ChildProcess;
-  /** Runs `command` to its end inside the host; throws with its stderr on a non-zero exit. */
-  run(command: string, args: string[]): string;
-}
-
-export interface Lan {
-  hosts: LanHost[];
-  /** Cuts `host` off the bridge (its link down) until {@link heal}. */
-  cut(host: LanHost): void;
-  heal(host: LanHost): void;
-  close(): void;
-}
+import { spawn, spawnSync } from 'node:child_process';
 
 /** True when this process may build namespaces (root, with unshare and nsenter). */
-export function canSimulateLan(): boolean {
+export function canSimulateLan() {
   if (process.getuid?.() !== 0) return false;
   return (
     spawnSync('unshare', ['-n', 'true']).status === 0 && spawnSync('nsenter', ['--version']).status === 0
   );
 }
 
-function holder(): ChildProcess {
+function holder() {
   // The namespace lives as long as this process; stdio ignored so it never holds a test's pipes.
   const child = spawn('unshare', ['-n', 'sleep', 'infinity'], { stdio: 'ignore' });
   if (child.pid === undefined) throw new Error('unshare -n did not start');
   return child;
 }
 
-function inNamespace(pid: number, command: string, args: string[]): string {
+function inNamespace(pid, command, args) {
   const result = spawnSync('nsenter', ['-t', String(pid), '-n', '--', command, ...args], {
     encoding: 'utf8',
   });
@@ -54,7 +37,7 @@ function inNamespace(pid: number, command: string, args: string[]): string {
 }
 
 /** `unshare -n` forks before the namespace exists: wait until the holder's namespace differs from ours. */
-function waitUntilSeparate(pid: number): void {
+function waitUntilSeparate(pid) {
   for (let i = 0; i < 200; i++) {
     const ours = spawnSync('readlink', ['/proc/self/ns/net'], { encoding: 'utf8' }).stdout.trim();
     const theirs = spawnSync('readlink', [`/proc/${pid}/ns/net`], { encoding: 'utf8' }).stdout.trim();
@@ -66,21 +49,21 @@ function waitUntilSeparate(pid: number): void {
 }
 
 /** Builds a LAN of `count` hosts (10.77.0.1 … 10.77.0.<count>). */
-export function startLan(count: number, subnet = '10.77.0'): Lan {
-  const holders: ChildProcess[] = [];
+export function startLan(count, subnet = '10.77.0') {
+  const holders = [];
   try {
     const sw = holder();
     holders.push(sw);
-    waitUntilSeparate(sw.pid!);
-    const switchPid = sw.pid!;
+    waitUntilSeparate(sw.pid);
+    const switchPid = sw.pid;
     inNamespace(switchPid, 'ip', ['link', 'add', 'br0', 'type', 'bridge']);
     inNamespace(switchPid, 'ip', ['link', 'set', 'br0', 'up']);
-    const hosts: (LanHost & { pid: number; port: string })[] = [];
+    const hosts = [];
     for (let i = 1; i <= count; i++) {
       const h = holder();
       holders.push(h);
-      waitUntilSeparate(h.pid!);
-      const pid = h.pid!;
+      waitUntilSeparate(h.pid);
+      const pid = h.pid;
       const port = `p${i}`;
       inNamespace(switchPid, 'ip', ['link', 'add', port, 'type', 'veth', 'peer', 'name', `e${i}`]);
       inNamespace(switchPid, 'ip', ['link', 'set', `e${i}`, 'netns', String(pid)]);
@@ -103,7 +86,7 @@ export function startLan(count: number, subnet = '10.77.0'): Lan {
         run: (command, args) => inNamespace(pid, command, args),
       });
     }
-    const linkOf = (host: LanHost) => hosts.find((h) => h.name === host.name)!.port;
+    const linkOf = (host) => hosts.find((h) => h.name === host.name).port;
     return {
       hosts,
       cut: (host) => void inNamespace(switchPid, 'ip', ['link', 'set', linkOf(host), 'down']),
