@@ -5,6 +5,8 @@ export interface LanHost {
   readonly name: string;
   /** Its address on the LAN (10.77.0.<i>). */
   readonly address: string;
+  /** The process holding its network namespace (`nsenter -t <pid> -n` enters it). */
+  readonly pid: number;
   /** Spawns `command` inside this host's network namespace (same files, same user). */
   spawn(command: string, args: string[], options?: SpawnOptions): ChildProcess;
   /** Runs `command` to its end inside the host; throws with its stderr on a non-zero exit. */

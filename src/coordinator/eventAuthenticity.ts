@@ -204,7 +204,8 @@ export class EventAuthenticity {
     // The id's key binding outlives its listing (offline, removed): only forgetting unbinds it.
     const bound = this.options.registry.boundKey(claimed) ?? known?.record.nkey;
     // Not admitted at all: the lifecycle refuses it as from an unadmitted agent, with its own warning.
-    if (!known && bound === undefined) return signature.ok ? { ok: true, signer: signature.signer } : { ok: true };
+    if (!known && bound === undefined)
+      return signature.ok ? { ok: true, signer: signature.signer } : { ok: true };
     if (signature.ok) {
       if (bound === signature.signer) return { ok: true, signer: signature.signer };
       const offered = (event.data.payload as { nkey?: unknown }).nkey;
@@ -234,9 +235,8 @@ export class EventAuthenticity {
 
   /** The admitted agent bound to `nkey`, if any (only looked up when naming an offender). */
   private agentWithKey(nkey: string): string | undefined {
-    return this.options.registry
-      .list()
-      .find((a) => a.status !== 'pending' && a.record.nkey === nkey)?.record.agent_id;
+    return this.options.registry.list().find((a) => a.status !== 'pending' && a.record.nkey === nkey)?.record
+      .agent_id;
   }
 }
 

@@ -101,7 +101,10 @@ describe('an agent that floods artifacts and forges their provenance', () => {
     );
     // In its own name, dressed as a coordinator.
     const asCoordinator = { ...artifact(sender(rogue), { name: 'official' }), amfagentrole: 'coordinator' };
-    rogue.nc.publish(submissionSubject('artifact', rogue.worker.key.publicKey), JSON.stringify(asCoordinator));
+    rogue.nc.publish(
+      submissionSubject('artifact', rogue.worker.key.publicKey),
+      JSON.stringify(asCoordinator),
+    );
     await warned('forged_event', 'artifact as a coordinator refused', (e) =>
       String(payloadOf(e).message).includes('as a coordinator'),
     );
@@ -122,7 +125,11 @@ describe('an agent that floods artifacts and forges their provenance', () => {
   it('keeps every result and warning of the history through the flood, and warns the flood', async () => {
     const { jsm } = mesh.coordinator.stores;
     // A result and a warning in the history first.
-    const answer = await mesh.coordinator.dispatcher.submit({ tag: 'echo', task: 'keep me', timeoutMs: 10_000 });
+    const answer = await mesh.coordinator.dispatcher.submit({
+      tag: 'echo',
+      task: 'keep me',
+      timeoutMs: 10_000,
+    });
     await mesh.waitForEvent(
       (e) => e.subject === 'amf.result.final' && e.event.amftaskid === answer.taskId,
       10_000,
@@ -137,7 +144,10 @@ describe('an agent that floods artifacts and forges their provenance', () => {
       async () => {
         before = await storedIds(jsm, EVENTS_STREAM);
         const ids = [...before.values()];
-        return ids.some((s) => s.endsWith(cancelRefused.event.id)) && ids.some((s) => s.startsWith('amf.result.final'));
+        return (
+          ids.some((s) => s.endsWith(cancelRefused.event.id)) &&
+          ids.some((s) => s.startsWith('amf.result.final'))
+        );
       },
       10_000,
       'the final and the warning in AMF_EVENTS',

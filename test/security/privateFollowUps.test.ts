@@ -89,7 +89,9 @@ describe('a follow-up reaches the holder of its task and no other agent', () => 
     expect(result.text).toBe('PIN accepted');
     expect(result.agentId).toBe(holder.worker.agentId);
     // The follow-up went out on the holder's own subject only.
-    const inputs = mesh.events.filter((e) => e.event.type === 'amf.task.input' && e.event.amftaskid === taskId);
+    const inputs = mesh.events.filter(
+      (e) => e.event.type === 'amf.task.input' && e.event.amftaskid === taskId,
+    );
     expect(inputs.map((e) => e.subject)).toEqual([agentInputSubject(holder.worker.key.publicKey)]);
 
     // The task's final reaches the other agent (it may read finals) after the follow-up was sent

@@ -1,6 +1,8 @@
-// Agents: admitted (live, unverified, offline) and denied, with the risk score and reasons of each
-// admission decision, identity and visibility; one agent opened with its card and tools; an offline
-// agent can be forgotten (DELETE /agents/<id>, also `amf agents forget <id>`).
+// Agents: admitted (live, unverified, offline), pending (heard on mDNS only, waiting for the
+// operator) and denied, with the risk score and reasons of each admission decision, identity and
+// visibility; one agent opened with its card and tools. A pending agent can be approved
+// (POST /agents/<id>/approve, also `amf agents approve <id>`); any agent can be forgotten
+// (DELETE /agents/<id>, also `amf agents forget <id>`), a live one after a confirmation.
 import { h, fill, badge, clock, agentName, table, empty, errorBox, json, throttle } from './dom.js';
 import { getJson, sendJson } from './api.js';
 
@@ -47,11 +49,14 @@ export const agentsView = {
     for (const d of decisions) if (d.agent_id && !latest.has(d.agent_id)) latest.set(d.agent_id, d);
     const known = new Set(agents.map((a) => a.agent_id));
     const denied = [...latest.values()].filter((d) => d.decision === 'denied' && !known.has(d.agent_id));
-    this.status.textContent = `${agents.length} admitted, ${denied.length} denied`;
+    const pending = agents.filter((a) => a.status === 'pending').length;
+    this.status.textContent = `${agents.length - pending} admitted, ${pending} pending, ${denied.length} denied`;
     const rows = [
       ...agents.map((a) => {
         const d = latest.get(a.agent_id);
-        const why = a.unverified ? `${a.unverified.reason}: ${a.unverified.message}` : d?.risk_reason ?? '';
+        const why = a.status === 'pending'
+          ? 'heard on mDNS only: waiting for your approval'
+          : a.unverified ? `${a.unverified.reason}: ${a.unverified.message}` : d?.risk_reason ?? '';
         return h('tr', {},
           h('td', {}, badge(a.status)),
           h('td', {}, h('a', { href: `#/agents/${encodeURIComponent(a.agent_id)}` }, agentName(a.agent_id))),
@@ -87,11 +92,13 @@ export const agentsView = {
       return fill(this.detail, errorBox(err));
     }
     const mine = (this.decisions ?? []).filter((d) => d.agent_id === id);
-    const forget = a.status === 'offline'
-      ? h('button', { type: 'button', class: 'danger', onclick: () => this.forget(id) }, 'Forget agent')
+    const approve = a.status === 'pending'
+      ? h('button', { type: 'button', onclick: () => this.approve(id, a.nkey ?? '') }, 'Approve agent')
       : null;
+    const forget = h('button', { type: 'button', class: 'danger', onclick: () => this.forget(id, a.status) },
+      a.status === 'pending' ? 'Dismiss' : 'Forget agent');
     fill(this.detail, h('article', { class: 'card', 'aria-label': `Agent ${id}` },
-      h('div', { class: 'toolbar' }, h('h3', { class: 'flush' }, agentName(id)), badge(a.status), h('span', { class: 'grow' }), forget,
+      h('div', { class: 'toolbar' }, h('h3', { class: 'flush' }, agentName(id)), badge(a.status), h('span', { class: 'grow' }), approve, forget,
         h('a', { href: '#/agents' }, 'Close')),
       h('div', { class: 'split' },
         h('div', {},
@@ -104,6 +111,9 @@ export const agentsView = {
             h('dt', {}, 'Protocols'), h('dd', {}, (a.protocols_supported ?? []).join(', ')),
             h('dt', {}, 'Admitted'), h('dd', {}, clock(a.admitted_at)),
             h('dt', {}, 'Last seen'), h('dd', {}, clock(a.last_seen)),
+            h('dt', {}, 'Key'), h('dd', { class: 'mono wrap' }, a.nkey ?? 'none (cannot prove itself: tied to its address once approved)'),
+            a.heard_from ? [h('dt', {}, 'Heard from'), h('dd', { class: 'mono' }, `${a.heard_from.source}${a.heard_from.instance ? ` (${a.heard_from.instance})` : ''} on mDNS`)] : null,
+            a.enrollment ? [h('dt', {}, 'Enrolled'), h('dd', {}, `${a.enrollment.via}, ${a.enrollment.tags.join(', ') || 'no tags'}`)] : null,
             a.unverified ? [h('dt', {}, 'Unverified'), h('dd', { class: 'reason' }, `${a.unverified.reason}: ${a.unverified.message}`)] : null),
           h('h3', {}, 'Tools'),
           a.tools.length ? h('ul', {}, a.tools.map((t) => h('li', {}, h('a', { href: `#/tools/${encodeURIComponent(t.wire_name)}` }, t.wire_name), ' ', h('span', { class: 'muted' }, t.description))))
@@ -114,7 +124,19 @@ export const agentsView = {
             : h('p', { class: 'muted' }, 'No decision in the kept history.')),
         h('div', {}, h('h3', {}, 'Agent card'), a.card ? json(a.card) : h('p', { class: 'muted' }, 'No verified card.')))));
   },
-  async forget(id) {
+  async approve(id, nkey) {
+    try {
+      // The key shown is the key approved: a listing replaced since is refused, not approved.
+      const r = await sendJson('POST', `/agents/${encodeURIComponent(id)}/approve`, { nkey });
+      fill(this.notice, h('div', { class: 'notice', role: 'status' },
+        r.enrollment ? `Approved ${id}: its key is enrolled; it is live once it connects with it.` : `Approved ${id}.`));
+      await this.load();
+    } catch (err) {
+      fill(this.notice, errorBox(err));
+    }
+  },
+  async forget(id, status) {
+    if (status === 'live' && !confirm(`${id} is live. Forget it anyway? It loses its NATS login and is disconnected.`)) return;
     try {
       await sendJson('DELETE', `/agents/${encodeURIComponent(id)}`);
       fill(this.notice, h('div', { class: 'notice', role: 'status' }, `Forgot ${id}.`));
