@@ -61,3 +61,38 @@ use_pinned_nats_server_if_installed() {
 # concurrency 64 (docs/benchmarks.md, "…after midnight"). Set AMF_NODE_FLAGS (empty for none) to
 # choose others.
 AMF_NODE_FLAGS="${AMF_NODE_FLAGS---max-semi-space-size=8}"
+
+# Installs the npm packages unless the stamp says this lock file (and this Node ABI) is installed:
+# npm ci is complete only when it wrote the stamp at its end, so an interrupted install, or a changed
+# package-lock.json, installs again. Shared by `npm start` and `npm test`, so one does not make the
+# other reinstall.
+ensure_npm_packages() {
+  local install_stamp=node_modules/.amf-install-stamp
+  local lock_hash
+  lock_hash="$(sha256sum package-lock.json | cut -d' ' -f1) node $(node -p 'process.versions.modules')"
+  if [ ! -f "$install_stamp" ] || [ "$(cat "$install_stamp")" != "$lock_hash" ] || [ ! -x node_modules/.bin/tsc ]; then
+    echo "==> installing npm packages (npm ci; the first run takes a minute or two)"
+    with_progress 'npm ci' npm ci --no-audit --no-fund --loglevel=error
+    echo "$lock_hash" >"$install_stamp"
+  fi
+}
+
+# The project's own Python (a venv in .cache/python-venv), with the pinned interop clients the tests
+# drive: never pip into the system's Python. Prints the interpreter's path.
+ensure_python_venv() {
+  local venv=.cache/python-venv
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "==> creating the project's Python venv ($venv)" >&2
+    python3 -m venv "$venv" >&2 || {
+      ensure_debian_package 'false' python3-venv >&2 && python3 -m venv "$venv" >&2
+    }
+  fi
+  local want="openai==3.54.0 a2a-sdk==1.3.0"
+  if [ "$(cat "$venv/.amf-packages" 2>/dev/null)" != "$want" ]; then
+    echo "==> installing the Python interop clients into $venv: $want" >&2
+    # shellcheck disable=SC2086
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $want >&2
+    echo "$want" >"$venv/.amf-packages"
+  fi
+  echo "$PWD/$venv/bin/python"
+}

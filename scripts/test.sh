@@ -25,18 +25,9 @@ ensure_debian_package 'command -v openssl' openssl
 # Debian's Chromium: test/web/console.test.ts drives the console in it (through playwright-core).
 ensure_debian_package 'test -x /usr/bin/chromium' chromium
 
-# The Python OpenAI client is one of the interop peers of the OpenAI-compatible API.
-if ! python3 -c 'import openai' >/dev/null 2>&1; then
-  echo "==> installing the Python openai client"
-  python3 -m pip install --quiet --disable-pip-version-check 'openai==3.54.0'
-fi
-
-# The official Python A2A client (no extras: the client needs only httpx) is an interop peer of our
-# A2A servers, in protocol 1.0 and 0.3.
-if ! python3 -c 'import a2a.client' >/dev/null 2>&1; then
-  echo "==> installing the Python a2a-sdk client"
-  python3 -m pip install --quiet --disable-pip-version-check 'a2a-sdk==1.3.0'
-fi
+# The Python OpenAI and A2A clients are interop peers of our APIs; they live in the project's own venv
+# (.cache/python-venv), never in the system's Python.
+AMF_TEST_PYTHON="$(ensure_python_venv)"; export AMF_TEST_PYTHON
 
 # Real OPA for the policy tests (opa eval, opa run --server, --policy DIR) and npm run build:policy.
 export PATH="$PATH:${GOPATH:-$HOME/go}/bin"
@@ -49,21 +40,33 @@ opa version | sed -n 1p # sed reads everything: head would make opa die of SIGPI
 opa test policies/
 (cd policies && sha256sum -c --quiet ../policy-bundle/bundle.sources.sha256)
 
-echo "==> npm ci"
-npm ci --no-audit --no-fund --loglevel=error
+ensure_npm_packages
 
 echo "==> build, typecheck, lint, format"
 npm run --silent build
+# `npm start` after `npm test` finds the build current (scripts/up.sh).
+touch dist/.amf-build-stamp
 npx tsc -p tsconfig.test.json --noEmit
-npx eslint . --max-warnings=0
-npx prettier --check . --log-level warn
+# Tracked files only: a scratch file of the user's in the checkout is not the project's to lint.
+git ls-files -z -- '*.ts' '*.js' '*.mjs' '*.cjs' | xargs -0 npx eslint --max-warnings=0
+git ls-files -z | xargs -0 npx prettier --check --ignore-unknown --log-level warn
 
 echo "==> tests (inside a private network namespace)"
 # Three phases (docs/development.md): the suite two files at a time; then the quick fault drill on its
 # own, because it drives hundreds of tasks through a dozen real processes and starves whatever runs
 # beside it; then the 3-node cluster tests, which time replicated JetStream leader elections against
 # task TTLs.
-vitest_all='npx vitest run --exclude "test/cluster/**" --exclude "test/faults/**" && npx vitest run test/faults && npx vitest run test/cluster'
+results=.cache/test-results
+rm -rf "$results" && mkdir -p "$results"
+phase() { # name, vitest arguments...: runs one phase, keeps its counts, never stops the others
+  local name="$1"
+  shift
+  echo "==> test phase: $name"
+  npx vitest run "$@" --reporter=default --reporter=json --outputFile.json="$results/$name.json" || echo "$name" >>"$results/failed"
+}
+export -f phase
+export results
+vitest_all='phase suite --exclude "test/cluster/**" --exclude "test/faults/**"; phase faults test/faults; phase cluster test/cluster'
 run_tests="ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo 2>/dev/null; $vitest_all"
 if unshare -n true 2>/dev/null; then
   unshare -n bash -c "$run_tests"
@@ -73,3 +76,6 @@ else
   echo "!! cannot create a network namespace (need root or sudo): running tests on the host loopback" >&2
   bash -c "$vitest_all"
 fi
+
+# One line for all phases (each phase also printed its own summary above).
+node scripts/lib/testSummary.mjs "$results"

@@ -10,15 +10,8 @@ cd "$(dirname "$0")/.."
 ensure_debian_package 'command -v nats-server' nats-server
 use_pinned_nats_server_if_installed
 
-# npm ci is complete only when it wrote the stamp (the lock file's hash) at its end: an interrupted
-# install, or a changed package-lock.json, installs again.
+ensure_npm_packages
 install_stamp=node_modules/.amf-install-stamp
-lock_hash="$(sha256sum package-lock.json | cut -d' ' -f1) node $(node -p 'process.versions.modules')"
-if [ ! -f "$install_stamp" ] || [ "$(cat "$install_stamp")" != "$lock_hash" ] || [ ! -x node_modules/.bin/tsc ]; then
-  echo "==> installing npm packages (npm ci; the first run takes a minute or two)"
-  with_progress 'npm ci' npm ci --no-audit --no-fund --loglevel=error
-  echo "$lock_hash" >"$install_stamp"
-fi
 
 # Rebuild only when a source, the compiler settings or the packages changed since the last build.
 build_stamp=dist/.amf-build-stamp

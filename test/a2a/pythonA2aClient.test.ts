@@ -56,7 +56,8 @@ function runPython(baseUrl: string, list: Case[]): Promise<CaseResult[]> {
   const env = { ...process.env, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
   return new Promise((resolve, reject) => {
     execFile(
-      'python3',
+      // The project's venv (scripts/test.sh), else whatever python3 is on PATH.
+      process.env.AMF_TEST_PYTHON ?? 'python3',
       [SCRIPT, baseUrl, JSON.stringify(list)],
       { env, timeout: 120_000 },
       (err, stdout, stderr) => {

@@ -27,7 +27,8 @@ function runPython(args: string[]): Promise<{ code: number; stdout: string; stde
     no_proxy: '127.0.0.1,localhost',
   };
   return new Promise((resolve) => {
-    execFile('python3', args, { env, timeout: 30_000 }, (err, stdout, stderr) => {
+    // The project's venv (scripts/test.sh), else whatever python3 is on PATH.
+    execFile(process.env.AMF_TEST_PYTHON ?? 'python3', args, { env, timeout: 30_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
       resolve({ code, stdout, stderr });
     });
