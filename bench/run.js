@@ -769,7 +769,7 @@ function renderReport({ startedAt, results, paired, memory }) {
     '',
     '- **(0) calibration**: a bare node:http server in the mesh process answering every POST with a fixed small JSON body, no AMF code. It is the ceiling any HTTP service can reach against this load generator on this machine (both share its cores).',
     `- **(a) NATS floor**: \`nc.request()\` from this process to a plain responder subscription in the mesh process (subject \`${info?.floorSubject ?? 'bench.floor'}\`, both connected with \`connectAs\` as the coordinator role) that answers with the bytes it got. Payload: an \`amf.task.announce\` event for the same task (the size of what the mesh carries per hop).`,
-    '- **(b) direct HTTP**: `POST /tasks/send` `{"text": ...}` to the echo worker\'s own HTTP edge; the same handler, no coordinator, no NATS hop.',
+    '- **(b) direct HTTP**: `POST /tasks/send` `{"text": ...}` with the operator key to the echo worker\'s own HTTP edge; the same handler, no coordinator, no NATS hop.',
     "- **(c) mesh**: `POST /v1/chat/completions` with model `amf/echo` to the coordinator: announce on NATS and offer on the JetStream work queue, the worker pulls it (batched pulls sized to its free slots), claims, runs the handler and sends its final straight to the coordinator (request/reply; stored in JetStream only when no answer comes), the coordinator publishes the canonical final and answers in OpenAI's format (docs/reliability.md).",
     "- **(d) memory**: the coordinator process's RSS and V8 heap 100 ms after a forced GC (the malloc trim that follows a full GC is then done; the RSS read at once is shown beside it), before, during and after the memory run.",
     '',

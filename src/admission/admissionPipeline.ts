@@ -467,8 +467,7 @@ export class AdmissionPipeline {
       );
       const listed = this.options.registry.get(record.agent_id);
       // mDNS takes down only what mDNS listed: a denied packet never removes a proven agent.
-      const mayRemove =
-        raw.door !== 'mdns' || listed?.status === 'pending' || listed?.approval !== undefined;
+      const mayRemove = raw.door !== 'mdns' || listed?.status === 'pending' || listed?.approval !== undefined;
       if (listed && mayRemove) {
         this.options.registry.remove(record.agent_id, 'readvertisement_denied');
         this.admittedHash.delete(record.agent_id);

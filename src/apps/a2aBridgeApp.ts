@@ -7,7 +7,8 @@
  */
 import type { A2aAgentConfig } from '../config/config.js';
 import type { RoleCredential } from '../fabric/credentials.js';
-import { meshAccessOf, startWorker, type RunningWorker } from './workerApp.js';
+import { edgeKeysOf, meshAccessOf, startWorker, type RunningWorker } from './workerApp.js';
+import type { WorkerEdgeKeys } from './workerEdgeGate.js';
 import { AmfError } from '../errors.js';
 import type { LogFn } from '../log.js';
 import { createBridgeHandler } from '../a2aClient/bridgeHandler.js';
@@ -39,6 +40,8 @@ export interface A2aBridgeOptions {
   sendTimeoutMs?: number;
   /** The coordinator's identity: under SPIFFE its calls carry a JWT-SVID bearer (peerBearer.ts). */
   identity?: IdentityProvider;
+  /** Whom the bridge workers' edges trust (workerEdgeGate.ts): the coordinator's key, the operator key. */
+  edgeKeys?: WorkerEdgeKeys;
 }
 
 /** What a bridge reports about one configured agent. */
@@ -102,6 +105,7 @@ export function startA2aBridges(opts: A2aBridgeOptions): A2aBridges {
           ...(opts.credential ? { credential: opts.credential } : {}),
           ...(opts.join ? { join: opts.join } : {}),
         }),
+        ...edgeKeysOf(opts.edgeKeys ?? {}),
         host: '127.0.0.1',
         port: 0,
         mcp: false,

@@ -156,9 +156,11 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunningAgent> {
   let server: Server | undefined;
   if (opts.mesh) {
     const mcp = await agentMcpSurface(def, opts.mcpServers ?? [], opts.log);
+    const log = opts.log;
     ref.worker = await startWorker({
       name: workerNameFor(def.name),
       tags,
+      ...(log ? { log: (level, message, fields) => log[level](fields ?? {}, message) } : {}),
       handler: {
         ...createMeshHandler({
           // Also the MCP tool name, which must match [A-Za-z0-9_.-]{1,64}.

@@ -100,7 +100,11 @@ export function registerConsoleRoutes(
     const agent = coordinator.registry.get(id);
     if (!agent) throw new AmfError('NOT_FOUND', `no agent ${id} is known to this coordinator`);
     const nkey = agent.record.nkey;
-    sendJson(res, 200, agentDetail(agent, federation, nkey ? coordinator.registry.enrollment(nkey) : undefined));
+    sendJson(
+      res,
+      200,
+      agentDetail(agent, federation, nkey ? coordinator.registry.enrollment(nkey) : undefined),
+    );
   });
   // Approving a pending agent (heard on mDNS only): its key is enrolled and gets its NATS user, or a
   // keyless agent becomes live tied to the address it was heard from. An optional body
@@ -108,7 +112,10 @@ export function registerConsoleRoutes(
   // key by now is refused rather than approved.
   router.onPrefix('POST', AGENT_PREFIX, async (req, res, url) => {
     if (!url.pathname.endsWith(APPROVE_SUFFIX))
-      throw new AmfError('NOT_FOUND', `no route POST ${url.pathname.slice(0, 200)} (expected /agents/<id>/approve)`);
+      throw new AmfError(
+        'NOT_FOUND',
+        `no route POST ${url.pathname.slice(0, 200)} (expected /agents/<id>/approve)`,
+      );
     const id = agentIdFrom(url, APPROVE_SUFFIX);
     const body = await readBody(req, MAX_APPROVE_BODY_BYTES);
     let expected: string | undefined;

@@ -369,6 +369,7 @@ export async function startCoordinator(options: StartCoordinatorOptions): Promis
     heartbeatSeconds: config.heartbeat.intervalSeconds,
     selfOrigins: [http.url],
     ...(coordinator.identity.mode === 'spiffe' ? { identity: coordinator.identity } : {}),
+    edgeKeys: { coordinatorKey: coordinator.signingKey.publicKey, operatorKey: http.operatorKey },
     log,
   });
   let closing: Promise<void> | undefined;

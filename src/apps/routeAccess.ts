@@ -219,12 +219,12 @@ export class EdgeAuth {
       const where =
         row.rule === 'client'
           ? `from beyond loopback (${req.socket.remoteAddress ?? 'unknown address'})${this.identity ? ', or a JWT-SVID for this coordinator' : ''}`
-          : 'even from this machine';
+          : 'even from loopback';
       return refuse(`${what} needs the operator key ${where}: ${HOW_TO_GET_THE_KEY}`, 'missing_key');
     }
     if (presented.kind === 'unusable')
       return refuse(
-        `${what}: the credential was not used (${presented.why}): ${HOW_TO_GET_THE_KEY}`,
+        `${what}: the credential cannot be used (${presented.why}): ${HOW_TO_GET_THE_KEY}`,
         'unusable_key',
       );
     return refuse(`${what}: wrong operator key: ${HOW_TO_GET_THE_KEY}`, 'wrong_key');

@@ -13,6 +13,7 @@ import { createEphemeralAgentKey, type AgentKey } from '../identity/agentKey.js'
 import { agentRecordToTxt } from '../discovery/txtRecord.js';
 import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdvertiser.js';
 import type { WorkerHandler } from '../worker/handlerApi.js';
+import type { LogFn } from '../log.js';
 import { createRouterServer, workerRouter, type WorkerHttpOptions } from './workerHttp.js';
 import { addSvidProofRoute } from './svidGate.js';
 import { workerEdgeGate, type WorkerEdgeKeys } from './workerEdgeGate.js';
@@ -56,6 +57,8 @@ export interface StartWorkerOptions extends WorkerEdgeKeys {
   version?: string;
   /** Advertise on mDNS (`_amf-agent._tcp`); absent = NATS heartbeats only. */
   mdns?: { interfaceAddress?: string };
+  /** The worker's log: handler failures (with stack and task id) and empty answers go there. */
+  log?: LogFn;
   /** Serve the handler as an MCP tool at `/mcp` (default true). */
   mcp?: boolean;
   /** Short tool alias announced in the card (`x-amf.tool_alias`). */
@@ -192,6 +195,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
       concurrency: opts.concurrency ?? 16,
       version: httpOpts.version,
       key,
+      ...(opts.log ? { log: opts.log } : {}),
       ...(hub ? { tools: (signal: AbortSignal) => bindTaskTools(hub, signal) } : {}),
       // LOCKED #1: announcing MCP/ requires the mcp= URL, so both come together.
       ...(serveMcp ? { protocols: [MCP_PROTOCOL], mcpEndpoint: `${endpoint}/mcp` } : {}),

@@ -126,7 +126,7 @@ export function registerA2aCommand(program: Command): void {
     .option('--stream', 'stream the answer (SendStreamingMessage)')
     .option('--json', 'print the reply as JSON (one JSON line per event with --stream)')
     .option('--tag <tag>', 'capability tag for an AMF coordinator (message.metadata.tag)')
-    .option('--api-key <key>', `send Authorization: Bearer KEY (default AMF_API_KEY); ${API_KEY_FLAG_HELP}`)
+    .option('--api-key <key>', `send Authorization: Bearer KEY; default AMF_API_KEY ${API_KEY_FLAG_HELP}`)
     .option('--timeout <seconds>', 'give up after this many seconds (default 120)', parseTimeout)
     .action(
       async (

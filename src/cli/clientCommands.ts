@@ -199,7 +199,11 @@ export async function forgetAgentCommand(config: AmfConfig, agentId: string): Pr
  * key is enrolled and the agent connects with it; without one it becomes live at once. `--key`
  * names the key the operator expects, so a listing that names another one by now is refused.
  */
-export async function approveAgentCommand(config: AmfConfig, agentId: string, nkey?: string): Promise<number> {
+export async function approveAgentCommand(
+  config: AmfConfig,
+  agentId: string,
+  nkey?: string,
+): Promise<number> {
   const url = endpoint(config, `/agents/${encodeURIComponent(agentId)}/approve`);
   const res = await reach('agents approve', url, {
     method: 'POST',

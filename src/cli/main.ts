@@ -55,7 +55,10 @@ function common(cmd: Command): Command {
 function client(cmd: Command): Command {
   return common(cmd)
     .option('--coordinator <url>', 'coordinator URL (default http://127.0.0.1:8765)')
-    .option('--api-key <key>', `${API_KEY_FLAG_HELP}; default AMF_API_KEY, else <data-dir>/operator.key`);
+    .option(
+      '--api-key <key>',
+      `operator key to send; default AMF_API_KEY, else <data-dir>/operator.key ${API_KEY_FLAG_HELP}`,
+    );
 }
 
 /** Builds the program (exported for tests of the argument parsing). */
@@ -78,7 +81,7 @@ export function buildProgram(): Command {
     .option('--policy <path>', 'policy directory or bundle')
     .option(
       '--api-key <key>',
-      `operator key the API requires (default AMF_API_KEY, else one generated into <data-dir>/operator.key); ${API_KEY_FLAG_HELP}`,
+      `operator key the API requires; default AMF_API_KEY, else one generated into <data-dir>/operator.key ${API_KEY_FLAG_HELP}`,
     )
     .option('--demo', 'also start the demo workers (echo, calc)')
     .action(async (opts: CommonFlags & Record<string, unknown>) => {

@@ -10,7 +10,7 @@ import { bareHost, canonicalHost, isLoopbackHost } from '../net/hostRules.js';
 
 /** `--api-key` help: the flag works, but the environment variable is the safe way to pass a secret. */
 export const API_KEY_FLAG_HELP =
-  'operator key (prefer AMF_API_KEY: a flag is readable by every local user in /proc/<pid>/cmdline)';
+  '(prefer AMF_API_KEY: a flag is readable by every local user in /proc/<pid>/cmdline)';
 
 /** Printed once to stderr when `--api-key` is used. */
 export function warnApiKeyFlag(): void {

@@ -188,6 +188,8 @@ export async function runWorkerCommand(
     name: w.name,
     tags: [...w.tags],
     handler,
+    // The handler's author sees its failures here, with the stack and the task id.
+    log: (level, message, fields) => log[level](fields ?? {}, message),
     natsUrl,
     ...access,
     host: w.host,

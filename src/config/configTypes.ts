@@ -155,7 +155,7 @@ export interface AmfConfig {
   };
   readonly watcher: { readonly integrityWarn: boolean };
   /**
-   * The event history (stream AMF_EVENTS: task events, results, warnings; docs/fabric.md). The
+   * The event history (stream AMF_EVENTS: task events, results, warnings; docs/reliability.md). The
    * coordinators' other streams derive their bounds from it.
    */
   readonly history: {

@@ -126,82 +126,118 @@ export class ArtifactIntake {
     // Only the coordinators' own users could publish a subject that names no key.
     if (!isAgentNkey(nkey)) return;
     const type = TYPE_OF[kind];
-    const agentId = this.options.registry.list().find((a) => a.record.nkey === nkey)?.record.agent_id;
-    const sender = agentId ?? `key ${nkey}`;
     const bytes = msg.data.length;
     const { limits } = this.options;
+    // Size and quota come first and need no lookup: a flood beyond them costs a map access each.
     if (bytes > limits.maxEventBytes)
-      return this.refuse('artifact_too_large', sender, nkey, type, {
-        message: `${type} of ${bytes} bytes refused: at most ${limits.maxEventBytes} bytes (artifacts.max_event_bytes); large artifacts travel by reference`,
-      });
+      return this.refuse(
+        'artifact_too_large',
+        nkey,
+        type,
+        () =>
+          `${type} of ${bytes} bytes refused: at most ${limits.maxEventBytes} bytes (artifacts.max_event_bytes); large artifacts travel by reference`,
+      );
     if (!this.quota.take(nkey, bytes))
-      return this.refuse('quota_exceeded', sender, nkey, type, {
-        message: `${sender} sent more artifacts and evidence than its quota of ${limits.agentEventsPerMinute} events and ${limits.agentBytesPerMinute} bytes a minute (artifacts.agent_events_per_minute, artifacts.agent_bytes_per_minute): the rest is refused until it slows down`,
-      });
+      return this.refuse(
+        'quota_exceeded',
+        nkey,
+        type,
+        (sender) =>
+          `${sender} sent more artifacts and evidence than its quota of ${limits.agentEventsPerMinute} events and ${limits.agentBytesPerMinute} bytes a minute (artifacts.agent_events_per_minute, artifacts.agent_bytes_per_minute): the rest is refused until it slows down`,
+      );
+    const agentId = this.agentWithKey(nkey);
     if (agentId === undefined)
-      return this.refuse('unknown_agent', sender, nkey, type, {
-        message: `${type} refused: no agent is admitted with key ${nkey}`,
-      });
+      return this.refuse(
+        'unknown_agent',
+        nkey,
+        type,
+        () => `${type} refused: no agent is admitted with key ${nkey}`,
+      );
     let parsed: unknown;
     try {
       parsed = msg.json();
     } catch {
-      return this.refuse('invalid_event', sender, nkey, type, { message: `${type} refused: not JSON` });
+      return this.refuse('invalid_event', nkey, type, () => `${type} refused: not JSON`);
     }
     const valid = validateEvent(parsed);
     if (!valid.ok)
-      return this.refuse('invalid_event', sender, nkey, type, {
-        message: `${type} refused: ${valid.errors.slice(0, 5).join('; ')}`,
-      });
+      return this.refuse(
+        'invalid_event',
+        nkey,
+        type,
+        () => `${type} refused: ${valid.errors.slice(0, 5).join('; ')}`,
+      );
     const event = valid.value;
     if (event.type !== type)
-      return this.refuse('invalid_event', sender, nkey, type, {
-        message: `a ${event.type} event on the ${kind} submission subject: only ${type} is taken there`,
-      });
+      return this.refuse(
+        'invalid_event',
+        nkey,
+        type,
+        () => `a ${event.type} event on the ${kind} submission subject: only ${type} is taken there`,
+      );
     const identity = event.data.auth_context.identity;
     const payloadAgent = (event.data.payload as { agent_id?: unknown }).agent_id;
     const claimed = typeof payloadAgent === 'string' && payloadAgent !== agentId ? payloadAgent : identity;
     if (claimed !== agentId || event.amfagentrole === 'coordinator')
-      return this.refuse('forged_event', sender, nkey, type, {
-        message: `${type} refused: sent by ${agentId} (its own NATS connection) in the name of ${claimed}${event.amfagentrole === 'coordinator' ? ' as a coordinator' : ''}; an agent publishes only as itself`,
+      return this.refuse(
+        'forged_event',
+        nkey,
+        type,
+        () =>
+          `${type} refused: sent by ${agentId} (its own NATS connection) in the name of ${claimed}${event.amfagentrole === 'coordinator' ? ' as a coordinator' : ''}; an agent publishes only as itself`,
         claimed,
-      });
+      );
     // Unsigned is fine: the connection already binds the sender. A signature must still be its own.
     const signature = checkEventSignature(event);
     if (!signature.ok && signature.reason !== 'unsigned')
-      return this.refuse('bad_signature', sender, nkey, type, {
-        message: `${type} refused: its signature does not verify (${signature.reason})`,
-      });
+      return this.refuse(
+        'bad_signature',
+        nkey,
+        type,
+        () => `${type} refused: its signature does not verify (${signature.reason})`,
+      );
     if (signature.ok && signature.signer !== nkey)
-      return this.refuse('forged_event', sender, nkey, type, {
-        message: `${type} refused: sent by ${agentId} but signed with key ${signature.signer}, not its own`,
-      });
+      return this.refuse(
+        'forged_event',
+        nkey,
+        type,
+        () => `${type} refused: sent by ${agentId} but signed with key ${signature.signer}, not its own`,
+      );
     this.published += 1;
     this.options.nc.publish(type, msg.data);
   }
 
+  /** The agent bound to `nkey` (only its own NATS user can publish on its submission subjects). */
+  private agentWithKey(nkey: string): string | undefined {
+    return this.options.registry.list().find((a) => a.record.nkey === nkey)?.record.agent_id;
+  }
+
+  /**
+   * Counts a refusal and warns it, naming the agent whose connection sent it, unless the same
+   * refusal was warned within its window; the message is built only for a warning that goes out.
+   */
   private refuse(
     reason: ArtifactRefusal,
-    sender: string,
     nkey: string,
     type: AmfEventType,
-    what: { message: string; claimed?: string },
+    message: (sender: string) => string,
+    claimed?: string,
   ): void {
     this.refusals.set(reason, (this.refusals.get(reason) ?? 0) + 1);
-    const quota = reason === 'quota_exceeded';
-    const seen = quota ? this.quotaWarned : this.warned;
-    const key = `${reason}|${nkey}|${what.claimed ?? ''}|${type}`;
+    const seen = reason === 'quota_exceeded' ? this.quotaWarned : this.warned;
+    const key = `${reason}|${nkey}|${claimed ?? ''}|${type}`;
     if (seen.get(key) !== undefined) return;
     seen.set(key, true);
+    const sender = this.agentWithKey(nkey) ?? `key ${nkey}`;
     this.options.notices.warn({
       reason,
-      message: what.message,
+      message: message(sender),
       agent_id: sender.slice(0, 256),
       details: {
         intake: 'artifact intake',
         event_type: type,
         nats_user: nkey,
-        ...(what.claimed !== undefined ? { claimed_agent: what.claimed.slice(0, 256) } : {}),
+        ...(claimed !== undefined ? { claimed_agent: claimed.slice(0, 256) } : {}),
       },
     });
   }

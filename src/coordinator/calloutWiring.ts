@@ -160,7 +160,6 @@ export function wireAuthCallout(opts: {
   };
 }
 
-
 /** Logs in as the system user and kicks revoked agents until the coordinator's connection closes. */
 async function kickRevokedAgents(
   opts: { nc: NatsConnection; natsUrl: string; log: LogFn },

@@ -102,7 +102,10 @@ export class EventFreshness {
         `sent ${seconds(now - sent)} ago, beyond the ${seconds(this.maxAgeMs)} an event is taken for (a replay, or held back by an outage)`,
       );
     if (sent - now > this.maxSkewMs)
-      return refuse('stale_event', `dated ${seconds(sent - now)} in the future (clocks more than ${seconds(this.maxSkewMs)} apart?)`);
+      return refuse(
+        'stale_event',
+        `dated ${seconds(sent - now)} in the future (clocks more than ${seconds(this.maxSkewMs)} apart?)`,
+      );
     const e = event as unknown as Record<string, unknown>;
     const epochText = e[EPOCH_ATTRIBUTE];
     const seq = e[SEQUENCE_ATTRIBUTE];

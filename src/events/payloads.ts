@@ -83,7 +83,8 @@ export interface FinalPayload {
     /** `message`: A2A shows the answer as a Message rather than a Task (the handler's `respondWith`). */
     respond_with?: 'message';
   };
-  error?: { code: string; message: string };
+  /** `detail`: the handler's own message of a failure, for the operator's views only (not clients). */
+  error?: { code: string; message: string; detail?: string };
   usage?: Usage;
   /** The offer nonce the worker took the task with (a mesh task's result may stand in for its claim). */
   offer?: string;

@@ -66,10 +66,10 @@ export const PUBLIC_STREAM_SUBJECTS = [
   'amf.agent.*.input',
 ];
 /**
- * Artifacts and evidence, kept apart from the event history (docs/fabric.md, "Streams"): they are the
- * bulk of what agents may send, so however many of them arrive, they push out only older artifacts
- * and evidence, never a result or a warning of AMF_EVENTS. Agents' own ones arrive here through the
- * coordinators, within each agent's quota (coordinator/artifactIntake.ts).
+ * Artifacts and evidence, kept apart from the event history (docs/reliability.md, "Streams and what
+ * fills them"): they are the bulk of what agents may send, so however many of them arrive, they push
+ * out only older artifacts and evidence, never a result or a warning of AMF_EVENTS. Agents' own ones
+ * arrive here through the coordinators, within each agent's quota (coordinator/artifactIntake.ts).
  */
 export const ARTIFACTS_STREAM = 'AMF_ARTIFACTS';
 export const ARTIFACTS_STREAM_SUBJECTS = ['amf.artifact.>', 'amf.evidence.>'];

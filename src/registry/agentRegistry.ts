@@ -6,12 +6,7 @@
  */
 import type { AgentRecord } from '../events/agentRecord.js';
 import { AmfError } from '../errors.js';
-import {
-  enrollmentExpired,
-  enrollmentOf,
-  type Enrollment,
-  type EnrollmentRequest,
-} from './enrollments.js';
+import { enrollmentExpired, enrollmentOf, type Enrollment, type EnrollmentRequest } from './enrollments.js';
 
 /**
  * `unverified`: admitted by policy, but what it advertised could not be checked against its card
@@ -303,7 +298,10 @@ export class AgentRegistry {
     const agent = this.agents.get(agentId);
     if (!agent) throw new AmfError('NOT_FOUND', `no agent ${agentId} is known to this coordinator`);
     if (agent.status !== 'pending')
-      throw new AmfError('INVALID_REQUEST', `agent ${agentId} is ${agent.status}: only a pending agent is approved`);
+      throw new AmfError(
+        'INVALID_REQUEST',
+        `agent ${agentId} is ${agent.status}: only a pending agent is approved`,
+      );
     const nkey = agent.record.nkey;
     if (expectedNkey !== undefined && expectedNkey !== (nkey ?? ''))
       throw new AmfError(
@@ -312,7 +310,10 @@ export class AgentRegistry {
       );
     const now = this.now();
     if (nkey === undefined) {
-      agent.approval = { source: agent.heardFrom?.source ?? 'unknown', approved_at: new Date(now).toISOString() };
+      agent.approval = {
+        source: agent.heardFrom?.source ?? 'unknown',
+        approved_at: new Date(now).toISOString(),
+      };
       delete agent.heardFrom;
       agent.lastSeen = now;
       agent.status = agent.unverified ? 'unverified' : 'live';

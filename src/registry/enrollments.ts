@@ -43,10 +43,12 @@ export interface EnrollmentRequest {
 
 /** Checks a request and builds the enrollment; throws a TypeError saying what is wrong. */
 export function enrollmentOf(request: EnrollmentRequest, now: number): Enrollment {
-  if (!isNkeyUser(request.nkey)) throw new TypeError(`"${String(request.nkey).slice(0, 60)}" is not an nkey user public key`);
+  if (!isNkeyUser(request.nkey))
+    throw new TypeError(`"${String(request.nkey).slice(0, 60)}" is not an nkey user public key`);
   const tags = [...new Set(request.tags)];
   const bad = tags.find((t) => !CAPABILITY_TAG_PATTERN.test(t));
-  if (bad !== undefined) throw new TypeError(`capability tag "${String(bad).slice(0, 40)}" does not match [a-z0-9-]+`);
+  if (bad !== undefined)
+    throw new TypeError(`capability tag "${String(bad).slice(0, 40)}" does not match [a-z0-9-]+`);
   const enrollment: Enrollment = {
     nkey: request.nkey,
     tags,

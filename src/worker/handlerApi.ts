@@ -140,11 +140,42 @@ export class TaskRejectedError extends HandlerError {
 /** The failure code of a rejected task. */
 export const REJECTED_CODE = 'rejected';
 
-/** Normalises what a handler returned. */
-export function toHandlerResult(value: string | HandlerResult | void, streamed: string): HandlerResult {
+/** What a value is, for a message about a wrong return: a type, never the value (it may be secret). */
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+/**
+ * Normalises what a handler returned; a value that is no answer (a number, an object without a
+ * string `text`, ...) is a HandlerError `invalid_result` that says what was expected, for the client
+ * and the worker's log alike.
+ */
+export function toHandlerResult(value: unknown, streamed: string): HandlerResult {
   if (value === undefined) return { text: streamed };
   if (typeof value === 'string') return { text: value };
-  return value;
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new HandlerError(
+      'invalid_result',
+      `the handler returned ${kindOf(value)}: return a string, or { text: string, data?: object }`,
+    );
+  const result = value as Record<string, unknown>;
+  if (typeof result.text !== 'string')
+    throw new HandlerError(
+      'invalid_result',
+      `the handler returned an object whose "text" is ${result.text === undefined ? 'missing' : kindOf(result.text)}: ` +
+        'return { text: string, data?: object }',
+    );
+  if (
+    result.data !== undefined &&
+    (typeof result.data !== 'object' || result.data === null || Array.isArray(result.data))
+  )
+    throw new HandlerError(
+      'invalid_result',
+      `the handler's "data" is ${kindOf(result.data)}: it must be an object`,
+    );
+  return value as HandlerResult;
 }
 
 /** True when a handler returned an async iterable (streaming handler). */

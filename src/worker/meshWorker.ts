@@ -277,16 +277,21 @@ export class MeshWorker {
       requestInput: (prompt) => this.requestInput(task, signal, options, String(prompt).slice(0, 4000)),
       ...(this.options.tools ? { tools: this.options.tools(signal) } : {}),
     };
-    return invokeHandler(this.options.handler, ctx, (delta) => {
-      this.emit(
-        'amf.result.partial',
-        task.taskId,
-        task.traceId,
-        { task_id: task.taskId, agent_id: this.agentId, seq: seq++, delta },
-        reply,
-      );
-      options.onChunk?.(delta);
-    });
+    return invokeHandler(
+      this.options.handler,
+      ctx,
+      (delta) => {
+        this.emit(
+          'amf.result.partial',
+          task.taskId,
+          task.traceId,
+          { task_id: task.taskId, agent_id: this.agentId, seq: seq++, delta },
+          reply,
+        );
+        options.onChunk?.(delta);
+      },
+      this.options.log,
+    );
   }
 
   /**

@@ -68,7 +68,12 @@ export function finalPayload(
         task_id: taskId,
         agent_id: agentId,
         status: 'failed',
-        error: { code: outcome.code, message: outcome.message },
+        error: {
+          code: outcome.code,
+          message: outcome.message,
+          // The thrown message: the operator's views show it, clients get `message` (invokeHandler.ts).
+          ...(outcome.detail !== undefined ? { detail: outcome.detail.slice(0, 4000) } : {}),
+        },
       };
   if (offer !== undefined) payload.offer = offer;
   return payload;

@@ -123,6 +123,15 @@ describe(
       expect(health.status).toBe(200);
     });
 
+    it('prints the console URL carrying the generated operator key once, in the fragment', async () => {
+      const key = await readOperatorKey(join(home, 'data'));
+      expect(key).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      const lines = upStdout.split('\n');
+      expect(lines).toContain(`  console       ${coordinatorUrl}/#token=${key}`);
+      expect(lines.filter((l) => l.includes(key!))).toHaveLength(1);
+      expect(upStdout).toContain(`operator key  ${join(home, 'data', 'operator.key')}`);
+    });
+
     it('amf send --tag reaches the bridged external agent through the mesh', async () => {
       await waitFor(async () => {
         // `amf up` generated the operator key into its data dir, where the owner's CLI reads it.

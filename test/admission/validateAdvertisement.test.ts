@@ -132,15 +132,17 @@ describe('deterministic advertisement validation', () => {
   });
 
   it('accepts a card on the endpoint host in any spelling of that host, and says why one is refused', () => {
+    // The NATS door's rule (a proven sender): any path on the endpoint's host. mDNS is stricter (below).
+    const nats = { door: 'nats' as const, source: 'nats:spiffe://local/worker/echo' };
     for (const card of [
       'http://127.0.0.1:9999/card.json',
       'https://127.0.0.1/.well-known/agent-card.json',
       'http://127.0.0.1./c',
     ])
-      expect(validateAdvertisement(raw({ ...good, card })).ok, card).toBe(true);
+      expect(validateAdvertisement(raw({ ...good, card }, nats)).ok, card).toBe(true);
     expect(
       validateAdvertisement(
-        raw({ ...good, ep: 'http://[::1]:8766', card: 'http://[0:0:0:0:0:0:0:1]:8766/c' }),
+        raw({ ...good, ep: 'http://[::1]:8766', card: 'http://[0:0:0:0:0:0:0:1]:8766/c' }, nats),
       ).ok,
     ).toBe(true);
     // Exact host, as the card fetch compares it: localhost is not the advertised 127.0.0.1.
@@ -149,6 +151,76 @@ describe('deterministic advertisement validation', () => {
     if (!other.ok) expect(other.message).toMatch(/localhost is not the host of ep= \(127\.0\.0\.1\)/);
     const meta = validateAdvertisement(raw({ ...good, card: 'http://169.254.169.254/' }));
     if (!meta.ok) expect(meta.message).toMatch(/cloud metadata or link-local/);
+  });
+
+  it('holds an mDNS advertisement to the address its packet came from, at fixed paths', () => {
+    const lan = { source: '10.77.0.4' };
+    const own = {
+      ...good,
+      ep: 'http://10.77.0.4:8766',
+      card: 'http://10.77.0.4:8766/.well-known/agent-card.json',
+      proto: 'A2A/1.0,MCP/2025-11-25',
+      mcp: 'http://10.77.0.4:8766/mcp',
+    };
+    expect(validateAdvertisement(raw(own, lan)).ok).toBe(true);
+    // Another port of the same address is still the sender's own.
+    expect(validateAdvertisement(raw({ ...own, mcp: 'http://10.77.0.4:9000/mcp' }, lan)).ok).toBe(true);
+    const refused: Array<[string, Record<string, string>, { source: string }, string]> = [
+      [
+        'ep on another host',
+        {
+          ...own,
+          ep: 'http://10.77.0.9:8766',
+          card: 'http://10.77.0.9:8766/.well-known/agent-card.json',
+          mcp: 'http://10.77.0.9:8766/mcp',
+        },
+        lan,
+        'endpoint_refused',
+      ],
+      [
+        "ep on the coordinator's loopback",
+        {
+          ...own,
+          ep: 'http://127.0.0.1:8765',
+          card: 'http://127.0.0.1:8765/.well-known/agent-card.json',
+          mcp: 'http://127.0.0.1:8765/mcp',
+        },
+        lan,
+        'endpoint_refused',
+      ],
+      [
+        'card on another path',
+        { ...own, card: 'http://10.77.0.4:8766/admin/reset' },
+        lan,
+        'card_url_refused',
+      ],
+      [
+        'card with a query',
+        { ...own, card: 'http://10.77.0.4:8766/.well-known/agent-card.json?x=1' },
+        lan,
+        'card_url_refused',
+      ],
+      ['mcp on another host', { ...own, mcp: 'http://10.77.0.1:8765/mcp' }, lan, 'mcp_url_refused'],
+      [
+        'mcp on another path',
+        { ...own, mcp: 'http://10.77.0.4:8766/v1/chat/completions' },
+        lan,
+        'mcp_url_refused',
+      ],
+      [
+        'mcp on loopback from a LAN sender',
+        { ...own, mcp: 'http://127.0.0.1:8766/mcp' },
+        lan,
+        'mcp_url_refused',
+      ],
+    ];
+    for (const [label, txt, extra, reason] of refused) {
+      const result = validateAdvertisement(raw(txt, extra));
+      expect(result, label).toMatchObject({ ok: false, reason });
+      if (!result.ok) expect(result.message, label).toMatch(/10\.77\.0\.4|path/);
+    }
+    // From loopback, loopback targets are the sender's own.
+    expect(validateAdvertisement(raw(good)).ok).toBe(true);
   });
 
   it('never throws on hostile input', () => {

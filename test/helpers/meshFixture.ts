@@ -15,6 +15,7 @@ import type { NatsRole } from '../../src/fabric/credentials.js';
 import { startCoordinatorHttp, type CoordinatorHttp } from '../../src/apps/coordinatorApp.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
 import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
+import type { LogFn } from '../../src/log.js';
 
 export interface ObservedEvent {
   subject: string;
@@ -39,7 +40,7 @@ export interface TestMesh {
     name: string,
     tags: string[],
     handler: WorkerHandler,
-    extra?: { concurrency?: number; heartbeatSeconds?: number },
+    extra?: { concurrency?: number; heartbeatSeconds?: number; log?: LogFn },
   ): Promise<RunningWorker>;
   connect(role: NatsRole, name?: string): Promise<NatsConnection>;
   /** Resolves with the first observed event matching `predicate` (past or future), or rejects at the deadline. */
@@ -158,6 +159,7 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
         port: 0,
         heartbeatSeconds: extra.heartbeatSeconds ?? 1,
         ...(extra.concurrency !== undefined ? { concurrency: extra.concurrency } : {}),
+        ...(extra.log ? { log: extra.log } : {}),
       });
       workers.push(w);
       await mesh.waitFor(

@@ -114,7 +114,7 @@ describe('EdgeAuth', () => {
     expect(d.ok).toBe(false);
     if (d.ok) return;
     expect(d.error.code).toBe('UNAUTHORIZED');
-    expect(d.error.message).toMatch(/GET \/tasks needs the operator key even from this machine/);
+    expect(d.error.message).toMatch(/GET \/tasks needs the operator key even from loopback/);
     expect(d.error.message).toContain('<data-dir>/operator.key');
     expect(d.error.message).toContain('AMF_API_KEY');
     expect(d.wwwAuthenticate).toBe('Bearer realm="amf"');

@@ -80,7 +80,7 @@ describe('amf CLI against a running mesh', () => {
   it('amf up --help prefers AMF_API_KEY to --api-key', async () => {
     const help = await amf(['up', '--help']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/--api-key <key>[\s\S]*prefer AMF_API_KEY/);
+    expect(help.stdout).toMatch(/--api-key <key>[\s\S]*prefer\s+AMF_API_KEY/);
   });
 
   it('amf -V prints the version too, and amf --help lists every command', async () => {
