@@ -96,3 +96,23 @@ ensure_python_venv() {
   fi
   echo "$PWD/$venv/bin/python"
 }
+
+# A second venv (.cache/python-venv-a2a03) with a client of the A2A 0.3 line: the 0.3 and 1.x
+# lines of a2a-sdk are one package name, so they cannot share a venv. test/a2a/a2a03Client.test.ts
+# drives it against the coordinator. Prints the interpreter's path.
+ensure_python_a2a03_venv() {
+  local venv=.cache/python-venv-a2a03
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "==> creating the A2A 0.3 client venv ($venv)" >&2
+    python3 -m venv "$venv" >&2 || {
+      ensure_debian_package 'false' python3-venv >&2 && python3 -m venv "$venv" >&2
+    }
+  fi
+  local want="a2a-sdk==0.3.26"
+  if [ "$(cat "$venv/.amf-packages" 2>/dev/null)" != "$want" ]; then
+    echo "==> installing the A2A 0.3 client into $venv: $want" >&2
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$want" >&2
+    echo "$want" >"$venv/.amf-packages"
+  fi
+  echo "$PWD/$venv/bin/python"
+}

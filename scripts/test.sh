@@ -28,6 +28,8 @@ ensure_debian_package 'test -x /usr/bin/chromium' chromium
 # The Python OpenAI and A2A clients are interop peers of our APIs; they live in the project's own venv
 # (.cache/python-venv), never in the system's Python.
 AMF_TEST_PYTHON="$(ensure_python_venv)"; export AMF_TEST_PYTHON
+# A client of the A2A 0.3 line (a2a-sdk 0.3.x) in a venv of its own: 0.3 clients stay first-class.
+AMF_TEST_PYTHON_A2A03="$(ensure_python_a2a03_venv)"; export AMF_TEST_PYTHON_A2A03
 
 # Real OPA for the policy tests (opa eval, opa run --server, --policy DIR) and npm run build:policy.
 export PATH="$PATH:${GOPATH:-$HOME/go}/bin"

@@ -12,6 +12,7 @@ import { parseHistoryQuery, readHistory } from '../http/eventHistory.js';
 import { decodePathSegment, readBody, sendJson, type Router } from '../http/httpKit.js';
 import type { McpFederation } from '../protocols/mcp/federation.js';
 import type { RegisteredAgent } from '../registry/agentRegistry.js';
+import { agentIdForName, type AgentNameSource } from '../registry/agentNames.js';
 import type { Enrollment } from '../registry/enrollments.js';
 import { ADMISSIONS_MAX_LIMIT, recentAdmissions } from './admissionLog.js';
 import { taskSnapshot } from '../coordinator/sharedState.js';
@@ -30,11 +31,12 @@ function boundedInt(raw: string | null, fallback: number, max: number, name: str
   return n;
 }
 
-function agentIdFrom(url: URL, suffix = ''): string {
+/** The agent a `/agents/<id>` path names: a full id, or a short name that one agent has (agentNames.ts). */
+function agentIdFrom(url: URL, registry: AgentNameSource, suffix = ''): string {
   const id = decodePathSegment(url.pathname.slice(AGENT_PREFIX.length, url.pathname.length - suffix.length));
   if (id.length === 0 || id.length > MAX_AGENT_ID_CHARS)
     throw new AmfError('INVALID_REQUEST', `agent id must be 1 to ${MAX_AGENT_ID_CHARS} characters`);
-  return id;
+  return agentIdForName(registry, id);
 }
 
 /** One agent as the console shows it: the advertisement, its state, its card and its tools. */
@@ -96,7 +98,7 @@ export function registerConsoleRoutes(
     sendJson(res, 200, { tools });
   });
   router.onPrefix('GET', AGENT_PREFIX, (_req, res, url) => {
-    const id = agentIdFrom(url);
+    const id = agentIdFrom(url, coordinator.registry);
     const agent = coordinator.registry.get(id);
     if (!agent) throw new AmfError('NOT_FOUND', `no agent ${id} is known to this coordinator`);
     const nkey = agent.record.nkey;
@@ -116,7 +118,7 @@ export function registerConsoleRoutes(
         'NOT_FOUND',
         `no route POST ${url.pathname.slice(0, 200)} (expected /agents/<id>/approve)`,
       );
-    const id = agentIdFrom(url, APPROVE_SUFFIX);
+    const id = agentIdFrom(url, coordinator.registry, APPROVE_SUFFIX);
     const body = await readBody(req, MAX_APPROVE_BODY_BYTES);
     let expected: string | undefined;
     if (body.length > 0) {
@@ -143,7 +145,7 @@ export function registerConsoleRoutes(
   // out an impostor): a live one loses its NATS user and is disconnected. An agent that holds the
   // data dir's join credential can come back at its next heartbeat, bound to whatever key it shows.
   router.onPrefix('DELETE', AGENT_PREFIX, async (_req, res, url) => {
-    const id = agentIdFrom(url);
+    const id = agentIdFrom(url, coordinator.registry);
     const agent = coordinator.registry.get(id);
     // An id no longer listed may still be bound to its key (removed after a denied re-advertisement).
     if (!agent && coordinator.registry.boundKey(id) === undefined)

@@ -18,11 +18,15 @@ export interface PlainAnswer {
   text: string;
 }
 
-/** GETs `url`; rejects on a network error, a timeout or an answer above 16 MiB. */
-export function plainGet(url: URL, headers: Record<string, string>): Promise<PlainAnswer> {
+/** GETs `url`; rejects on a network error, a timeout (default 30 s) or an answer above 16 MiB. */
+export function plainGet(
+  url: URL,
+  headers: Record<string, string>,
+  timeoutMs = TIMEOUT_MS,
+): Promise<PlainAnswer> {
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const req = client.get(url, { headers, agent: false, timeout: TIMEOUT_MS }, (res) => {
+    const req = client.get(url, { headers, agent: false, timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
@@ -40,7 +44,7 @@ export function plainGet(url: URL, headers: Record<string, string>): Promise<Pla
       res.on('error', reject);
     });
     req.on('timeout', () =>
-      req.destroy(new Error(`no answer from ${url.origin} within ${TIMEOUT_MS / 1000} s`)),
+      req.destroy(new Error(`no answer from ${url.origin} within ${timeoutMs / 1000} s`)),
     );
     req.on('error', reject);
   });

@@ -11,6 +11,12 @@ import { parsePort, splitTags } from './cliArgs.js';
 import { resolveModelSettings } from '../llm/modelSettings.js';
 import type { runAgent, RunAgentMeshOptions } from '../apps/afmAgentApp.js';
 import { startMemoryTrimmer } from '../util/memoryTrimmer.js';
+import {
+  DEFAULT_AGENT_PORT,
+  chooseAgentPort,
+  explainListenFailure,
+  type AgentPortChoice,
+} from './agentPort.js';
 
 export interface RunFlags {
   config?: string;
@@ -82,6 +88,18 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
     flags: overrides as ConfigOverrides,
   });
   const definition = await loadAfmFile(file, { dataDir: config.dataDir });
+  const host = flags.host ?? config.worker.host;
+  const listens =
+    flags.mesh !== false || definition.interfaces.some((i) => i.type === 'webchat' || i.type === 'webhook');
+  // Before anything starts: a port the user chose and another program holds fails at once.
+  const listenOn: AgentPortChoice = listens
+    ? await chooseAgentPort({
+        host,
+        port: flags.port ?? config.worker.port,
+        chosen: flags.port !== undefined || config.worker.port !== DEFAULT_AGENT_PORT,
+      })
+    : { port: flags.port ?? config.worker.port };
+  if (listenOn.note) process.stderr.write(`amf run: ${listenOn.note}\n`);
   const hasConsole = definition.interfaces.some((i) => i.type === 'consolechat');
   const useConsole = flags.console === true || (hasConsole && process.stdin.isTTY === true);
   // Info lines would interleave with a terminal chat: the console keeps warnings and errors only.
@@ -131,8 +149,8 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
       definition,
       responder: runtimeResponder(runtime),
       mcpServers: connectedHubs(runtime.tools),
-      host: flags.host ?? config.worker.host,
-      port: flags.port ?? config.worker.port,
+      host,
+      port: listenOn.port,
       ...(flags.tags && flags.tags.length > 0 ? { tags: flags.tags } : {}),
       ...(mesh ? { mesh } : {}),
       console: useConsole,
@@ -142,6 +160,8 @@ export async function runAgentCommand(file: string, flags: RunFlags): Promise<vo
         if (ready.url || ready.worker || useConsole)
           (useConsole ? process.stderr : process.stdout).write(describeRunning(ready));
       },
+    }).catch(async (err: unknown) => {
+      throw await explainListenFailure(err, host, listenOn.port);
     });
     if (!agent.url && !agent.worker && !agent.consoleDone) {
       await agent.close();

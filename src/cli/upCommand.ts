@@ -70,6 +70,10 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
     });
   } catch (err) {
     removeHandlers();
+    trimmer.stop();
+    log.flush();
+    // A failed start exits: whatever a half-started component left open must not keep it alive.
+    setTimeout(() => process.exit(), 2_000).unref();
     throw await explainPortInUse(err, config);
   }
   const { coordinator, http } = running;

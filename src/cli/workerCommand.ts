@@ -22,6 +22,7 @@ import { mcpSessionLimits } from '../protocols/mcp/mcpEndpoint.js';
 import { loadHandler } from './handlerLoader.js';
 import { findCoordinatorByMdns } from '../discovery/findCoordinator.js';
 import { AMF_CARD_EXTENSION_URI, amfCardBlock } from '../util/amfCardBlock.js';
+import { DEFAULT_AGENT_PORT, chooseAgentPort, explainListenFailure } from './agentPort.js';
 
 /** Reads `nats_url` from the AMF extension of the coordinator's agent card (5 s timeout). */
 export async function natsUrlFromCoordinator(coordinatorUrl: string): Promise<string> {
@@ -157,6 +158,8 @@ export async function runWorkerCommand(
     tlsKey?: string | undefined;
     /** `--invite TOKEN`: join another machine's mesh (worker/inviteJoin.ts). */
     invite?: string | undefined;
+    /** `--port` was given: that port exactly, never another (agentPort.ts). */
+    portChosen?: boolean;
   },
 ): Promise<void> {
   const log = createLogger(config.logLevel, 'amf-worker');
@@ -165,6 +168,13 @@ export async function runWorkerCommand(
   const { worker: w } = config;
   if (!w.name) throw new AmfError('INVALID_REQUEST', '--name is required');
   const tls = await readTls(options.tlsCert, options.tlsKey);
+  // Before anything starts: a port the user chose and another program holds fails at once.
+  const listenOn = await chooseAgentPort({
+    host: w.host,
+    port: w.port,
+    chosen: options.portChosen === true || w.port !== DEFAULT_AGENT_PORT,
+  });
+  if (listenOn.note) process.stderr.write(`amf worker: ${listenOn.note}\n`);
   const handler = await loadHandler(w.handler);
   const invited = await invitedAccess(config, w.name, [...w.tags], {
     invite: options.invite,
@@ -193,7 +203,7 @@ export async function runWorkerCommand(
     natsUrl,
     ...access,
     host: w.host,
-    port: w.port,
+    port: listenOn.port,
     trustDomain: w.trust,
     heartbeatSeconds: config.heartbeat.intervalSeconds,
     concurrency: w.concurrency,
@@ -211,6 +221,8 @@ export async function runWorkerCommand(
     ...(config.mdns.enabled
       ? { mdns: config.mdns.interface ? { interfaceAddress: config.mdns.interface } : {} }
       : {}),
+  }).catch(async (err: unknown) => {
+    throw await explainListenFailure(err, w.host, listenOn.port);
   });
   process.stdout.write(
     `AMF worker ${running.worker.agentId} serving ${w.tags.join(', ')} at ${running.url}\n`,

@@ -20,6 +20,7 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
     serverBinary: 'nats-server',
     maxPayloadBytes: 1048576,
     replicas: 1,
+    storeMaxBytes: null,
     authCallout: null,
     authCalloutTtlSeconds: 300,
     serverLogs: [],
@@ -68,7 +69,7 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
     bareNames: false,
     reexportServers: false,
   },
-  a2a: { agents: [], taskStoreSize: 1000 },
+  a2a: { agents: [], taskStoreSize: 1000, inputTtlSeconds: 86400, defaultAgent: null },
   watcher: { integrityWarn: true },
   history: { maxAgeSeconds: 86400, maxBytes: 536870912, maxMessages: 1000000 },
   artifacts: {

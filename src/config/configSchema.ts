@@ -185,6 +185,8 @@ export const CONFIG_SCHEMA: SchemaNode = {
         max_payload_bytes: intRange(1024, 67108864, 'a whole number of bytes'),
         // JetStream caps replicas at 5; more than the cluster's node count fails at stream creation.
         replicas: intRange(1, 5, 'a number of replicas'),
+        // null = sized from the data dir's free space (jetstream.ts, storeBudget).
+        store_max_bytes: nullable(intRange(16 * 1024 * 1024, 1024 ** 4, 'a whole number of bytes, at least 16 MiB')),
         // null = on when an external NATS is used and the data dir holds callout.nkey.
         auth_callout: nullable(boolean()),
         auth_callout_ttl_seconds: intRange(5, 86400, 'a number of seconds'),
@@ -340,6 +342,9 @@ export const CONFIG_SCHEMA: SchemaNode = {
           'x-expected': 'a list of A2A agent entries',
         },
         task_store_size: intRange(1, 1_000_000),
+        // Within one setTimeout (2^31 ms): 14 days.
+        input_ttl_seconds: intRange(1, 1_209_600, 'a whole number of seconds'),
+        default_agent: nullable(nonEmptyString('a capability tag or an agent name')),
       },
       'A2A settings',
     ),

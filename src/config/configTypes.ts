@@ -63,6 +63,11 @@ export interface AmfConfig {
      */
     readonly replicas: number;
     /**
+     * What the streams and buckets may reserve in all; null = at most half the data dir's free
+     * space, and never more than their default sizes (jetstream.ts).
+     */
+    readonly storeMaxBytes: number | null;
+    /**
      * Answer NATS auth callout with per-agent users on an external NATS (docs/security.md): true =
      * on (the issuer key is created if missing), false = off, null = on when `callout.nkey` exists.
      */
@@ -152,6 +157,16 @@ export interface AmfConfig {
     readonly agents: readonly A2aAgentConfig[];
     /** A2A tasks kept by the coordinator's task store (oldest terminal ones are evicted first). */
     readonly taskStoreSize: number;
+    /**
+     * How long a task through the coordinator waits in input-required for the requester's next
+     * message (a person may take hours); the mesh's own result timeout counts only while it works.
+     */
+    readonly inputTtlSeconds: number;
+    /**
+     * Where a message with no tag, intent or matching skill goes: a capability tag, or an agent
+     * (its name or id; its first live tag). null = such a message is refused with the skills listed.
+     */
+    readonly defaultAgent: string | null;
   };
   readonly watcher: { readonly integrityWarn: boolean };
   /**

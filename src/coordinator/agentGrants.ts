@@ -113,9 +113,14 @@ export function permissionViolationReporter(
     if (recent.get(key) !== undefined) return;
     recent.set(key, true);
     // An nkey user is named by its key; a user the auth callout issued, by its agent id.
+    // A pending listing names a key nobody proved: it names no offender.
     const agent = registry
       .list()
-      .find((a) => a.record.nkey === violation.user || a.record.agent_id === violation.user)?.record.agent_id;
+      .find(
+        (a) =>
+          a.status !== 'pending' &&
+          (a.record.nkey === violation.user || a.record.agent_id === violation.user),
+      )?.record.agent_id;
     const who = agent ?? (violation.user.startsWith('U') ? `key ${violation.user}` : violation.user);
     notices.warn({
       reason: 'permission_violation',

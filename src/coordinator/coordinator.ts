@@ -64,6 +64,8 @@ import type { LogFn } from '../log.js';
 import type { AgentKey } from '../identity/agentKey.js';
 import { loadOrCreateCoordinatorKey } from '../identity/coordinatorKey.js';
 import { advertisedUrl } from '../net/advertisedHost.js';
+import { formatBytes, storeBudget, type StoreBudget } from '../fabric/storeBudget.js';
+import { AmfError } from '../errors.js';
 
 export { SWEEPER_LEASE_KEY };
 export type { CoordinatorOptions, FabricHealth };
@@ -242,6 +244,7 @@ export class Coordinator {
     let instanceLock: InstanceLock | undefined;
     let natsUrl = config.nats.url;
     const opened: NatsConnection[] = [];
+    let startedWatcher: DmzWatcher | undefined;
     // Supervisor events can arrive before the coordinator exists; they go to it once it does.
     let onServerEvent: (event: NatsSupervisorEvent) => void = (event) => {
       if (event.kind === 'gave-up') log('error', event.error.message);
@@ -282,13 +285,35 @@ export class Coordinator {
       const watcherNc = await connectAs(natsUrl, credentials.watcher, 'amf-watcher', RECONNECT_FOREVER);
       opened.push(watcherNc);
       const watcher = new DmzWatcher({ llmEnv: pickLlmEnv(env) });
+      startedWatcher = watcher;
+      const artifactLimits = { ...config.artifacts, maxMessageBytes: config.artifacts.maxEventBytes };
+      // A spawned server's store is on this machine's disk: size what it reserves from its free space.
+      const budget =
+        natsServer || config.nats.storeMaxBytes !== null
+          ? await storeBudget(config.dataDir, config.nats.storeMaxBytes, config.history, artifactLimits)
+          : undefined;
+      if (budget)
+        log(
+          budget.scale < 1 ? 'warn' : 'info',
+          `JetStream store: reserving ${formatBytes(budget.reserved)}`,
+          {
+            ...(budget.free !== undefined ? { free: formatBytes(budget.free) } : {}),
+            source: budget.source,
+            ...(budget.scale < 1
+              ? { note: 'below the default sizes: streams keep less history (nats.store_max_bytes sets it)' }
+              : {}),
+          },
+        );
       const stores = await ensureFabricStores(
         nc,
         config.history,
         Math.max(3600, config.tasks.ttlSeconds * 10),
         config.nats.replicas,
-        { ...config.artifacts, maxMessageBytes: config.artifacts.maxEventBytes },
-      );
+        artifactLimits,
+        budget?.scale ?? 1,
+      ).catch((err: unknown) => {
+        throw explainStoreFailure(err, config.dataDir, budget);
+      });
       const coordinator = new Coordinator(
         config,
         nc,
@@ -314,6 +339,8 @@ export class Coordinator {
       await coordinator.startServices();
       return coordinator;
     } catch (err) {
+      // Everything started so far is stopped: a start that failed must let the process exit.
+      await startedWatcher?.close().catch(() => undefined);
       await Promise.allSettled(opened.map((c) => c.close()));
       await natsServer?.close();
       await instanceLock?.release();
@@ -465,3 +492,17 @@ export class Coordinator {
 }
 
 const DRAIN_TIMEOUT_MS = 2_000;
+
+/** nats-server's bare "insufficient storage resources" as a sentence that says what to do. */
+function explainStoreFailure(err: unknown, dataDir: string, budget: StoreBudget | undefined): unknown {
+  const message = err instanceof Error ? err.message : String(err);
+  if (!/insufficient storage|storage resources/i.test(message)) return err;
+  const free = budget?.free !== undefined ? ` (${formatBytes(budget.free)} free)` : '';
+  return new AmfError(
+    'UNAVAILABLE',
+    `the JetStream store in ${dataDir}${free} cannot hold the mesh's streams: free some space, use a data dir ` +
+      `on a larger disk (--data-dir), or set nats.store_max_bytes (at least 16 MiB); nats-server said: ${message}`,
+    undefined,
+    { cause: err },
+  );
+}

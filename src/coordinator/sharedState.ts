@@ -95,6 +95,9 @@ export class SharedState {
     }
     registry.onChange((change) => {
       if (this.closed) return;
+      // A pending listing is one coordinator's hearsay (each browses mDNS itself): a stranger's
+      // flood of advertisements must not fill the shared bucket.
+      if (change.kind === 'pending') return;
       if (!mirrors(change)) return;
       const a = change.agent;
       this.agents.put(kvKey(a.record.agent_id), jsonBytes(a)).catch((err: unknown) => {

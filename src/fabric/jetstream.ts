@@ -75,6 +75,27 @@ export const ARTIFACTS_STREAM = 'AMF_ARTIFACTS';
 export const ARTIFACTS_STREAM_SUBJECTS = ['amf.artifact.>', 'amf.evidence.>'];
 export const INTERNAL_STREAM_SUBJECTS = ['amf.internal.raw', 'amf.internal.classified'];
 
+/** The least a stream or bucket is given however small the disk (storeBudget.ts). */
+export const MIN_STORE_BYTES = 1024 * 1024;
+
+/**
+ * What the streams and buckets reserve in all with these limits and no scaling: JetStream counts a
+ * stream's `max_bytes` against the server's store when the stream is made, used or not.
+ */
+export function fullReservation(
+  retention: RetentionLimits = DEFAULT_EVENT_RETENTION,
+  artifacts: RetentionLimits = DEFAULT_ARTIFACT_RETENTION,
+): number {
+  const MiB = 1024 * 1024;
+  const streams =
+    retention.maxBytes * 2 + // events, internal
+    artifacts.maxBytes +
+    Math.min(retention.maxBytes, 256 * MiB) * 2 + // audit, results
+    Math.min(retention.maxBytes, 512 * MiB); // work
+  const buckets = (64 + 256 + 16 + 1 + 1 + 16) * MiB;
+  return streams + buckets;
+}
+
 export interface RetentionLimits {
   maxAgeSeconds: number;
   maxMessages: number;
@@ -169,8 +190,14 @@ export async function ensureFabricStores(
   taskStateTtlSeconds = 3600,
   replicas = 1,
   artifacts: RetentionLimits = DEFAULT_ARTIFACT_RETENTION,
+  /** Every stream's and bucket's byte limit times this (storeBudget.ts: a small disk gets less). */
+  storeScale = 1,
 ): Promise<FabricStores> {
   const jsm = await jetstreamManager(nc);
+  const scaled = (bytes: number): number =>
+    storeScale >= 1 ? bytes : Math.max(MIN_STORE_BYTES, Math.floor(bytes * storeScale));
+  retention = { ...retention, maxBytes: scaled(retention.maxBytes) };
+  artifacts = { ...artifacts, maxBytes: scaled(artifacts.maxBytes) };
   // In this order: an AMF_EVENTS made before AMF_ARTIFACTS existed still takes artifact subjects, and
   // two streams may not share a subject, so its update gives them up before the artifacts stream is made.
   await ensureStream(jsm, EVENTS_STREAM, PUBLIC_STREAM_SUBJECTS, retention, replicas);
@@ -190,7 +217,7 @@ export async function ensureFabricStores(
     {
       maxAgeSeconds: Math.max(retention.maxAgeSeconds, 7 * 24 * 3600),
       maxMessages: Math.min(retention.maxMessages, 1_000_000),
-      maxBytes: Math.min(retention.maxBytes, 256 * 1024 * 1024),
+      maxBytes: Math.min(retention.maxBytes, scaled(256 * 1024 * 1024)),
     },
     replicas,
   );
@@ -201,7 +228,7 @@ export async function ensureFabricStores(
     {
       maxAgeSeconds: taskStateTtlSeconds,
       maxMessages: Math.min(retention.maxMessages, 1_000_000),
-      maxBytes: Math.min(retention.maxBytes, 256 * 1024 * 1024),
+      maxBytes: Math.min(retention.maxBytes, scaled(256 * 1024 * 1024)),
     },
     replicas,
   );
@@ -212,7 +239,7 @@ export async function ensureFabricStores(
     {
       maxAgeSeconds: taskStateTtlSeconds,
       maxMessages: Math.min(retention.maxMessages, 1_000_000),
-      maxBytes: Math.min(retention.maxBytes, 512 * 1024 * 1024),
+      maxBytes: Math.min(retention.maxBytes, scaled(512 * 1024 * 1024)),
     },
     replicas,
     RetentionPolicy.Workqueue,
@@ -220,13 +247,13 @@ export async function ensureFabricStores(
   const kvm = new Kvm(nc);
   const bucket = (name: string, opts: Partial<KvOptions>): Promise<KV> =>
     ensureKvBucket(jsm, kvm, name, opts, replicas);
-  const agents = await bucket(AGENTS_BUCKET, { history: 1, max_bytes: 64 * 1024 * 1024 });
+  const agents = await bucket(AGENTS_BUCKET, { history: 1, max_bytes: scaled(64 * 1024 * 1024) });
   const tasks = await bucket(TASKS_BUCKET, {
     history: 1,
     ttl: taskStateTtlSeconds * 1000,
-    max_bytes: 256 * 1024 * 1024,
+    max_bytes: scaled(256 * 1024 * 1024),
   });
-  const mcpPins = await bucket(MCP_PINS_BUCKET, { history: 1, max_bytes: 16 * 1024 * 1024 });
+  const mcpPins = await bucket(MCP_PINS_BUCKET, { history: 1, max_bytes: scaled(16 * 1024 * 1024) });
   // One small key per lease; no TTL on the bucket: a lease expires by its holder's silence.
   // allow_direct off: direct gets may be answered by a lagging replica, and a lease must read what
   // its compare-and-set writes will be checked against (the stream leader's view).
@@ -238,7 +265,7 @@ export async function ensureFabricStores(
     max_bytes: 1024 * 1024,
     allow_direct: false,
   });
-  const enrollments = await bucket(ENROLLMENTS_BUCKET, { history: 1, max_bytes: 16 * 1024 * 1024 });
+  const enrollments = await bucket(ENROLLMENTS_BUCKET, { history: 1, max_bytes: scaled(16 * 1024 * 1024) });
   return { jsm, agents, tasks, mcpPins, leases, invites, enrollments };
 }
 

@@ -32,6 +32,20 @@ const KEEPALIVE_MS = 15_000;
 // What a refused client is told to wait: streams end when their clients go, so a slot frees soon.
 const RETRY_AFTER_SECONDS = 5;
 const KEEPALIVE_FRAME = ': keepalive\n\n';
+/** The last frame of every stream when the coordinator stops, so a client can tell that from a cut. */
+export const CLOSING_FRAME = ': closing: the coordinator is stopping\n\n';
+
+/**
+ * Subjects under `amf.>` that carry no event of their own: internal traffic, audit records (not
+ * CloudEvents; query them at /audit) and the work queue. A work-queue message (`amf.work.<tag>`,
+ * events/subjects.ts workSubject) holds the very bytes of the task's `amf.task.announce.<tag>`:
+ * streaming it too showed every announcement twice, with one event id.
+ */
+const NOT_EVENTS = ['amf.internal.', 'amf.audit.', 'amf.work.'] as const;
+
+function isStreamedSubject(subject: string): boolean {
+  return !NOT_EVENTS.some((prefix) => subject.startsWith(prefix));
+}
 const decoder = new TextDecoder();
 
 export class EventStreamHub {
@@ -84,6 +98,11 @@ export class EventStreamHub {
       throw new AmfError('INVALID_REQUEST', `subject filter must be within amf.> (got "${pattern}")`);
     if (pattern.startsWith('amf.internal'))
       throw new AmfError('INVALID_REQUEST', 'internal subjects (amf.internal.>) are not streamed');
+    if (pattern.startsWith('amf.work.') || pattern === 'amf.work')
+      throw new AmfError(
+        'INVALID_REQUEST',
+        'the work queue (amf.work.>) holds copies of task announcements, not events: use amf.task.announce.>',
+      );
     if (this.clients.size >= this.limits.maxClients) {
       this.refusedCount += 1;
       res.setHeader('retry-after', String(RETRY_AFTER_SECONDS));
@@ -139,8 +158,7 @@ export class EventStreamHub {
     if (this.sub) return;
     this.sub = this.nc.subscribe('amf.>', {
       callback: (err, msg) => {
-        // Internal subjects and audit records (not CloudEvents; query them at /audit) are not streamed.
-        if (err || msg.subject.startsWith('amf.internal.') || msg.subject.startsWith('amf.audit.')) return;
+        if (err || !isStreamedSubject(msg.subject)) return;
         let frame: string | undefined;
         let bytes = 0;
         for (const client of [...this.clients]) {
@@ -166,8 +184,11 @@ export class EventStreamHub {
     this.keepalive.unref();
   }
 
-  /** Ends every stream (shutdown). */
+  /** Ends every stream (shutdown), each with {@link CLOSING_FRAME} so its client knows why. */
   close(): void {
-    for (const c of [...this.clients]) this.remove(c);
+    for (const c of [...this.clients]) {
+      if (!c.res.writableEnded && !c.res.destroyed) c.res.write(CLOSING_FRAME);
+      this.remove(c);
+    }
   }
 }

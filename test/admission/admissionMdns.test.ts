@@ -1,8 +1,8 @@
 /**
  * Discovery and admission over real multicast between real processes, inside the test run's private
- * network namespace: our worker process finds the coordinator by mDNS and is admitted; records that
- * Debian's python3-zeroconf registers are admitted or denied as policy says, each bad one with its
- * own reason.
+ * network namespace: our worker process finds the coordinator by mDNS and is admitted (its key
+ * proven over NATS with the data dir); records that Debian's python3-zeroconf registers are listed
+ * pending (approved, admitted) or denied as policy says, each bad one with its own reason.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -71,7 +71,7 @@ describe.skipIf(!onlyLoopback())('admission over mDNS (private network namespace
       `deny of ${id}`,
     );
 
-  it('a worker process without --coordinator finds the coordinator by mDNS, is admitted and serves tasks', async () => {
+  it('a worker process without --coordinator finds the coordinator by mDNS, proves its key through the data dir and serves tasks', async () => {
     const name = `mdns-worker-${run}`;
     const child = spawn(
       process.execPath,
@@ -105,16 +105,29 @@ describe.skipIf(!onlyLoopback())('admission over mDNS (private network namespace
     });
     expect(answer.text).toBe('found by multicast');
     expect(answer.agentId).toBe(id);
-    // Its advertisement arrived by the mDNS door (as well as by heartbeats).
+    // Its advertisement arrived by the mDNS door too, and changed nothing: the key it proved over
+    // NATS with the data dir's join credential is what admitted it.
     const raw = mesh.coordinator.admission.stats;
     expect(raw.admitted + raw.refreshed).toBeGreaterThan(0);
+    expect(mesh.coordinator.registry.boundKey(id)).toBeDefined();
   }, 90_000);
 
-  it('admits a record registered with python3-zeroconf, and its goodbye takes it offline', async () => {
+  it('lists a record registered with python3-zeroconf as pending; approved, it is live, and its goodbye takes it offline', async () => {
     const txt = baseTxt('zc-good');
     const child = await zeroconfRegister(`zc-good-${run}`, txt);
     children.push(child);
+    // mDNS is hearsay: judged and listed, never served until the operator approves it.
+    await mesh.waitFor(
+      () => mesh.coordinator.registry.get(txt.id!)?.status === 'pending',
+      15_000,
+      'zeroconf agent listed pending',
+    );
+    expect(mesh.coordinator.registry.servesTag('zc-probe')).toBe(false);
+    const approved = await mesh.fetch(`/agents/${encodeURIComponent(txt.id!)}/approve`, { method: 'POST' });
+    expect(approved.status).toBe(200);
+    // No key: live at once, tied to the address it was heard from.
     await mesh.waitFor(() => mesh.coordinator.registry.isLive(txt.id!), 15_000, 'zeroconf agent admitted');
+    expect(mesh.coordinator.registry.get(txt.id!)?.approval?.source).toBe('127.0.0.1');
     const advertise = await mesh.waitForEvent(
       (e) => e.subject === 'amf.discovery.capability.advertise' && payloadOf(e).agent_id === txt.id,
     );

@@ -1,6 +1,7 @@
 // The coordinator endpoints behind the console (docs/console.md) and the CLI commands that use
 // them, against a real mesh with an API key: history from JetStream, admission decisions, the tool
-// catalog, one agent, forgetting an offline agent; and what the CLI says when nothing answers.
+// catalog, one agent, forgetting an offline agent, approving only a pending one; and what the CLI
+// says when nothing answers.
 import { execFile } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -123,14 +124,16 @@ describe('console endpoints', () => {
     expect((await get('/agents/nobody')).status).toBe(404);
   });
 
-  it('DELETE /agents/<id> and amf agents forget: refused for a live agent, an offline one is forgotten', async () => {
+  it('DELETE /agents/<id> and amf agents forget/approve: operator only, an offline one is forgotten, only a pending one approved', async () => {
     const worker = await mesh.startWorker('gone-soon', ['gone'], echoHandler);
     const id = worker.worker.agentId;
     const path = `/agents/${encodeURIComponent(id)}`;
-    const live = await fetch(`${mesh.url}${path}`, { method: 'DELETE', headers: auth });
-    expect(live.status).toBe(400);
-    expect(await live.text()).toContain('only an offline agent can be forgotten');
+    // (Forgetting a live agent, how an impostor is thrown out: test/security/mdnsNeverGivesPower.test.ts.)
     expect((await fetch(`${mesh.url}${path}`, { method: 'DELETE' })).status).toBe(401);
+    expect((await fetch(`${mesh.url}${path}/approve`, { method: 'POST' })).status).toBe(401);
+    const approve = await amf(['agents', 'approve', id, '--coordinator', mesh.url], { AMF_API_KEY: KEY });
+    expect(approve.code).toBe(1);
+    expect(approve.stderr).toContain(`agent ${id} is live: only a pending agent is approved`);
 
     await worker.close(1000);
     await mesh.waitFor(() => mesh.coordinator.registry.get(id)?.status === 'offline');
