@@ -93,6 +93,8 @@ function buildRouter(
         connected: fabric.connected,
         url: coordinator.natsUrl,
         ...(fabric.server ? { server: fabric.server } : {}),
+        // The store's trouble in the server's own words (a full disk, a corrupt block).
+        ...(fabric.store ? { store: fabric.store } : {}),
       },
       policy: { engine: coordinator.policy.kind, detail: coordinator.policy.detail },
       identity: { mode: coordinator.identity.mode, svid_verified: coordinator.identity.svidVerified },

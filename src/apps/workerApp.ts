@@ -163,6 +163,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     handler: opts.handler,
     version: opts.version ?? '0.1.0',
     ...(opts.toolAlias ? { toolAlias: opts.toolAlias } : {}),
+    ...(spiffe ? { spiffe: true } : {}),
   };
   const coordinatorFingerprint = new CoordinatorFingerprintRecord(opts.onCoordinatorFingerprintChange);
   // Never rejects: a server that cannot be reached is logged and listed in hub.failures.

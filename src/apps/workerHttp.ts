@@ -39,6 +39,8 @@ export interface WorkerHttpOptions {
   mcp?: McpEndpoint;
   /** Short tool alias announced as `x-amf.tool_alias` (the coordinator decides if it is granted). */
   toolAlias?: string;
+  /** SPIFFE is active: the card declares that every call but discovery needs a credential. */
+  spiffe?: boolean;
 }
 
 export interface WorkerHttpServer {

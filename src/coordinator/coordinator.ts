@@ -65,6 +65,7 @@ import type { AgentKey } from '../identity/agentKey.js';
 import { loadOrCreateCoordinatorKey } from '../identity/coordinatorKey.js';
 import { advertisedUrl } from '../net/advertisedHost.js';
 import { formatBytes, storeBudget, type StoreBudget } from '../fabric/storeBudget.js';
+import { NatsServerLog } from './natsServerLog.js';
 import { AmfError } from '../errors.js';
 
 export { SWEEPER_LEASE_KEY };
@@ -244,6 +245,8 @@ export class Coordinator {
     let instanceLock: InstanceLock | undefined;
     let natsUrl = config.nats.url;
     const opened: NatsConnection[] = [];
+    // The spawned server's own errors: logged at their level, its store's state kept for /health.
+    const serverLog = new NatsServerLog(log);
     let startedWatcher: DmzWatcher | undefined;
     // Supervisor events can arrive before the coordinator exists; they go to it once it does.
     let onServerEvent: (event: NatsSupervisorEvent) => void = (event) => {
@@ -256,6 +259,7 @@ export class Coordinator {
       const signingKey = await loadOrCreateCoordinatorKey(config.dataDir);
       if (!natsUrl) {
         const spawned = await spawnCoordinatorNats({
+          serverLines: (line) => serverLog.line(line),
           config,
           credentials,
           join: joinCredential,
@@ -329,6 +333,7 @@ export class Coordinator {
         options.onAdmission,
         signingKey,
       );
+      coordinator.serverLog = serverLog;
       onServerEvent = (event) => {
         if (coordinator.closing) return;
         logServerEvent(event, log, options.onFatal ?? (() => void coordinator.close()));
@@ -455,9 +460,12 @@ export class Coordinator {
     return this.connected && !this.nc.isClosed();
   }
 
+  /** What the spawned nats-server logged of its errors and its store (natsServerLog.ts). */
+  serverLog: NatsServerLog | undefined;
+
   /** The fabric as `/health` and `/metrics` report it. */
   get fabricHealth(): FabricHealth {
-    return fabricHealthOf(this.natsConnected, this.natsServer);
+    return fabricHealthOf(this.natsConnected, this.natsServer, this.serverLog?.storeHealth());
   }
 
   /** Stops everything this coordinator started; in-flight tasks end with a terminal event. */

@@ -1,6 +1,7 @@
 /** What a coordinator is started with, and how its fabric looks from outside (`/health`, `/metrics`). */
 import type { AdmissionOutcome } from '../admission/admissionPipeline.js';
 import type { AmfConfig } from '../config/config.js';
+import type { StoreHealth } from './natsServerLog.js';
 import type { SupervisedNatsServer } from '../fabric/natsServer.js';
 import type { LogFn } from '../log.js';
 
@@ -33,16 +34,21 @@ export interface FabricHealth {
   connected: boolean;
   /** The spawned nats-server (absent with `--nats-url`). */
   server?: { pid: number; state: 'running' | 'restarting' | 'failed'; restarts: number };
+  /** The spawned server's store, as its own log reports it (natsServerLog.ts). */
+  store?: StoreHealth;
 }
 
-/** The fabric's health from the connection state and the spawned server (if any). */
+/** The fabric's health from the connection state, the spawned server and its store (if any). */
 export function fabricHealthOf(
   connected: boolean,
   natsServer: SupervisedNatsServer | undefined,
+  store?: StoreHealth,
 ): FabricHealth {
   const server = natsServer
     ? { pid: natsServer.pid, state: natsServer.state, restarts: natsServer.restarts }
     : undefined;
-  const status = connected && (server === undefined || server.state === 'running') ? 'ok' : 'degraded';
-  return { status, connected, ...(server ? { server } : {}) };
+  const storeOk = store === undefined || store.state === 'ok';
+  const status =
+    connected && storeOk && (server === undefined || server.state === 'running') ? 'ok' : 'degraded';
+  return { status, connected, ...(server ? { server } : {}), ...(store ? { store } : {}) };
 }

@@ -30,6 +30,8 @@ export async function spawnCoordinatorNats(opts: {
   onEvent: (event: NatsSupervisorEvent) => void;
   onViolation: (violation: PermissionViolation) => void;
   log: LogFn;
+  /** Every line the server prints (natsServerLog.ts turns its errors into log lines and health). */
+  serverLines?: (line: string) => void;
 }): Promise<SpawnedNats> {
   const { config } = opts;
   const lock = await acquireInstanceLock(config.dataDir);
@@ -47,6 +49,7 @@ export async function spawnCoordinatorNats(opts: {
       users: { join: opts.join, agents: [] },
       specialistUser: opts.specialistUser,
       onViolation: opts.onViolation,
+      ...(opts.serverLines ? { logger: opts.serverLines } : {}),
     });
     await lock.update({ nats_url: server.url });
   } catch (err) {

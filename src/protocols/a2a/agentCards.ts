@@ -1,8 +1,13 @@
 /**
- * A2A agent cards of the coordinator and of workers: a strict A2A 1.0 card at
- * `/.well-known/agent-card.json` (AMF's mesh facts as an extension's params, src/util/amfCardBlock.ts)
- * and, for A2A 0.3 readers at `/.well-known/agent.json`, the same card with the 0.3 fields and
- * a top-level `x-amf` added (legacyAgentCard).
+ * A2A agent cards of the coordinator and of workers. Each is built as a strict A2A 1.0 card (AMF's
+ * mesh facts as an extension's params, src/util/amfCardBlock.ts) and served at
+ * `/.well-known/agent-card.json` as the union of 1.0 and 0.3 (unionAgentCard): the 0.3 fields
+ * (`url`, `preferredTransport`, `protocolVersion`, `additionalInterfaces`, `security`, flat security
+ * schemes) beside the 1.0 ones, as the official Python SDK serves a card that declares 0.3
+ * interfaces, so both generations of clients discover the agent at the one path 0.3 moved the card
+ * to. A 1.0 reader ignores the 0.3 fields (A2A 1.0 section 5.7); a request that says
+ * `A2A-Version: 1.x` gets the strict card (cardRoute.ts). `/.well-known/agent.json` adds a
+ * top-level `x-amf` (legacyAgentCard).
  */
 import { AgentCard as SdkAgentCard } from '@a2a-js/sdk';
 import type { Coordinator } from '../../coordinator/coordinator.js';
@@ -10,6 +15,7 @@ import type { MeshWorker } from '../../worker/meshWorker.js';
 import type { WorkerHandler } from '../../worker/handlerApi.js';
 import { VERSION } from '../../version.js';
 import { AMF_CARD_EXTENSION_URI, withAmfBlock } from '../../util/amfCardBlock.js';
+import { isLoopbackHost } from '../../net/hostRules.js';
 
 export { AMF_CARD_EXTENSION_URI };
 
@@ -26,6 +32,9 @@ export const A2A_REST_PATH = '/a2a/rest';
  */
 export const AMP_EXTENSION_URI = 'https://github.com/laufferw/amp-protocol/blob/main/SPEC.md';
 
+/** `protocolVersion` of a card's 0.3 fields (the 0.3 specification's own value). */
+export const A2A_03_PROTOCOL_VERSION = '0.3.0';
+
 /** Why push notifications are off: NATS is where AMF pushes task events. */
 const PUSH_NOTE =
   'A2A push notifications are not offered: AMF v1 pushes task events over NATS (amf.task.* subjects) and SSE (GET /events, SendStreamingMessage, SubscribeToTask).';
@@ -37,12 +46,67 @@ export interface CardSkill {
   tags: string[];
 }
 
+/**
+ * Who must authenticate at an agent's A2A endpoints, as its card declares it (A2A 1.0 section 4.5).
+ * The edges decide it (src/apps/routeAccess.ts, src/apps/workerEdgeGate.ts); the card only says so.
+ */
+export interface CardSecurity {
+  /** Which callers need a credential: none (bound to loopback), those beyond loopback, or all. */
+  need: 'none' | 'beyond-loopback' | 'always';
+  /** A JWT-SVID is taken too (SPIFFE is active). */
+  svid: boolean;
+}
+
 interface CardCore {
   name: string;
   description: string;
   baseUrl: string;
   skills: CardSkill[];
   xAmf: Record<string, unknown>;
+  security: CardSecurity;
+}
+
+/** The name of the operator-key scheme in `securitySchemes`. */
+export const OPERATOR_KEY_SCHEME = 'amfOperatorKey';
+/** The name of the JWT-SVID scheme in `securitySchemes` (SPIFFE). */
+export const SVID_SCHEME = 'spiffeJwtSvid';
+
+/** True when an agent served at `url` can be reached only from its own machine. */
+export function isLoopbackUrl(url: string): boolean {
+  try {
+    return isLoopbackHost(new URL(url).hostname);
+  } catch {
+    return false;
+  }
+}
+
+/** The 1.0 `securitySchemes` and `securityRequirements` (alternatives) for `security`; {} when none. */
+function securityFields(security: CardSecurity): Record<string, unknown> {
+  if (security.need === 'none') return {};
+  const where =
+    security.need === 'beyond-loopback'
+      ? 'Needed by callers beyond loopback; a caller on the same machine needs none.'
+      : 'Needed by every caller.';
+  const schemes: Record<string, unknown> = {
+    [OPERATOR_KEY_SCHEME]: {
+      httpAuthSecurityScheme: {
+        scheme: 'Bearer',
+        description: `The mesh's operator key as Authorization: Bearer <key> (AMF_API_KEY, or the key generated into <data-dir>/operator.key). ${where}`,
+      },
+    },
+  };
+  const requirements: Array<Record<string, unknown>> = [{ schemes: { [OPERATOR_KEY_SCHEME]: { list: [] } } }];
+  if (security.svid) {
+    schemes[SVID_SCHEME] = {
+      httpAuthSecurityScheme: {
+        scheme: 'Bearer',
+        bearerFormat: 'JWT',
+        description: `A JWT-SVID from the SPIFFE Workload API whose audience is this agent's SPIFFE ID. ${where}`,
+      },
+    };
+    requirements.push({ schemes: { [SVID_SCHEME]: { list: [] } } });
+  }
+  return { securitySchemes: schemes, securityRequirements: requirements };
 }
 
 function trimBase(url: string): string {
@@ -91,27 +155,78 @@ function buildCard(core: CardCore): Record<string, unknown> {
         },
       ],
     },
+    ...securityFields(core.security),
     defaultInputModes: [...INPUT_MODES],
     defaultOutputModes: ['text/plain', 'application/json'],
     skills: core.skills.map((s) => ({ ...s, inputModes: [...INPUT_MODES], outputModes: ['text/plain'] })),
   };
 }
 
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** A 1.0 security scheme (`{httpAuthSecurityScheme: {...}}`, ...) with its 0.3 flat fields added. */
+function unionSecurityScheme(scheme: unknown): unknown {
+  if (!isObject(scheme)) return scheme;
+  const http = scheme.httpAuthSecurityScheme;
+  if (isObject(http)) return { ...scheme, type: 'http', ...http };
+  const apiKey = scheme.apiKeySecurityScheme;
+  if (isObject(apiKey)) {
+    const { location, ...rest } = apiKey;
+    return { ...scheme, type: 'apiKey', ...rest, in: location };
+  }
+  return scheme;
+}
+
 /**
- * The same card for A2A 0.3 readers (`/.well-known/agent.json`): the 1.0 card plus the 0.3 fields
- * (`url`, `preferredTransport`, `protocolVersion`, `additionalInterfaces`) and the mesh facts as a
- * top-level `x-amf`, where AMF agents before the strict 1.0 card looked for them.
+ * The card as served at `/.well-known/agent-card.json`: the 1.0 card plus the 0.3 fields, taken from
+ * its 0.3 interfaces (the first is 0.3's `url` and `preferredTransport`, all of them are
+ * `additionalInterfaces`, as 0.3 recommends) and its security declarations (`security`, and each
+ * scheme's flat 0.3 form beside its 1.0 one). Idempotent; a card without 0.3 interfaces is returned
+ * unchanged.
+ */
+export function unionAgentCard(card: Record<string, unknown>): Record<string, unknown> {
+  if (typeof card.url === 'string') return card;
+  const interfaces = Array.isArray(card.supportedInterfaces)
+    ? (card.supportedInterfaces as unknown[]).filter(isObject)
+    : [];
+  const legacy = interfaces.filter(
+    (i) => typeof i.protocolVersion === 'string' && i.protocolVersion.startsWith('0.'),
+  );
+  const primary = legacy[0];
+  if (!primary) return card;
+  const out: Record<string, unknown> = {
+    ...card,
+    url: primary.url,
+    preferredTransport: primary.protocolBinding,
+    protocolVersion: A2A_03_PROTOCOL_VERSION,
+    additionalInterfaces: legacy.map((i) => ({ url: i.url, transport: i.protocolBinding })),
+  };
+  if (isObject(card.securitySchemes))
+    out.securitySchemes = Object.fromEntries(
+      Object.entries(card.securitySchemes).map(([name, scheme]) => [name, unionSecurityScheme(scheme)]),
+    );
+  if (Array.isArray(card.securityRequirements))
+    out.security = (card.securityRequirements as unknown[])
+      .filter(isObject)
+      .map((r) =>
+        Object.fromEntries(
+          Object.entries(isObject(r.schemes) ? r.schemes : {}).map(([name, scopes]) => [
+            name,
+            isObject(scopes) && Array.isArray(scopes.list) ? scopes.list : [],
+          ]),
+        ),
+      );
+  return out;
+}
+
+/**
+ * The card at `/.well-known/agent.json` (the A2A 0.2 path, and AMP's manifest): the union card with
+ * the mesh facts also as a top-level `x-amf`, where AMF agents before the strict 1.0 card looked.
  */
 export function legacyAgentCard(card: Record<string, unknown>): Record<string, unknown> {
-  const interfaces = (card.supportedInterfaces ?? []) as Array<Record<string, string>>;
-  const jsonRpc = interfaces.find((i) => i.protocolBinding === 'JSONRPC')?.url;
-  const rest = interfaces.find((i) => i.protocolBinding === 'HTTP+JSON')?.url;
-  return {
-    ...withAmfBlock(card),
-    ...(jsonRpc ? { url: jsonRpc, preferredTransport: 'JSONRPC' } : {}),
-    protocolVersion: '0.3.0',
-    ...(rest ? { additionalInterfaces: [{ url: rest, transport: 'HTTP+JSON' }] } : {}),
-  };
+  return withAmfBlock(unionAgentCard(card));
 }
 
 /** Skill descriptions from the admitted agents' own cards (a tag's first description wins). */
@@ -140,9 +255,14 @@ export function coordinatorAgentCard(coordinator: Coordinator, url: string): Rec
   return buildCard({
     name: 'amf-coordinator',
     description:
-      'AMF mesh coordinator: dispatches each A2A task to a mesh worker by capability tag (message metadata "tag", an AMP intent, or the matching skill). Push notifications go over NATS, not A2A webhooks.',
+      'AMF mesh coordinator: dispatches each A2A task to a mesh agent by capability (message metadata "tag", an AMP intent, the skill its words match, the agent of its conversation, or the default agent). Push notifications go over NATS, not A2A webhooks.',
     baseUrl: url,
     skills: meshSkills(coordinator),
+    // Client routes are open on loopback and need the operator key (or a JWT-SVID) beyond it.
+    security: {
+      need: isLoopbackUrl(url) ? 'none' : 'beyond-loopback',
+      svid: coordinator.identity.mode === 'spiffe',
+    },
     xAmf: {
       agent_id: coordinator.sender.identity,
       trust_domain: coordinator.config.identity.trustDomain,
@@ -160,6 +280,8 @@ export interface WorkerCardOptions {
   trustDomain: string;
   handler: Pick<WorkerHandler, 'description' | 'readOnly'>;
   toolAlias?: string;
+  /** SPIFFE is active: every call but discovery needs a credential, loopback included. */
+  spiffe?: boolean;
 }
 
 /** The A2A agent card of a worker (no `nats_url`: only coordinators publish it, LOCKED #2). */
@@ -174,6 +296,11 @@ export function workerAgentCard(
     name: opts.name,
     description: opts.handler.description,
     baseUrl: endpoint,
+    // Open on loopback, a credential beyond it; under SPIFFE a credential from everyone (workerEdgeGate.ts).
+    security: {
+      need: opts.spiffe === true ? 'always' : isLoopbackUrl(endpoint) ? 'none' : 'beyond-loopback',
+      svid: opts.spiffe === true,
+    },
     skills: opts.tags.map((tag) => ({
       id: tag,
       name: tag,

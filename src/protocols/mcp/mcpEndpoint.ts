@@ -3,18 +3,25 @@
  * The official SDK transport does the protocol work (JSON-RPC framing, SSE, `MCP-Protocol-Version`
  * checks, 404 for ended sessions); this module adds what the SDK leaves to the host: one SDK
  * `Server` per session (the SDK binds a server to one transport), a session table, `Origin`
- * validation, a bounded body, and broadcast of notifications to every open session. Given a
- * protocol-neutral tool surface, it also serves the stateless revision 2026-07-28 (statelessMcp.ts).
+ * validation, a bounded body, broadcast of notifications to every open session, and SSE
+ * resumability (SEP-1699: event ids, priming events with `retry`, `Last-Event-ID`; see
+ * sessionEventStore.ts). Given a protocol-neutral tool surface, it also serves the stateless
+ * revision 2026-07-28 (statelessMcp.ts).
  *
  * Sessions cost memory (an SDK server and transport each) and `initialize` needs no credential, so
- * the table is bounded per client and in total, and a session nobody uses expires. A client over its
- * share is refused rather than served by evicting someone else's session: one noisy client can use
- * up its own share, never another client's.
+ * the table is bounded per client and in total, and a session nobody uses expires. On one machine
+ * every client has the same address and ordinary clients never end their sessions (the official
+ * SDK's `Client.close()` sends no DELETE), so a client at its share is never refused for sessions
+ * it no longer uses: its least recently used idle session (no request in flight, no stream open)
+ * is closed to make room, sessions that never made a request after `initialize` first. A client is
+ * refused only when every session it holds is busy. One client's flood thus closes only its own
+ * idle sessions, never another client's, nor a session of its own that is in use.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { AmfConfig } from '../../config/config.js';
 import { AmfError } from '../../errors.js';
 import { readBody } from '../../http/httpKit.js';
@@ -27,6 +34,7 @@ import {
 import { isLoopbackHost } from '../../net/hostRules.js';
 import { StatelessMcp, type McpToolSurface } from './statelessMcp.js';
 import { answerFast, asFastRequest, type FastRequestHandler } from './sessionFastPath.js';
+import { SessionEventStore, STANDALONE_STREAM_ID } from './sessionEventStore.js';
 
 export type { McpToolSurface } from './statelessMcp.js';
 
@@ -41,7 +49,10 @@ export interface McpEndpointOptions {
   maxBodyBytes?: number;
   /** Most sessions open at once, all clients together; a new one beyond it is refused (default 1000). */
   maxSessions?: number;
-  /** Most sessions one client may hold open; its next `initialize` is refused (default 32). */
+  /**
+   * Most sessions one client may hold open (default 32). Its next `initialize` closes its least
+   * recently used idle session; it is refused only when all of them are busy.
+   */
   maxSessionsPerClient?: number;
   /** A session without a request (and without an open stream) for this long is closed (default 10 min). */
   sessionIdleMs?: number;
@@ -61,6 +72,8 @@ export interface McpEndpointOptions {
   tools?: McpToolSurface;
   /** Serves a plain request of a live session without the SDK transport (sessionFastPath.ts). */
   fastRequest?: FastRequestHandler;
+  /** The `retry` (ms) a priming event tells clients to wait before they resume (default 1000). */
+  sseRetryMs?: number;
 }
 
 /** The bounds of an endpoint's session table (config `mcp.*`, see McpEndpointOptions). */
@@ -79,13 +92,19 @@ export function mcpSessionLimits(config: AmfConfig): McpSessionLimits {
 }
 
 interface Session {
+  id: string;
   server: McpServer;
   transport: StreamableHTTPServerTransport;
   client: string;
   /** Requests (and GET streams) of this session still open: a session in use is never idle. */
   open: number;
-  /** Epoch ms when the last open request of the session ended. */
+  /** Epoch ms when the session was opened or its last open request ended. */
   lastUsed: number;
+  /** A request came after `initialize`: the session was put to use (a bare flood's never are). */
+  used: boolean;
+  /** The protocol revision negotiated at `initialize`. */
+  protocolVersion: string;
+  events: SessionEventStore;
 }
 
 /** The first MCP revision without sessions (dates compare as strings). */
@@ -94,6 +113,10 @@ const STATELESS_REVISION = '2026-07-28';
 export const DEFAULT_MAX_SESSIONS = 1000;
 export const DEFAULT_MAX_SESSIONS_PER_CLIENT = 32;
 export const DEFAULT_SESSION_IDLE_MS = 10 * 60_000;
+export const DEFAULT_SSE_RETRY_MS = 1000;
+
+/** The first revision whose clients take priming events (SSE events with an id and empty data). */
+const PRIMING_REVISION = '2025-11-25';
 
 /** The remote address of a request, IPv4-mapped IPv6 folded (`::ffff:127.0.0.1` → `127.0.0.1`). */
 export function remoteAddressKey(req: IncomingMessage): string {
@@ -134,10 +157,37 @@ function jsonRpcError(res: ServerResponse, err: AmfError, code?: number): void {
   res.end(body);
 }
 
-function isInitialize(body: unknown): boolean {
-  const one = (m: unknown) =>
+function initializeRequest(body: unknown): { params?: { protocolVersion?: unknown } } | undefined {
+  const one = (m: unknown): m is { params?: { protocolVersion?: unknown } } =>
     typeof m === 'object' && m !== null && (m as { method?: unknown }).method === 'initialize';
-  return Array.isArray(body) ? body.some(one) : one(body);
+  return Array.isArray(body) ? body.find(one) : one(body) ? body : undefined;
+}
+
+/** The revision an `initialize` asking for `requested` settles on (the SDK server's rule). */
+function negotiatedVersion(requested: unknown): string {
+  return typeof requested === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(requested)
+    ? requested
+    : LATEST_PROTOCOL_VERSION;
+}
+
+/**
+ * Sets the `MCP-Protocol-Version` the SDK transport reads (it reads the raw headers). The SDK
+ * decides per request, from this header alone, whether a stream gets a priming event and may be
+ * closed early for polling; a client that negotiated a revision that takes them can take them on
+ * every request of its session, whatever older revision a request names.
+ */
+function setProtocolVersionHeader(req: IncomingMessage, version: string): void {
+  req.headers['mcp-protocol-version'] = version;
+  for (let i = 0; i < req.rawHeaders.length; i += 2)
+    if (req.rawHeaders[i]!.toLowerCase() === 'mcp-protocol-version') req.rawHeaders[i + 1] = version;
+}
+
+/** True when `headers` (as given to `writeHead`, or set before it) name an SSE body. */
+function isEventStream(headers: unknown): boolean {
+  if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) return false;
+  for (const [name, value] of Object.entries(headers))
+    if (name.toLowerCase() === 'content-type') return String(value).startsWith('text/event-stream');
+  return false;
 }
 
 /**
@@ -146,8 +196,10 @@ function isInitialize(body: unknown): boolean {
  */
 export class McpEndpoint {
   private readonly sessions = new Map<string, Session>();
-  /** Sessions per client, counting initializations still under way (so racing ones cannot overshoot). */
-  private readonly perClient = new Map<string, number>();
+  /** The open sessions of each client. */
+  private readonly byClient = new Map<string, Set<Session>>();
+  /** Initializations under way per client (counted against its share, so racing ones cannot overshoot). */
+  private readonly reserved = new Map<string, number>();
   private starting = 0;
   private closed = false;
   private readonly stateless: StatelessMcp | undefined;
@@ -170,9 +222,9 @@ export class McpEndpoint {
     return this.sessions.size;
   }
 
-  /** Number of open sessions of one client (as `clientKey` names it). */
+  /** Number of open sessions of one client (as `clientKey` names it), initializations included. */
   sessionsOf(client: string): number {
-    return this.perClient.get(client) ?? 0;
+    return (this.byClient.get(client)?.size ?? 0) + (this.reserved.get(client) ?? 0);
   }
 
   /** Runs `fn` on the SDK server of every open session (e.g. `sendToolListChanged`). */
@@ -232,11 +284,13 @@ export class McpEndpoint {
         return;
       }
       session.open++;
+      session.used = true;
       // 'close' fires once the response is done or the client went away, also for a GET stream.
       res.once('close', () => {
         session.open--;
         session.lastUsed = Date.now();
       });
+      this.primeStreams(req, res, session);
       const fast = this.options.fastRequest && req.method === 'POST' ? asFastRequest(req, parsed) : undefined;
       if (fast) {
         const gone = new AbortController();
@@ -250,7 +304,8 @@ export class McpEndpoint {
       await session.transport.handleRequest(req, res, parsed);
       return;
     }
-    if (req.method !== 'POST' || !isInitialize(parsed)) {
+    const initialize = req.method === 'POST' ? initializeRequest(parsed) : undefined;
+    if (!initialize) {
       // -32000 rather than -32600: the request is valid JSON-RPC, only the session header is missing.
       const e = new AmfError('INVALID_REQUEST', 'Bad Request: Mcp-Session-Id header is required');
       jsonRpcError(res, e, JSONRPC_SERVER_ERROR);
@@ -263,16 +318,45 @@ export class McpEndpoint {
       return;
     }
     this.starting++;
-    this.perClient.set(client, this.sessionsOf(client) + 1);
-    let started = false;
+    this.reserved.set(client, (this.reserved.get(client) ?? 0) + 1);
     try {
-      started = await this.startSession(req, res, parsed, client);
+      await this.startSession(req, res, parsed, client, negotiatedVersion(initialize.params?.protocolVersion));
     } finally {
       this.starting--;
-      // Only an initialize that left no session gives its reservation back here; an open session
-      // gives it back when it ends (removeSession).
-      if (!started) this.release(client);
+      const left = (this.reserved.get(client) ?? 1) - 1;
+      if (left > 0) this.reserved.set(client, left);
+      else this.reserved.delete(client);
     }
+  }
+
+  /**
+   * SEP-1699 on the session's streams. A request of a session that negotiated a revision taking
+   * priming events is handed to the SDK under that revision (see setProtocolVersionHeader). The
+   * SDK primes POST streams; the standalone GET stream it leaves unprimed, so it is primed here:
+   * an event id to resume from and the `retry` delay, before anything else on the stream. A GET
+   * that resumes (`Last-Event-ID`) is a replay of another stream and is not primed.
+   */
+  private primeStreams(req: IncomingMessage, res: ServerResponse, session: Session): void {
+    if (session.protocolVersion < PRIMING_REVISION) return;
+    const named = req.headers['mcp-protocol-version'];
+    if (
+      typeof named === 'string' &&
+      named < session.protocolVersion &&
+      SUPPORTED_PROTOCOL_VERSIONS.includes(named)
+    )
+      setProtocolVersionHeader(req, session.protocolVersion);
+    if (req.method !== 'GET' || req.headers['last-event-id'] !== undefined) return;
+    const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
+    const retryMs = this.options.sseRetryMs ?? DEFAULT_SSE_RETRY_MS;
+    res.writeHead = ((...args: unknown[]) => {
+      const out = writeHead(...args);
+      res.writeHead = writeHead as typeof res.writeHead;
+      if (args[0] === 200 && isEventStream(args[typeof args[1] === 'string' ? 2 : 1])) {
+        const id = session.events.prime(STANDALONE_STREAM_ID);
+        res.write(`id: ${id}\nretry: ${retryMs}\ndata: \n\n`);
+      }
+      return out;
+    }) as typeof res.writeHead;
   }
 
   /** True when `req` names an open session of this endpoint and a pre-2026 protocol revision (or none). */
@@ -283,42 +367,65 @@ export class McpEndpoint {
     return version === undefined || (typeof version === 'string' && version < STATELESS_REVISION);
   }
 
-  /** Why a new session for `client` is refused, or undefined when it may open one. */
+  /**
+   * Makes room for a new session of `client`, or says why there is none. At its share, the client's
+   * least recently used idle session is closed; at the endpoint's total, too (never another
+   * client's: the total bounds memory, and a client may not buy room with someone else's session).
+   */
   private admitSession(client: string): AmfError | undefined {
     const perClient = this.options.maxSessionsPerClient ?? DEFAULT_MAX_SESSIONS_PER_CLIENT;
-    const held = this.sessionsOf(client);
-    if (held >= perClient)
-      return new AmfError(
-        'RATE_LIMITED',
-        `too many MCP sessions from ${client}: ${held} open, at most ${perClient}; end unused sessions (HTTP DELETE with Mcp-Session-Id) or wait for them to expire (idle ${Math.round(this.idleMs / 1000)} s)`,
-        { client, open_sessions: held, max_sessions_per_client: perClient },
-      );
+    while (this.sessionsOf(client) >= perClient)
+      if (!this.evictIdle(client)) {
+        const held = this.sessionsOf(client);
+        return new AmfError(
+          'RATE_LIMITED',
+          `too many MCP sessions from ${client}: all ${held} are in use (a request in flight or a stream open), at most ${perClient}; end one (HTTP DELETE with Mcp-Session-Id) or retry once one is done`,
+          { client, open_sessions: held, max_sessions_per_client: perClient },
+        );
+      }
     const max = this.options.maxSessions ?? DEFAULT_MAX_SESSIONS;
-    if (this.sessions.size + this.starting >= max)
-      return new AmfError(
-        'OVERLOADED',
-        `the MCP endpoint holds its maximum of ${max} sessions; try again later`,
-        {
-          max_sessions: max,
-        },
-      );
+    while (this.sessions.size + this.starting >= max)
+      if (!this.evictIdle(client))
+        return new AmfError(
+          'OVERLOADED',
+          `the MCP endpoint holds its maximum of ${max} sessions; try again later`,
+          {
+            max_sessions: max,
+          },
+        );
     return undefined;
   }
 
-  private release(client: string): void {
-    const left = this.sessionsOf(client) - 1;
-    if (left > 0) this.perClient.set(client, left);
-    else this.perClient.delete(client);
+  /**
+   * Closes the least recently used idle session of `client`, those never used after `initialize`
+   * first; false when every session of the client is busy.
+   */
+  private evictIdle(client: string): boolean {
+    let victim: Session | undefined;
+    for (const s of this.byClient.get(client) ?? []) {
+      if (s.open > 0) continue;
+      if (
+        !victim ||
+        (victim.used && !s.used) ||
+        (victim.used === s.used && s.lastUsed < victim.lastUsed)
+      )
+        victim = s;
+    }
+    if (!victim) return false;
+    this.endSession(victim);
+    return true;
   }
 
-  /** Starts a session; true when one was opened (and now holds `client`'s reservation). */
+  /** Starts a session of `client` (it exists once the SDK accepted the `initialize`). */
   private async startSession(
     req: IncomingMessage,
     res: ServerResponse,
     body: unknown,
     client: string,
-  ): Promise<boolean> {
+    protocolVersion: string,
+  ): Promise<void> {
     const server = this.options.createServer({ caller: req.socket.remoteAddress ?? 'unknown' });
+    const events = new SessionEventStore();
     let session: Session | undefined;
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
@@ -328,9 +435,24 @@ export class McpEndpoint {
       // coordinator's link to a worker (typescript-sdk issue 2559, fixed only on its v2 line). SSE
       // answers measured as fast (docs/benchmarks-protocols.md); test/mcp/mcpSessions.test.ts
       // checks that a long session's calls leave the heap flat.
+      eventStore: events,
+      retryInterval: this.options.sseRetryMs ?? DEFAULT_SSE_RETRY_MS,
       onsessioninitialized: (id) => {
-        session = { server, transport, client, open: 0, lastUsed: Date.now() };
+        session = {
+          id,
+          server,
+          transport,
+          client,
+          open: 0,
+          lastUsed: Date.now(),
+          used: false,
+          protocolVersion,
+          events,
+        };
         this.sessions.set(id, session);
+        let mine = this.byClient.get(client);
+        if (!mine) this.byClient.set(client, (mine = new Set()));
+        mine.add(session);
       },
       onsessionclosed: (id) => this.removeSession(id),
     });
@@ -341,25 +463,33 @@ export class McpEndpoint {
     await transport.handleRequest(req, res, body);
     // An initialize that failed validation leaves no session: release its server.
     if (!session) await server.close();
-    return session !== undefined;
   }
 
-  /** Forgets a session once (DELETE, transport closed, expiry) and gives its client's slot back. */
+  /** Forgets a session once (DELETE, transport closed, expiry, eviction). */
   private removeSession(id: string): void {
     const session = this.sessions.get(id);
     if (!session) return;
     this.sessions.delete(id);
-    this.release(session.client);
+    const mine = this.byClient.get(session.client);
+    mine?.delete(session);
+    if (mine?.size === 0) this.byClient.delete(session.client);
+  }
+
+  /** Forgets a session and closes its SDK server: a later request with its id gets 404. */
+  private endSession(session: Session): void {
+    this.removeSession(session.id);
+    void session.server.close().catch(() => undefined);
   }
 
   /** Closes sessions nobody has used for the idle time; a session with an open request is in use. */
   private expireIdle(): void {
     const cutoff = Date.now() - this.idleMs;
-    for (const [id, session] of this.sessions) {
-      if (session.open > 0 || session.lastUsed > cutoff) continue;
-      this.removeSession(id);
-      // Closing the SDK server closes its transport: a later request with this id gets 404.
-      void session.server.close().catch(() => undefined);
+    for (const session of this.sessions.values()) {
+      if (session.open > 0 || session.lastUsed > cutoff) {
+        session.events.prune();
+        continue;
+      }
+      this.endSession(session);
     }
   }
 
@@ -369,7 +499,7 @@ export class McpEndpoint {
     clearInterval(this.sweepTimer);
     const all = [...this.sessions.values()];
     this.sessions.clear();
-    this.perClient.clear();
+    this.byClient.clear();
     await Promise.allSettled([...all.map((s) => s.server.close()), this.stateless?.close()]);
   }
 }

@@ -78,25 +78,18 @@ export class SessionEventStore implements EventStore {
     return streamId;
   }
 
-  /** Forgets events beyond the window (also called on every store). */
+  /** Forgets events beyond the window (also called on every store and lookup). */
   prune(): void {
     const cutoff = this.now() - MAX_AGE_MS;
-    while (this.events.length > 1) {
+    while (this.events.length > 0) {
       const oldest = this.events[0]!;
-      if (this.events.length <= MAX_EVENTS && this.bytes <= MAX_BYTES + this.newestBytes() && oldest.at >= cutoff)
-        break;
+      const newest = this.events.at(-1)!;
+      const over =
+        this.events.length > MAX_EVENTS || (oldest !== newest && this.bytes - newest.bytes > MAX_BYTES);
+      if (!over && oldest.at >= cutoff) break;
       this.events.shift();
       this.bytes -= oldest.bytes;
     }
-    const last = this.events[0];
-    if (this.events.length === 1 && last && last.at < cutoff) {
-      this.events.length = 0;
-      this.bytes = 0;
-    }
-  }
-
-  private newestBytes(): number {
-    return this.events.at(-1)?.bytes ?? 0;
   }
 
   private store(streamId: string, message: JSONRPCMessage | Record<string, never>): string {
