@@ -75,6 +75,7 @@ function buildRouter(
   mcp: { endpoint: McpEndpoint; audit: McpAuditLog },
   isOperator: (req: IncomingMessage, url: URL) => boolean,
   unknownTags: UnknownTagNotices,
+  stopping: AbortSignal,
 ): Router {
   const { config } = coordinator;
   const router = new Router();
@@ -141,6 +142,7 @@ function buildRouter(
       registry: coordinator.registry,
       requestTimeoutMs: config.openai.requestTimeoutSeconds * 1000,
       maxBodyBytes: config.openai.maxBodyBytes,
+      stopping,
       onUnknownModel: (model, message) =>
         unknownTags.refused({ protocol: 'openai', requested: model, message }),
     }),
@@ -220,6 +222,8 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
   const isOperator = (req: IncomingMessage, u: URL) => auth.isOperator(req, u);
   // Requests refused for a model or tag nobody serves: warnings the console shows (rate-bounded).
   const unknownTags = new UnknownTagNotices(coordinator.notices);
+  // Aborted when the edge closes: answers still streaming end cleanly rather than being cut.
+  const stopping = new AbortController();
   const router = buildRouter(
     coordinator,
     hub,
@@ -228,6 +232,7 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     { endpoint: mcpEndpoint, audit },
     isOperator,
     unknownTags,
+    stopping.signal,
   );
   // A2A: JSON-RPC at POST /a2a, HTTP+JSON under /a2a/rest/, tasks dispatched into the mesh.
   createCoordinatorA2a(
@@ -308,19 +313,26 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     coordinator.registry,
     coordinator.log,
   );
+  let closing: Promise<void> | undefined;
   return {
     server,
     url,
     metrics,
     mcp: federation,
     operatorKey,
-    async close() {
-      forgetWatch.stop();
-      hub.close();
-      await amp.close();
-      await mcpEndpoint.close();
-      await federation.close();
-      await closeServer(server);
+    close() {
+      closing ??= (async () => {
+        // First: an answer still streaming gets an error chunk and [DONE] (OpenAI) before the
+        // server closes its connection, and every event stream a last frame saying why it ends.
+        stopping.abort();
+        forgetWatch.stop();
+        hub.close();
+        await amp.close();
+        await mcpEndpoint.close();
+        await federation.close();
+        await closeServer(server);
+      })();
+      return closing;
     },
   };
 }

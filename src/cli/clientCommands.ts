@@ -184,7 +184,9 @@ export async function sendCommand(
       process.stdout.write(chunk.choices?.[0]?.delta?.content ?? '');
     }
   } catch (err) {
-    process.stderr.write('\n' + goneMessage('send', url, `the answer was cut off: ${networkReason(err)}${lookUp}`));
+    process.stderr.write(
+      '\n' + goneMessage('send', url, `the answer was cut off: ${networkReason(err)}${lookUp}`),
+    );
     return 1;
   }
   // The stream ended without [DONE]: the coordinator stopped without saying so.
@@ -245,11 +247,7 @@ export async function eventsCommand(config: AmfConfig, options: EventsOptions): 
     return 1;
   }
   process.stderr.write(
-    goneMessage(
-      'events',
-      url,
-      stopping ? 'it is stopping' : 'it ended the event stream without saying why',
-    ),
+    goneMessage('events', url, stopping ? 'it is stopping' : 'it ended the event stream without saying why'),
   );
   return 1;
 }
@@ -278,7 +276,10 @@ export async function agentsCommand(config: AmfConfig, format: ListingFormat): P
   }
   const rows = body.agents.map((a) => [a.status, a.agent_id, a.capability_tags.join(','), a.endpoint]);
   process.stdout.write(
-    formatTable([{ header: 'STATUS' }, { header: 'AGENT' }, { header: 'TAGS' }, { header: 'ENDPOINT' }], rows),
+    formatTable(
+      [{ header: 'STATUS' }, { header: 'AGENT' }, { header: 'TAGS' }, { header: 'ENDPOINT' }],
+      rows,
+    ),
   );
   return 0;
 }

@@ -79,7 +79,9 @@ function summary(type: string, p: Json): string {
       return `${str(p.reason) ?? '?'}: ${str(p.message) ?? ''}${state}`;
     }
     case 'amf.discovery.capability.advertise': {
-      const tags = Array.isArray(p.capability_tags) ? p.capability_tags.filter((t) => typeof t === 'string') : [];
+      const tags = Array.isArray(p.capability_tags)
+        ? p.capability_tags.filter((t) => typeof t === 'string')
+        : [];
       return `${str(p.change) ?? 'advertised'} [${tags.join(',')}] at ${str(p.endpoint) ?? '?'}`;
     }
     case 'amf.discovery.agent.heartbeat':

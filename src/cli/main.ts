@@ -2,7 +2,7 @@
  * The `amf` command line. Each command is a thin layer: it loads the one configuration (file < env <
  * flags), then calls the runtime or talks to a running coordinator over its HTTP API.
  */
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import type { AmfConfig, ConfigOverrides } from '../config/config.js';
 import { VERSION } from '../version.js';
 import { registerA2aCommand } from './a2aCommand.js';
@@ -59,6 +59,24 @@ function client(cmd: Command): Command {
       '--api-key <key>',
       `operator key to send; default AMF_API_KEY, else <data-dir>/operator.key ${API_KEY_FLAG_HELP}`,
     );
+}
+
+interface ListingFlags {
+  json?: boolean;
+  output?: 'table' | 'json';
+}
+
+/** `-o json` / `--json` of a command that prints a table (kubectl's `-o`). */
+function listing(cmd: Command): Command {
+  return cmd
+    .addOption(
+      new Option('-o, --output <format>', 'table (with a header row) or json').choices(['table', 'json']),
+    )
+    .option('--json', 'print JSON (as -o json)');
+}
+
+function listingFormat(opts: ListingFlags): 'table' | 'json' {
+  return opts.json === true || opts.output === 'json' ? 'json' : 'table';
 }
 
 /** Builds the program (exported for tests of the argument parsing). */
@@ -119,7 +137,11 @@ export function buildProgram(): Command {
     .description('run a specialist worker')
     .requiredOption('--name <name>', 'worker name (unique in the mesh)')
     .requiredOption('--tags <tags>', 'capability tags, comma-separated', splitTags)
-    .option('--port <port>', 'HTTP port (default 8766, 0 = any free port)', parsePort)
+    .option(
+      '--port <port>',
+      'HTTP port (default 8766 when free, else any free port; a port given here is used or fails; 0 = any free port)',
+      parsePort,
+    )
     .option('--host <host>', 'HTTP bind address (default 127.0.0.1)')
     .option('--trust <domain>', 'trust domain (default local)')
     .option('--handler <handler>', 'echo | calc | path to a handler module', 'echo')
@@ -150,6 +172,7 @@ export function buildProgram(): Command {
         tlsCert: opts.tlsCert as string | undefined,
         tlsKey: opts.tlsKey as string | undefined,
         invite: (opts.invite as string | undefined) ?? process.env.AMF_INVITE,
+        portChosen: opts.port !== undefined,
       });
     });
 
@@ -177,25 +200,37 @@ export function buildProgram(): Command {
     });
 
   client(program.command('events'))
-    .description('stream mesh events (one JSON event per line)')
+    .description(
+      'stream mesh events, one line each (time, type, task, agent, summary); exits 1 when the coordinator goes away',
+    )
     .option('--subject <pattern>', 'NATS subject filter', 'amf.>')
-    .action(async (opts: CommonFlags & { subject: string }) => {
-      const config = await clientConfigFrom(opts);
-      const { eventsCommand } = await import('./clientCommands.js');
-      process.exitCode = await eventsCommand(config, opts.subject);
-    });
+    .option('--json', 'print each whole event as one JSON line (for scripts)')
+    .addOption(new Option('-o, --output <format>', 'line, or json as --json').choices(['line', 'json']))
+    .option('--heartbeats', 'include agent heartbeats (left out by default)')
+    .action(
+      async (
+        opts: CommonFlags & { subject: string; json?: boolean; output?: string; heartbeats?: boolean },
+      ) => {
+        const config = await clientConfigFrom(opts);
+        const { eventsCommand } = await import('./clientCommands.js');
+        process.exitCode = await eventsCommand(config, {
+          subject: opts.subject,
+          json: opts.json === true || opts.output === 'json',
+          heartbeats: opts.heartbeats === true,
+        });
+      },
+    );
 
-  const agents = client(program.command('agents'))
-    .description('list the agents the coordinator knows')
-    .option('--json', 'print JSON')
-    .action(async (opts: CommonFlags & { json?: boolean }) => {
+  const agents = listing(client(program.command('agents')))
+    .description('list the agents the coordinator knows (a table with a header; -o json for scripts)')
+    .action(async (opts: CommonFlags & ListingFlags) => {
       const config = await clientConfigFrom(opts);
       const { agentsCommand } = await import('./clientCommands.js');
-      process.exitCode = await agentsCommand(config, opts.json === true);
+      process.exitCode = await agentsCommand(config, listingFormat(opts));
     });
   client(agents.command('approve'))
     .description('approve a pending agent (heard on mDNS only): enroll its key so it can join')
-    .argument('<agent-id>', 'the agent id, e.g. spiffe://local/worker/lab-echo')
+    .argument('<agent-id>', 'the agent id, e.g. spiffe://local/worker/lab-echo, or its short name lab-echo')
     .option('--key <nkey>', 'the key you expect the agent to have (refused if it names another)')
     .action(async (agentId: string, _opts: CommonFlags & { key?: string }, cmd: Command) => {
       const opts = cmd.optsWithGlobals<CommonFlags & { key?: string }>();
@@ -205,7 +240,7 @@ export function buildProgram(): Command {
     });
   client(agents.command('forget'))
     .description('forget an agent, live or not (remove it from the registry and unbind its key)')
-    .argument('<agent-id>', 'the agent id, e.g. spiffe://local/worker/my-echo')
+    .argument('<agent-id>', 'the agent id, e.g. spiffe://local/worker/my-echo, or its short name my-echo')
     .action(async (agentId: string, _opts: CommonFlags, cmd: Command) => {
       // --coordinator and --api-key may be parsed by `agents` itself: read them from both.
       const config = await clientConfigFrom(cmd.optsWithGlobals<CommonFlags>());
@@ -213,11 +248,10 @@ export function buildProgram(): Command {
       process.exitCode = await forgetAgentCommand(config, agentId);
     });
 
-  client(program.command('audit'))
+  listing(client(program.command('audit')))
     .description('show the newest MCP call audit records (newest first)')
     .option('--limit <n>', 'how many records (1..500)', '20')
-    .option('--json', 'print JSON')
-    .action(async (opts: CommonFlags & { limit: string; json?: boolean }) => {
+    .action(async (opts: CommonFlags & ListingFlags & { limit: string }) => {
       const config = await clientConfigFrom(opts);
       const limit = Number(opts.limit);
       if (!Number.isInteger(limit) || limit < 1 || limit > 500) {
@@ -226,7 +260,7 @@ export function buildProgram(): Command {
         return;
       }
       const { auditCommand } = await import('./clientCommands.js');
-      process.exitCode = await auditCommand(config, limit, opts.json === true);
+      process.exitCode = await auditCommand(config, limit, listingFormat(opts));
     });
 
   client(program.command('publish'))

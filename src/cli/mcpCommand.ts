@@ -1,31 +1,19 @@
 /**
  * `amf mcp`: a stdio MCP server for IDEs (Claude Desktop, Cursor, VS Code) that proxies the
- * coordinator's aggregate `/mcp` endpoint (Streamable HTTP). tools/list and tools/call are forwarded
- * unchanged (the coordinator already namespaces tools), and the coordinator's
- * `notifications/tools/list_changed` is relayed so the IDE re-reads the catalog when agents come and
- * go. stdout carries the protocol, so everything else (logs, errors) goes to stderr.
+ * coordinator's aggregate `/mcp` endpoint (Streamable HTTP): tools, resources and templates,
+ * prompts, completions, logging, subscriptions and progress, and the agents' sampling,
+ * elicitation and roots requests back to the IDE (protocols/mcp/mcpProxy.ts). stdout carries the
+ * protocol, so everything else (logs, errors) goes to stderr.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  CallToolRequestSchema,
-  CallToolResultSchema,
-  ListToolsRequestSchema,
-  ToolListChangedNotificationSchema,
-} from '@modelcontextprotocol/sdk/types.js';
 import { AmfError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { checkServerUrl, createMcpFetch } from '../mcpClient/limits.js';
+import { startMcpProxy, type McpProxy } from '../protocols/mcp/mcpProxy.js';
 import { VERSION } from '../version.js';
 
-/**
- * Mesh tools are tasks dispatched to agents, which may take a while (task TTL plus retries), so a
- * proxied call waits longer than a plain MCP request; progress notifications reset the clock.
- */
-export const MCP_PROXY_CALL_TIMEOUT_MS = 120_000;
+export { MCP_PROXY_CALL_TIMEOUT_MS, type McpProxy } from '../protocols/mcp/mcpProxy.js';
 
 /** Options of `runMcpProxy`. */
 export interface McpProxyOptions {
@@ -36,12 +24,6 @@ export interface McpProxyOptions {
   /** The IDE side; default a StdioServerTransport on this process's stdin/stdout. */
   downstream?: Transport;
   callTimeoutMs?: number;
-}
-
-/** A running proxy: `done` settles when the IDE side closes. */
-export interface McpProxy {
-  readonly done: Promise<void>;
-  close(): Promise<void>;
 }
 
 /** Where the aggregate endpoint is: `<coordinator>/mcp` unless the URL already names an `/mcp` path. */
@@ -58,96 +40,37 @@ export function mcpEndpointUrl(coordinatorUrl: string): URL {
 export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
   const endpoint = mcpEndpointUrl(options.coordinatorUrl);
   const log = options.logger;
-  const headers: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
-  let closing = false;
-  const upstream = new Client({ name: 'amf-mcp-proxy', version: VERSION }, { capabilities: {} });
   try {
-    await upstream.connect(
-      new StreamableHTTPClientTransport(endpoint, {
-        fetch: createMcpFetch('coordinator'),
-        requestInit: { headers },
-      }),
-    );
-  } catch (err) {
-    // The SDK's StreamableHTTPError carries the HTTP status as `code`: name the likely fix for 401/403.
-    const status = (err as { code?: unknown }).code;
-    if (status === 401 || status === 403)
-      throw new AmfError(
-        'UNAUTHORIZED',
-        `the coordinator's MCP endpoint ${endpoint.href} refused the request (HTTP ${status}): the operator key is missing or wrong: set AMF_API_KEY, or give the coordinator's --data-dir (its operator.key is read)`,
-      );
-    throw new AmfError(
-      'UNAVAILABLE',
-      `cannot reach the coordinator's MCP endpoint ${endpoint.href}: ${(err as Error).message}`,
-    );
-  }
-  // Set after connecting: a failed connect is reported once, by the error above.
-  upstream.onerror = (err) => {
-    // Closing aborts the open SSE stream, which the SDK reports as an error: not worth a warning.
-    if (!closing) log?.warn({ err: err.message }, 'coordinator MCP connection error');
-  };
-  log?.info(
-    { endpoint: endpoint.href, server: upstream.getServerVersion() },
-    'connected to the coordinator MCP endpoint',
-  );
-
-  const server = new Server(
-    { name: 'amf', version: VERSION },
-    {
-      capabilities: { tools: { listChanged: true } },
-      instructions:
-        upstream.getInstructions() ??
-        'Tools of the agents in an AMF mesh; each call is dispatched to an agent.',
-    },
-  );
-  const timeout = options.callTimeoutMs ?? MCP_PROXY_CALL_TIMEOUT_MS;
-  server.setRequestHandler(ListToolsRequestSchema, (req, extra) =>
-    upstream.listTools(req.params, { signal: extra.signal }),
-  );
-  // The raw request keeps the result as the coordinator sent it (content, isError, structuredContent).
-  server.setRequestHandler(CallToolRequestSchema, (req, extra) => {
-    // The IDE's progress token means nothing to the coordinator: the SDK replaces it with its own
-    // when onprogress is set, and progress coming back is re-labelled with the IDE's token.
-    const progressToken = req.params._meta?.progressToken;
-    return upstream.request({ method: 'tools/call', params: req.params }, CallToolResultSchema, {
-      signal: extra.signal,
-      timeout,
-      ...(progressToken !== undefined
-        ? {
-            resetTimeoutOnProgress: true,
-            onprogress: (progress) =>
-              void extra
-                .sendNotification({
-                  method: 'notifications/progress',
-                  params: { ...progress, progressToken },
-                })
-                .catch(() => undefined),
-          }
-        : {}),
+    const proxy = await startMcpProxy({
+      endpoint,
+      headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
+      fetch: createMcpFetch('coordinator'),
+      downstream: options.downstream ?? new StdioServerTransport(),
+      info: { name: 'amf', version: VERSION },
+      instructions: 'Tools of the agents in an AMF mesh; each call is dispatched to an agent.',
+      ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
+      ...(log ? { logger: log } : {}),
     });
-  });
-  upstream.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
-    log?.debug('coordinator tool list changed; relaying');
-    await server.sendToolListChanged().catch((err: Error) => log?.warn({ err: err.message }, 'relay failed'));
-  });
+    log?.info({ endpoint: endpoint.href }, 'connected to the coordinator MCP endpoint');
+    return proxy;
+  } catch (err) {
+    throw upstreamRefusal(endpoint, err);
+  }
+}
 
-  let resolveDone!: () => void;
-  const done = new Promise<void>((resolve) => (resolveDone = resolve));
-  const close = async (): Promise<void> => {
-    if (closing) return done;
-    closing = true;
-    await upstream.close().catch(() => undefined);
-    await server.close().catch(() => undefined);
-    resolveDone();
-  };
-  server.onclose = () => void close();
-  // If the coordinator session ends for good, the IDE is better served by a restart than by errors.
-  upstream.onclose = () => {
-    if (!closing) log?.warn('coordinator MCP connection closed; stopping');
-    void close();
-  };
-  await server.connect(options.downstream ?? new StdioServerTransport());
-  return { done, close };
+/** The connect failure as a message that names the fix. */
+function upstreamRefusal(endpoint: URL, err: unknown): AmfError {
+  // The SDK's StreamableHTTPError carries the HTTP status as `code`: name the likely fix for 401/403.
+  const status = (err as { code?: unknown }).code;
+  if (status === 401 || status === 403)
+    return new AmfError(
+      'UNAUTHORIZED',
+      `the coordinator's MCP endpoint ${endpoint.href} refused the request (HTTP ${status}): the operator key is missing or wrong: set AMF_API_KEY, or give the coordinator's --data-dir (its operator.key is read)`,
+    );
+  return new AmfError(
+    'UNAVAILABLE',
+    `cannot reach the coordinator's MCP endpoint ${endpoint.href}: ${(err as Error).message}`,
+  );
 }
 
 /** The `amf mcp` action: runs the proxy until stdin closes; returns the exit code. */

@@ -201,7 +201,11 @@ export function registerRunCommand(program: Command): void {
       'capability tags, comma-separated (default: x-amf.tags, else from the name)',
       splitTags,
     )
-    .option('--port <port>', 'HTTP port of the interfaces and the worker (default 8766, 0 = any)', parsePort)
+    .option(
+      '--port <port>',
+      'HTTP port of the interfaces and the worker (default 8766 when free, else any free port; 0 = any)',
+      parsePort,
+    )
     .option('--host <host>', 'HTTP bind address (default 127.0.0.1)')
     .option('--coordinator <url>', 'coordinator URL (default: found on mDNS, else http://127.0.0.1:8765)')
     .option('--nats-url <url>', 'NATS URL (default: from the coordinator agent card)')

@@ -39,6 +39,7 @@ import { PolicyNotices } from '../registry/policyNotices.js';
 import { SWEEPER_LEASE_KEY, type LeaderLease } from './leaderLease.js';
 import { SweeperDuties } from './sweeperDuties.js';
 import { SharedState } from './sharedState.js';
+import { readAgentFromLeader, SharedLiveness } from './sharedLiveness.js';
 import type { TaskDispatcher } from './taskDispatcher.js';
 import type { TaskLifecycle } from './taskLifecycle.js';
 import type { ResultIntake } from './resultIntake.js';
@@ -57,6 +58,7 @@ import { ReplyInbox } from '../fabric/replyInbox.js';
 import type { EventAuthenticity } from './eventAuthenticity.js';
 import { AgentGrants, permissionViolationReporter } from './agentGrants.js';
 import { EnrollmentStore } from './enrollmentStore.js';
+import { signOrders } from './signedOrders.js';
 import type { Enrollment, EnrollmentRequest } from '../registry/enrollments.js';
 import type { RegisteredAgent } from '../registry/agentRegistry.js';
 import { ArtifactIntake } from './artifactIntake.js';
@@ -103,6 +105,8 @@ export class Coordinator {
   readonly enrollments: EnrollmentStore;
   private mdnsDoor: MdnsDoor | undefined;
   private readonly shared: SharedState;
+  /** The shared registry's word on agents this coordinator gave up for silence (sharedLiveness.ts). */
+  readonly liveness: SharedLiveness;
   private readonly results: ResultIntake;
   /** Agents' artifacts and evidence: checked, held to each agent's quota, then published. */
   readonly artifacts: ArtifactIntake;
@@ -142,6 +146,8 @@ export class Coordinator {
       trustDomain: td,
     };
     this.bus = new EventBus(nc, {
+      // Cancellations, denials and follow-ups carry the coordinator's signature (signedOrders.ts).
+      sign: signOrders(signingKey),
       payloadHint: `HTTP bodies may be up to ${largestTaskBodyBytes(config)} bytes, which needs max_payload of at least ${largestTaskEventBytes(config)} bytes on the NATS server (or send less)`,
     });
     this.work = new WorkQueueWriter(nc, stores.jsm);
@@ -168,7 +174,17 @@ export class Coordinator {
       this.instanceId,
       ReplyInbox.of(nc),
     );
+    this.liveness = new SharedLiveness({
+      registry: this.registry,
+      readShared: (agentId) => readAgentFromLeader(stores.jsm, agentId),
+      // Read when asked, once the lease and the task path below exist.
+      isHolder: () => this.sweeperLease.isHolder,
+      connected: () => this.natsConnected,
+      onReturn: (agents) => void this.lifecycle.takeStoredResults(agents),
+      log,
+    });
     const path = createTaskPath({
+      liveness: this.liveness,
       nc,
       jsm: stores.jsm,
       tasksKv: stores.tasks,
@@ -356,8 +372,13 @@ export class Coordinator {
   }
 
   private async startServices(): Promise<void> {
+    this.liveness.start();
     watchConnection(this.nc, this.log, (connected) => {
+      const back = connected && !this.connected;
       this.connected = connected;
+      // Back from an outage: what this coordinator decided alone meanwhile is checked against the
+      // shared state before it refuses anyone (sharedLiveness.ts).
+      if (back) this.liveness.refresh('all');
     });
     await this.shared.attachRegistry(this.registry, (change) => this.sweeper.mirrors(change));
     this.sweeper.start();
@@ -476,6 +497,7 @@ export class Coordinator {
       await this.sweeper.handOver();
       await this.mdnsDoor?.close().catch(() => undefined);
       this.heartbeatDoor.close();
+      this.liveness.close();
       this.grants?.close();
       this.enrollments.close();
       this.admission.close();

@@ -15,7 +15,7 @@ import { carryResultSignature } from '../identity/eventSignature.js';
 import { createEvent, type AmfEventOf, type EventSender } from '../events/cloudEvent.js';
 import { RECORD_AGAIN_WITHIN_MS, replySubject, terminalEventMsgId } from '../events/subjects.js';
 import { isTerminal, type TaskState } from '../events/taskStateMachine.js';
-import type { EventBus } from '../fabric/eventBus.js';
+import { UNTIL_CLOSED, type EventBus } from '../fabric/eventBus.js';
 import { kvKey } from '../fabric/jetstream.js';
 import type { LogFn } from '../log.js';
 import type { AgentRegistry } from '../registry/agentRegistry.js';
@@ -52,7 +52,7 @@ async function recordFinal(
   event: AmfEventOf<'amf.result.final'>,
   snap: TaskSnapshot,
   deps: OrphanResultDeps,
-): Promise<void> {
+): Promise<'stored' | 'too_large' | 'gave_up'> {
   const p = event.data.payload;
   const final = carryResultSignature(
     event,
@@ -66,17 +66,23 @@ async function recordFinal(
     }),
   );
   deps.bus.publish(final, replySubject(p.task_id));
-  await deps.bus.publishDurable(final, 'amf.result.final', {
+  // Retried for as long as this coordinator runs (a full disk, a stream without its leader).
+  const outcome = await deps.bus.publishDurable(final, 'amf.result.final', {
     msgId: terminalEventMsgId(p.task_id),
-    giveUpMs: 120_000,
+    giveUpMs: UNTIL_CLOSED,
   });
+  if (outcome !== 'stored')
+    deps.log('error', `the ending of task ${p.task_id} was not recorded (${outcome}); its result stays stored`, {
+      task_id: p.task_id,
+    });
+  return outcome;
 }
 
 /** Ends an orphaned open task with `event` (its worker's stored final); anything else is left alone. */
 export async function adoptOrphanResult(
   event: AmfEventOf<'amf.result.final'>,
   deps: OrphanResultDeps,
-): Promise<'adopted' | 'ended' | 'unknown' | 'lost_race'> {
+): Promise<'adopted' | 'ended' | 'unknown' | 'lost_race' | 'not_recorded'> {
   const p = event.data.payload;
   const key = kvKey(p.task_id);
   const entry = await deps.tasks.get(key);
@@ -105,10 +111,8 @@ export async function adoptOrphanResult(
     // store a result again and have a second, different ending recorded for a task long over.
     const endedAt = Date.parse(snap.ended_at ?? '');
     const recent = (deps.now ?? Date.now)() - endedAt < RECORD_AGAIN_WITHIN_MS;
-    if (snap.claimed_by === p.agent_id && snap.outcome?.message === ADOPTED_MESSAGE && recent) {
-      await recordFinal(event, snap, deps);
-      return 'ended';
-    }
+    if (snap.claimed_by === p.agent_id && snap.outcome?.message === ADOPTED_MESSAGE && recent)
+      return (await recordFinal(event, snap, deps)) === 'stored' ? 'ended' : 'not_recorded';
     return refuse('the task has ended');
   }
   const holder = snap.claimed_by;
@@ -142,7 +146,7 @@ export async function adoptOrphanResult(
   } catch {
     return 'lost_race'; // another coordinator wrote the ending first
   }
-  await recordFinal(event, snap, deps);
+  if ((await recordFinal(event, snap, deps)) !== 'stored') return 'not_recorded';
   deps.log('info', 'orphaned task adopted and ended with its stored result', {
     task_id: p.task_id,
     agent_id: p.agent_id,

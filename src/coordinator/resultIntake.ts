@@ -16,6 +16,7 @@ import {
   jetstream,
   type ConsumerMessages,
   type JetStreamManager,
+  type JsMsg,
 } from '@nats-io/jetstream';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { AmfEventOf } from '../events/cloudEvent.js';
@@ -60,8 +61,32 @@ export interface ResultIntakeOptions {
    */
   recorded?: (taskId: string) => Promise<unknown> | undefined;
   /** Asked about a result for a task nobody here follows (e.g. announced before a restart). */
-  adopt?: (event: AmfEventOf<'amf.result.final'>) => Promise<'adopted' | 'ended' | 'unknown' | 'lost_race'>;
+  adopt?: (
+    event: AmfEventOf<'amf.result.final'>,
+  ) => Promise<'adopted' | 'ended' | 'unknown' | 'lost_race' | 'not_recorded'>;
   log: LogFn;
+}
+
+/**
+ * True when a task's record settled as stored (`EventBus.publishDurable`'s 'stored'); a fabric
+ * without streams records nothing and settles with undefined, which counts as stored.
+ */
+function isStored(outcome: unknown): boolean {
+  return outcome === 'stored' || outcome === undefined;
+}
+
+/**
+ * What becomes of a stored result's message: `done` = acknowledged (decided, and its task's ending
+ * on record); `retry` = nobody here decides on it yet: another coordinator may (the one that
+ * announced the task, or one that knows it), so it is offered again a few times before it is given
+ * up; `keep` = decided, but its task's ending was not stored (this coordinator stopped first): it is
+ * offered again, for the coordinator that adopts the task.
+ */
+type StoredVerdict = 'done' | 'retry' | 'keep';
+
+function settleStored(msg: JsMsg, verdict: StoredVerdict, lastDelivery: boolean): void {
+  if (verdict === 'keep' || (verdict === 'retry' && !lastDelivery)) msg.nak(UNKNOWN_TASK_DELAY_MS);
+  else msg.ack();
 }
 
 export class ResultIntake {
@@ -116,14 +141,12 @@ export class ResultIntake {
             raw = undefined; // not JSON: reported as invalid below
           }
           const lastDelivery = msg.info.deliveryCount >= UNKNOWN_TASK_REDELIVERIES;
-          const known = await this.take(raw, msg.seq, lastDelivery);
-          // Nobody here decides on it yet: another coordinator may (the one that announced the task,
-          // or one that knows it), so offer it again a few times before giving up on it.
-          if (!known && !lastDelivery) msg.nak(UNKNOWN_TASK_DELAY_MS);
-          // Acknowledged once its task's ending is on record (without holding up the next result);
-          // if that takes longer than the ack wait, it is delivered again and decided again.
-          else if (known instanceof Promise) void known.then(() => msg.ack());
-          else msg.ack();
+          // Decided here, but settled later when the decision waits for its task's record: the
+          // results after it are not held up meanwhile.
+          void this.take(raw, msg.seq, lastDelivery).then(
+            (next) => settleStored(msg, next, lastDelivery),
+            () => msg.nak(UNKNOWN_TASK_DELAY_MS),
+          );
         }
       } catch (err) {
         if (!this.closed)
@@ -156,7 +179,15 @@ export class ResultIntake {
     const answer = (decision: ResultDecision) => {
       if (decision !== 'accepted' && decision !== 'refused') return;
       const recorded = decision === 'accepted' ? this.recordOf(msg.subject) : undefined;
-      if (recorded) void recorded.then(() => respond(decision));
+      // `accepted` means stored: an ending the stream did not take (this coordinator stopped while
+      // retrying it) gets no answer, so the worker keeps its result and stores it itself.
+      if (recorded)
+        void recorded.then(
+          (outcome) => {
+            if (isStored(outcome)) respond(decision);
+          },
+          () => undefined,
+        );
       else respond(decision);
     };
     let event: AmfEventOf<'amf.result.final'>;
@@ -185,30 +216,39 @@ export class ResultIntake {
   }
 
   /**
-   * Hands one stored result to the lifecycle; false when nobody here decides on it (yet), and the
-   * promise of its task's record when the decision waits for one (see `recorded`).
+   * Hands one stored result to the lifecycle and says what becomes of its message (see
+   * {@link StoredVerdict}) once its task's record, when it waits for one, is settled.
    */
-  private async take(raw: unknown, seq: number, lastDelivery: boolean): Promise<boolean | Promise<unknown>> {
+  private async take(raw: unknown, seq: number, lastDelivery: boolean): Promise<StoredVerdict> {
     const checked = validateEvent(raw);
     if (!checked.ok || checked.value.type !== 'amf.result.final') {
       this.options.log('warn', 'invalid result in the results stream dropped', {
         seq,
         errors: checked.ok ? [`type ${checked.value.type}`] : checked.errors,
       });
-      return true;
+      return 'done';
     }
     const event = checked.value;
     try {
       const decision = this.options.accept(event, { path: 'stored', lastDelivery });
       // Refused too: it may be the copy its worker stored while this coordinator's record of the
       // same result was still on its way.
-      if (decision === 'accepted' || decision === 'refused')
-        return this.options.recorded?.(event.data.payload.task_id) ?? true;
-      if (decision === 'not_owner') return false; // its own coordinator may take it on a redelivery
-      return (await this.options.adopt?.(event)) !== 'unknown';
+      if (decision === 'accepted' || decision === 'refused') {
+        const record = this.options.recorded?.(event.data.payload.task_id);
+        if (!record) return 'done';
+        return record.then(
+          (outcome) => (isStored(outcome) ? 'done' : 'keep'),
+          () => 'keep',
+        );
+      }
+      if (decision === 'not_owner') return 'retry'; // its own coordinator may take it on a redelivery
+      const verdict = await this.options.adopt?.(event);
+      // Adopted, but its ending not stored: the result stays in the stream for the next try.
+      if (verdict === 'not_recorded') return 'keep';
+      return verdict === 'unknown' ? 'retry' : 'done';
     } catch (err) {
       this.options.log('error', 'result not processed', { seq, err: String(err) });
-      return true;
+      return 'done';
     }
   }
 

@@ -98,6 +98,8 @@ export class SharedState {
       // A pending listing is one coordinator's hearsay (each browses mDNS itself): a stranger's
       // flood of advertisements must not fill the shared bucket.
       if (change.kind === 'pending') return;
+      // A revival read from the bucket says what the bucket holds already.
+      if (change.kind === 'online' && change.fromShared) return;
       if (!mirrors(change)) return;
       const a = change.agent;
       this.agents.put(kvKey(a.record.agent_id), jsonBytes(a)).catch((err: unknown) => {
@@ -155,7 +157,11 @@ export class SharedState {
         this.writeEnd(snap, 'terminal');
       };
       if (!task.recorded) return write();
-      const written = task.recorded.then(write, write);
+      // Not written when the record was not stored (this coordinator stopped first): KV keeps the
+      // task open, so the coordinator that adopts its stored result records its ending.
+      const written = task.recorded.then((outcome) => {
+        if (outcome === 'stored' || outcome === undefined) write();
+      }, write);
       this.awaitingRecord.add(written);
       void written.finally(() => this.awaitingRecord.delete(written));
     });

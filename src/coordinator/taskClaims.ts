@@ -20,13 +20,18 @@ export interface TaskClaimsDeps extends TaskParts {
   hasWorkQueue: boolean;
   offerWork: (task: TaskRecord) => void;
   closed: () => boolean;
+  /** Whether the shared registry holds live an agent that is not live here (LifecycleOptions). */
+  confirmLive?: (agentId: string) => Promise<boolean> | undefined;
 }
 
 export class TaskClaims {
   constructor(private readonly deps: TaskClaimsDeps) {}
 
-  /** A claim on the canonical subject (its signature was checked at intake). */
-  onClaim(event: AmfEventOf<'amf.task.claim'>): void {
+  /**
+   * A claim on the canonical subject (its signature was checked at intake). `rechecked`: decided
+   * again after the shared registry was read about its agent.
+   */
+  onClaim(event: AmfEventOf<'amf.task.claim'>, rechecked = false): void {
     // The envelope was validated, the payload not: read the id defensively.
     const taskId: unknown = event.data.payload.task_id;
     if (typeof taskId !== 'string') return;
@@ -39,6 +44,16 @@ export class TaskClaims {
       return;
     }
     if (!this.deps.agents.isLive(agentId)) {
+      // Offline here for silence only: this coordinator may be the one that was cut off, and the
+      // worker's handler runs already. Refused only if the shared registry does not hold it live.
+      const asked = rechecked ? undefined : this.deps.confirmLive?.(agentId);
+      if (asked) {
+        void asked.then(
+          () => !this.deps.closed() && this.onClaim(event, true),
+          () => !this.deps.closed() && this.onClaim(event, true),
+        );
+        return;
+      }
       this.deps.notices.warn({
         reason: 'claim_from_unadmitted_agent',
         message: `claim of task ${taskId} by ${agentId} refused: the agent is not admitted`,

@@ -40,6 +40,13 @@ import type { ResultArrival, ResultDecision } from './resultIntake.js';
 import { isOutputOfUntrackedTask, isTaskOutput } from './untrackedOutput.js';
 
 import { systemClock, TaskTimers, type LifecycleClock } from './taskTimers.js';
+import { isTerminal } from '../events/taskStateMachine.js';
+import type { SilenceVerdict } from './sharedLiveness.js';
+
+/** How often the shared registry is asked again about an agent whose loss it does not confirm yet. */
+const SILENCE_RECHECK_MS = 1_000;
+/** Stored results looked up at once after a return from a partition. */
+const STORED_LOOKUPS_AT_ONCE = 32;
 
 export type {
   AnnounceRequest,
@@ -65,6 +72,8 @@ export class TaskLifecycle {
   private readonly results: TaskResults;
   private readonly claims: TaskClaims;
   private closed = false;
+  /** Agents whose loss waits for the shared registry's word (silenceConfirmed), each with its wait. */
+  private readonly silenceChecks = new Map<string, object>();
 
   constructor(
     private readonly bus: TaskFabric,
@@ -103,18 +112,46 @@ export class TaskLifecycle {
     this.endings.onTerminal(({ task }) => {
       if (task.answeredFromQueue) this.offers.forget(task);
       else this.offers.withdraw(task);
+      this.followRecord(task);
     });
     this.results = new TaskResults({
       ...parts,
       endings: this.endings,
       ...(options.sharedTaskState ? { sharedTaskState: options.sharedTaskState } : {}),
+      ...(options.confirmLive ? { confirmLive: options.confirmLive } : {}),
     });
     this.claims = new TaskClaims({
       ...parts,
       hasWorkQueue: options.workQueue !== undefined,
       offerWork: (task) => this.offers.offer(task),
       closed: () => this.closed,
+      ...(options.confirmLive ? { confirmLive: options.confirmLive } : {}),
     });
+  }
+
+  /**
+   * Notes how the task's terminal event was stored. The record is retried for as long as this
+   * coordinator runs (a full disk, a stream electing its leader), so only a stop can leave it
+   * unstored: then the ending is missing from AMF_EVENTS, and the error names the task.
+   */
+  private followRecord(task: TaskRecord): void {
+    const recorded = task.recorded;
+    if (!recorded || !task.owned) return;
+    const missed = (why: string) => {
+      task.recordOutcome = 'not_stored';
+      this.options.log?.('error', `the ending of task ${task.taskId} was not recorded: ${why}`, {
+        task_id: task.taskId,
+        state: task.state,
+        ...(task.outcome ? { reason: task.outcome.reason } : {}),
+      });
+    };
+    void recorded.then(
+      (outcome) => {
+        if (outcome === 'stored' || outcome === undefined) task.recordOutcome = 'stored';
+        else missed(String(outcome));
+      },
+      (err: unknown) => missed(String(err)),
+    );
   }
 
   /** Subscribes to the task and result events; delegations are shared among coordinators. */
@@ -162,15 +199,18 @@ export class TaskLifecycle {
       ),
     );
     this.registry.onChange((change) => {
-      if (change.kind === 'offline') void this.workerLost(change.agent.record.agent_id);
+      if (change.kind === 'offline') void this.workerLost(change.agent.record.agent_id, change.reason);
     });
   }
 
   /**
    * A worker went offline (goodbye or missed heartbeats): results it stored before it went are taken
-   * first, then its remaining tasks are re-announced or failed by the retry rules.
+   * first, then its remaining tasks are re-announced or failed by the retry rules. Missed heartbeats
+   * are first checked against the shared registry (`confirmSilence`): a coordinator cut off from
+   * the mesh hears nobody, and re-announcing tasks their workers still run would run them twice.
    */
-  private async workerLost(agentId: string): Promise<void> {
+  private async workerLost(agentId: string, reason: string): Promise<void> {
+    if (reason === 'heartbeat_missed' && !(await this.silenceConfirmed(agentId))) return;
     const lookup = this.options.storedResult;
     if (lookup) {
       const held = [...this.active.values()].filter((t) => t.claimedBy === agentId);
@@ -180,6 +220,63 @@ export class TaskLifecycle {
         if (event) this.results.accept(event, { path: 'stored', lastDelivery: false });
     }
     if (!this.closed) this.retries.agentLost(agentId);
+  }
+
+  /**
+   * Waits until the shared registry confirms that the mesh lost the agent too (true), or the agent
+   * is live here again or holds no task of this coordinator's any more (false: nothing to recover).
+   * Asked again every second while it is heard elsewhere or this coordinator cannot read the shared
+   * state; a later loss of the same agent takes over from an earlier wait.
+   */
+  private async silenceConfirmed(agentId: string): Promise<boolean> {
+    const confirm = this.options.confirmSilence;
+    if (!confirm) return true;
+    const token = {};
+    this.silenceChecks.set(agentId, token);
+    try {
+      for (;;) {
+        if (this.registry.isLive(agentId) || !this.holdsTasks(agentId)) return false;
+        const verdict = await confirm(agentId).catch((): SilenceVerdict => 'unreachable');
+        if (this.closed || this.silenceChecks.get(agentId) !== token) return false;
+        if (this.registry.isLive(agentId)) return false;
+        if (verdict === 'lost') return true;
+        await new Promise<void>((resolve) => this.clock.setTimeout(resolve, SILENCE_RECHECK_MS));
+        if (this.closed || this.silenceChecks.get(agentId) !== token) return false;
+      }
+    } finally {
+      if (this.silenceChecks.get(agentId) === token) this.silenceChecks.delete(agentId);
+    }
+  }
+
+  private holdsTasks(agentId: string): boolean {
+    for (const task of this.active.values())
+      if (task.owned && task.claimedBy === agentId && !isTerminal(task.state)) return true;
+    return false;
+  }
+
+  /**
+   * After this coordinator was cut off from the mesh (a reconnect: `'all'`; or agents it had marked
+   * offline for silence heard again): results its workers stored meanwhile, because no answer came
+   * back or another coordinator took them, are looked up for its open tasks (those `agents` hold)
+   * and taken, so none of those tasks waits for its watchdog and is run again.
+   */
+  async takeStoredResults(agents: ReadonlySet<string> | 'all'): Promise<void> {
+    const lookup = this.options.storedResult;
+    if (!lookup || this.closed) return;
+    const open = [...this.active.values()].filter(
+      (t) =>
+        t.owned &&
+        !isTerminal(t.state) &&
+        (agents === 'all' || (t.claimedBy !== undefined && agents.has(t.claimedBy))),
+    );
+    for (let i = 0; i < open.length; i += STORED_LOOKUPS_AT_ONCE) {
+      const batch = open.slice(i, i + STORED_LOOKUPS_AT_ONCE);
+      const stored = await Promise.all(batch.map((t) => lookup(t.taskId).catch(() => undefined)));
+      if (this.closed) return;
+      for (const event of stored)
+        if (event && this.active.has(event.data.payload.task_id))
+          this.results.accept(event, { path: 'stored', lastDelivery: false });
+    }
   }
 
   /** This coordinator adopted `event` as the ending of a task it followed for another coordinator. */
@@ -218,8 +315,10 @@ export class TaskLifecycle {
     if (this.closed) throw new AmfError('UNAVAILABLE', 'coordinator is shutting down');
     if (!isCapabilityTag(req.tag))
       throw new AmfError('INVALID_REQUEST', `invalid capability tag "${req.tag}": expected [a-z0-9-]+`);
-    if (!this.registry.servesTag(req.tag))
-      throw new AmfError('NO_AGENT_FOR_TAG', `no live agent serves capability "${req.tag}"`);
+    const served = this.registry.servesTag(req.tag);
+    const refusal = this.options.refuseNewTask?.(served);
+    if (refusal) throw refusal;
+    if (!served) throw new AmfError('NO_AGENT_FOR_TAG', `no live agent serves capability "${req.tag}"`);
     if (this.active.size >= (this.options.maxActiveTasks ?? 100_000))
       throw new AmfError('OVERLOADED', `too many tasks in flight (${this.active.size}); try again later`);
     const taskId = req.taskId ?? randomUUID();

@@ -17,9 +17,10 @@ import type { PolicyNotices } from '../registry/policyNotices.js';
 import { EventAuthenticity } from './eventAuthenticity.js';
 import { adoptOrphanResult } from './orphanResults.js';
 import type { TaskSnapshot } from './sharedState.js';
+import type { SharedLiveness } from './sharedLiveness.js';
 import { ResultIntake } from './resultIntake.js';
 import { TaskDispatcher } from './taskDispatcher.js';
-import { TaskLifecycle } from './taskLifecycle.js';
+import { TaskLifecycle, type LifecycleOptions } from './taskLifecycle.js';
 import { ed25519 } from '../identity/ed25519.js';
 
 export interface TaskPathParts {
@@ -36,7 +37,11 @@ export interface TaskPathParts {
   policy: PolicyEngine;
   /** A task's last state in the shared KV bucket (SharedState.readTask). */
   readTaskState: (taskId: string) => Promise<TaskSnapshot | undefined>;
+  /** The shared registry's word on agents offline here for silence (sharedLiveness.ts). */
+  liveness?: Pick<SharedLiveness, 'confirmLive' | 'confirmSilence'>;
   log: LogFn;
+  /** Why new tasks are refused now, if they are (LifecycleOptions.refuseNewTask). */
+  refuseNewTask?: LifecycleOptions['refuseNewTask'];
 }
 
 export interface TaskPath {
@@ -83,8 +88,11 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
     },
     workQueue: work,
     sharedTaskState: parts.readTaskState,
+    ...(parts.liveness ? livenessOptions(parts.liveness) : {}),
     authenticate: (event, intake) => authenticity.accept(event, intake),
     authenticateInOrder: inOrder,
+    log,
+    ...(parts.refuseNewTask ? { refuseNewTask: parts.refuseNewTask } : {}),
   });
   activeTasks = () => lifecycle.activeCount;
   const dispatcher = new TaskDispatcher(
@@ -117,6 +125,16 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
     log: (level, message, fields) => log(level, message, fields),
   });
   return { authenticity, lifecycle, dispatcher, results };
+}
+
+/** The lifecycle's questions to the shared registry (LifecycleOptions.confirmLive, confirmSilence). */
+function livenessOptions(
+  liveness: Pick<SharedLiveness, 'confirmLive' | 'confirmSilence'>,
+): Pick<LifecycleOptions, 'confirmLive' | 'confirmSilence'> {
+  return {
+    confirmLive: (agentId) => liveness.confirmLive(agentId),
+    confirmSilence: (agentId) => liveness.confirmSilence(agentId),
+  };
 }
 
 /**

@@ -10,6 +10,9 @@ import type { EventHandler, SubscribeOptions } from '../fabric/eventBus.js';
 import type { AgentRegistry } from '../registry/agentRegistry.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
 import type { LifecycleClock, TimerHandle } from './taskTimers.js';
+import type { SilenceVerdict } from './sharedLiveness.js';
+import type { AmfError } from '../errors.js';
+import type { LogFn } from '../log.js';
 
 /**
  * The part of the fabric the lifecycle uses. EventBus is one; narrowing it to this lets timing tests
@@ -75,10 +78,34 @@ export interface LifecycleOptions {
    */
   sharedTaskState?: (taskId: string) => Promise<{ state: string; claimed_by?: string } | undefined>;
   /**
+   * Asked about an agent that is not live here when it claims a task (or its result stands in for
+   * a claim): undefined when there is nothing to ask, else whether the shared registry holds it live
+   * (it is live here again then). A coordinator back from a partition thus does not refuse a claim
+   * whose handler already runs (sharedLiveness.ts).
+   */
+  confirmLive?: (agentId: string) => Promise<boolean> | undefined;
+  /**
+   * Asked before the tasks of an agent marked offline for silence are re-announced or failed:
+   * `lost` = go ahead; `live` (the mesh still hears it) or `unreachable` (this coordinator is cut
+   * off) = ask again shortly, unless the agent is back by then (sharedLiveness.ts).
+   */
+  confirmSilence?: (agentId: string) => Promise<SilenceVerdict>;
+  /**
    * The work queue (stream AMF_WORK) that AMF workers pull announcements from when they have a free
    * slot. Without it, tasks reach workers only through the core announce subject (seed workers).
    */
   workQueue?: TaskWorkQueue;
+  /**
+   * Where an ending that could not be stored is reported (an error naming the task): the one case
+   * where a task's terminal event may be missing from AMF_EVENTS.
+   */
+  log?: LogFn;
+  /**
+   * Why no new task may be announced now, if so: a full store (INSUFFICIENT_STORAGE) refuses every
+   * task; an unreachable or frozen fabric (UNAVAILABLE) refuses a task whose tag has no live agent,
+   * since agents only look offline while their heartbeats cannot arrive (fabricCondition.ts).
+   */
+  refuseNewTask?: (tagServed: boolean) => AmfError | undefined;
   /**
    * Decides whether an agent's event (claim, progress, partial, blocked, delegate, final) really
    * comes from the agent it names; a refusal is warned by the check itself (eventAuthenticity.ts).
@@ -148,6 +175,15 @@ export interface TaskRecord {
    * for another coordinator to adopt, never acknowledged with no record of it.
    */
   recorded?: Promise<unknown>;
+  /** How storing the terminal event ended, once `recorded` settled (only `stored` is on record). */
+  recordOutcome?: 'stored' | 'not_stored';
+  /**
+   * The requester was sent a streamed chunk of the current claimant's execution: from now on a
+   * retry would splice another execution's chunks after it, so losing the worker ends the task.
+   */
+  streamStarted?: boolean;
+  /** Agents that may not take the task again (a refused claim, a handler timeout): re-offers skip them. */
+  excludedAgents?: Set<string>;
   /** The accepted final result (completed or failed by its worker), once the task has one. */
   final?: AmfEventOf<'amf.result.final'>;
   timer?: TimerHandle;

@@ -14,6 +14,7 @@ import type { LifecycleOptions, TaskFabric, TaskRecord } from './taskRecord.js';
 import { isTerminal, type TaskState } from '../events/taskStateMachine.js';
 import type { ResultArrival, ResultDecision } from './resultIntake.js';
 import { namesOffer } from './offerNonce.js';
+import { UNTIL_CLOSED } from '../fabric/eventBus.js';
 
 /** The agent an event speaks for: its payload's `agent_id`, else the envelope's identity. */
 export function senderAgent(event: AmfEvent): string {
@@ -27,6 +28,7 @@ export interface TaskResultsDeps extends Pick<
 > {
   endings: TaskEndings;
   sharedTaskState?: LifecycleOptions['sharedTaskState'];
+  confirmLive?: LifecycleOptions['confirmLive'];
 }
 
 export class TaskResults {
@@ -78,6 +80,7 @@ export class TaskResults {
     // is presumably gone, and adoption decides through the shared state (one ending however many
     // coordinators follow the task; orphanResults.ts), not this coordinator's view of it.
     if (!task.owned) return arrival.path === 'direct' || !arrival.lastDelivery ? 'not_owner' : 'unknown';
+    if (this.undecidedUntilConfirmed(task, agentId, arrival)) return 'not_owner';
     if (task.claimedBy === undefined && task.state === 'announced' && this.deps.agents.isLive(agentId)) {
       // The result overtook the claim (they travel on different paths): the claim is implied, so
       // it is held to a claim's rules: only an agent admitted for the task's tag, which took the
@@ -114,6 +117,21 @@ export class TaskResults {
     if (recorded) task.recorded = recorded;
     this.endWithFinal(task, relayed, agentId);
     return 'accepted';
+  }
+
+  /**
+   * An unclaimed task's result from an agent offline here for silence (this coordinator may be the
+   * one back from a partition, its claim still being checked): the shared registry is asked, and
+   * the result is decided when it comes again (a direct result unanswered is stored by its worker;
+   * a stored one is offered again), rather than refused while its claim is being accepted.
+   */
+  private undecidedUntilConfirmed(task: TaskRecord, agentId: string, arrival: ResultArrival): boolean {
+    if (task.claimedBy !== undefined || task.state !== 'announced' || arrival.lastDelivery) return false;
+    if (this.deps.agents.isLive(agentId)) return false;
+    const asked = this.deps.confirmLive?.(agentId);
+    if (!asked) return false;
+    void asked.catch(() => false);
+    return true;
   }
 
   /**
@@ -247,7 +265,9 @@ function publishCanonicalFinal(
   // One encoding for both copies; the canonical copy comes back to this coordinator unread.
   return fabric.publishDurable(final, 'amf.result.final', {
     msgId: terminalEventMsgId(final.data.payload.task_id),
-    giveUpMs: 120_000,
+    // Retried for as long as this coordinator runs: its worker is answered `accepted` only once it
+    // is stored (resultIntake.ts), so a record given up would be a result lost.
+    giveUpMs: UNTIL_CLOSED,
     ...(reply ? { alsoOn: [reply] } : {}),
     ownEvent: true,
   });

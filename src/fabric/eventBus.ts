@@ -58,7 +58,19 @@ export interface EventBusOptions {
    * would need (the coordinator names its HTTP body cap and the max_payload that cap requires).
    */
   payloadHint?: string;
+  /**
+   * Called with each event before it is first serialised, to stamp it in place: the coordinator
+   * signs the orders agents act on (coordinator/signedOrders.ts).
+   */
+  sign?: (event: AmfEvent) => void;
 }
+
+/**
+ * A `giveUpMs` that never passes: the publish is retried until it is stored, its `signal` is
+ * aborted or its connection closes. For what must not be lost (a task's ending, a worker's result):
+ * giving up after a while would turn an outage (a full disk, no stream leader) into a loss.
+ */
+export const UNTIL_CLOSED = Number.POSITIVE_INFINITY;
 
 /** Options of {@link EventBus.publishDurable}. */
 export interface DurablePublishOptions {
@@ -113,6 +125,7 @@ export class EventBus {
   private encode(event: AmfEvent, keep = false): Uint8Array {
     let bytes = this.encoded.get(event);
     if (bytes) return bytes;
+    this.options.sign?.(event);
     bytes = jsonBytes(event);
     const max = this.maxPayloadBytes;
     if (max !== undefined && bytes.length > max) {

@@ -6,7 +6,7 @@
  * redeliveries, set on the consumer by the coordinator).
  */
 import { randomUUID } from 'node:crypto';
-import { AckPolicy, type JetStreamManager } from '@nats-io/jetstream';
+import { AckPolicy, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { workConsumerName, workSubject } from '../events/subjects.js';
 import { inboxPrefixOf, ReplyInbox } from './replyInbox.js';
@@ -322,8 +322,33 @@ export class WorkQueueWriter {
     return ack.seq;
   }
 
-  /** Removes an offered announcement that nobody should take any more (best effort). */
+  /**
+   * Removes an offered announcement that nobody should take any more. While the stream cannot be
+   * reached (NATS away, this coordinator cut off from the rest of a cluster, the stream electing a
+   * leader) the delete is tried again, 0.5 s doubling to 5 s, for up to 10 minutes: a task that
+   * ended during a partition (its requester gave up) must not be pulled and run once the partition
+   * heals. An answer from the stream ends the tries, a refusal included (the message is gone: its
+   * worker acknowledged it, or it was deleted already).
+   */
   withdraw(seq: number): void {
-    void this.jsm.streams.deleteMessage(WORK_STREAM, seq, false).catch(() => undefined);
+    void this.deleteUntilAnswered(seq);
+  }
+
+  private async deleteUntilAnswered(seq: number): Promise<void> {
+    const giveUpAt = Date.now() + WITHDRAW_GIVE_UP_MS;
+    for (let delayMs = 500; ; delayMs = Math.min(delayMs * 2, 5_000)) {
+      try {
+        await this.jsm.streams.deleteMessage(WORK_STREAM, seq, false);
+        return;
+      } catch (err) {
+        // The stream answered (503: JetStream could not serve it yet, which is not an answer).
+        if (err instanceof JetStreamApiError && err.status !== 503) return;
+        if (this.nc.isClosed() || Date.now() + delayMs > giveUpAt) return;
+        await new Promise((resolve) => setTimeout(resolve, delayMs).unref());
+      }
+    }
   }
 }
+
+/** How long the withdrawal of an offer is retried while the work queue cannot be reached. */
+const WITHDRAW_GIVE_UP_MS = 10 * 60_000;

@@ -65,7 +65,11 @@ export interface RegisteredAgent {
 export type RegistryChange =
   | { kind: 'admitted'; agent: RegisteredAgent }
   | { kind: 'changed'; agent: RegisteredAgent; previous: AgentRecord }
-  | { kind: 'online'; agent: RegisteredAgent }
+  /**
+   * Heard again; `fromShared`: revived from the shared registry (another coordinator still hears
+   * it) after this one had marked it offline for silence, which is nothing new for that registry.
+   */
+  | { kind: 'online'; agent: RegisteredAgent; fromShared?: true }
   /** Admitted, or re-advertised, without a verified card: listed, never served. */
   | { kind: 'unverified'; agent: RegisteredAgent; reason: string }
   | { kind: 'offline'; agent: RegisteredAgent; reason: string }
@@ -247,6 +251,25 @@ export class AgentRegistry {
     if (known && known.lastSeen >= agent.lastSeen) return;
     this.agents.set(agent.record.agent_id, { ...agent });
     this.tagCache = undefined;
+  }
+
+  /**
+   * An agent this coordinator marked offline for silence that the shared registry still holds live
+   * (another coordinator hears its heartbeats: this one was cut off from the mesh): live again here,
+   * for `graceMs` unless its heartbeats resume. Only the same advertisement under the same key is
+   * revived; false when nothing changed.
+   */
+  reviveFromShared(shared: RegisteredAgent, graceMs: number): boolean {
+    const id = shared.record.agent_id;
+    const known = this.agents.get(id);
+    if (!known || known.status !== 'offline' || shared.status !== 'live') return false;
+    if (known.record.nkey !== shared.record.nkey || this.keyBindings.get(id) !== known.record.nkey) return false;
+    if (!sameAdvertisement(known.record, shared.record)) return false;
+    const silenceMs = known.heartbeatSeconds * 1000 * this.options.offlineAfterMissed;
+    known.lastSeen = Math.max(known.lastSeen, this.now() - Math.max(0, silenceMs - graceMs));
+    known.status = 'live';
+    this.emit({ kind: 'online', agent: known, fromShared: true });
+    return true;
   }
 
   /**

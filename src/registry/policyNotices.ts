@@ -6,7 +6,7 @@
 import { createEvent, type EventSender } from '../events/cloudEvent.js';
 import type { PolicyPayload } from '../events/payloads.js';
 import { terminalEventMsgId } from '../events/subjects.js';
-import type { EventBus } from '../fabric/eventBus.js';
+import { UNTIL_CLOSED, type EventBus } from '../fabric/eventBus.js';
 
 /** Stable reason codes of the notices the coordinator emits. */
 export type PolicyReason =
@@ -79,9 +79,10 @@ export class PolicyNotices {
       // A task's ending must reach the record (AMF_EVENTS) even when it is decided while NATS is
       // away: stored through JetStream, retried until the fabric is back (duplicates are dropped by
       // the task's terminal message id: one ending per task in the stream, whoever sends it).
-      // Live subscribers get it from the same publish.
+      // Live subscribers get it from the same publish. Never given up while the coordinator runs:
+      // an ending decided during an outage (a full disk) is stored once the fabric takes it again.
       const msgId = payload.task_id !== undefined ? terminalEventMsgId(payload.task_id) : event.id;
-      const recorded = this.bus.publishDurable(event, type, { msgId, giveUpMs: 120_000 });
+      const recorded = this.bus.publishDurable(event, type, { msgId, giveUpMs: UNTIL_CLOSED });
       options.onRecord?.(recorded);
       if (options.extraSubject) this.bus.publish(event, options.extraSubject);
       return;

@@ -9,6 +9,8 @@ import type { Subscription } from '@nats-io/transport-node';
 import type { EventBus } from '../fabric/eventBus.js';
 import { agentInputSubject } from '../fabric/agentUsers.js';
 import type { FollowUpMessage } from './handlerApi.js';
+import type { AmfEvent } from '../events/cloudEvent.js';
+import { checkEventSignature } from '../identity/eventSignature.js';
 
 export interface OrderTaker {
   agentId: string;
@@ -20,26 +22,39 @@ export interface OrderTaker {
   deliverInput: (taskId: string, message: FollowUpMessage) => void;
   /** A delegation of this worker's was denied. */
   denied: (taskId: string, reason: string, message: string) => void;
+  /**
+   * The coordinator's public key (from the data dir, or the invite): when known, an order counts
+   * only when that key signed it (coordinator/signedOrders.ts); when not, the role check alone.
+   */
+  coordinatorKey?: string;
+}
+
+/** True when `e` comes from a coordinator: its role, and its key's signature when the key is known. */
+function fromCoordinator(e: AmfEvent, coordinatorKey: string | undefined): boolean {
+  if (e.amfagentrole !== 'coordinator') return false;
+  if (coordinatorKey === undefined) return true;
+  const signature = checkEventSignature(e);
+  return signature.ok && signature.signer === coordinatorKey;
 }
 
 export function subscribeToOrders(bus: EventBus, worker: OrderTaker): Subscription[] {
   return [
     bus.subscribe('amf.policy.deny', (e) => {
-      if (e.type !== 'amf.policy.deny' || e.amfagentrole !== 'coordinator') return;
+      if (e.type !== 'amf.policy.deny' || !fromCoordinator(e, worker.coordinatorKey)) return;
       const p = e.data.payload;
       if (!p.terminal || typeof p.task_id !== 'string') return;
       worker.abort(p.task_id);
       worker.denied(p.task_id, p.reason, p.message);
     }),
     bus.subscribe('amf.task.cancel', (e) => {
-      if (e.type !== 'amf.task.cancel' || e.amfagentrole !== 'coordinator') return;
+      if (e.type !== 'amf.task.cancel' || !fromCoordinator(e, worker.coordinatorKey)) return;
       const { task_id: taskId, agent_id: agentId } = e.data.payload;
       // A cancel naming an agent (the claimant, or a claim that lost) is for that agent only.
       if (agentId !== undefined && agentId !== worker.agentId) return;
       if (typeof taskId === 'string') worker.abort(taskId);
     }),
     bus.subscribe(agentInputSubject(worker.agentKey), (e) => {
-      if (e.type !== 'amf.task.input' || e.amfagentrole !== 'coordinator') return;
+      if (e.type !== 'amf.task.input' || !fromCoordinator(e, worker.coordinatorKey)) return;
       const p = e.data.payload;
       if (p.agent_id !== worker.agentId || typeof p.task_id !== 'string' || typeof p.text !== 'string')
         return;

@@ -114,6 +114,7 @@ export class MeshWorker {
         abort: (taskId) => this.inFlight.get(taskId)?.controller.abort(),
         deliverInput: (taskId, message) => this.inputs.deliver(taskId, message),
         denied: (taskId, reason, message) => this.delegations.denied(taskId, reason, message),
+        ...(this.options.coordinatorKey ? { coordinatorKey: this.options.coordinatorKey } : {}),
       }),
     );
     this.heartbeat();

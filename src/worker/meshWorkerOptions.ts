@@ -39,6 +39,11 @@ export interface MeshWorkerOptions {
    * get it admitted again.
    */
   heartbeatConnection?: NatsConnection;
+  /**
+   * The coordinator's public key (identity/coordinatorKey.ts): cancellations, denials and follow-ups
+   * count only when signed with it (coordinatorOrders.ts). Absent: the sender's role is checked only.
+   */
+  coordinatorKey?: string;
 }
 
 /** A task as it reaches the worker; the worker adds the signal, progress, delegate, tools and input. */

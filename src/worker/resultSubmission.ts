@@ -5,7 +5,7 @@
 import { createEvent, type EventSender } from '../events/cloudEvent.js';
 import type { FinalPayload, ResultArtifactPayload } from '../events/payloads.js';
 import { finalSubject, resultSubject } from '../events/subjects.js';
-import type { EventBus } from '../fabric/eventBus.js';
+import { UNTIL_CLOSED, type EventBus } from '../fabric/eventBus.js';
 import type { AgentKey } from '../identity/agentKey.js';
 import { signEvent } from '../identity/eventSignature.js';
 import type { LogFn } from '../log.js';
@@ -116,6 +116,9 @@ export async function submitResult(
   const store = (final: FinalPayload, conf?: number) =>
     worker.bus.publishDurable(finalEvent(final, conf), resultSubject(task.taskId), {
       msgId: `${task.taskId}.${task.attempt}.${worker.name}`,
+      // Kept and retried for as long as the worker runs (a full disk, an outage of any length):
+      // given up, the answer would be lost although the handler ran.
+      giveUpMs: UNTIL_CLOSED,
       onRetry: (err) => {
         worker.log?.('warn', 'result not stored yet; retrying', {
           task_id: task.taskId,
@@ -142,9 +145,11 @@ export async function submitResult(
       0,
     );
   if (outcome !== 'stored')
-    worker.log?.('error', 'result could not be stored; the coordinator will retry or expire the task', {
-      task_id: task.taskId,
-    });
+    worker.log?.(
+      'error',
+      `the result of task ${task.taskId} was not stored before the worker stopped; the coordinator will retry or expire the task`,
+      { task_id: task.taskId },
+    );
 }
 
 /** A handler's artifacts as they travel in a final result (plain JSON, at most 32). */

@@ -58,10 +58,15 @@ function expectValidCard(card: Record<string, unknown>): void {
 }
 
 describe('agent card', () => {
-  it.each(['/.well-known/agent-card.json', '/.well-known/agent.json'])(
-    '%s is a valid A2A card (agent.json also for 0.3 readers)',
-    async (path) => {
-      const res = await fetch(mesh.url + path);
+  it.each([
+    ['/.well-known/agent-card.json', 'strict', { 'A2A-Version': '1.0' }],
+    ['/.well-known/agent-card.json', 'union', {}],
+    ['/.well-known/agent.json', 'legacy', {}],
+  ] as const)(
+    '%s (%s) is a valid A2A card (the union and agent.json also for 0.3 readers)',
+    async (path, view, headers) => {
+      const res = await fetch(mesh.url + path, { headers });
+      expect(res.headers.get('vary')).toBe('A2A-Version');
       expect(res.status).toBe(200);
       const card = (await res.json()) as Record<string, unknown>;
       expectValidCard(card);
@@ -87,13 +92,15 @@ describe('agent card', () => {
         nats_url: mesh.coordinator.natsUrl,
         push: { a2a_push_notifications: false, canonical: 'nats' },
       });
-      if (path === '/.well-known/agent-card.json') {
-        // Strict A2A 1.0: no 0.3 fields and no x-amf at the top level.
+      if (view === 'strict') {
+        // Strict A2A 1.0 (asked for with A2A-Version: 1.0): no 0.3 fields and no x-amf at the top level.
         for (const key of ['url', 'preferredTransport', 'protocolVersion', 'additionalInterfaces', 'x-amf'])
           expect(card).not.toHaveProperty(key);
         return;
       }
-      expect(card['x-amf']).toEqual(amfCardBlock(card));
+      // The union (what an unversioned request, a 0.3 one, gets) has no top-level x-amf; agent.json has.
+      if (view === 'union') expect(card).not.toHaveProperty('x-amf');
+      else expect(card['x-amf']).toEqual(amfCardBlock(card));
       expect((card.skills as Array<{ id: string }>).map((s) => s.id)).toEqual(
         expect.arrayContaining(['echo', 'hold']),
       );

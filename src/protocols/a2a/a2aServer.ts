@@ -7,13 +7,31 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { GetTaskRequest, SendMessageRequest, StreamResponse, Task, Message } from '@a2a-js/sdk';
-import { DefaultRequestHandler, type AgentExecutor, type ServerCallContext } from '@a2a-js/sdk/server';
+import {
+  TaskState,
+  type CancelTaskRequest,
+  type GetTaskRequest,
+  type Message,
+  type SendMessageRequest,
+  type StreamResponse,
+  type SubscribeToTaskRequest,
+  type Task,
+} from '@a2a-js/sdk';
+import {
+  DefaultExecutionEventBusManager,
+  DefaultRequestHandler,
+  type AgentExecutionEvent,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type ServerCallContext,
+} from '@a2a-js/sdk/server';
 import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import {
   A2AError,
   ContentTypeNotSupportedError,
   RequestMalformedError,
+  TaskNotCancelableError,
+  TaskNotFoundError,
   toRestErrorBody,
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
@@ -53,9 +71,97 @@ function checkHistoryLength(value: number | undefined): void {
     throw new RequestMalformedError(`historyLength must be 0 or more, not ${value}`);
 }
 
+/**
+ * The events of one task's bus, in order, until the task ends or the bus is finished. Unlike the
+ * SDK's ExecutionEventQueue it goes on past input-required: a subscriber follows the whole task.
+ */
+async function* taskEvents(
+  bus: ExecutionEventBus,
+  taskId: string,
+  ready: (stop: () => void) => void,
+): AsyncGenerator<AgentExecutionEvent, void, undefined> {
+  const queue: AgentExecutionEvent[] = [];
+  let finished = false;
+  let wake: (() => void) | undefined;
+  const onEvent = (event: AgentExecutionEvent): void => {
+    queue.push(event);
+    wake?.();
+  };
+  const onFinished = (): void => {
+    finished = true;
+    wake?.();
+  };
+  bus.on('event', onEvent);
+  bus.on('finished', onFinished);
+  const stop = (): void => {
+    bus.off('event', onEvent);
+    bus.off('finished', onFinished);
+    onFinished();
+  };
+  ready(stop);
+  try {
+    for (;;) {
+      const event = queue.shift();
+      if (event) {
+        yield event;
+        if (
+          event.kind === 'statusUpdate' &&
+          event.data.taskId === taskId &&
+          isTerminalTaskState(event.data.status?.state)
+        )
+          return;
+        continue;
+      }
+      if (finished) return;
+      await new Promise<void>((resolve) => (wake = resolve));
+      wake = undefined;
+    }
+  } finally {
+    stop();
+  }
+}
+
+/** An event of the task's bus as a subscriber sees it; undefined for events of no interest to it. */
+function subscriberUpdate(event: AgentExecutionEvent, taskId: string): StreamResponse | undefined {
+  switch (event.kind) {
+    case 'statusUpdate':
+      return event.data.taskId === taskId
+        ? { payload: { $case: 'statusUpdate', value: event.data } }
+        : undefined;
+    case 'artifactUpdate':
+      return event.data.taskId === taskId
+        ? { payload: { $case: 'artifactUpdate', value: event.data } }
+        : undefined;
+    case 'task':
+      // A follow-up republishes the task (taskSession.ts): to a subscriber, who already has the
+      // Task, that is its new status.
+      return event.data.id === taskId && event.data.status
+        ? {
+            payload: {
+              $case: 'statusUpdate',
+              value: {
+                taskId,
+                contextId: event.data.contextId,
+                status: event.data.status,
+                metadata: event.data.metadata,
+              },
+            },
+          }
+        : undefined;
+    case 'message':
+      return undefined;
+  }
+}
+
 /** The SDK's request handler with AMF's admission checks in front of new messages. */
 class AmfRequestHandler extends DefaultRequestHandler {
-  constructor(private readonly opts: A2aServerOptions) {
+  /** The SDK's own bus manager, kept here too so that SubscribeToTask can follow a task's bus. */
+  private readonly buses: DefaultExecutionEventBusManager;
+
+  constructor(
+    private readonly opts: A2aServerOptions,
+    buses = new DefaultExecutionEventBusManager(),
+  ) {
     // The SDK reads only capabilities from this copy (streaming on, push off); requests read the
     // live card through getAgentCard(), built when the agent's URL is known.
     super(
@@ -68,7 +174,7 @@ class AmfRequestHandler extends DefaultRequestHandler {
       }),
       opts.store,
       opts.executor,
-      undefined,
+      buses,
       undefined,
       undefined,
       undefined,
@@ -76,6 +182,54 @@ class AmfRequestHandler extends DefaultRequestHandler {
       // A part whose media type is not in the card's defaultInputModes is ContentTypeNotSupportedError.
       { validateInputModes: true },
     );
+    this.buses = buses;
+  }
+
+  /**
+   * CancelTask of a task already canceled is TaskNotCancelableError (A2A 1.0 section 3.1.5: a task
+   * in a terminal state cannot be canceled); the SDK would answer with the task.
+   */
+  override async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
+    const task = await this.opts.store.load(params.id);
+    if (task?.status?.state === TaskState.TASK_STATE_CANCELED)
+      throw new TaskNotCancelableError(`task ${params.id} is already canceled`);
+    return super.cancelTask(params, context);
+  }
+
+  /**
+   * SubscribeToTask: the current Task, then its updates until it ends. A task that asks for input
+   * goes on after the answer, so the subscription does too (the SDK's would end at input-required);
+   * it ends at a terminal state, when the task's bus is finished, or when the client leaves.
+   */
+  override async *resubscribe(
+    params: SubscribeToTaskRequest,
+    context: ServerCallContext,
+  ): AsyncGenerator<StreamResponse, void, undefined> {
+    const bus = this.buses.getByTaskId(params.id, context);
+    if (!bus) {
+      yield* super.resubscribe(params, context);
+      return;
+    }
+    let stop: () => void = () => undefined;
+    // Listening starts before the task is read, so no update falls between the two.
+    const events = taskEvents(bus, params.id, (s) => (stop = s));
+    const first = events.next();
+    try {
+      const task = await this.opts.store.load(params.id);
+      if (!task) throw new TaskNotFoundError(`Task not found: ${params.id}`);
+      if (isTerminalTaskState(task.status?.state))
+        throw new UnsupportedOperationError(
+          `Task ${params.id} is in a terminal state (${TaskState[task.status!.state]}) and cannot be subscribed to.`,
+        );
+      yield { payload: { $case: 'task', value: task } };
+      for (let next = await first; !next.done; next = await events.next()) {
+        const update = subscriberUpdate(next.value, params.id);
+        if (update) yield update;
+      }
+    } finally {
+      stop();
+      await events.return(undefined);
+    }
   }
 
   override async getTask(params: GetTaskRequest, context: ServerCallContext): Promise<Task> {
@@ -157,10 +311,22 @@ function sendRestA2aError(res: ServerResponse, err: A2AError, status: number): v
   sendJson(res, status, toRestErrorBody(err, status));
 }
 
+/** True when `body` is a google.rpc.Status whose ErrorInfo names ContentTypeNotSupportedError. */
+function isContentTypeNotSupported(body: unknown): body is { error: Record<string, unknown> } {
+  const error = (body as { error?: unknown } | null)?.error;
+  if (typeof error !== 'object' || error === null) return false;
+  const details = (error as { details?: unknown }).details;
+  return (
+    Array.isArray(details) &&
+    details.some((d) => (d as { reason?: unknown } | null)?.reason === 'CONTENT_TYPE_NOT_SUPPORTED')
+  );
+}
+
 /**
  * Brings the SDK's HTTP+JSON answers in line with A2A 1.0: responses are `application/json`
  * (section 11.4; the SDK says `application/a2a+json`), and ContentTypeNotSupportedError is HTTP 415
- * (section 5.4; the SDK answers 400). Both are decided when the response is written.
+ * (section 5.4; the SDK answers 400), with the body's `code` saying 415 too. Both are decided when
+ * the response is written.
  */
 function conformRestResponse(res: ServerResponse): void {
   const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
@@ -170,8 +336,23 @@ function conformRestResponse(res: ServerResponse): void {
       if (typeof type === 'string' && type.startsWith('application/a2a+json'))
         res.setHeader('content-type', 'application/json; charset=utf-8');
       const chunk = args[0];
-      if (res.statusCode === 400 && (typeof chunk === 'string' || Buffer.isBuffer(chunk)))
-        if (String(chunk).includes('"CONTENT_TYPE_NOT_SUPPORTED"')) res.statusCode = 415;
+      if (res.statusCode === 400 && (typeof chunk === 'string' || Buffer.isBuffer(chunk))) {
+        let body: unknown;
+        try {
+          body = JSON.parse(String(chunk));
+        } catch {
+          body = undefined;
+        }
+        if (isContentTypeNotSupported(body)) {
+          res.statusCode = 415;
+          body.error.code = 415;
+          const text = JSON.stringify(body);
+          res.setHeader('content-length', Buffer.byteLength(text));
+          // The ETag Express computed was over the old body.
+          res.removeHeader('etag');
+          return end(text, ...args.slice(1).filter((a) => typeof a === 'function'));
+        }
+      }
     }
     return end(...args);
   }) as ServerResponse['end'];

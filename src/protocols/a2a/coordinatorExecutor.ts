@@ -5,7 +5,10 @@
  * (or a Message, when the handler answers with one), failed/expired → failed (rejected when the
  * handler rejected it), cancel → canceled. A follow-up message to an input-required task goes to the
  * worker holding it (`amf.task.input`). The A2A `contextId` is the mesh trace (`amftraceid`): one
- * conversation, one trace. A cancel reaches the worker as `amf.task.cancel` (the lifecycle).
+ * conversation, one trace, and one agent: a new message of a known conversation goes to the tag its
+ * last task went to (taskRouting.ts). A cancel reaches the worker as `amf.task.cancel` (the
+ * lifecycle). The mesh may take `requestTimeoutMs` per message; an input-required task waits
+ * `inputTtlMs` for the client's next one (taskDeadline.ts).
  */
 import { TaskState, type SendMessageRequest } from '@a2a-js/sdk';
 import {
@@ -28,18 +31,26 @@ import { AMP_EXTENSION_URI } from './agentCards.js';
 import { STREAMING_KEY } from './a2aServer.js';
 import { persistTaskEvents } from './taskPersistence.js';
 import { messageInput, resultArtifact, traceIdForContext, UUID_PATTERN } from './messageParts.js';
-import { routeA2aMessage, type A2aRoute } from './taskRouting.js';
+import { routeA2aMessage, type A2aRoute, type RoutingOptions } from './taskRouting.js';
+import { MAX_TIMER_MS, TaskDeadline } from './taskDeadline.js';
 import { handlerArtifacts, TaskSession } from './taskSession.js';
 
 /** ServerCallContext.state key of the route chosen at admission. */
 const ROUTE_KEY = 'amf.a2a.route';
+/** Conversations whose agent is remembered (the oldest is forgotten first). */
+const CONTEXTS_REMEMBERED = 10_000;
 export interface CoordinatorExecutorOptions {
   /** The A2A task store, kept current by the executor for the task's whole life. */
   store: TaskStore;
   dispatcher: TaskDispatcher;
   lifecycle: TaskLifecycle;
   registry: AgentRegistry;
+  /** How long the mesh may take to answer one message (the task fails after it). */
   requestTimeoutMs: number;
+  /** How long an input-required task waits for the client's next message (`a2a.input_ttl_seconds`). */
+  inputTtlMs: number;
+  /** `a2a.default_agent`: where a message nothing else routes goes. */
+  defaultAgent?: string | null;
   /** Hands a follow-up message to the worker holding a mesh task (src/coordinator/taskInput.ts). */
   sendInput: (meshTaskId: string, message: TaskInputMessage) => void;
   /** Told of each message no capability could be found for (the console shows these refusals). */
@@ -60,6 +71,8 @@ interface Running {
   controller: AbortController;
   session: TaskSession;
   meshTaskId?: string;
+  /** Why the client stopped waiting (a deadline ran out), once it did. */
+  expired?: string;
 }
 
 function now(): string {
@@ -68,13 +81,28 @@ function now(): string {
 
 export class CoordinatorExecutor implements AgentExecutor {
   private readonly running = new Map<string, Running>();
+  /** The tag each recent conversation (contextId) went to last, oldest first. */
+  private readonly contexts = new Map<string, string>();
+  private readonly routing: RoutingOptions;
 
-  constructor(private readonly opts: CoordinatorExecutorOptions) {}
+  constructor(private readonly opts: CoordinatorExecutorOptions) {
+    this.routing = {
+      defaultAgent: opts.defaultAgent ?? null,
+      contextTag: (contextId) => this.contexts.get(contextId),
+    };
+  }
+
+  private rememberContext(contextId: string, tag: string): void {
+    this.contexts.delete(contextId);
+    this.contexts.set(contextId, tag);
+    if (this.contexts.size > CONTEXTS_REMEMBERED)
+      this.contexts.delete(this.contexts.keys().next().value as string);
+  }
 
   /** Admission check (before the SDK creates a task): routes the message or throws an A2A error. */
   admit(params: SendMessageRequest, context: ServerCallContext): void {
     try {
-      context.state.set(ROUTE_KEY, routeA2aMessage(params, this.opts.registry));
+      context.state.set(ROUTE_KEY, routeA2aMessage(params, this.opts.registry, this.routing));
     } catch (err) {
       if (err instanceof RequestMalformedError) this.opts.onUnrouted?.(requestedBy(params), err.message);
       throw err;
@@ -102,15 +130,27 @@ export class CoordinatorExecutor implements AgentExecutor {
     }
     const route =
       (rc.context.state.get(ROUTE_KEY) as A2aRoute | undefined) ??
-      routeA2aMessage(rc.request, this.opts.registry);
+      routeA2aMessage(rc.request, this.opts.registry, this.routing);
+    this.rememberContext(contextId, route.tag);
     const traceId = traceIdForContext(contextId);
     const streaming = rc.context.state.get(STREAMING_KEY) === true;
     const amf: Record<string, unknown> = { tag: route.tag, routedVia: route.via, traceId };
     persistTaskEvents(bus, this.opts.store, rc.context, rc.userMessage, { sdkPersistsUntilStop: !streaming });
     const entry: Running = { controller: new AbortController() } as Running;
+    // The client's waits: for the result while the mesh works, for a person while input-required.
+    const deadline = new TaskDeadline(
+      { resultMs: this.opts.requestTimeoutMs, inputMs: this.opts.inputTtlMs },
+      (_kind, message) => {
+        entry.expired = message;
+        // The lifecycle tells the worker and ends the mesh task; its ending rejects submit below.
+        if (entry.meshTaskId) this.opts.lifecycle.cancel(entry.meshTaskId, 'requester_timeout', message);
+        entry.controller.abort();
+      },
+    );
     const session = new TaskSession(taskId, contextId, bus, rc.userMessage, amf, (followUp) => {
       if (!entry.meshTaskId) throw new UnsupportedOperationError(`task ${taskId} is not on the mesh yet`);
       this.opts.sendInput(entry.meshTaskId, followUp);
+      deadline.working();
     });
     entry.session = session;
     this.running.set(taskId, entry);
@@ -126,6 +166,7 @@ export class CoordinatorExecutor implements AgentExecutor {
           session.working(u.message, { agentId: u.agentId });
           return;
         case 'blocked':
+          deadline.waitingForInput();
           session.status(TaskState.TASK_STATE_INPUT_REQUIRED, u.reason || 'the worker needs input');
           return;
         case 'partial':
@@ -134,13 +175,15 @@ export class CoordinatorExecutor implements AgentExecutor {
       }
     };
     let result: TaskResult;
+    deadline.working();
     try {
       result = await this.opts.dispatcher.submit({
         tag: route.tag,
         task: route.text,
         messages: [{ role: 'user', content: route.text }],
         stream: streaming,
-        timeoutMs: this.opts.requestTimeoutMs,
+        // The deadline above decides when the client stops waiting; this only bounds the wait.
+        timeoutMs: MAX_TIMER_MS,
         signal: entry.controller.signal,
         traceId,
         messageId: rc.userMessage.messageId,
@@ -156,14 +199,20 @@ export class CoordinatorExecutor implements AgentExecutor {
         onUpdate,
       });
     } catch (err) {
+      deadline.clear();
       this.running.delete(taskId);
       if (session.cancelled) return; // cancelTask published the canceled status
+      if (entry.expired) {
+        session.status(TaskState.TASK_STATE_FAILED, entry.expired, { code: 'TIMEOUT' });
+        return;
+      }
       const e = toAmfError(err);
       const reason = typeof e.details?.reason === 'string' ? e.details.reason : undefined;
       const state = reason === REJECTED_CODE ? TaskState.TASK_STATE_REJECTED : TaskState.TASK_STATE_FAILED;
       session.status(state, e.message, { code: e.code, ...(reason ? { reason } : {}) });
       return;
     }
+    deadline.clear();
     this.running.delete(taskId);
     if (session.cancelled) return;
     this.finish(session, result, route);

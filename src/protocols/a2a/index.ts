@@ -40,6 +40,8 @@ export function createCoordinatorA2a(
     lifecycle: coordinator.lifecycle,
     registry: coordinator.registry,
     requestTimeoutMs: config.openai.requestTimeoutSeconds * 1000,
+    inputTtlMs: config.a2a.inputTtlSeconds * 1000,
+    defaultAgent: config.a2a.defaultAgent,
     sendInput: (meshTaskId, message) => sendTaskInput(coordinator, meshTaskId, message),
     ...(onUnrouted ? { onUnrouted } : {}),
   });

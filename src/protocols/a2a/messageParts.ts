@@ -26,23 +26,69 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Text parts joined by newlines; JSON data parts as input (and as text when there is no text part). */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The media type of a part, lower case and without parameters ('' when it names none). */
+function mediaTypeOf(part: Part): string {
+  return (part.mediaType ?? '').split(';', 1)[0]!.trim().toLowerCase();
+}
+
+/**
+ * What a raw (bytes) part holds, for the media types the card accepts (INPUT_MODES in
+ * agentCards.ts): `text/plain` (or none) is UTF-8 text, `application/json` a JSON value. Anything
+ * else is ContentTypeNotSupportedError: the mesh's handlers take text and JSON.
+ */
+function rawContent(part: Part, bytes: Uint8Array, i: number): { text: string } | { json: unknown } {
+  const type = mediaTypeOf(part);
+  if (type !== '' && type !== 'text/plain' && type !== 'application/json')
+    throw new ContentTypeNotSupportedError(
+      `message.parts[${i}] is raw ${type}: AMF mesh tasks take text/plain and application/json`,
+    );
+  let text: string;
+  try {
+    text = UTF8.decode(bytes);
+  } catch {
+    throw new ContentTypeNotSupportedError(
+      `message.parts[${i}] holds bytes that are not UTF-8 text: AMF mesh tasks take text/plain and application/json`,
+    );
+  }
+  if (type !== 'application/json') return { text };
+  try {
+    return { json: JSON.parse(text) as unknown };
+  } catch (err) {
+    throw new RequestMalformedError(
+      `message.parts[${i}] is application/json but not JSON: ${(err as Error).message}`,
+    );
+  }
+}
+
+/**
+ * Text parts (and raw text/plain ones) joined by newlines; JSON data parts (and raw application/json
+ * ones) as input, and as text when there is no text part. URL parts are refused: a mesh task carries
+ * content, and the coordinator fetches nothing a message points at.
+ */
 export function messageInput(message: Message): MessageInput {
   const texts: string[] = [];
   let data: Record<string, unknown> | undefined;
   let dataText: string | undefined;
+  const addData = (value: unknown): void => {
+    if (data === undefined && isObject(value)) data = value;
+    dataText ??= JSON.stringify(value);
+  };
   const parts = message.parts ?? [];
   if (parts.length === 0) throw new RequestMalformedError('message.parts must hold at least one part');
   if (parts.length > 64) throw new RequestMalformedError('message.parts holds more than 64 parts');
   for (const [i, part] of parts.entries()) {
     const content = part.content;
     if (content?.$case === 'text') texts.push(content.value);
-    else if (content?.$case === 'data') {
-      if (data === undefined && isObject(content.value)) data = content.value;
-      dataText ??= JSON.stringify(content.value);
+    else if (content?.$case === 'data') addData(content.value);
+    else if (content?.$case === 'raw') {
+      const raw = rawContent(part, content.value, i);
+      if ('text' in raw) texts.push(raw.text);
+      else addData(raw.json);
     } else
       throw new ContentTypeNotSupportedError(
-        `message.parts[${i}] is ${content ? `a ${content.$case} part` : 'empty'}: AMF mesh tasks take text and data parts`,
+        `message.parts[${i}] is ${content ? `a ${content.$case} part` : 'empty'}: AMF mesh tasks take text, data and raw text/plain or application/json parts (content, not a link to it)`,
       );
   }
   const text = texts.length > 0 ? texts.join('\n') : (dataText ?? '');

@@ -1,8 +1,11 @@
 /**
- * Which capability tag an A2A message goes to on the mesh: `metadata.tag` (on the message or the
- * request), else an AMP request carried by the message (its routing and trust rules, from
- * src/protocols/amp), else `metadata.intent`, else the skill whose name and description match the
- * message text, else the only capability the mesh serves. Errors are A2A errors that say what to send.
+ * Which capability tag an A2A message goes to on the mesh, for AMF-aware and plain clients alike:
+ * `metadata.tag` (on the message or the request), else an AMP request carried by the message (its
+ * routing and trust rules, from src/protocols/amp), else `metadata.intent`, else the tag its
+ * conversation (`contextId`) went to before, else the skill whose words the message's text matches
+ * (the AMP intent router), else the only capability the mesh serves, else the configured default
+ * agent (`a2a.default_agent`). A message none of these places is refused with an A2A error that
+ * lists the skills and says what to send.
  */
 import { Message as WireMessage, type Message, type SendMessageRequest } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
@@ -10,11 +13,20 @@ import type { AgentRegistry } from '../../registry/agentRegistry.js';
 import { isCapabilityTag } from '../../events/subjects.js';
 import { extractAmpMessage } from '../amp/ampA2a.js';
 import type { AmpRequest } from '../amp/ampMessage.js';
-import { routeAmpMessage, routeIntent } from '../amp/intentRouter.js';
+import { namesAgent, routeAmpMessage, routeIntent } from '../amp/intentRouter.js';
 import { trustRefusal } from '../amp/trustLevels.js';
 import { messageInput, type MessageInput } from './messageParts.js';
 
-export type RouteVia = 'metadata' | 'amp' | 'intent' | 'skill' | 'only-capability';
+export type RouteVia =
+  'metadata' | 'amp' | 'intent' | 'context' | 'skill' | 'only-capability' | 'default-agent';
+
+/** What routing needs besides the message and the registry. */
+export interface RoutingOptions {
+  /** `a2a.default_agent`: a capability tag, or an agent's name or id (its first live tag). */
+  defaultAgent?: string | null;
+  /** The tag the conversation `contextId` went to last, when it is known. */
+  contextTag?: (contextId: string) => string | undefined;
+}
 
 /** A message routed to a tag, with the task text and input the mesh task gets. */
 export interface A2aRoute extends MessageInput {
@@ -40,6 +52,31 @@ function servedTag(tag: string, registry: AgentRegistry): string {
   return tag;
 }
 
+/** The live skills as a person reads them: `tag (description)`, at most 50. */
+function skillList(registry: AgentRegistry): string {
+  const live = [...registry.liveTags().keys()].sort();
+  if (live.length === 0) return 'no agent is live in the mesh';
+  const described = new Map<string, string>();
+  for (const agent of registry.list()) {
+    if (agent.status !== 'live') continue;
+    const skills = (agent.card as { skills?: unknown } | undefined)?.skills;
+    if (!Array.isArray(skills)) continue;
+    for (const skill of skills as Array<Record<string, unknown>>)
+      if (typeof skill.id === 'string' && typeof skill.description === 'string' && !described.has(skill.id))
+        described.set(skill.id, skill.description.replace(/\s+/g, ' ').slice(0, 100));
+  }
+  const shown = live.slice(0, 50).map((tag) => (described.has(tag) ? `${tag} (${described.get(tag)})` : tag));
+  return `skills: ${shown.join('; ')}${live.length > 50 ? `; and ${live.length - 50} more` : ''}`;
+}
+
+/** The live tag of the configured default agent, or a sentence saying why there is none. */
+function defaultAgentTag(name: string, registry: AgentRegistry): { tag: string } | { why: string } {
+  if (isCapabilityTag(name) && registry.servesTag(name)) return { tag: name };
+  const agent = registry.list().find((a) => a.status === 'live' && namesAgent(a, name));
+  const tag = agent?.record.capability_tags?.find((t) => registry.servesTag(t));
+  return tag ? { tag } : { why: `the default agent "${name.slice(0, 80)}" (a2a.default_agent) is not live` };
+}
+
 function liveTagList(registry: AgentRegistry): string {
   const live = [...registry.liveTags().keys()].sort();
   return live.length === 0
@@ -48,7 +85,11 @@ function liveTagList(registry: AgentRegistry): string {
 }
 
 /** Routes a SendMessage request; throws RequestMalformedError when no capability fits. */
-export function routeA2aMessage(request: SendMessageRequest, registry: AgentRegistry): A2aRoute {
+export function routeA2aMessage(
+  request: SendMessageRequest,
+  registry: AgentRegistry,
+  options: RoutingOptions = {},
+): A2aRoute {
   const message = request.message as Message;
   const tag = metadataString(message.metadata, 'tag') ?? metadataString(request.metadata, 'tag');
   if (tag !== undefined) return { ...messageInput(message), tag: servedTag(tag, registry), via: 'metadata' };
@@ -80,11 +121,18 @@ export function routeA2aMessage(request: SendMessageRequest, registry: AgentRegi
       );
     return { ...input, tag: route.tag, via: 'intent' };
   }
+  // A conversation stays with its agent: "and in euros?" has no words of its own to route by.
+  const contextId = message.contextId;
+  const earlier = contextId ? options.contextTag?.(contextId) : undefined;
+  if (earlier !== undefined && registry.servesTag(earlier)) return { ...input, tag: earlier, via: 'context' };
   const bySkill = routeIntent(input.text.slice(0, 2000), registry);
   if (bySkill) return { ...input, tag: bySkill.tag, via: 'skill' };
   const live = [...registry.liveTags().keys()];
   if (live.length === 1) return { ...input, tag: live[0]!, via: 'only-capability' };
+  const fallback = options.defaultAgent ? defaultAgentTag(options.defaultAgent, registry) : undefined;
+  if (fallback && 'tag' in fallback) return { ...input, tag: fallback.tag, via: 'default-agent' };
+  const why = fallback ? fallback.why : 'no default agent is configured (a2a.default_agent)';
   throw new RequestMalformedError(
-    `cannot tell which capability this message is for: set message.metadata.tag; ${liveTagList(registry)}`,
+    `cannot tell which agent this message is for: its words match no skill and ${why}; name a skill in message.metadata.tag, or say what you want done in its words; ${skillList(registry)}`,
   );
 }

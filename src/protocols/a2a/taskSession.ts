@@ -5,8 +5,9 @@
  * when the task next stops (input-required again, or an end).
  *
  * A follow-up message reaches the SDK as a new `execute()` on the same bus (the SDK keeps a bus alive
- * while its task is input-required); that call hands the message over and waits for the next stop, so
- * the SDK settles the bus by the state the task really reached.
+ * while its task is input-required); that call publishes the task again (working), so the answer to
+ * the follow-up begins with the Task as A2A 1.0 section 3.1.2 requires of a stream, hands the message
+ * over and waits for the next stop, so the SDK settles the bus by the state the task really reached.
  */
 import { randomUUID } from 'node:crypto';
 import { Role, TaskState, type Artifact, type Message, type Part } from '@a2a-js/sdk';
@@ -130,13 +131,28 @@ export class TaskSession {
   }
 
   /**
-   * Hands a follow-up to the handler (the task goes back to working) and resolves when the task
-   * next stops. A follow-up that cannot be delivered (the mesh task ended meanwhile) leaves the task
+   * Hands a follow-up to the handler and resolves when the task next stops. The task is published
+   * first, working again: a stream that answers a message to an existing task begins with the Task
+   * (the SDKs' clients refuse a status update before it, -32004). The event carries no history or
+   * artifacts: the SDK's result managers merge it with the stored task, which keeps both. A
+   * follow-up that cannot be delivered (the mesh task ended meanwhile) leaves the task
    * input-required with the reason as its status message, rather than failing the request's bus.
    */
   async followUp(followUp: FollowUp): Promise<void> {
     const stop = new Promise<void>((resolve) => this.stopWaiters.push(resolve));
     this.awaitingInput = false;
+    if (!this.cancelled)
+      this.bus.publish(
+        AgentEvent.task({
+          ...submittedTask(this.taskId, this.contextId, this.userMessage, this.amf),
+          status: {
+            state: TaskState.TASK_STATE_WORKING,
+            message: undefined,
+            timestamp: new Date().toISOString(),
+          },
+          history: [],
+        }),
+      );
     try {
       this.deliver(followUp);
     } catch (err) {
@@ -146,7 +162,6 @@ export class TaskSession {
       );
       return;
     }
-    this.status(TaskState.TASK_STATE_WORKING);
     await stop;
   }
 

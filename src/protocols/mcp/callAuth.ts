@@ -81,22 +81,21 @@ export interface AgentFetchOptions {
   onPinMismatch?: (err: TlsPinMismatchError) => void;
 }
 
-/** A whole HTTP answer (body read to its end). */
+/** An HTTP answer whose body is read as it arrives. */
 export interface RawAnswer {
   status: number;
   contentType: string;
-  body: Buffer;
+  /** The body's chunks; an SSE answer's events can be acted on before it ends. */
+  body: AsyncIterable<Uint8Array>;
 }
-
-/** Largest answer `post` reads: far above the 1 MiB arguments the policy lets through. */
-const MAX_RAW_ANSWER_BYTES = 64 * 1024 * 1024;
 
 /** A fetch for one agent and the resources to release when the agent leaves. */
 export interface AgentFetch {
   fetch: FetchLike;
   /**
-   * POSTs `body` to the agent over the same connections, pin and headers as `fetch`, and reads the
-   * whole answer: the direct `tools/call` path (directToolCall.ts) needs no web Request/Response.
+   * POSTs `body` to the agent over the same connections, pin and headers as `fetch`: the direct
+   * `tools/call` path (directToolCall.ts) needs no web Request/Response. The caller reads the body
+   * (and bounds what it keeps); `signal` aborts it.
    */
   post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<RawAnswer>;
   close(): void;
@@ -131,7 +130,7 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
       return {
         status: res.status,
         contentType: res.headers.get('content-type') ?? '',
-        body: Buffer.from(await res.arrayBuffer()),
+        body: res.body ?? emptyBody(),
       };
     },
     close() {
@@ -140,7 +139,9 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
   };
 }
 
-/** One POST through `agent` (http.Agent, or the pinned https.Agent), its whole answer read. */
+async function* emptyBody(): AsyncGenerator<Uint8Array> {}
+
+/** One POST through `agent` (http.Agent, or the pinned https.Agent); resolves once headers arrive. */
 function rawPost(
   agent: http.Agent,
   url: string,
@@ -157,26 +158,13 @@ function rawPost(
     };
     const req = agent instanceof https.Agent ? https.request(url, options) : http.request(url, options);
     req.once('error', reject);
-    req.once('response', (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > MAX_RAW_ANSWER_BYTES) {
-          req.destroy(new Error(`the agent's answer is larger than ${MAX_RAW_ANSWER_BYTES} bytes`));
-          return;
-        }
-        chunks.push(chunk);
-      });
-      res.once('error', reject);
-      res.once('end', () =>
-        resolve({
-          status: res.statusCode ?? 502,
-          contentType: String(res.headers['content-type'] ?? ''),
-          body: Buffer.concat(chunks),
-        }),
-      );
-    });
+    req.once('response', (res) =>
+      resolve({
+        status: res.statusCode ?? 502,
+        contentType: String(res.headers['content-type'] ?? ''),
+        body: res,
+      }),
+    );
     req.end(body);
   });
 }

@@ -1,8 +1,8 @@
 /**
  * The coordinator's federated MCP endpoint: an SDK `Server` per session whose `tools/list` is the
  * federation's catalog and whose `tools/call` goes through the federation (policy, audit, forward).
- * Resources, prompts, completions and logging are served per session by coordinatorMcpSession.ts,
- * each announced only when an agent offers it. Catalog changes reach every open session as
+ * Resources, prompts, completions and logging are served per session by coordinatorMcpSession.ts
+ * (announced from the start, whether or not an agent offers them yet). Catalog changes reach every open session as
  * `notifications/{tools,resources,prompts}/list_changed`. The same tool catalog and call path serve
  * the stateless revision 2026-07-28 (no session: policy and audit per request, catalog changes over
  * `subscriptions/listen`, progress relayed on the request's stream).
@@ -37,7 +37,7 @@ export function createCoordinatorMcpEndpoint(
       return plainToolCall(federation, request, session.caller(sessionId), signal);
     },
     createServer: ({ caller }) => {
-      const capabilities = { tools: { listChanged: true }, ...federatedCapabilities(federation) };
+      const capabilities = { tools: { listChanged: true }, ...federatedCapabilities() };
       const server = new Server(
         { name: 'amf-coordinator', version },
         { capabilities, instructions: INSTRUCTIONS },
@@ -91,8 +91,6 @@ export function createCoordinatorMcpEndpoint(
     endpoint.notifyToolsChanged();
   });
   federation.onExtrasChanged((kind) => {
-    // A session opened before any agent offered the capability has not announced it: the SDK
-    // refuses the notification there, and broadcast ignores the refusal.
     void endpoint.broadcast((s) =>
       kind === 'resources' ? s.sendResourceListChanged() : s.sendPromptListChanged(),
     );

@@ -1,9 +1,11 @@
 /**
  * One session of the coordinator's `/mcp` beyond tools: federated resources (list, read,
  * templates, subscribe/unsubscribe with update notifications), prompts, completions and logging
- * (level fanned out to agents, their log messages relayed). A caller that can answer sampling or
- * elicitation gets a connection of its own to each agent it calls, so what an agent asks during a
- * call reaches exactly that caller (on the call's own stream) and the call's log messages too.
+ * (level fanned out to agents, their log messages relayed). A caller that can answer sampling,
+ * elicitation or roots gets a connection of its own to each agent it calls, declaring exactly what
+ * the caller declared, so what an agent asks during a call reaches exactly that caller (on the
+ * call's own stream) and the call's log messages too. What the caller did not declare, the agent
+ * is told it may not ask (it fails at once: -32601 from the coordinator's client).
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -13,6 +15,7 @@ import {
   CompleteRequestSchema,
   CreateMessageRequestSchema,
   CreateMessageResultSchema,
+  CreateMessageResultWithToolsSchema,
   ElicitRequestSchema,
   ElicitResultSchema,
   ErrorCode,
@@ -20,12 +23,16 @@ import {
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
+  ListRootsRequestSchema,
+  ListRootsResultSchema,
   LoggingMessageNotificationSchema,
   McpError,
   ReadResourceRequestSchema,
+  RootsListChangedNotificationSchema,
   SetLevelRequestSchema,
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
+  type ClientCapabilities,
   type ClientNotification,
   type ClientRequest,
   type LoggingMessageNotification,
@@ -44,16 +51,19 @@ const bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value ?? {}))
 /** A session's own connection to an agent is ended after this long without a call in flight. */
 const SESSION_CLIENT_IDLE_MS = 2000;
 
-/** The capabilities the coordinator announces for what its agents offer right now. */
-export function federatedCapabilities(federation: McpFederation): ServerCapabilities {
-  const { offers } = federation.extras();
+/**
+ * The capabilities the coordinator announces beyond tools: all of what agents may offer, whether
+ * or not one offers it now. A session's capabilities are fixed at `initialize`, and an IDE's
+ * session (through `amf mcp`, say) often opens before the agents join: announced from the start,
+ * resources and prompts reach it with their `list_changed` once an agent offers them. Until then
+ * the lists are empty and a name or URI is not found.
+ */
+export function federatedCapabilities(): ServerCapabilities {
   return {
-    ...(offers.resources
-      ? { resources: { listChanged: true, ...(offers.subscribe ? { subscribe: true } : {}) } }
-      : {}),
-    ...(offers.prompts ? { prompts: { listChanged: true } } : {}),
-    ...(offers.completions ? { completions: {} } : {}),
-    // Logging is always offered: the coordinator relays agents' messages and may log itself.
+    resources: { listChanged: true, subscribe: true },
+    prompts: { listChanged: true },
+    completions: {},
+    // The coordinator relays agents' messages and may log itself.
     logging: {},
   };
 }
@@ -97,6 +107,7 @@ export class CoordinatorMcpSession {
         if (this.level.level !== undefined && this.level.admits(params.level)) this.relayLog(agentId, params);
       }),
     );
+    server.setNotificationHandler(RootsListChangedNotificationSchema, () => this.rootsChanged());
     if (caps.resources) this.installResources();
     if (caps.prompts) {
       server.setRequestHandler(ListPromptsRequestSchema, () => ({
@@ -239,15 +250,15 @@ export class CoordinatorMcpSession {
 
   /**
    * The client calls of this session go through: its own per-agent connection when the caller can
-   * answer sampling or elicitation, else undefined (the federation's shared client).
+   * answer sampling, elicitation or roots, else undefined (the federation's shared client).
    */
   clientSupplier(): ((agentId: string) => Promise<Client>) | undefined {
-    const client = this.server.getClientCapabilities();
-    if (!client?.sampling && !client?.elicitation) return undefined;
+    const relayed = relayedCapabilities(this.server.getClientCapabilities());
+    if (!relayed) return undefined;
     return (agentId) => {
       let pending = this.agentClients.get(agentId);
       if (!pending) {
-        pending = this.openAgentClient(agentId, client);
+        pending = this.openAgentClient(agentId, relayed);
         pending.catch(() => this.agentClients.delete(agentId));
         this.agentClients.set(agentId, pending);
       }
@@ -255,44 +266,53 @@ export class CoordinatorMcpSession {
     };
   }
 
-  private async openAgentClient(
-    agentId: string,
-    capabilities: NonNullable<ReturnType<Server['getClientCapabilities']>>,
-  ): Promise<Client> {
+  private async openAgentClient(agentId: string, capabilities: ClientCapabilities): Promise<Client> {
     const relayTo = () => this.inflight.get(agentId)?.at(-1);
-    const client = await this.federation.openSessionClient(
-      agentId,
-      {
-        ...(capabilities.sampling ? { sampling: capabilities.sampling } : {}),
-        ...(capabilities.elicitation ? { elicitation: capabilities.elicitation } : {}),
-      },
-      (c) => {
-        c.setRequestHandler(CreateMessageRequestSchema, (request) => {
+    const client = await this.federation.openSessionClient(agentId, capabilities, (c) => {
+      // Only what the caller declared: the SDK client refuses a handler for anything else, and
+      // the agent gets -32601 for a request the caller could not answer.
+      if (capabilities.sampling)
+        c.setRequestHandler(CreateMessageRequestSchema, (request, extra) => {
           const call = relayTo();
+          const withTools = request.params.tools !== undefined || request.params.toolChoice !== undefined;
+          const schema = withTools ? CreateMessageResultWithToolsSchema : CreateMessageResultSchema;
+          const ask = { method: 'sampling/createMessage' as const, params: request.params };
           return call
-            ? call.sendRequest(
-                { method: 'sampling/createMessage', params: request.params },
-                CreateMessageResultSchema,
-              )
-            : this.server.createMessage(request.params);
+            ? call.sendRequest(ask, schema, { signal: extra.signal })
+            : this.server.request(ask, schema, { signal: extra.signal });
         });
-        c.setRequestHandler(ElicitRequestSchema, (request) => {
+      if (capabilities.elicitation)
+        c.setRequestHandler(ElicitRequestSchema, (request, extra) => {
           const call = relayTo();
+          const ask = { method: 'elicitation/create' as const, params: request.params };
           return call
-            ? call.sendRequest({ method: 'elicitation/create', params: request.params }, ElicitResultSchema)
-            : this.server.elicitInput(request.params);
+            ? call.sendRequest(ask, ElicitResultSchema, { signal: extra.signal })
+            : this.server.request(ask, ElicitResultSchema, { signal: extra.signal });
         });
-        c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
-          if (this.level.admits(n.params.level)) this.relayLog(agentId, n.params);
+      if (capabilities.roots)
+        c.setRequestHandler(ListRootsRequestSchema, (request, extra) => {
+          const call = relayTo();
+          const ask = { method: 'roots/list' as const, ...(request.params ? { params: request.params } : {}) };
+          return call
+            ? call.sendRequest(ask, ListRootsResultSchema, { signal: extra.signal })
+            : this.server.request(ask, ListRootsResultSchema, { signal: extra.signal });
         });
-      },
-    );
+      c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+        if (this.level.admits(n.params.level)) this.relayLog(agentId, n.params);
+      });
+    });
     if (this.closed) {
       await client.close();
       throw new Error('session ended');
     }
     if (this.level.level) await client.setLoggingLevel(this.level.level).catch(() => undefined);
     return client;
+  }
+
+  /** Tells the session's own agent connections that the caller's roots changed. */
+  private rootsChanged(): void {
+    for (const pending of this.agentClients.values())
+      void pending.then((c) => c.sendRootsListChanged()).catch(() => undefined);
   }
 
   private endAgentClient(agentId: string): void {
@@ -319,4 +339,17 @@ async function endClient(client: Client): Promise<void> {
   const transport = client.transport as StreamableHTTPClientTransport | undefined;
   await transport?.terminateSession().catch(() => undefined);
   await client.close();
+}
+
+/**
+ * What a session's own connections to agents declare: the caller's sampling, elicitation and
+ * roots, as the caller declared them; undefined when it declared none of them.
+ */
+function relayedCapabilities(caller: ClientCapabilities | undefined): ClientCapabilities | undefined {
+  if (!caller?.sampling && !caller?.elicitation && !caller?.roots) return undefined;
+  return {
+    ...(caller.sampling ? { sampling: caller.sampling } : {}),
+    ...(caller.elicitation ? { elicitation: caller.elicitation } : {}),
+    ...(caller.roots ? { roots: caller.roots } : {}),
+  };
 }

@@ -1,8 +1,7 @@
 /**
  * The federated catalog beyond tools, rebuilt from the live agents' offers after every change:
- * resources and templates (federatedResources.ts), prompts (federatedPrompts.ts), and which
- * capabilities at least one agent offers (the coordinator announces only those). Also grants bare
- * tool names (bareNames.ts).
+ * resources and templates (federatedResources.ts) and prompts (federatedPrompts.ts). Also grants
+ * bare tool names (bareNames.ts).
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { claimAll, type BareCollision, type BareNames } from './bareNames.js';
@@ -10,17 +9,10 @@ import { PromptCatalog } from './federatedPrompts.js';
 import { ResourceCatalog, type FederationEntry } from './federatedResources.js';
 import { isWireName, WIRE_SEPARATOR, type FederatedTool } from './toolNames.js';
 
-/** The federated resources and prompts, and which capabilities any agent offers. */
+/** The federated resources and prompts. */
 export interface FederatedExtras {
   resources: ResourceCatalog;
   prompts: PromptCatalog;
-  offers: {
-    resources: boolean;
-    subscribe: boolean;
-    prompts: boolean;
-    completions: boolean;
-    logging: boolean;
-  };
 }
 
 /** Builds the extras of `entries` (arrival order: bare names are first come, first served). */
@@ -29,17 +21,9 @@ export function buildFederatedExtras(
   bare: BareNames | undefined,
   collisions: BareCollision[],
 ): FederatedExtras {
-  const any = (test: (e: FederationEntry) => boolean) => entries.some(test);
   return {
     resources: new ResourceCatalog(entries, bare, collisions),
     prompts: new PromptCatalog(entries, bare, collisions),
-    offers: {
-      resources: any((e) => e.catalog.capabilities.resources !== undefined),
-      subscribe: any((e) => e.catalog.capabilities.resources?.subscribe === true),
-      prompts: any((e) => e.catalog.capabilities.prompts !== undefined),
-      completions: any((e) => e.catalog.capabilities.completions !== undefined),
-      logging: any((e) => e.catalog.capabilities.logging !== undefined),
-    },
   };
 }
 

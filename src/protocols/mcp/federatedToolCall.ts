@@ -1,9 +1,12 @@
 /**
  * How the federation answers a `tools/call` it refused or could not complete: a tool result with
  * `isError` (and the policy's reasons in `_meta`), which a model can read, not a JSON-RPC error.
- * The guard itself is shared with every other federated request (federatedForward.ts).
+ * The agent's own JSON-RPC error (an unknown tool, bad arguments, a client capability the tool
+ * needs and the caller did not declare) is a protocol answer, not a failure of the federation: it
+ * reaches the caller unchanged, as from the agent directly. The guard itself is shared with every
+ * other federated request (federatedForward.ts).
  */
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ForwardAnswers } from './federatedForward.js';
 
 function denied(text: string, reasons: string[]): CallToolResult {
@@ -20,7 +23,8 @@ export const TOOL_CALL_ANSWERS: ForwardAnswers<CallToolResult> = {
     if (unavailable) return denied('the AMF policy could not be evaluated: call refused', reasons);
     return denied(`the AMF policy denied this call: ${reasons.join(', ')}`, reasons);
   },
-  failed(_err, agentId, message) {
+  failed(err, agentId, message) {
+    if (isAgentError(err)) throw err;
     return {
       content: [{ type: 'text', text: `forwarding to ${agentId} failed: ${message}` }],
       isError: true,
@@ -28,3 +32,15 @@ export const TOOL_CALL_ANSWERS: ForwardAnswers<CallToolResult> = {
   },
   outcome: (result) => (result.isError ? 'tool_error' : 'ok'),
 };
+
+/**
+ * True for a JSON-RPC error the agent answered with; false for what the SDK client raises itself
+ * (its time limit, a closed connection), which the caller sees as a failed call.
+ */
+function isAgentError(err: unknown): err is McpError {
+  return (
+    err instanceof McpError &&
+    err.code !== (ErrorCode.RequestTimeout as number) &&
+    err.code !== (ErrorCode.ConnectionClosed as number)
+  );
+}

@@ -21,7 +21,7 @@ import {
   COORDINATOR_FINGERPRINT_HEADER,
   type CoordinatorFingerprintRecord,
 } from './coordinatorFingerprint.js';
-import { McpEndpoint, type McpSessionLimits } from './mcpEndpoint.js';
+import { McpEndpoint, remoteAddressKey, type McpSessionLimits } from './mcpEndpoint.js';
 import { SessionLogLevel } from './mcpLogLevel.js';
 import {
   requestContext,
@@ -109,6 +109,7 @@ export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint 
   const serverInfo = { name: `amf-worker-${options.handler.name}`, version: options.version };
   return new McpEndpoint({
     ...options.sessions,
+    clientKey: coordinatorApart,
     ...(options.coordinatorFingerprint
       ? {
           onRequest: (req: IncomingMessage) =>
@@ -143,6 +144,19 @@ export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint 
       },
     },
   });
+}
+
+/**
+ * Whom a session of a worker's `/mcp` counts against: its address, with the coordinator's links
+ * (the requests that carry its fingerprint header) kept apart from the other clients on that
+ * address. On one machine the coordinator and every local client share 127.0.0.1, and the
+ * coordinator's sessions must neither crowd out nor be crowded out by theirs. The header is not a
+ * credential (the edge gate checks those): a client that sends it only moves its sessions into the
+ * coordinator's share, where every session in use is as safe as anywhere else.
+ */
+function coordinatorApart(req: IncomingMessage): string {
+  const address = remoteAddressKey(req);
+  return req.headers[COORDINATOR_FINGERPRINT_HEADER] === undefined ? address : `${address} (coordinator)`;
 }
 
 /**

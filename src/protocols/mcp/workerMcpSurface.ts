@@ -75,9 +75,31 @@ export function requestContext(
         params: { level: lvl, data, ...(logger ? { logger } : {}) },
       });
     },
-    sample: (params) => server.createMessage(params, related),
-    elicit: (params) => server.elicitInput(params as Parameters<Server['elicitInput']>[0], related),
+    sample: (params) => {
+      if (!server.getClientCapabilities()?.sampling)
+        return Promise.reject(missingCapability('sampling', 'sampling/createMessage'));
+      return server.createMessage(params, related);
+    },
+    elicit: (params) => {
+      if (!server.getClientCapabilities()?.elicitation)
+        return Promise.reject(missingCapability('elicitation', 'elicitation/create'));
+      return server.elicitInput(params as Parameters<Server['elicitInput']>[0], related);
+    },
   };
+}
+
+/**
+ * What a request the client cannot answer fails with, at once: the client declared at `initialize`
+ * what it offers, and asking it anyway would only wait for its answer (-32601) or, through a peer
+ * that does not relay what it did not declare, for a time limit. -32601 is what a client that
+ * lacks the method answers itself.
+ */
+function missingCapability(capability: string, method: string): McpError {
+  return new McpError(
+    ErrorCode.MethodNotFound,
+    `this tool needs the client's ${capability} capability (${method}), which the client did not declare at initialize`,
+    { capability, method },
+  );
 }
 
 /** Fans the handler's resource-update notices out to the sessions that are open (one per endpoint). */

@@ -21,6 +21,36 @@ export interface OpenAiOptions {
   ttlSeconds?: number;
   /** Told of each request refused because no agent serves its model (the console shows them). */
   onUnknownModel?: (model: string, message: string) => void;
+  /**
+   * Aborted when the edge is stopping: a request still waiting is answered at once, a stream with
+   * an error chunk and `[DONE]` (stopped as OpenAI ends a stream that failed), not cut off.
+   */
+  stopping?: AbortSignal;
+}
+
+/** The error a request still waiting gets when the coordinator stops. */
+function stoppingError(taskId: string): AmfError {
+  return new AmfError(
+    'UNAVAILABLE',
+    taskId
+      ? `the coordinator is stopping: the answer to task ${taskId} was cut off; ask again once it is back`
+      : 'the coordinator is stopping; ask again once it is back',
+    taskId ? { task_id: taskId } : undefined,
+  );
+}
+
+/**
+ * Runs `onStop` if `signal` aborts before the returned function is called (or at once when it
+ * already has); the returned function stops listening.
+ */
+function whenStopping(signal: AbortSignal | undefined, onStop: () => void): () => void {
+  if (!signal) return () => undefined;
+  if (signal.aborted) {
+    onStop();
+    return () => undefined;
+  }
+  signal.addEventListener('abort', onStop, { once: true });
+  return () => signal.removeEventListener('abort', onStop);
 }
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
@@ -181,6 +211,10 @@ export async function handleChatCompletion(
     res.once('close', () => {
       if (!res.writableFinished && taskId) opts.dispatcher.abandon(taskId);
     });
+    // The task itself is ended by the coordinator as it stops (every task ends in one event).
+    const unlisten = whenStopping(opts.stopping, () => {
+      if (!res.headersSent) sendOpenAiError(res, stoppingError(taskId));
+    });
     try {
       const result = await opts.dispatcher.submit({
         tag: parsed.tag,
@@ -193,6 +227,8 @@ export async function handleChatCompletion(
           id = `chatcmpl-${announced}`;
         },
       });
+      // Answered already: the coordinator stopped while the task ran.
+      if (res.headersSent) return;
       sendJson(
         res,
         200,
@@ -220,6 +256,8 @@ export async function handleChatCompletion(
       );
     } catch (err) {
       if (!res.headersSent) sendOpenAiError(res, err);
+    } finally {
+      unlisten();
     }
     return;
   }
@@ -238,6 +276,7 @@ async function streamCompletion(
   created: number,
 ): Promise<void> {
   let id = '';
+  let taskId = '';
   let streamedText = '';
   const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) =>
     `data: ${JSON.stringify({
@@ -248,6 +287,17 @@ async function streamCompletion(
       system_fingerprint: null,
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
     })}\n\n`;
+  // Once the edge stops, the response is over: what the task does after that reaches nobody.
+  const ended = () => res.writableEnded || res.destroyed;
+  const unlisten = whenStopping(opts.stopping, () => {
+    if (ended()) return;
+    if (!res.headersSent) {
+      sendOpenAiError(res, stoppingError(taskId));
+      return;
+    }
+    res.write(`data: ${JSON.stringify(openAiErrorBody(stoppingError(taskId)))}\n\n`);
+    res.end('data: [DONE]\n\n');
+  });
   try {
     const result = await opts.dispatcher.submit({
       tag: parsed.tag,
@@ -257,9 +307,11 @@ async function streamCompletion(
       timeoutMs: opts.requestTimeoutMs,
       signal,
       ...(opts.ttlSeconds !== undefined ? { ttlSeconds: opts.ttlSeconds } : {}),
-      onAnnounced: (taskId, traceId) => {
+      onAnnounced: (announced, traceId) => {
+        taskId = announced;
         // Headers go out only once the task exists, so "no such model" is still a plain 404.
         id = `chatcmpl-${taskId}`;
+        if (res.headersSent || ended()) return;
         res.writeHead(200, {
           'content-type': 'text/event-stream; charset=utf-8',
           'cache-control': 'no-cache',
@@ -270,11 +322,12 @@ async function streamCompletion(
         res.write(chunk({ role: 'assistant', content: '' }));
       },
       onUpdate: (update) => {
-        if (update.kind !== 'partial') return;
+        if (update.kind !== 'partial' || ended()) return;
         streamedText += update.delta;
         res.write(chunk({ content: update.delta }));
       },
     });
+    if (ended()) return;
     // A worker that does not stream still answers a streaming request: its text becomes one chunk.
     if (result.text.length > 0 && streamedText.length === 0) res.write(chunk({ content: result.text }));
     res.write(chunk({}, 'stop'));
@@ -285,11 +338,14 @@ async function streamCompletion(
     }
     res.end('data: [DONE]\n\n');
   } catch (err) {
+    if (ended()) return;
     if (!res.headersSent) {
       sendOpenAiError(res, err);
       return;
     }
     res.write(`data: ${JSON.stringify(openAiErrorBody(toAmfError(err)))}\n\n`);
     res.end('data: [DONE]\n\n');
+  } finally {
+    unlisten();
   }
 }
