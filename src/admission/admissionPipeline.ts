@@ -284,7 +284,9 @@ export class AdmissionPipeline {
     const enrollment = record.nkey === undefined ? undefined : this.options.registry.enrollment(record.nkey);
     if (!enrollment) return false;
     const id = record.agent_id;
-    const extra = (record.capability_tags ?? []).filter((t) => !enrollment.tags.includes(t));
+    // An invite enrolled without tags is not scoped; an approval is for the tags the operator saw.
+    const scoped = enrollment.via === 'approval' || enrollment.tags.length > 0;
+    const extra = scoped ? (record.capability_tags ?? []).filter((t) => !enrollment.tags.includes(t)) : [];
     const problem =
       enrollment.agent_id !== undefined && enrollment.agent_id !== id
         ? `key ${enrollment.nkey} was enrolled (${enrollment.via}) for ${enrollment.agent_id}, not ${id}`

@@ -145,6 +145,7 @@ function buildRouter(
       stopping,
       onUnknownModel: (model, message) =>
         unknownTags.refused({ protocol: 'openai', requested: model, message }),
+      confirmTag: (tag) => coordinator.liveness.confirmTag(tag),
     }),
   );
   // Federated MCP (Streamable HTTP): POST messages, GET the notification stream, DELETE a session.

@@ -7,6 +7,7 @@ import { connectAs, drainOrClose, RECONNECT_FOREVER } from '../fabric/connect.js
 import type { RoleCredential } from '../fabric/credentials.js';
 import { isCapabilityTag } from '../events/subjects.js';
 import { AmfError } from '../errors.js';
+import type { HandlerTimeouts } from '../worker/handlerTimeout.js';
 import { MeshWorker, workerHeartbeat, type MeshWorkerOptions } from '../worker/meshWorker.js';
 import { joinFabric } from '../worker/joinFabric.js';
 import { createEphemeralAgentKey, type AgentKey } from '../identity/agentKey.js';
@@ -54,6 +55,8 @@ export interface StartWorkerOptions extends WorkerEdgeKeys {
   trustDomain?: string;
   heartbeatSeconds?: number;
   concurrency?: number;
+  /** How long a handler may run, by default and per tag (worker/handlerTimeout.ts; default 600 s). */
+  handlerTimeouts?: HandlerTimeouts;
   version?: string;
   /** Advertise on mDNS (`_amf-agent._tcp`); absent = NATS heartbeats only. */
   mdns?: { interfaceAddress?: string };
@@ -194,6 +197,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
       ...(opts.visibility ? { visibility: opts.visibility } : {}),
       ...(spiffe?.agentId ? { agentId: spiffe.agentId } : {}),
       concurrency: opts.concurrency ?? 16,
+      ...(opts.handlerTimeouts ? { handlerTimeouts: opts.handlerTimeouts } : {}),
       version: httpOpts.version,
       key,
       ...(opts.log ? { log: opts.log } : {}),

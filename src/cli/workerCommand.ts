@@ -207,6 +207,10 @@ export async function runWorkerCommand(
     trustDomain: w.trust,
     heartbeatSeconds: config.heartbeat.intervalSeconds,
     concurrency: w.concurrency,
+    handlerTimeouts: {
+      defaultSeconds: w.handlerTimeoutSeconds,
+      byTag: Object.fromEntries(w.handlerTimeouts.map((t) => [t.tag, t.seconds])),
+    },
     requestDeadlines: requestDeadlines(config),
     ...(tls ? { tls } : {}),
     mcpServers: config.mcp.servers,

@@ -59,6 +59,8 @@ export const DEFAULT_CONFIG: AmfConfig = deepFreeze({
     trust: 'local',
     handler: 'echo',
     concurrency: 16,
+    handlerTimeoutSeconds: 600,
+    handlerTimeouts: [],
   },
   mcp: {
     requireTls: false,

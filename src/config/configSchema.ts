@@ -142,6 +142,24 @@ const a2aAgent: SchemaNode = {
   },
 };
 
+/** One tag's handler timeout (worker.handler_timeouts). */
+const handlerTimeout: SchemaNode = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['tag', 'seconds'],
+  'x-expected': 'a handler timeout entry (a mapping with tag and seconds)',
+  properties: {
+    tag: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9_-]+$',
+      minLength: 1,
+      maxLength: 64,
+      'x-expected': 'a tag of 1-64 characters from A-Z, a-z, 0-9, "_" and "-"',
+    },
+    seconds: positiveSeconds(2_000_000),
+  },
+};
+
 const section = (properties: Record<string, SchemaNode>, what: string): SchemaNode => ({
   type: 'object',
   additionalProperties: false,
@@ -313,6 +331,14 @@ export const CONFIG_SCHEMA: SchemaNode = {
         trust: nonEmptyString('a trust level such as "local"'),
         handler: nonEmptyString('"echo" or a path to a handler module'),
         concurrency: intRange(1, 4096),
+        // Within one setTimeout (2^31 ms): 24 days.
+        handler_timeout_seconds: positiveSeconds(2_000_000),
+        handler_timeouts: {
+          type: 'array',
+          items: handlerTimeout,
+          maxItems: 256,
+          'x-expected': 'a list of {tag, seconds} entries',
+        },
       },
       'worker settings',
     ),

@@ -135,6 +135,12 @@ export interface AmfConfig {
     /** `echo` (built in) or an absolute path to a handler module. */
     readonly handler: string;
     readonly concurrency: number;
+    /**
+     * How long a handler may run before its attempt is ended (its signal aborted, the task retried
+     * on another worker); a tag listed in `handlerTimeouts` has its own.
+     */
+    readonly handlerTimeoutSeconds: number;
+    readonly handlerTimeouts: readonly { readonly tag: string; readonly seconds: number }[];
   };
   readonly mcp: {
     readonly requireTls: boolean;

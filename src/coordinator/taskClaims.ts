@@ -61,6 +61,9 @@ export class TaskClaims {
         agent_id: agentId,
       });
       this.refuseClaim(task, agentId, 'the agent is not admitted');
+      // Not offered to it again: with free slots it would win the next offer too, and run the
+      // handler once more for nothing.
+      (task.excludedAgents ??= new Set()).add(agentId);
       this.reofferAfterRefusal(task);
       return;
     }

@@ -40,7 +40,7 @@ export interface TaskFabric {
 }
 
 /** What the lifecycle asks of the agent registry: who serves a tag, who is live, who went offline. */
-export type TaskAgents = Pick<AgentRegistry, 'servesTag' | 'isLive' | 'admittedFor' | 'onChange'>;
+export type TaskAgents = Pick<AgentRegistry, 'servesTag' | 'isLive' | 'admittedFor' | 'onChange' | 'liveTags'>;
 
 /** The coordinator's warnings and denials, as the lifecycle sends them. */
 export type TaskNotices = Pick<PolicyNotices, 'warn' | 'deny'>;
@@ -124,8 +124,11 @@ export type InOrderCheck = (event: AmfEvent, intake: string, then: (ok: boolean)
 
 /** What the lifecycle needs of the work queue (fabric/workQueue.ts WorkQueueWriter). */
 export interface TaskWorkQueue {
-  /** Stores an announcement's bytes with its offer nonce (offerNonce.ts); resolves the stream sequence. */
-  offer(bytes: Uint8Array, tag: string, nonce?: string): Promise<number>;
+  /**
+   * Stores an announcement's bytes with its offer nonce (offerNonce.ts) and the agents that may not
+   * take it (their workers pass it on); resolves the stream sequence.
+   */
+  offer(bytes: Uint8Array, tag: string, nonce?: string, notFor?: readonly string[]): Promise<number>;
   withdraw(seq: number): void;
 }
 

@@ -114,12 +114,62 @@ export class TaskRetries {
     }
   }
 
-  /** Re-announces a task whose worker vanished while retries remain, else fails it. */
+  /**
+   * The claimant's handler ran past its timeout (worker/handlerTimeout.ts): the task goes to another
+   * worker while retries remain, and never back to this one. False (the failure then ends the task)
+   * when no retry is left, no other live agent serves the tag, or the requester already has chunks
+   * of this execution's stream.
+   */
+  handlerTimedOut(task: TaskRecord, agentId: string, message: string): boolean {
+    if (task.streamStarted) return false;
+    const lossRetry = task.lossRetriesLeft > 0;
+    if (!lossRetry && task.retriesLeft <= 0) return false;
+    const excluded = (task.excludedAgents ??= new Set());
+    excluded.add(agentId);
+    if (!this.servedByOthers(task)) return false;
+    this.deps.notices.warn(
+      {
+        reason: 'handler_timeout',
+        message: `${message}; re-announcing task ${task.taskId} for another worker than ${agentId}`,
+        task_id: task.taskId,
+        agent_id: agentId,
+        retrying: true,
+      },
+      { traceId: task.traceId },
+    );
+    if (lossRetry) task.lossRetriesLeft -= 1;
+    else task.retriesLeft -= 1;
+    this.reannounce(task);
+    return true;
+  }
+
+  /** True when a live agent serves the task's tag besides the ones it may not go to again. */
+  private servedByOthers(task: TaskRecord): boolean {
+    const live = this.deps.agents.liveTags().get(task.tag) ?? 0;
+    let excludedLive = 0;
+    for (const agent of task.excludedAgents ?? [])
+      if (this.deps.agents.admittedFor(agent, task.tag)) excludedLive++;
+    return live > excludedLive;
+  }
+
+  /**
+   * Re-announces a task whose worker vanished while retries remain, else fails it. A streaming task
+   * whose requester already has chunks of that worker's execution is failed instead: a retry's
+   * chunks would be spliced after them, an answer no execution produced.
+   */
   private recoverFromLostWorker(
     task: TaskRecord,
     reason: 'worker_silent' | 'worker_offline',
     message: string,
   ): void {
+    if (task.streamStarted) {
+      this.deps.endings.fail(
+        task,
+        'stream_interrupted',
+        `${message} after its answer had begun streaming; the stream ends here rather than continue with another execution's chunks`,
+      );
+      return;
+    }
     const lossRetry = task.lossRetriesLeft > 0;
     if ((lossRetry || task.retriesLeft > 0) && this.deps.agents.servesTag(task.tag)) {
       this.deps.notices.warn(

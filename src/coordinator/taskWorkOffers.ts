@@ -49,7 +49,8 @@ export class TaskWorkOffers {
     failures: number,
   ): void {
     const bytes = this.bytesOf(event);
-    queue.offer(bytes, task.tag, nonce).then(
+    const notFor = task.excludedAgents?.size ? [...task.excludedAgents] : undefined;
+    queue.offer(bytes, task.tag, nonce, notFor).then(
       (seq) => {
         // The task moved on while the offer was stored: take the stale offer back at once. A task
         // its worker already answered needs nothing (that worker acknowledges the message itself):

@@ -90,6 +90,12 @@ export interface FinalPayload {
   offer?: string;
 }
 
+/**
+ * The `error.code` of a failed final whose handler ran past its timeout (worker/handlerTimeout.ts):
+ * the attempt ended, not the task; the coordinator offers it to another worker while retries remain.
+ */
+export const HANDLER_TIMEOUT_CODE = 'handler_timeout';
+
 /** An artifact in a final result: parts are `{text}`, `{data}` or `{file: {name, mediaType, bytes|uri}}`. */
 export interface ResultArtifactPayload {
   name?: string;

@@ -18,6 +18,11 @@ import { jsonBytes } from '../util/jsonBytes.js';
  * one every observer sees, the nonce only the worker that takes the message (coordinator/offerNonce.ts).
  */
 export const OFFER_NONCE_HEADER = 'Amf-Offer';
+/**
+ * The header naming the agents (space-separated ids) that may not take a re-offered task: one whose
+ * claim was refused (not admitted) or whose handler ran past its timeout. Their workers pass it on.
+ */
+export const NOT_FOR_HEADER = 'Amf-Not-For';
 
 /** One pulled announcement and its acknowledgement handle. */
 export interface WorkItem {
@@ -25,6 +30,8 @@ export interface WorkItem {
   body: unknown;
   /** The offer nonce the message carries (echoed in the claim and the final), when it has one. */
   offer: string | undefined;
+  /** Agents that may not take it (NOT_FOR_HEADER); empty for a first offer. */
+  notFor: readonly string[];
   /** 1 on the first delivery; more when another worker took it and did not finish. */
   deliveryCount: number;
   /** Resets the redelivery timer while the handler runs. */
@@ -33,8 +40,11 @@ export interface WorkItem {
   ack(): void;
   /** Never deliver it again (malformed, or refused by this worker for good). */
   term(): void;
-  /** Not taken after all (this worker is draining): deliver it to another worker now. */
-  nak(): void;
+  /**
+   * Not taken after all (this worker is draining, or may not take it): deliver it to another worker,
+   * now or after `delayMs`.
+   */
+  nak(delayMs?: number): void;
 }
 
 /** How long a pull request waits on the server for messages before it expires. */
@@ -237,6 +247,7 @@ function toWorkItem(nc: NatsConnection, msg: Msg): WorkItem {
   }
   const reply = msg.reply ?? '';
   const offer = msg.headers?.get(OFFER_NONCE_HEADER);
+  const notFor = msg.headers?.get(NOT_FOR_HEADER);
   let acked = false;
   const send = (what: string, final: boolean) => {
     if (acked || !reply) return;
@@ -250,11 +261,13 @@ function toWorkItem(nc: NatsConnection, msg: Msg): WorkItem {
   return {
     body,
     offer: offer ? offer : undefined,
+    notFor: notFor ? notFor.split(' ').filter((id) => id !== '') : [],
     deliveryCount: deliveryCountOf(reply),
     working: () => send('+WPI', false),
     ack: () => send('+ACK', true),
     term: () => send('+TERM', true),
-    nak: () => send('-NAK', true),
+    nak: (delayMs) =>
+      send(delayMs ? `-NAK ${JSON.stringify({ delay: Math.round(delayMs * NANOS_PER_MS) })}` : '-NAK', true),
   };
 }
 
@@ -309,15 +322,18 @@ export class WorkQueueWriter {
   }
 
   /**
-   * Stores the announcement on the tag's work subject, with its offer nonce as a header; resolves its
-   * stream sequence. No message id: an offer is published once (never retried), so the stream keeps
+   * Stores the announcement on the tag's work subject, with its offer nonce and the agents that may
+   * not take it as headers; resolves its stream sequence. No message id: an offer is published once (never retried), so the stream keeps
    * no duplicate-window entry for it.
    */
-  async offer(bytes: Uint8Array, tag: string, nonce?: string): Promise<number> {
+  async offer(bytes: Uint8Array, tag: string, nonce?: string, notFor?: readonly string[]): Promise<number> {
     await this.ensureConsumer(tag);
+    const headers: Record<string, string> = {};
+    if (nonce !== undefined) headers[OFFER_NONCE_HEADER] = nonce;
+    if (notFor?.length) headers[NOT_FOR_HEADER] = notFor.join(' ');
     const ack = await ReplyInbox.of(this.nc).publishToStream(workSubject(tag), bytes, {
       timeoutMs: 5_000,
-      ...(nonce !== undefined ? { headers: { [OFFER_NONCE_HEADER]: nonce } } : {}),
+      ...(nonce !== undefined || notFor?.length ? { headers } : {}),
     });
     return ack.seq;
   }

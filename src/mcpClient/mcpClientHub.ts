@@ -8,7 +8,11 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ToolListChangedNotificationSchema,
+  type ClientCapabilities,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerConfig, McpToolFilter } from '../config/config.js';
 import { AmfError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -100,6 +104,8 @@ export function toolAllowed(filter: McpToolFilter, name: string): boolean {
 /** Connected MCP servers and their tools; create with `McpClientHub.connect`. */
 export class McpClientHub {
   private readonly byName = new Map<string, { conn: Connection; tool: NamespacedTool }>();
+  /** Sessions opened with `openSession`, still open. */
+  private readonly sessions = new Set<Client>();
 
   private constructor(
     private readonly connections: Map<string, Connection>,
@@ -143,7 +149,6 @@ export class McpClientHub {
 
   private async connectOne(config: McpServerConfig): Promise<Connection> {
     const timeoutMs = config.timeoutSeconds > 0 ? config.timeoutSeconds * 1000 : DEFAULT_MCP_TIMEOUT_MS;
-    const maxMessageBytes = this.opts.maxMessageBytes ?? MAX_MCP_MESSAGE_BYTES;
     // Filled once the connection exists; transport errors before that simply fail the connect.
     let conn: Connection | undefined;
     const oversize = (err: AmfError): void => {
@@ -155,31 +160,7 @@ export class McpClientHub {
       );
       void this.drop(conn);
     };
-    let transport: Transport;
-    if (config.transport === 'http') {
-      const url = checkServerUrl(config.name, config.url);
-      if (this.opts.requireTls && url.protocol === 'http:' && !isLoopbackHost(url.hostname))
-        throw new AmfError(
-          'INVALID_REQUEST',
-          `MCP server "${config.name}": plain http to ${url.hostname} refused (mcp.require_tls)`,
-        );
-      const headers = this.opts.headers?.[config.name];
-      transport = new StreamableHTTPClientTransport(url, {
-        fetch: createMcpFetch(config.name, { maxMessageBytes, onOversize: oversize }),
-        ...(headers ? { requestInit: { headers } } : {}),
-      });
-    } else {
-      const logger = this.opts.logger;
-      transport = new ClearedEnvStdioTransport({
-        name: config.name,
-        command: config.command,
-        args: config.args,
-        env: config.env,
-        maxMessageBytes,
-        ...(this.opts.env ? { parentEnv: this.opts.env } : {}),
-        onStderr: (text) => logger?.debug({ server: config.name, stderr: text }, 'MCP server stderr'),
-      });
-    }
+    const transport = this.transportFor(config, oversize);
     const client = new Client({ name: 'amf', version: VERSION }, { capabilities: {} });
     client.onerror = (err) => {
       if (err instanceof AmfError && err.code === 'PAYLOAD_TOO_LARGE') oversize(err);
@@ -214,6 +195,96 @@ export class McpClientHub {
       await client.close().catch(() => undefined);
       throw err;
     }
+  }
+
+  /** A new transport to `config`'s server, with the hub's limits; `oversize` hears of a broken cap. */
+  private transportFor(config: McpServerConfig, oversize: (err: AmfError) => void): Transport {
+    const maxMessageBytes = this.opts.maxMessageBytes ?? MAX_MCP_MESSAGE_BYTES;
+    if (config.transport === 'http') {
+      const url = checkServerUrl(config.name, config.url);
+      if (this.opts.requireTls && url.protocol === 'http:' && !isLoopbackHost(url.hostname))
+        throw new AmfError(
+          'INVALID_REQUEST',
+          `MCP server "${config.name}": plain http to ${url.hostname} refused (mcp.require_tls)`,
+        );
+      const headers = this.opts.headers?.[config.name];
+      return new StreamableHTTPClientTransport(url, {
+        fetch: createMcpFetch(config.name, { maxMessageBytes, onOversize: oversize }),
+        ...(headers ? { requestInit: { headers } } : {}),
+      });
+    }
+    const logger = this.opts.logger;
+    return new ClearedEnvStdioTransport({
+      name: config.name,
+      command: config.command,
+      args: config.args,
+      env: config.env,
+      maxMessageBytes,
+      ...(this.opts.env ? { parentEnv: this.opts.env } : {}),
+      onStderr: (text) => logger?.debug({ server: config.name, stderr: text }, 'MCP server stderr'),
+    });
+  }
+
+  /**
+   * A session of its own with a connected server: a new connection (for a stdio server, a new
+   * process) declaring `capabilities`, with the same limits as the hub's own. `setup` registers
+   * handlers before it connects (the SDK client takes a request handler only for a declared
+   * capability). The caller closes it; the hub closes whatever is still open when it closes.
+   */
+  async openSession(
+    server: string,
+    capabilities: ClientCapabilities,
+    setup: (client: Client) => void = () => undefined,
+  ): Promise<Client> {
+    const conn = this.connections.get(server);
+    if (!conn) throw new AmfError('NOT_FOUND', `MCP server "${server}" is not connected`);
+    const client = new Client({ name: 'amf', version: VERSION }, { capabilities });
+    const dropOnOversize = (err: AmfError): void => {
+      this.opts.logger?.warn({ server, err: err.message }, 'MCP server broke the message cap; session closed');
+      void client.close().catch(() => undefined);
+    };
+    client.onerror = (err) => {
+      if (err instanceof AmfError && err.code === 'PAYLOAD_TOO_LARGE') dropOnOversize(err);
+      else this.opts.logger?.debug({ server, err: err.message }, 'MCP session transport error');
+    };
+    setup(client);
+    this.sessions.add(client);
+    const previous = client.onclose;
+    client.onclose = () => {
+      this.sessions.delete(client);
+      previous?.();
+    };
+    try {
+      const transport = this.transportFor(conn.config, dropOnOversize);
+      await client.connect(transport, { timeout: Math.max(conn.timeoutMs, MIN_CONNECT_TIMEOUT_MS) });
+      return client;
+    } catch (err) {
+      this.sessions.delete(client);
+      await client.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * Whether a connected server keeps state per session: an HTTP server that gave the hub a session
+   * id, and every stdio server (its process is its one session). Such a server, shared, would let
+   * one user's state (a log level, a subscription, a toggle) leak into another's.
+   */
+  isStateful(server: string): boolean {
+    const conn = this.connections.get(server);
+    if (!conn) return false;
+    if (conn.config.transport !== 'http') return true;
+    return (conn.client.transport as StreamableHTTPClientTransport | undefined)?.sessionId !== undefined;
+  }
+
+  /** A connected server's configuration (its tool filter, its time limit). */
+  configOf(server: string): McpServerConfig | undefined {
+    return this.connections.get(server)?.config;
+  }
+
+  /** The time limit of one request to a connected server, in ms. */
+  timeoutOf(server: string): number {
+    return this.connections.get(server)?.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
   }
 
   private async fetchTools(conn: Connection): Promise<NamespacedTool[]> {
@@ -324,8 +395,13 @@ export class McpClientHub {
   /** Closes every connection (stdio servers are stopped); safe to call twice. */
   async close(): Promise<void> {
     const conns = [...this.connections.values()];
+    const sessions = [...this.sessions];
     this.connections.clear();
     this.byName.clear();
-    await Promise.all(conns.map((c) => c.client.close().catch(() => undefined)));
+    this.sessions.clear();
+    await Promise.all([
+      ...conns.map((c) => c.client.close().catch(() => undefined)),
+      ...sessions.map((c) => c.close().catch(() => undefined)),
+    ]);
   }
 }

@@ -17,7 +17,10 @@ export interface Enrollment {
   nkey: string;
   /** The agent id the key is bound to; absent for an invite that named none (bound at admission). */
   agent_id?: string;
-  /** The tags the key was let in for: its NATS user pulls their work, and it may advertise no other. */
+  /**
+   * The tags the key was let in for: its NATS user pulls their work until the agent is live, and it
+   * may advertise no other. Empty for an invite: not scoped (its user pulls nothing until live).
+   */
   tags: string[];
   via: EnrollmentVia;
   enrolled_at: string;

@@ -14,6 +14,7 @@ import { EventBus } from '../fabric/eventBus.js';
 import type { TaskContext } from './handlerApi.js';
 import { CANCELLED, invokeHandler, type LocalOutcome } from './invokeHandler.js';
 import { TaskSlots } from './taskSlots.js';
+import { boundRun, HANDLER_TIMEOUT_CODE, handlerTimeoutMs } from './handlerTimeout.js';
 import { DelegationClient } from './delegationClient.js';
 import { workerAgentId, workerAgentRecord, workerHeartbeat } from './workerAdvertisement.js';
 import { createEphemeralAgentKey, type AgentKey } from '../identity/agentKey.js';
@@ -52,6 +53,7 @@ export class MeshWorker {
   private intake: WorkIntake | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private draining = false;
+  private stuckSlots = 0;
 
   constructor(
     nc: NatsConnection,
@@ -100,6 +102,7 @@ export class MeshWorker {
   async start(): Promise<void> {
     const intake = new WorkIntake({
       nc: this.bus.nc,
+      agentId: this.agentId,
       slots: this.slots,
       tagCount: this.options.tags.length,
       draining: () => this.draining,
@@ -139,7 +142,9 @@ export class MeshWorker {
     })().catch(() => undefined);
   }
 
-  private heartbeat(status: 'active' | 'draining' | 'offline' = this.draining ? 'draining' : 'active'): void {
+  private heartbeat(
+    status: 'active' | 'draining' | 'offline' = this.draining || this.allSlotsStuck ? 'draining' : 'active',
+  ): void {
     try {
       this.heartbeatBus.publish(workerHeartbeat(this.options, this.key, status));
     } catch (err) {
@@ -197,9 +202,25 @@ export class MeshWorker {
     );
     // The slot bounds handler runs only: storing a mesh result (which may wait out a NATS outage)
     // happens after the slot is free, but the task stays in flight (drain waits) until it is stored.
+    // A handler stuck past its timeout keeps its slot until it settles (handlerTimeout.ts).
     let storing: Promise<void> = Promise.resolve();
     const done = this.slots
-      .run(() => this.execute(task, controller, options, (stored) => (storing = stored)))
+      .acquire()
+      .then(async (release) => {
+        let stuck: Promise<unknown> | undefined;
+        try {
+          return await this.execute(
+            task,
+            controller,
+            options,
+            (stored) => (storing = stored),
+            (running) => (stuck = running),
+          );
+        } finally {
+          if (stuck) void this.holdStuckSlot(task, stuck, release);
+          else release();
+        }
+      })
       .then(async (outcome) => {
         await storing;
         return outcome;
@@ -217,11 +238,33 @@ export class MeshWorker {
     controller: AbortController,
     options: RunTaskOptions,
     onStoring: (stored: Promise<void>) => void,
+    onStuck: (running: Promise<unknown>) => void,
   ): Promise<LocalOutcome> {
     const { signal } = controller;
     // Aborted while waiting for a slot: the handler never starts.
-    let outcome = signal.aborted ? CANCELLED : await this.invoke(task, signal, options);
-    if (signal.aborted) {
+    if (signal.aborted && options.origin === 'mesh') return CANCELLED;
+    let outcome: LocalOutcome = CANCELLED;
+    let timedOut = false;
+    if (!signal.aborted) {
+      const limitMs = handlerTimeoutMs(this.options.handlerTimeouts, task.tag);
+      const run = await boundRun(this.invoke(task, signal, options), limitMs, () => controller.abort());
+      if (run.kind === 'settled') outcome = run.value;
+      else {
+        timedOut = true;
+        outcome = {
+          ok: false,
+          code: HANDLER_TIMEOUT_CODE,
+          message: `the handler did not finish task ${task.taskId} within ${Math.round(limitMs / 1000)} s`,
+        };
+        this.options.log?.(
+          'warn',
+          `handler ${this.options.handler.name} ran past its timeout (${Math.round(limitMs / 1000)} s) on task ${task.taskId}${run.stuck ? ' and ignores its abort signal: its slot stays taken until it ends' : ''}`,
+          { task_id: task.taskId, tag: task.tag },
+        );
+        if (run.stuck) onStuck(run.running);
+      }
+    }
+    if (signal.aborted && !timedOut) {
       // Mesh task: the coordinator already ended it. Direct task: this final is its one ending.
       if (options.origin === 'mesh') return CANCELLED;
       outcome = CANCELLED;
@@ -231,6 +274,44 @@ export class MeshWorker {
     if (options.origin === 'mesh') onStoring(submitResult(this.submitter(), task, payload, confidence));
     else this.emit('amf.result.final', task.taskId, task.traceId, payload, undefined, confidence);
     return outcome;
+  }
+
+  /**
+   * Keeps a stuck handler's slot until the handler settles. While every slot is stuck the worker
+   * claims nothing (it has no free slot to pull with) and its heartbeat says `draining`, so the
+   * coordinator offers its tags' tasks elsewhere; it is `active` again once a slot comes back.
+   */
+  private async holdStuckSlot(task: TaskInput, running: Promise<unknown>, release: () => void): Promise<void> {
+    this.stuckSlots++;
+    if (this.allSlotsStuck) {
+      this.options.log?.(
+        'error',
+        `every slot of worker ${this.options.name} (${this.slots.capacity}) is held by a handler that ran past its timeout and ignores its abort signal: claiming nothing until one ends`,
+        { task_id: task.taskId },
+      );
+      this.heartbeat();
+    }
+    try {
+      await running;
+    } finally {
+      const wasAllStuck = this.allSlotsStuck;
+      this.stuckSlots--;
+      release();
+      this.options.log?.('info', `a handler stuck past its timeout ended (task ${task.taskId}); its slot is free`, {
+        task_id: task.taskId,
+      });
+      if (wasAllStuck) this.heartbeat();
+    }
+  }
+
+  /** True when every slot is held by a handler stuck past its timeout. */
+  private get allSlotsStuck(): boolean {
+    return this.stuckSlots >= this.slots.capacity;
+  }
+
+  /** Slots held by handlers that ran past their timeout and did not stop when aborted. */
+  get stuckCount(): number {
+    return this.stuckSlots;
   }
 
   /** What the result submission needs of this worker (its connection may change before start). */

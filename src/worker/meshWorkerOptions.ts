@@ -6,6 +6,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { AgentKey } from '../identity/agentKey.js';
 import type { LogFn } from '../log.js';
 import type { TaskContext, TaskTools, WorkerHandler } from './handlerApi.js';
+import type { HandlerTimeouts } from './handlerTimeout.js';
 
 export interface MeshWorkerOptions {
   name: string;
@@ -32,6 +33,12 @@ export interface MeshWorkerOptions {
    * coordinator accepts them only as this agent's (default: a key for this process only).
    */
   key?: AgentKey;
+  /**
+   * How long a handler may run (default {@link DEFAULT_HANDLER_TIMEOUT_SECONDS}, or per tag): past
+   * it, the attempt ends (its signal is aborted and the task is retried on another worker); a
+   * handler that ignores the abort keeps its slot until it settles (handlerTimeout.ts).
+   */
+  handlerTimeouts?: HandlerTimeouts;
   /**
    * Where heartbeats go when not on the main connection: the join connection of an agent that
    * connects as its own NATS user. Its user exists only while the agent is admitted, so its

@@ -2,23 +2,108 @@
  * Re-exporting a worker's configured MCP servers (`mcp.servers`, the hub handlers use as
  * `ctx.tools`) on the worker's own `/mcp`, so the coordinator federates them with the worker:
  * their allowed tools under the hub's names (`<server>__<tool>`), their prompts as
- * `<server>__<prompt>`, their resources and templates as `amf://<server>/<uri>`. Lists are read
- * once when the worker starts; results are passed through unchanged.
+ * `<server>__<prompt>`, their resources and templates as `amf://<server>/<uri>`, with what else
+ * MCP carries: completions, subscriptions, log levels and messages, progress, and the server's
+ * sampling, elicitation and roots requests, asked of the caller.
+ *
+ * A server that keeps state per session (every stdio server, an HTTP server that gives a session
+ * id) gets a session per caller, declaring what that caller declared; a caller is a session of the
+ * worker's `/mcp`, or one caller behind the coordinator's link, which names it in `_meta`
+ * (`amf/caller`, protocols/mcp/workerCallers.ts). So one caller's log level, subscriptions or toggles never reach another. At most
+ * {@link MAX_CALLER_SESSIONS} such sessions per server are open; the least recently used idle one
+ * makes room for a new caller, and one idle for {@link CALLER_SESSION_IDLE_MS} is closed. Other
+ * callers share the hub's own session.
+ *
+ * What the server offers is listed once when the worker starts, over a session that declares
+ * sampling, elicitation and roots (servers list some tools only to clients that can answer them).
+ * Results are passed through unchanged.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { McpClientHub } from '../mcpClient/mcpClientHub.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ErrorCode,
+  ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
+  McpError,
+  ResourceUpdatedNotificationSchema,
+  type CallToolResult,
+  type ClientCapabilities,
+  type CompleteRequest,
+  type CompleteResult,
+  type LoggingLevel,
+  type LoggingMessageNotification,
+  type Result,
+  type ServerCapabilities,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
+import { TOOL_NAMESPACE_SEPARATOR, toolAllowed, type McpClientHub } from '../mcpClient/mcpClientHub.js';
 import type {
   HandlerMcpPrompt,
   HandlerMcpResource,
   HandlerMcpResourceTemplate,
   HandlerMcpSurface,
   HandlerMcpTool,
+  McpRequestContext,
 } from './handlerMcp.js';
+
+/** The caller of a request on a worker's `/mcp`, as a re-exported server needs to know it. */
+export interface McpCallerSession {
+  /** Stable for the caller's session, distinct between callers. */
+  readonly key: string;
+  /** What the caller declared at `initialize`. */
+  readonly capabilities: ClientCapabilities;
+  /** Sends the caller a notification (a log message, a resource update). */
+  notify(notification: ServerNotification): Promise<void>;
+  /** Asks the caller (sampling, elicitation, roots) outside any call of its. */
+  ask(request: ServerRequest, signal: AbortSignal): Promise<Result>;
+  /** Called once, when the caller's session ends. */
+  onClose(listener: () => void): void;
+}
+
+/** A request context of the worker's `/mcp` with the caller behind the request. */
+export interface CallerContext extends McpRequestContext {
+  caller?: McpCallerSession;
+}
+
+/**
+ * What a re-exported server needs from the worker's endpoint beyond a handler's surface: the
+ * caller's subscriptions, log level and completions forwarded to the server.
+ */
+export interface ReexportHooks {
+  /** The server offers resource subscriptions. */
+  readonly subscribe: boolean;
+  /** The server offers completions. */
+  readonly completions: boolean;
+  /** Subscribes the caller to `uri` when it is one of this server's; false when it is not. */
+  onSubscribe(uri: string, ctx: CallerContext): Promise<boolean>;
+  onUnsubscribe(uri: string, ctx: CallerContext): Promise<void>;
+  onSetLevel(level: LoggingLevel, ctx: CallerContext): Promise<void>;
+  /** The completion of a re-exported prompt or template; undefined when the reference is not one. */
+  complete(params: CompleteRequest['params'], ctx: CallerContext): Promise<CompleteResult> | undefined;
+}
+
+/** A surface that may re-export servers (what {@link reexportSurface} and {@link mergeSurfaces} return). */
+export interface ReexportedSurface extends HandlerMcpSurface {
+  reexported?: ReexportHooks[];
+}
 
 /** Most items of one kind re-exported per server. */
 const MAX_PER_SERVER = 500;
+/** Most sessions of their own that callers hold with one re-exported server. */
+export const MAX_CALLER_SESSIONS = 16;
+/** A caller's own session with a re-exported server is closed after this long without a request. */
+export const CALLER_SESSION_IDLE_MS = 10 * 60_000;
 const SCHEME = 'amf://';
+
+/** What the listing session declares, so that the server lists everything it may offer. */
+const LISTING_CAPABILITIES: ClientCapabilities = {
+  sampling: {},
+  elicitation: { form: {}, url: {} },
+  roots: { listChanged: true },
+};
 
 function uriOf(server: string, uri: string): string {
   return `${SCHEME}${server}/${uri}`;
@@ -30,72 +115,345 @@ function serverUri(server: string, uri: string): string | undefined {
   return uri.startsWith(prefix) ? uri.slice(prefix.length) : undefined;
 }
 
-async function serverSurface(server: string, client: Client): Promise<HandlerMcpSurface> {
-  const caps = client.getServerCapabilities() ?? {};
-  const resources: HandlerMcpResource[] = [];
-  const resourceTemplates: HandlerMcpResourceTemplate[] = [];
-  const prompts: HandlerMcpPrompt[] = [];
-  const read = (uri: string) => client.readResource({ uri });
-  if (caps.resources) {
-    const listed = (await client.listResources()).resources.slice(0, MAX_PER_SERVER);
-    for (const r of listed)
-      resources.push({
-        resource: { ...r, uri: uriOf(server, r.uri) },
-        read: async () => {
-          const result = await read(r.uri);
-          return { ...result, contents: result.contents.map((c) => ({ ...c, uri: uriOf(server, c.uri) })) };
-        },
-      });
-    const templates = (await client.listResourceTemplates()).resourceTemplates.slice(0, MAX_PER_SERVER);
-    for (const t of templates)
-      resourceTemplates.push({
-        template: { ...t, uriTemplate: uriOf(server, t.uriTemplate) },
-        read: async (uri) => {
-          const own = serverUri(server, uri) ?? uri;
-          const result = await read(own);
-          return { ...result, contents: result.contents.map((c) => ({ ...c, uri: uriOf(server, c.uri) })) };
-        },
-      });
+/** What a caller's own session declares: the caller's sampling, elicitation and roots. */
+function relayed(capabilities: ClientCapabilities | undefined): ClientCapabilities {
+  return {
+    ...(capabilities?.sampling ? { sampling: capabilities.sampling } : {}),
+    ...(capabilities?.elicitation ? { elicitation: capabilities.elicitation } : {}),
+    ...(capabilities?.roots ? { roots: capabilities.roots } : {}),
+  };
+}
+
+/** One caller's own session with a server. */
+interface CallerUpstream {
+  caller: McpCallerSession;
+  client: Promise<Client>;
+  /** Requests of the caller in flight on it, the newest last (where the server's requests go). */
+  inflight: CallerContext[];
+  lastUsed: number;
+  closed: boolean;
+}
+
+/** The sessions callers hold with one re-exported server, and the hub's shared one. */
+class ServerSessions {
+  private readonly own = new Map<string, CallerUpstream>();
+  /** Log levels callers set, given to the sessions they open later. */
+  private readonly levels = new Map<string, LoggingLevel>();
+  /** Callers subscribed through the shared session, per server URI. */
+  private readonly sharedSubscribers = new Map<string, Map<string, McpCallerSession>>();
+  private sweep: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly hub: McpClientHub,
+    readonly server: string,
+  ) {
+    // The shared session's updates reach the callers that subscribed through it.
+    hub.clientOf(server)?.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      for (const caller of this.sharedSubscribers.get(n.params.uri)?.values() ?? [])
+        void caller
+          .notify({ method: 'notifications/resources/updated', params: { uri: uriOf(server, n.params.uri) } })
+          .catch(() => undefined);
+    });
   }
-  if (caps.prompts) {
-    const listed = (await client.listPrompts()).prompts.slice(0, MAX_PER_SERVER);
-    for (const p of listed)
-      prompts.push({
-        prompt: { ...p, name: `${server}__${p.name}` },
-        get: (args) => client.getPrompt({ name: p.name, arguments: args }),
-      });
+
+  /** True when `caller` gets a session of its own with the server. */
+  private ownsSession(caller: McpCallerSession | undefined): boolean {
+    if (!caller) return false;
+    return this.hub.isStateful(this.server) || Object.keys(relayed(caller.capabilities)).length > 0;
   }
-  return { resources, resourceTemplates, prompts };
+
+  /** Runs `run` on the session `ctx`'s caller uses, marking the request in flight there. */
+  async use<T>(ctx: CallerContext | undefined, run: (client: Client) => Promise<T>): Promise<T> {
+    const caller = ctx?.caller;
+    if (!caller || !this.ownsSession(caller)) {
+      const shared = this.hub.clientOf(this.server);
+      if (!shared) throw new McpError(ErrorCode.InternalError, `MCP server "${this.server}" is not connected`);
+      return run(shared);
+    }
+    const upstream = this.upstreamOf(caller);
+    if (ctx) upstream.inflight.push(ctx);
+    upstream.lastUsed = Date.now();
+    try {
+      return await run(await upstream.client);
+    } finally {
+      if (ctx) upstream.inflight.splice(upstream.inflight.lastIndexOf(ctx), 1);
+      upstream.lastUsed = Date.now();
+    }
+  }
+
+  private upstreamOf(caller: McpCallerSession): CallerUpstream {
+    const existing = this.own.get(caller.key);
+    if (existing) return existing;
+    if (this.own.size >= MAX_CALLER_SESSIONS) this.evictIdle();
+    // `client` is set right below: opening needs the record (its calls in flight, whether it closed).
+    const upstream = { caller, inflight: [], lastUsed: Date.now(), closed: false } as unknown as CallerUpstream;
+    upstream.client = this.open(upstream);
+    upstream.client.catch(() => this.forget(upstream));
+    this.own.set(caller.key, upstream);
+    caller.onClose(() => {
+      this.levels.delete(caller.key);
+      this.close(upstream);
+    });
+    this.sweep ??= setInterval(() => this.expireIdle(), Math.min(60_000, CALLER_SESSION_IDLE_MS / 4));
+    this.sweep.unref();
+    return upstream;
+  }
+
+  /** Closes the least recently used idle caller session; refuses when every one is busy. */
+  private evictIdle(): void {
+    let victim: CallerUpstream | undefined;
+    for (const u of this.own.values())
+      if (u.inflight.length === 0 && (!victim || u.lastUsed < victim.lastUsed)) victim = u;
+    if (!victim)
+      throw new McpError(
+        ErrorCode.InternalError,
+        `MCP server "${this.server}": all ${MAX_CALLER_SESSIONS} caller sessions are in use; try again once a call ends`,
+      );
+    this.close(victim);
+  }
+
+  private expireIdle(): void {
+    const cutoff = Date.now() - CALLER_SESSION_IDLE_MS;
+    for (const u of this.own.values()) if (u.inflight.length === 0 && u.lastUsed < cutoff) this.close(u);
+  }
+
+  private async open(upstream: CallerUpstream): Promise<Client> {
+    const { caller } = upstream;
+    const capabilities = relayed(caller.capabilities);
+    const current = () => upstream.inflight.at(-1);
+    const client = await this.hub.openSession(this.server, capabilities, (c) => {
+      // Asked of the caller: on the stream of its call in flight when there is one.
+      if (capabilities.sampling)
+        c.setRequestHandler(CreateMessageRequestSchema, (request, extra) => {
+          const ctx = current();
+          if (ctx) return ctx.sample(request.params);
+          return caller.ask(request, extra.signal) as ReturnType<McpRequestContext['sample']>;
+        });
+      if (capabilities.elicitation)
+        c.setRequestHandler(ElicitRequestSchema, (request, extra) => {
+          const ctx = current();
+          if (ctx) return ctx.elicit(request.params);
+          return caller.ask(request, extra.signal) as ReturnType<McpRequestContext['elicit']>;
+        });
+      if (capabilities.roots)
+        c.setRequestHandler(ListRootsRequestSchema, (request, extra) =>
+          caller.ask(request, extra.signal).then((r) => r as { roots: [] }),
+        );
+      c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => this.relayLog(caller, n.params));
+      c.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+        void caller
+          .notify({
+            method: 'notifications/resources/updated',
+            params: { uri: uriOf(this.server, n.params.uri) },
+          })
+          .catch(() => undefined);
+      });
+    });
+    const level = this.levels.get(caller.key);
+    if (level && client.getServerCapabilities()?.logging)
+      await client.setLoggingLevel(level).catch(() => undefined);
+    if (upstream.closed) {
+      void endSession(client);
+      throw new Error('the caller left');
+    }
+    return client;
+  }
+
+  private relayLog(caller: McpCallerSession, params: LoggingMessageNotification['params']): void {
+    const logger = params.logger ? `${this.server}/${params.logger}` : this.server;
+    void caller.notify({ method: 'notifications/message', params: { ...params, logger } }).catch(() => undefined);
+  }
+
+  private forget(upstream: CallerUpstream): void {
+    if (this.own.get(upstream.caller.key) === upstream) this.own.delete(upstream.caller.key);
+    if (this.own.size === 0 && this.sweep) {
+      clearInterval(this.sweep);
+      this.sweep = undefined;
+    }
+  }
+
+  private close(upstream: CallerUpstream): void {
+    if (upstream.closed) return;
+    upstream.closed = true;
+    this.forget(upstream);
+    void upstream.client.then(endSession, () => undefined);
+  }
+
+  /** Subscribes the caller (its own session, or the shared one with a note of who asked). */
+  async subscribe(uri: string, ctx: CallerContext): Promise<void> {
+    await this.use(ctx, (c) => c.subscribeResource({ uri }));
+    if (ctx.caller && !this.ownsSession(ctx.caller)) {
+      let callers = this.sharedSubscribers.get(uri);
+      if (!callers) this.sharedSubscribers.set(uri, (callers = new Map()));
+      callers.set(ctx.caller.key, ctx.caller);
+    }
+  }
+
+  async unsubscribe(uri: string, ctx: CallerContext): Promise<void> {
+    if (ctx.caller && !this.ownsSession(ctx.caller)) {
+      const callers = this.sharedSubscribers.get(uri);
+      callers?.delete(ctx.caller.key);
+      // Others still subscribed through the shared session keep its subscription.
+      if (callers && callers.size > 0) return;
+      this.sharedSubscribers.delete(uri);
+    }
+    await this.use(ctx, (c) => c.unsubscribeResource({ uri }));
+  }
+
+  async setLevel(level: LoggingLevel, ctx: CallerContext): Promise<void> {
+    if (ctx.caller && this.ownsSession(ctx.caller)) this.levels.set(ctx.caller.key, level);
+    await this.use(ctx, (c) => c.setLoggingLevel(level));
+  }
+}
+
+/** Ends a caller's own session: DELETE for an HTTP server, then the client (and a stdio process). */
+async function endSession(client: Client): Promise<void> {
+  const transport = client.transport as Partial<StreamableHTTPClientTransport> | undefined;
+  if (typeof transport?.terminateSession === 'function') await transport.terminateSession().catch(() => undefined);
+  await client.close().catch(() => undefined);
+}
+
+/** What one server offers, read over a session that declares everything a server may ask. */
+async function listServer(
+  hub: McpClientHub,
+  server: string,
+): Promise<{ client: Client; close: () => Promise<void> }> {
+  try {
+    const refuse = () =>
+      Promise.reject(new McpError(ErrorCode.MethodNotFound, 'the worker lists what this server offers'));
+    const client = await hub.openSession(server, LISTING_CAPABILITIES, (c) => {
+      c.setRequestHandler(CreateMessageRequestSchema, refuse);
+      c.setRequestHandler(ElicitRequestSchema, refuse);
+      c.setRequestHandler(ListRootsRequestSchema, () => ({ roots: [] }));
+    });
+    return { client, close: () => endSession(client) };
+  } catch {
+    // A server that takes no second session: what it lists to the hub's own.
+    const shared = hub.clientOf(server)!;
+    return { client: shared, close: () => Promise.resolve() };
+  }
+}
+
+async function serverSurface(hub: McpClientHub, server: string): Promise<ReexportedSurface> {
+  const sessions = new ServerSessions(hub, server);
+  const timeout = hub.timeoutOf(server);
+  const listing = await listServer(hub, server);
+  try {
+    const client = listing.client;
+    const caps: ServerCapabilities = client.getServerCapabilities() ?? {};
+    const filter = hub.configOf(server)?.tools ?? { allow: null, deny: [] };
+    const tools: HandlerMcpTool[] = [];
+    const resources: HandlerMcpResource[] = [];
+    const resourceTemplates: HandlerMcpResourceTemplate[] = [];
+    const prompts: HandlerMcpPrompt[] = [];
+    const read = async (uri: string, ctx: CallerContext) => {
+      const result = await sessions.use(ctx, (c) => c.readResource({ uri }, { signal: ctx.signal, timeout }));
+      return { ...result, contents: result.contents.map((c) => ({ ...c, uri: uriOf(server, c.uri) })) };
+    };
+    if (caps.tools) {
+      const listed = (await client.listTools()).tools.filter((t) => toolAllowed(filter, t.name));
+      for (const t of listed.slice(0, MAX_PER_SERVER))
+        tools.push({
+          definition: { ...t, name: `${server}${TOOL_NAMESPACE_SEPARATOR}${t.name}` },
+          call: (args, ctx: CallerContext) =>
+            sessions.use(
+              ctx,
+              async (c) =>
+                (await c.callTool({ name: t.name, arguments: args }, undefined, {
+                  signal: ctx.signal,
+                  timeout,
+                  resetTimeoutOnProgress: true,
+                  onprogress: (p) => void ctx.progress(p.progress, p.total, p.message).catch(() => undefined),
+                })) as CallToolResult,
+            ),
+        });
+    }
+    if (caps.resources) {
+      for (const r of (await client.listResources()).resources.slice(0, MAX_PER_SERVER))
+        resources.push({ resource: { ...r, uri: uriOf(server, r.uri) }, read: (ctx) => read(r.uri, ctx) });
+      const templates = (await client.listResourceTemplates()).resourceTemplates.slice(0, MAX_PER_SERVER);
+      for (const t of templates)
+        resourceTemplates.push({
+          template: { ...t, uriTemplate: uriOf(server, t.uriTemplate) },
+          read: (uri, _vars, ctx) => read(serverUri(server, uri) ?? uri, ctx),
+        });
+    }
+    if (caps.prompts) {
+      for (const p of (await client.listPrompts()).prompts.slice(0, MAX_PER_SERVER))
+        prompts.push({
+          prompt: { ...p, name: `${server}${TOOL_NAMESPACE_SEPARATOR}${p.name}` },
+          get: (args, ctx: CallerContext) =>
+            sessions.use(ctx, (c) => c.getPrompt({ name: p.name, arguments: args }, { signal: ctx.signal, timeout })),
+        });
+    }
+    const promptPrefix = `${server}${TOOL_NAMESPACE_SEPARATOR}`;
+    const hooks: ReexportHooks = {
+      subscribe: caps.resources?.subscribe === true,
+      completions: caps.completions !== undefined,
+      async onSubscribe(uri, ctx) {
+        const own = serverUri(server, uri);
+        if (own === undefined || !caps.resources?.subscribe) return false;
+        await sessions.subscribe(own, ctx);
+        return true;
+      },
+      async onUnsubscribe(uri, ctx) {
+        const own = serverUri(server, uri);
+        if (own !== undefined && caps.resources?.subscribe) await sessions.unsubscribe(own, ctx);
+      },
+      async onSetLevel(level, ctx) {
+        if (caps.logging) await sessions.setLevel(level, ctx);
+      },
+      complete(params, ctx) {
+        if (!caps.completions) return undefined;
+        const { ref } = params;
+        const mapped =
+          ref.type === 'ref/prompt'
+            ? ref.name.startsWith(promptPrefix)
+              ? { ...ref, name: ref.name.slice(promptPrefix.length) }
+              : undefined
+            : ((own) => (own === undefined ? undefined : { ...ref, uri: own }))(serverUri(server, ref.uri));
+        if (!mapped) return undefined;
+        return sessions.use(ctx, (c) => c.complete({ ...params, ref: mapped }, { signal: ctx.signal, timeout }));
+      },
+    };
+    return {
+      tools,
+      resources,
+      resourceTemplates,
+      prompts,
+      ...(caps.logging ? { logging: true } : {}),
+      reexported: [hooks],
+    };
+  } finally {
+    await listing.close();
+  }
 }
 
 /** The surface that re-exports every connected server of `hub` (a server that fails is skipped). */
 export async function reexportSurface(
   hub: McpClientHub,
   onError: (server: string, err: unknown) => void = () => undefined,
-): Promise<HandlerMcpSurface> {
-  const tools: HandlerMcpTool[] = hub.listTools().map((t) => ({
-    definition: { name: t.name, description: t.description, inputSchema: t.inputSchema },
-    call: async (args, ctx) =>
-      (await hub.clientOf(t.server)!.callTool({ name: t.tool, arguments: args }, undefined, {
-        signal: ctx.signal,
-      })) as CallToolResult,
-  }));
+): Promise<ReexportedSurface> {
   const parts = await Promise.all(
     hub.servers.map((server) =>
-      serverSurface(server, hub.clientOf(server)!).catch((err: unknown) => {
+      serverSurface(hub, server).catch((err: unknown): ReexportedSurface => {
         onError(server, err);
         return {};
       }),
     ),
   );
-  return mergeSurfaces({ tools }, ...parts);
+  return mergeSurfaces(...parts);
 }
 
-/** One surface of several (lists joined; the first `complete`, `subscriptions` and `logging` win). */
-export function mergeSurfaces(...surfaces: Array<HandlerMcpSurface | undefined>): HandlerMcpSurface {
-  const all = surfaces.filter((s): s is HandlerMcpSurface => s !== undefined);
+/**
+ * One surface of several: lists joined; the first `subscriptions` wins; a completion goes to the
+ * re-exported server it names, else to the first surface's `complete`.
+ */
+export function mergeSurfaces(...surfaces: Array<ReexportedSurface | undefined>): ReexportedSurface {
+  const all = surfaces.filter((s): s is ReexportedSurface => s !== undefined);
   const complete = all.find((s) => s.complete)?.complete;
   const subscriptions = all.find((s) => s.subscriptions)?.subscriptions;
+  const reexported = all.flatMap((s) => s.reexported ?? []);
   return {
     tools: all.flatMap((s) => s.tools ?? []),
     resources: all.flatMap((s) => s.resources ?? []),
@@ -104,5 +462,6 @@ export function mergeSurfaces(...surfaces: Array<HandlerMcpSurface | undefined>)
     ...(complete ? { complete } : {}),
     ...(subscriptions ? { subscriptions } : {}),
     ...(all.some((s) => s.logging) ? { logging: true } : {}),
+    ...(reexported.length > 0 ? { reexported } : {}),
   };
 }

@@ -22,9 +22,13 @@ const WORK_PROGRESS_MS = 10_000;
 const MAX_PULL_BATCH = 8;
 /** How often the loop looks again when nothing happened (drain, an expired pull, a paused consumer). */
 const IDLE_CHECK_MS = 250;
+/** How long a task offered for other workers waits before it can come back here. */
+const NOT_FOR_ME_DELAY_MS = 1_000;
 
 export interface WorkIntakeDeps {
   nc: NatsConnection;
+  /** This worker's agent id (a re-offer may name it as one that may not take the task). */
+  agentId: string;
   slots: TaskSlots;
   /** How many tags share the slots (each tag's pulls ask for at most its share). */
   tagCount: number;
@@ -99,6 +103,12 @@ export class WorkIntake {
       return;
     }
     const { payload: p, replySubject: reply } = parsed;
+    // Re-offered for another worker than this one (its claim was refused, or its handler ran past
+    // its timeout): passed on, after a pause so that another worker's pull takes it.
+    if (item.notFor.includes(this.deps.agentId)) {
+      item.nak(NOT_FOR_ME_DELAY_MS);
+      return;
+    }
     const messages: ChatMessage[] = p.messages ?? [{ role: 'user', content: p.task }];
     const keepAlive = setInterval(() => item.working(), WORK_PROGRESS_MS);
     keepAlive.unref();

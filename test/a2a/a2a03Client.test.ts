@@ -92,38 +92,46 @@ afterAll(async () => {
   await mesh?.close();
 });
 
-describe.skipIf(!PYTHON)('an A2A 0.3 client (a2a-sdk 0.3.x) against the coordinator', { timeout: 120_000 }, () => {
-  it.each([
-    ['JSONRPC', 'JsonRpcTransport', '/a2a'],
-    ['HTTP+JSON', 'RestTransport', '/a2a/rest'],
-  ])('discovers, sends, streams, gets, answers, cancels and resubscribes over %s', async (binding, transport) => {
-    const run = await runPython(mesh.url, binding);
-    // Discovery: the 0.3 fields of the union card at /.well-known/agent-card.json.
-    expect(run.card).toMatchObject({
-      url: `${mesh.url}/a2a`,
-      preferred_transport: 'JSONRPC',
-      protocol_version: '0.3.0',
-    });
-    expect(run.card.additional_interfaces).toEqual(
-      expect.arrayContaining([{ url: `${mesh.url}/a2a/rest`, transport: 'HTTP+JSON' }]),
+describe.skipIf(!PYTHON)(
+  'an A2A 0.3 client (a2a-sdk 0.3.x) against the coordinator',
+  { timeout: 120_000 },
+  () => {
+    it.each([
+      ['JSONRPC', 'JsonRpcTransport', '/a2a'],
+      ['HTTP+JSON', 'RestTransport', '/a2a/rest'],
+    ])(
+      'discovers, sends, streams, gets, answers, cancels and resubscribes over %s',
+      async (binding, transport) => {
+        const run = await runPython(mesh.url, binding);
+        // Discovery: the 0.3 fields of the union card at /.well-known/agent-card.json.
+        expect(run.card).toMatchObject({
+          url: `${mesh.url}/a2a`,
+          preferred_transport: 'JSONRPC',
+          protocol_version: '0.3.0',
+        });
+        expect(run.card.additional_interfaces).toEqual(
+          expect.arrayContaining([{ url: `${mesh.url}/a2a/rest`, transport: 'HTTP+JSON' }]),
+        );
+        expect(run.card.skills).toEqual(expect.arrayContaining(['steps', 'echo']));
+        expect(run.transport).toBe(transport);
+        for (const [name, op] of Object.entries(run))
+          if (typeof op === 'object' && op !== null && 'error' in op)
+            expect.fail(`${name}: ${String(op.error)}`);
+        // Send (blocking), stream, get: a plain message goes to the default agent.
+        expect(run.send).toMatchObject({ state: 'completed', text: 'steps: hello from 0.3' });
+        expect(run.stream.kinds![0]).toBe('task');
+        expect(run.stream).toMatchObject({ state: 'completed', text: 'steps: stream from 0.3' });
+        expect(run.get).toMatchObject({ state: 'completed', text: 'steps: hello from 0.3' });
+        // An input request, answered over a stream that begins with the task.
+        expect(run.ask).toMatchObject({ state: 'input-required', prompt: 'what colour?' });
+        expect(run.answer.kinds![0]).toBe('task');
+        expect(run.answer).toMatchObject({ state: 'completed', text: 'colour blue' });
+        // Cancel, and resubscribe to a running task until it completes.
+        expect(run.cancel).toMatchObject({ state: 'canceled' });
+        expect(run.slow.state).not.toBe('completed');
+        expect(run.resubscribe.kinds![0]).toBe('task');
+        expect(run.resubscribe).toMatchObject({ state: 'completed', text: 'slow done' });
+      },
     );
-    expect(run.card.skills).toEqual(expect.arrayContaining(['steps', 'echo']));
-    expect(run.transport).toBe(transport);
-    for (const [name, op] of Object.entries(run))
-      if (typeof op === 'object' && op !== null && 'error' in op) expect.fail(`${name}: ${String(op.error)}`);
-    // Send (blocking), stream, get: a plain message goes to the default agent.
-    expect(run.send).toMatchObject({ state: 'completed', text: 'steps: hello from 0.3' });
-    expect(run.stream.kinds![0]).toBe('task');
-    expect(run.stream).toMatchObject({ state: 'completed', text: 'steps: stream from 0.3' });
-    expect(run.get).toMatchObject({ state: 'completed', text: 'steps: hello from 0.3' });
-    // An input request, answered over a stream that begins with the task.
-    expect(run.ask).toMatchObject({ state: 'input-required', prompt: 'what colour?' });
-    expect(run.answer.kinds![0]).toBe('task');
-    expect(run.answer).toMatchObject({ state: 'completed', text: 'colour blue' });
-    // Cancel, and resubscribe to a running task until it completes.
-    expect(run.cancel).toMatchObject({ state: 'canceled' });
-    expect(run.slow.state).not.toBe('completed');
-    expect(run.resubscribe.kinds![0]).toBe('task');
-    expect(run.resubscribe).toMatchObject({ state: 'completed', text: 'slow done' });
-  });
-});
+  },
+);

@@ -93,7 +93,16 @@ async function poll<T>(check: () => Promise<T | undefined>, timeoutMs: number, w
 export async function startTestCluster(
   credentials: NatsCredentials,
   nodes = 3,
-  options: { calloutIssuer?: string; calloutXkey?: string; systemUser?: RoleCredential } = {},
+  options: {
+    calloutIssuer?: string;
+    calloutXkey?: string;
+    systemUser?: RoleCredential;
+    /**
+     * The nodes do not tell clients the other nodes' URLs (`no_advertise`): a client given one URL
+     * stays on that node, as one cut off behind a proxy must (test/helpers/cuttableProxy.ts).
+     */
+    noAdvertise?: boolean;
+  } = {},
 ): Promise<TestCluster> {
   const binary = await clusterNatsBinary();
   const dir = await mkdtemp(join(tmpdir(), 'amf-cluster-test-'));
@@ -117,7 +126,9 @@ export async function startTestCluster(
     if (!node) throw new Error(`no node ${i}`);
     await mkdir(node.storeDir, { recursive: true });
     const conf = join(node.storeDir, 'nats-server.conf');
-    await writeFile(conf, renderClusterNodeConfig(plan, i, credentials, options), { mode: 0o600 });
+    let text = renderClusterNodeConfig(plan, i, credentials, options);
+    if (options.noAdvertise) text = text.replace(/^cluster \{$/m, 'cluster {\n  no_advertise: true');
+    await writeFile(conf, text, { mode: 0o600 });
     const child = spawn(binary, ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
     const keep = (b: Buffer): void => {
       const log = logs[i] as string[];

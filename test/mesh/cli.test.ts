@@ -445,7 +445,8 @@ describe('amf CLI against a running mesh', () => {
 
   it('amf worker without --port takes any free port when 8766 is taken, and advertises the port it got', async () => {
     // Whoever holds 8766 (this test, or anything else in this network namespace), the worker must start.
-    const holder: Server = createServer();
+    // It reads what probes send (and so sees them hang up): a socket never read keeps close() waiting.
+    const holder: Server = createServer((socket) => socket.on('error', () => undefined).resume());
     await new Promise<void>((resolve) => {
       holder.once('error', () => resolve());
       holder.listen({ host: '127.0.0.1', port: 8766, exclusive: true }, () => resolve());

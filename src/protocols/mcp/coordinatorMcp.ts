@@ -66,7 +66,7 @@ export function createCoordinatorMcpEndpoint(
           return await federation.call(
             request.params.name,
             request.params.arguments ?? {},
-            { caller, sessionId: extra.sessionId ?? null },
+            session.caller(extra.sessionId ?? null),
             extra.signal,
             relay,
             session.clientSupplier(),

@@ -40,7 +40,8 @@ import {
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { McpFederation } from './federation.js';
+import { randomUUID } from 'node:crypto';
+import { callerMeta, type McpCaller, type McpFederation } from './federation.js';
 import { SessionLogLevel } from './mcpLogLevel.js';
 import { MAX_SUBSCRIPTIONS_PER_SESSION, SessionSubscriptions } from './federatedSubscriptions.js';
 
@@ -78,6 +79,8 @@ export class CoordinatorMcpSession {
   private readonly idleTimers = new Map<string, NodeJS.Timeout>();
   private readonly stops: Array<() => void> = [];
   private closed = false;
+  /** The opaque name of this session to agents (never its session id, which is a credential). */
+  private readonly key = randomUUID();
 
   constructor(
     private readonly server: Server,
@@ -116,8 +119,9 @@ export class CoordinatorMcpSession {
       server.setRequestHandler(GetPromptRequestSchema, (request, extra) => {
         const { name, arguments: args } = request.params;
         const target = federation.extras().prompts.resolve(name);
-        return federation.forward('prompt', name, target, bytes(args), this.who(extra), (c) =>
-          c.getPrompt({ name: target!.name, ...(args ? { arguments: args } : {}) }),
+        const who = this.who(extra);
+        return federation.forward('prompt', name, target, bytes(args), who, (c) =>
+          c.getPrompt({ name: target!.name, ...(args ? { arguments: args } : {}), ...withMeta(who) }),
         );
       });
     }
@@ -133,10 +137,12 @@ export class CoordinatorMcpSession {
                 return t ? { agentId: t.agentId, name: t.template } : undefined;
               })();
         const wire = ref.type === 'ref/prompt' ? ref.name : ref.uri;
-        return federation.forward('completion', wire, found, bytes(request.params), this.who(extra), (c) =>
+        const who = this.who(extra);
+        return federation.forward('completion', wire, found, bytes(request.params), who, (c) =>
           c.complete({
             ...request.params,
             ref: ref.type === 'ref/prompt' ? { ...ref, name: found!.name } : { ...ref, uri: found!.name },
+            ...withMeta(who),
           }),
         );
       });
@@ -154,8 +160,9 @@ export class CoordinatorMcpSession {
       const uri = request.params.uri;
       const target = federation.extras().resources.resolve(uri);
       const named = target && { agentId: target.agentId, name: target.uri };
-      const result = await federation.forward('resource', uri, named, bytes(uri), this.who(extra), (c) =>
-        c.readResource({ uri: target!.uri }),
+      const who = this.who(extra);
+      const result = await federation.forward('resource', uri, named, bytes(uri), who, (c) =>
+        c.readResource({ uri: target!.uri, ...withMeta(who) }),
       );
       // The caller sees the URI it asked for, not the agent's own.
       return {
@@ -213,9 +220,9 @@ export class CoordinatorMcpSession {
     void send.catch(() => undefined);
   }
 
-  /** Who a call of this session is, as the federation records it. */
-  caller(sessionId: string | null): { caller: string; sessionId: string | null } {
-    return { caller: this.callerAddress, sessionId };
+  /** Who a call of this session is, as the federation records it and names it to agents. */
+  caller(sessionId: string | null): McpCaller {
+    return { caller: this.callerAddress, sessionId, key: this.key };
   }
 
   /**
@@ -352,4 +359,10 @@ function relayedCapabilities(caller: ClientCapabilities | undefined): ClientCapa
     ...(caller.elicitation ? { elicitation: caller.elicitation } : {}),
     ...(caller.roots ? { roots: caller.roots } : {}),
   };
+}
+
+/** `{ _meta }` naming `who` to the agent, or nothing. */
+function withMeta(who: McpCaller): { _meta?: Record<string, string> } {
+  const meta = callerMeta(who);
+  return meta ? { _meta: meta } : {};
 }

@@ -32,6 +32,8 @@ export interface DirectCall {
   args: Record<string, unknown>;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** The request's `_meta` (who the caller is). */
+  meta?: Record<string, unknown>;
 }
 
 let nextId = 0;
@@ -51,7 +53,7 @@ export async function callToolDirect(call: DirectCall): Promise<CallToolResult |
     jsonrpc: '2.0',
     id,
     method: 'tools/call',
-    params: { name: call.tool, arguments: call.args },
+    params: { name: call.tool, arguments: call.args, ...(call.meta ? { _meta: call.meta } : {}) },
   });
   const headers: Record<string, string> = {
     'content-type': 'application/json',

@@ -27,6 +27,7 @@ import { buildFederatedExtras, grantBareToolNames, type FederatedExtras } from '
 import { guardedForward, type ForwardDeps, type ForwardKind } from './federatedForward.js';
 import { FederatedAgents } from './federatedAgents.js';
 import { TOOL_CALL_ANSWERS } from './federatedToolCall.js';
+import { CALLER_META_KEY } from './workerCallers.js';
 import { callToolDirect } from './directToolCall.js';
 import { FederatedLogLevels } from './federatedLogging.js';
 import { AgentSubscriptions } from './federatedSubscriptions.js';
@@ -61,6 +62,16 @@ export interface McpFederationOptions {
 export interface McpCaller {
   caller: string;
   sessionId: string | null;
+  /**
+   * An opaque name of the caller's session, sent to agents as `_meta["amf/caller"]` so that an
+   * agent that keeps state per caller (re-exported servers) tells callers apart on the shared link.
+   */
+  key?: string;
+}
+
+/** The `_meta` that names `who` to the agent, or undefined for an anonymous caller. */
+export function callerMeta(who: McpCaller): Record<string, string> | undefined {
+  return who.key === undefined ? undefined : { [CALLER_META_KEY]: who.key };
 }
 
 function toolAlias(agent: RegisteredAgent): string | undefined {
@@ -252,12 +263,22 @@ export class McpFederation {
         const timeout = this.options.callTimeoutMs ?? 60_000;
         // The shared client's session without the SDK's request machinery (directToolCall.ts).
         const fetch = clientFor || onProgress ? undefined : this.agents.get(target!.agentId)?.fetch;
+        const meta = callerMeta(who);
         const direct = fetch
-          ? { client, fetch, endpoint: deps.endpoint, tool: target!.name, args, timeoutMs: timeout, signal }
+          ? {
+              client,
+              fetch,
+              endpoint: deps.endpoint,
+              tool: target!.name,
+              args,
+              timeoutMs: timeout,
+              signal,
+              ...(meta ? { meta } : {}),
+            }
           : undefined;
         return (
           (direct && (await callToolDirect(direct))) ??
-          ((await client.callTool({ name: target!.name, arguments: args }, undefined, {
+          ((await client.callTool({ name: target!.name, arguments: args, ...(meta ? { _meta: meta } : {}) }, undefined, {
             // One total time limit: progress does not extend it (no resetTimeoutOnProgress).
             timeout,
             ...(signal ? { signal } : {}),

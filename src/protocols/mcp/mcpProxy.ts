@@ -135,7 +135,9 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
   let closing = false;
   let level: LoggingLevel | undefined;
   const subscribed = new Set<string>();
-  let server: Server | undefined;
+  // The downstream server is built once the endpoint's capabilities are known (after the first
+  // upstream session connected); upstream handlers reach it through this holder.
+  const holder: { server?: Server } = {};
 
   /** One upstream session declaring `capabilities`, wired to the downstream server. */
   const open = async (capabilities: ClientCapabilities): Promise<Client> => {
@@ -156,7 +158,7 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
 
   /** Relays what the upstream session sends (notifications, requests) to the downstream client. */
   const wireUpstream = (client: Client, capabilities: ClientCapabilities): void => {
-    const down = () => server!;
+    const down = () => holder.server!;
     const relay = (notification: Parameters<Server['notification']>[0]) =>
       void down()
         .notification(notification)
@@ -196,11 +198,11 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
   const upstreamCaps = first.getServerCapabilities();
   const capabilities = proxiedCapabilities(upstreamCaps);
   const instructions = first.getInstructions() ?? options.instructions;
-  server = new Server(options.info, {
+  const downstream = new Server(options.info, {
     capabilities,
     ...(instructions ? { instructions } : {}),
   });
-  const downstream = server;
+  holder.server = downstream;
 
   /** The upstream session in use, and the capabilities it declares. */
   let current: { client: Client; capabilities: ClientCapabilities } = { client: first, capabilities: {} };

@@ -29,6 +29,7 @@ import {
   serveHandlerSurface,
   surfaceCapabilities,
 } from './workerMcpSurface.js';
+import { WorkerCallers } from './workerCallers.js';
 
 /** Input schema of a handler that declares none: one string argument `text` (the task text). */
 export const DEFAULT_TOOL_INPUT_SCHEMA: Tool['inputSchema'] = {
@@ -121,16 +122,21 @@ export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint 
         capabilities: { tools: {}, ...surfaceCapabilities(surface) },
       });
       const level = new SessionLogLevel();
+      const callers = new WorkerCallers(server);
+      server.onclose = () => callers.close();
       server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: allTools }));
       server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
         const extraTool = extraTools.get(request.params.name);
         if (extraTool && request.params.name !== tool.name) {
-          const ctx = requestContext(server, extra, request.params._meta?.progressToken, level);
+          const meta = request.params._meta;
+          const caller = callers.of(extra.sessionId, meta);
+          const ctx = requestContext(server, extra, meta?.progressToken, level, caller);
           return extraTool.call(request.params.arguments ?? {}, ctx);
         }
         return callTool(request.params.name, request.params.arguments ?? {}, extra.signal);
       });
-      if (surface) serveHandlerSurface(server, surface, level, updates);
+      if (surface)
+        serveHandlerSurface(server, surface, level, updates, (sessionId, meta) => callers.of(sessionId, meta));
       return server;
     },
     tools: {

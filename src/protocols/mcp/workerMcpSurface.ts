@@ -1,7 +1,8 @@
 /**
  * Serves a handler's MCP surface (`WorkerHandler.mcp`: extra tools, resources, templates, prompts,
- * completions, logging, subscriptions) on the SDK server of one worker session. Capabilities are
- * announced only for what the handler offers.
+ * completions, logging, subscriptions) on the SDK server of one worker session, and the re-exported
+ * MCP servers in it (worker/reexportMcp.ts: the caller's subscriptions, log level and completions
+ * forwarded to them). Capabilities are announced only for what the handler offers.
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
@@ -25,6 +26,7 @@ import {
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { HandlerMcpSurface, McpRequestContext } from '../../worker/handlerMcp.js';
+import type { CallerContext, McpCallerSession, ReexportedSurface } from '../../worker/reexportMcp.js';
 import { SessionLogLevel } from './mcpLogLevel.js';
 import { matchUriTemplate } from './uriTemplate.js';
 
@@ -34,26 +36,34 @@ type Extra = RequestHandlerExtra<ServerRequest | ClientRequest, ServerNotificati
 const MAX_COMPLETIONS = 100;
 
 /** The capabilities a surface adds to the worker's `tools`. */
-export function surfaceCapabilities(surface: HandlerMcpSurface | undefined): ServerCapabilities {
+export function surfaceCapabilities(surface: ReexportedSurface | undefined): ServerCapabilities {
   if (!surface) return {};
   const resources = (surface.resources?.length ?? 0) + (surface.resourceTemplates?.length ?? 0) > 0;
+  const reexported = surface.reexported ?? [];
+  const subscribe = surface.subscriptions !== undefined || reexported.some((h) => h.subscribe);
+  const completions = surface.complete !== undefined || reexported.some((h) => h.completions);
   return {
-    ...(resources ? { resources: surface.subscriptions ? { subscribe: true } : {} } : {}),
+    ...(resources ? { resources: subscribe ? { subscribe: true } : {} } : {}),
     ...(surface.prompts?.length ? { prompts: {} } : {}),
-    ...(surface.complete ? { completions: {} } : {}),
+    ...(completions ? { completions: {} } : {}),
     ...(surface.logging ? { logging: {} } : {}),
   };
 }
 
-/** The context a served item runs with, bound to one request of one session. */
+/**
+ * The context a served item runs with, bound to one request of one session; `caller` is who is
+ * behind the request (what a re-exported server needs).
+ */
 export function requestContext(
   server: Server,
   extra: Extra,
   progressToken: string | number | undefined,
   level: SessionLogLevel,
-): McpRequestContext {
+  caller?: McpCallerSession,
+): CallerContext {
   const related = { relatedRequestId: extra.requestId, signal: extra.signal };
   return {
+    ...(caller ? { caller } : {}),
     signal: extra.signal,
     progress: async (progress, total, message) => {
       if (progressToken === undefined) return;
@@ -135,21 +145,33 @@ async function readResource(
   throw new McpError(-32002, `Resource ${uri} not found`, { uri });
 }
 
+/** Who is behind a request of a session: its id and the request's `_meta`. */
+export type CallerOf = (
+  sessionId: string | undefined,
+  meta: Record<string, unknown> | undefined,
+) => McpCallerSession | undefined;
+
 /**
  * Registers the surface's request handlers on `server` (the tools handlers stay with the caller,
  * which merges the handler tool with `surface.tools`). `level` holds the session's log level.
  */
 export function serveHandlerSurface(
   server: Server,
-  surface: HandlerMcpSurface,
+  surface: ReexportedSurface,
   level: SessionLogLevel,
   updates: ResourceUpdates,
+  callerOf: CallerOf = () => undefined,
 ): void {
   const caps = surfaceCapabilities(surface);
-  const ctxOf = (extra: Extra, token?: string | number) => requestContext(server, extra, token, level);
+  const reexported = surface.reexported ?? [];
+  const ctxOf = (extra: Extra, meta: Record<string, unknown> | undefined, token?: string | number) =>
+    requestContext(server, extra, token, level, callerOf(extra.sessionId, meta));
   if (caps.logging)
-    server.setRequestHandler(SetLevelRequestSchema, (request) => {
+    server.setRequestHandler(SetLevelRequestSchema, async (request, extra) => {
       level.level = request.params.level;
+      const ctx = ctxOf(extra, request.params._meta);
+      // Best effort: a re-exported server that refuses keeps its own level, the caller its answer.
+      await Promise.allSettled(reexported.map((h) => h.onSetLevel(request.params.level, ctx)));
       return {};
     });
   if (caps.resources) {
@@ -160,18 +182,26 @@ export function serveHandlerSurface(
       resourceTemplates: (surface.resourceTemplates ?? []).map((t) => t.template),
     }));
     server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
-      readResource(surface, request.params.uri, ctxOf(extra, request.params._meta?.progressToken)),
+      readResource(
+        surface,
+        request.params.uri,
+        ctxOf(extra, request.params._meta, request.params._meta?.progressToken),
+      ),
     );
   }
-  if (caps.resources && surface.subscriptions) {
+  if (caps.resources?.subscribe) {
     const watched = new Set<string>();
-    server.setRequestHandler(SubscribeRequestSchema, (request) => {
+    server.setRequestHandler(SubscribeRequestSchema, async (request, extra) => {
+      const ctx = ctxOf(extra, request.params._meta);
+      for (const h of reexported) if (await h.onSubscribe(request.params.uri, ctx)) return {};
       if (watched.size >= 1000) throw new McpError(ErrorCode.InvalidRequest, 'too many subscriptions');
       watched.add(request.params.uri);
       return {};
     });
-    server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
+    server.setRequestHandler(UnsubscribeRequestSchema, async (request, extra) => {
       watched.delete(request.params.uri);
+      const ctx = ctxOf(extra, request.params._meta);
+      await Promise.all(reexported.map((h) => h.onUnsubscribe(request.params.uri, ctx)));
       return {};
     });
     const stop = updates.listen((uri) => {
@@ -196,13 +226,18 @@ export function serveHandlerSurface(
             ErrorCode.InvalidParams,
             `Prompt ${prompt.prompt.name}: argument ${arg.name} is required`,
           );
-      return prompt.get(request.params.arguments ?? {}, ctxOf(extra));
+      return prompt.get(request.params.arguments ?? {}, ctxOf(extra, request.params._meta));
     });
   }
   if (caps.completions) {
-    const complete = surface.complete!.bind(surface);
-    server.setRequestHandler(CompleteRequestSchema, async (request) => {
-      const values = await complete(request.params);
+    const complete = surface.complete?.bind(surface);
+    server.setRequestHandler(CompleteRequestSchema, async (request, extra) => {
+      const ctx = ctxOf(extra, request.params._meta);
+      for (const h of reexported) {
+        const answer = h.complete(request.params, ctx);
+        if (answer) return answer;
+      }
+      const values = complete ? await complete(request.params) : [];
       return {
         completion: {
           values: values.slice(0, MAX_COMPLETIONS),

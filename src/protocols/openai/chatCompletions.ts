@@ -22,6 +22,12 @@ export interface OpenAiOptions {
   /** Told of each request refused because no agent serves its model (the console shows them). */
   onUnknownModel?: (model: string, message: string) => void;
   /**
+   * Asked once before a model is refused because no live agent here serves its tag: a coordinator
+   * back from a partition still has its agents marked offline, while the shared registry knows them
+   * live (coordinator/sharedLiveness.ts). Resolves whether the tag is served now.
+   */
+  confirmTag?: (tag: string) => Promise<boolean>;
+  /**
    * Aborted when the edge is stopping: a request still waiting is answered at once, a stream with
    * an error chunk and `[DONE]` (stopped as OpenAI ends a stream that failed), not cut off.
    */
@@ -153,6 +159,22 @@ export function parseChatRequest(body: unknown, registry: AgentRegistry): Parsed
   return { model, tag, messages, text, stream: b.stream === true, includeUsage };
 }
 
+/**
+ * {@link parseChatRequest}; when no live agent serves the model, the shared view is asked first
+ * (`confirmTag`), and the request parsed again if it revived one.
+ */
+async function parseServedRequest(body: unknown, opts: OpenAiOptions): Promise<ParsedRequest> {
+  try {
+    return parseChatRequest(body, opts.registry);
+  } catch (err) {
+    const model = (body as { model?: unknown } | null)?.model;
+    const tag = typeof model === 'string' && model.startsWith(MODEL_PREFIX) ? model.slice(MODEL_PREFIX.length) : '';
+    const unserved = err instanceof AmfError && err.code === 'NO_AGENT_FOR_TAG' && isCapabilityTag(tag);
+    if (!unserved || !opts.confirmTag || !(await opts.confirmTag(tag).catch(() => false))) throw err;
+    return parseChatRequest(body, opts.registry);
+  }
+}
+
 /** Rough token estimate (4 characters a token) used when a worker reports no usage. */
 function estimateTokens(text: string): number {
   return Math.ceil(text.length / 4);
@@ -195,7 +217,7 @@ export async function handleChatCompletion(
     } catch (err) {
       throw invalid(`request body is not valid JSON: ${(err as Error).message}`, 'body');
     }
-    parsed = parseChatRequest(body, opts.registry);
+    parsed = await parseServedRequest(body, opts);
   } catch (err) {
     if (err instanceof AmfError && err.code === 'NO_AGENT_FOR_TAG' && opts.onUnknownModel)
       opts.onUnknownModel(modelOf(err), err.message);
