@@ -291,26 +291,42 @@ export async function checkDataDir(dir: string): Promise<DoctorCheck> {
   }
 }
 
-/** The credential file, when present, is readable by its owner only. */
+/** The data dir's secrets: each, when present, must be readable by its owner only. */
+const SECRET_FILES = [
+  ['credentials.json', 'the NATS passwords'],
+  ['join.json', 'the join password'],
+  ['operator.key', 'the operator key'],
+  ['coordinator.nk', "the coordinator's signing key"],
+  ['callout.nkey', 'the auth callout issuer key'],
+] as const;
+
+/** The credential files, when present, are readable by their owner only. */
 export async function checkCredentials(dir: string): Promise<DoctorCheck> {
-  const file = path.join(dir, 'credentials.json');
-  const info = await stat(file).catch((err: NodeJS.ErrnoException) => err);
-  if (info instanceof Error) {
-    return info.code === 'ENOENT'
-      ? pass('credentials', `${file} not created yet (amf up generates it with mode 0600)`)
-      : fail('credentials', `cannot inspect ${file}: ${info.code ?? info.message}`);
+  const seen: string[] = [];
+  for (const [name, holds] of SECRET_FILES) {
+    const file = path.join(dir, name);
+    const info = await stat(file).catch((err: NodeJS.ErrnoException) => err);
+    if (info instanceof Error) {
+      if (info.code === 'ENOENT') continue;
+      return fail('credentials', `cannot inspect ${file}: ${info.code ?? info.message}`);
+    }
+    if (process.platform === 'win32')
+      return warn('credentials', `${file} exists; file modes are not checked on Windows`);
+    const mode = info.mode & 0o777;
+    const octal = mode.toString(8).padStart(4, '0');
+    // Stricter than 0600 (e.g. 0400) is fine; what matters is that group and others cannot read it.
+    if ((mode & 0o077) !== 0)
+      return fail(
+        'credentials',
+        `${file} has mode ${octal}: other users can read ${holds}`,
+        `chmod 600 ${file}`,
+      );
+    seen.push(`${name} ${octal}`);
   }
-  if (process.platform === 'win32')
-    return warn('credentials', `${file} exists; file modes are not checked on Windows`);
-  const mode = info.mode & 0o777;
-  const octal = mode.toString(8).padStart(4, '0');
-  // Stricter than 0600 (e.g. 0400) is fine; what matters is that group and others cannot read it.
-  if ((mode & 0o077) !== 0) {
-    return fail(
+  if (seen.length === 0)
+    return pass(
       'credentials',
-      `${file} has mode ${octal}: other users can read the NATS passwords`,
-      `chmod 600 ${file}`,
+      `${path.join(dir, 'credentials.json')} not created yet (amf up generates it with mode 0600)`,
     );
-  }
-  return pass('credentials', `${file} has mode ${octal}`);
+  return pass('credentials', `owner-only in ${dir}: ${seen.join(', ')}`);
 }

@@ -99,7 +99,6 @@ export class SharedLiveness {
    * holds it live, in which case it is live here again. The claim itself is its sign of life.
    */
   confirmLive(agentId: string): Promise<boolean> | undefined {
-    if (process.env.AMF_NO_HEAL) return undefined;
     if (this.options.registry.isLive(agentId)) return Promise.resolve(true);
     if (!this.silent.has(agentId)) return undefined;
     return this.reviveIfShared(agentId, Number.POSITIVE_INFINITY);
@@ -111,7 +110,6 @@ export class SharedLiveness {
    * Resolves whether the tag is served now.
    */
   async confirmTag(tag: string): Promise<boolean> {
-    if (process.env.AMF_NO_HEAL) return false;
     const { registry } = this.options;
     if (registry.servesTag(tag)) return true;
     const candidates = [...this.silent.entries()]
@@ -133,7 +131,6 @@ export class SharedLiveness {
    * registry); any other coordinator asks that registry, and cannot while it is itself cut off.
    */
   async confirmSilence(agentId: string): Promise<SilenceVerdict> {
-    if (process.env.AMF_NO_HEAL) return 'lost';
     if (!this.options.connected()) return 'unreachable';
     if (this.options.registry.isLive(agentId)) return 'live';
     if (this.options.isHolder()) return 'lost';
@@ -151,7 +148,6 @@ export class SharedLiveness {
    * One refresh at a time; one asked for meanwhile runs after it.
    */
   refresh(returned: ReadonlySet<string> | 'all' = 'all'): void {
-    if (process.env.AMF_NO_HEAL) return;
     if (this.refreshing) {
       this.refreshAgain = merge(this.refreshAgain, returned);
       return;

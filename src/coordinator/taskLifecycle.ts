@@ -117,6 +117,7 @@ export class TaskLifecycle {
     this.results = new TaskResults({
       ...parts,
       endings: this.endings,
+      retryElsewhere: (task, agentId, message) => this.retries.handlerTimedOut(task, agentId, message),
       ...(options.sharedTaskState ? { sharedTaskState: options.sharedTaskState } : {}),
       ...(options.confirmLive ? { confirmLive: options.confirmLive } : {}),
     });

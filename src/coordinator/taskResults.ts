@@ -6,7 +6,7 @@
  */
 import { carryResultSignature } from '../identity/eventSignature.js';
 import { createEvent, type AmfEvent, type AmfEventOf } from '../events/cloudEvent.js';
-import { checkFinalPayload } from '../events/payloads.js';
+import { checkFinalPayload, HANDLER_TIMEOUT_CODE } from '../events/payloads.js';
 import { terminalEventMsgId } from '../events/subjects.js';
 import type { TaskEndings } from './taskEndings.js';
 import type { TaskParts } from './taskParts.js';
@@ -29,6 +29,8 @@ export interface TaskResultsDeps extends Pick<
   endings: TaskEndings;
   sharedTaskState?: LifecycleOptions['sharedTaskState'];
   confirmLive?: LifecycleOptions['confirmLive'];
+  /** Re-announces a task whose handler ran past its timeout, for another worker; false if it cannot. */
+  retryElsewhere?: (task: TaskRecord, agentId: string, message: string) => boolean;
 }
 
 export class TaskResults {
@@ -99,6 +101,14 @@ export class TaskResults {
       });
       return 'refused';
     }
+    // The worker's handler ran past its timeout: another worker runs the task while retries remain.
+    // Its result does not end the task, so it is answered `refused` (nothing of it is stored).
+    if (
+      p.status === 'failed' &&
+      p.error?.code === HANDLER_TIMEOUT_CODE &&
+      this.deps.retryElsewhere?.(task, agentId, p.error.message)
+    )
+      return 'refused';
     // The worker's result signature travels with the relayed final (identity/eventSignature.ts).
     const relayed = carryResultSignature(
       event,

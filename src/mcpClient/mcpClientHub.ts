@@ -240,7 +240,10 @@ export class McpClientHub {
     if (!conn) throw new AmfError('NOT_FOUND', `MCP server "${server}" is not connected`);
     const client = new Client({ name: 'amf', version: VERSION }, { capabilities });
     const dropOnOversize = (err: AmfError): void => {
-      this.opts.logger?.warn({ server, err: err.message }, 'MCP server broke the message cap; session closed');
+      this.opts.logger?.warn(
+        { server, err: err.message },
+        'MCP server broke the message cap; session closed',
+      );
       void client.close().catch(() => undefined);
     };
     client.onerror = (err) => {

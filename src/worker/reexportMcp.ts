@@ -167,7 +167,8 @@ class ServerSessions {
     const caller = ctx?.caller;
     if (!caller || !this.ownsSession(caller)) {
       const shared = this.hub.clientOf(this.server);
-      if (!shared) throw new McpError(ErrorCode.InternalError, `MCP server "${this.server}" is not connected`);
+      if (!shared)
+        throw new McpError(ErrorCode.InternalError, `MCP server "${this.server}" is not connected`);
       return run(shared);
     }
     const upstream = this.upstreamOf(caller);
@@ -186,7 +187,12 @@ class ServerSessions {
     if (existing) return existing;
     if (this.own.size >= MAX_CALLER_SESSIONS) this.evictIdle();
     // `client` is set right below: opening needs the record (its calls in flight, whether it closed).
-    const upstream = { caller, inflight: [], lastUsed: Date.now(), closed: false } as unknown as CallerUpstream;
+    const upstream = {
+      caller,
+      inflight: [],
+      lastUsed: Date.now(),
+      closed: false,
+    } as unknown as CallerUpstream;
     upstream.client = this.open(upstream);
     upstream.client.catch(() => this.forget(upstream));
     this.own.set(caller.key, upstream);
@@ -261,7 +267,9 @@ class ServerSessions {
 
   private relayLog(caller: McpCallerSession, params: LoggingMessageNotification['params']): void {
     const logger = params.logger ? `${this.server}/${params.logger}` : this.server;
-    void caller.notify({ method: 'notifications/message', params: { ...params, logger } }).catch(() => undefined);
+    void caller
+      .notify({ method: 'notifications/message', params: { ...params, logger } })
+      .catch(() => undefined);
   }
 
   private forget(upstream: CallerUpstream): void {
@@ -309,7 +317,8 @@ class ServerSessions {
 /** Ends a caller's own session: DELETE for an HTTP server, then the client (and a stdio process). */
 async function endSession(client: Client): Promise<void> {
   const transport = client.transport as Partial<StreamableHTTPClientTransport> | undefined;
-  if (typeof transport?.terminateSession === 'function') await transport.terminateSession().catch(() => undefined);
+  if (typeof transport?.terminateSession === 'function')
+    await transport.terminateSession().catch(() => undefined);
   await client.close().catch(() => undefined);
 }
 
@@ -383,7 +392,9 @@ async function serverSurface(hub: McpClientHub, server: string): Promise<Reexpor
         prompts.push({
           prompt: { ...p, name: `${server}${TOOL_NAMESPACE_SEPARATOR}${p.name}` },
           get: (args, ctx: CallerContext) =>
-            sessions.use(ctx, (c) => c.getPrompt({ name: p.name, arguments: args }, { signal: ctx.signal, timeout })),
+            sessions.use(ctx, (c) =>
+              c.getPrompt({ name: p.name, arguments: args }, { signal: ctx.signal, timeout }),
+            ),
         });
     }
     const promptPrefix = `${server}${TOOL_NAMESPACE_SEPARATOR}`;
@@ -413,7 +424,9 @@ async function serverSurface(hub: McpClientHub, server: string): Promise<Reexpor
               : undefined
             : ((own) => (own === undefined ? undefined : { ...ref, uri: own }))(serverUri(server, ref.uri));
         if (!mapped) return undefined;
-        return sessions.use(ctx, (c) => c.complete({ ...params, ref: mapped }, { signal: ctx.signal, timeout }));
+        return sessions.use(ctx, (c) =>
+          c.complete({ ...params, ref: mapped }, { signal: ctx.signal, timeout }),
+        );
       },
     };
     return {

@@ -237,6 +237,18 @@ describe('runDoctor', () => {
     expect(check(good.checks, 'credentials').level).toBe('ok');
   });
 
+  it('checks the operator key and the coordinator key as it checks credentials.json', async () => {
+    for (const name of ['operator.key', 'coordinator.nk']) {
+      const file = path.join(dataDir, name);
+      await writeFile(file, 'secret\n');
+      await chmod(file, 0o640);
+      const bad = check((await runDoctor({ config: await configWith() })).checks, 'credentials');
+      expect(bad).toMatchObject({ level: 'fail', fix: `chmod 600 ${file}` });
+      await chmod(file, 0o600);
+      expect(check((await runDoctor({ config: await configWith() })).checks, 'credentials').level).toBe('ok');
+    }
+  });
+
   it('accepts a data dir that does not exist yet but can be created, and rejects a file', async () => {
     const later = await runDoctor({ config: await configWith({ dataDir: path.join(home, 'new', 'dir') }) });
     expect(check(later.checks, 'data-dir')).toMatchObject({ level: 'ok' });

@@ -299,7 +299,10 @@ export class CoordinatorMcpSession {
       if (capabilities.roots)
         c.setRequestHandler(ListRootsRequestSchema, (request, extra) => {
           const call = relayTo();
-          const ask = { method: 'roots/list' as const, ...(request.params ? { params: request.params } : {}) };
+          const ask = {
+            method: 'roots/list' as const,
+            ...(request.params ? { params: request.params } : {}),
+          };
           return call
             ? call.sendRequest(ask, ListRootsResultSchema, { signal: extra.signal })
             : this.server.request(ask, ListRootsResultSchema, { signal: extra.signal });

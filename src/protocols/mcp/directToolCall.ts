@@ -104,7 +104,11 @@ export async function callToolDirect(call: DirectCall): Promise<CallToolResult |
         throw new Error(`HTTP ${resumed.status} from the agent when resuming the answer stream`);
       const before = state.lastEventId;
       await readAnswer(
-        { status: resumed.status, contentType: resumed.headers.get('content-type') ?? '', body: resumed.body },
+        {
+          status: resumed.status,
+          contentType: resumed.headers.get('content-type') ?? '',
+          body: resumed.body,
+        },
         id,
         transport,
         state,
@@ -183,7 +187,8 @@ async function readAnswer(
   let size = 0;
   for await (const chunk of answer.body) {
     size += chunk.byteLength;
-    if (size > MAX_ANSWER_BYTES) throw new Error(`the agent's answer is larger than ${MAX_ANSWER_BYTES} bytes`);
+    if (size > MAX_ANSWER_BYTES)
+      throw new Error(`the agent's answer is larger than ${MAX_ANSWER_BYTES} bytes`);
     pending += decoder.decode(chunk, { stream: true });
     for (;;) {
       const end = /\r?\n\r?\n/.exec(pending);

@@ -278,12 +278,16 @@ export class McpFederation {
           : undefined;
         return (
           (direct && (await callToolDirect(direct))) ??
-          ((await client.callTool({ name: target!.name, arguments: args, ...(meta ? { _meta: meta } : {}) }, undefined, {
-            // One total time limit: progress does not extend it (no resetTimeoutOnProgress).
-            timeout,
-            ...(signal ? { signal } : {}),
-            ...(onProgress ? { onprogress: onProgress } : {}),
-          })) as CallToolResult)
+          ((await client.callTool(
+            { name: target!.name, arguments: args, ...(meta ? { _meta: meta } : {}) },
+            undefined,
+            {
+              // One total time limit: progress does not extend it (no resetTimeoutOnProgress).
+              timeout,
+              ...(signal ? { signal } : {}),
+              ...(onProgress ? { onprogress: onProgress } : {}),
+            },
+          )) as CallToolResult)
         );
       },
       TOOL_CALL_ANSWERS,

@@ -320,7 +320,13 @@ export class McpEndpoint {
     this.starting++;
     this.reserved.set(client, (this.reserved.get(client) ?? 0) + 1);
     try {
-      await this.startSession(req, res, parsed, client, negotiatedVersion(initialize.params?.protocolVersion));
+      await this.startSession(
+        req,
+        res,
+        parsed,
+        client,
+        negotiatedVersion(initialize.params?.protocolVersion),
+      );
     } finally {
       this.starting--;
       const left = (this.reserved.get(client) ?? 1) - 1;
@@ -404,11 +410,7 @@ export class McpEndpoint {
     let victim: Session | undefined;
     for (const s of this.byClient.get(client) ?? []) {
       if (s.open > 0) continue;
-      if (
-        !victim ||
-        (victim.used && !s.used) ||
-        (victim.used === s.used && s.lastUsed < victim.lastUsed)
-      )
+      if (!victim || (victim.used && !s.used) || (victim.used === s.used && s.lastUsed < victim.lastUsed))
         victim = s;
     }
     if (!victim) return false;

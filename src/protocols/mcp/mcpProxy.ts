@@ -228,7 +228,10 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
       current = { client, capabilities: wanted };
       watchClose(client);
       void end(first);
-      log?.debug({ capabilities: Object.keys(wanted) }, 'upstream session reopened with the client capabilities');
+      log?.debug(
+        { capabilities: Object.keys(wanted) },
+        'upstream session reopened with the client capabilities',
+      );
       return client;
     })();
     return reopening ?? chosen;
@@ -283,7 +286,10 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
             resetTimeoutOnProgress: true,
             onprogress: (progress: Progress) =>
               void extra
-                .sendNotification({ method: 'notifications/progress', params: { ...progress, progressToken: token } })
+                .sendNotification({
+                  method: 'notifications/progress',
+                  params: { ...progress, progressToken: token },
+                })
                 .catch(() => undefined),
           }
         : {}),
@@ -349,7 +355,9 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
   // Once the downstream client said what it can answer, the upstream session is settled before
   // its first request needs it.
   downstream.oninitialized = () => {
-    upstream().catch((err: Error) => log?.warn({ err: err.message }, 'could not reopen the upstream session'));
+    upstream().catch((err: Error) =>
+      log?.warn({ err: err.message }, 'could not reopen the upstream session'),
+    );
   };
 
   let resolveDone!: () => void;

@@ -80,7 +80,9 @@ export class WorkerCallers {
     if (sessionId === undefined) return undefined;
     const named = meta?.[CALLER_META_KEY];
     const key =
-      typeof named === 'string' && named !== '' ? `${sessionId}/${named.slice(0, MAX_CALLER_NAME)}` : sessionId;
+      typeof named === 'string' && named !== ''
+        ? `${sessionId}/${named.slice(0, MAX_CALLER_NAME)}`
+        : sessionId;
     let caller = this.callers.get(key);
     if (caller) {
       // Most recently seen last: the first in the map is the one to forget.

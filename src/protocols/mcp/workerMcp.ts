@@ -136,7 +136,9 @@ export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint 
         return callTool(request.params.name, request.params.arguments ?? {}, extra.signal);
       });
       if (surface)
-        serveHandlerSurface(server, surface, level, updates, (sessionId, meta) => callers.of(sessionId, meta));
+        serveHandlerSurface(server, surface, level, updates, (sessionId, meta) =>
+          callers.of(sessionId, meta),
+        );
       return server;
     },
     tools: {
