@@ -198,7 +198,7 @@ const SUITES = [a2aTck];
  */
 const KNOWN_SUITE_DEFECTS = {
   'CARD-STRUCT-001':
-    'by design: /.well-known/agent-card.json is the union of the 1.0 and 0.3 cards (0.3 clients look there, and an unversioned request is 0.3 by A2A 1.0 section 3.6.2), as the official Python SDK serves it; the TCK fetches the card without A2A-Version and checks it against a schema that forbids unknown fields, which section 5.7 says readers SHOULD ignore. With A2A-Version: 1.0 the card is strict and passes (test/a2a/plainClients.test.ts)',
+    'by design: /.well-known/agent-card.json is the union of the 1.0 and 0.3 cards (0.3 clients look there, and an unversioned request is 0.3 by A2A 1.0 section 3.6.2), as the official Python SDK serves it; the TCK fetches the card without A2A-Version and checks it against a schema that forbids unknown fields, which section 5.7 says readers SHOULD ignore. With A2A-Version: 1.0 the card is strict and validates against that schema (test/conformance/a2aTck.test.ts)',
 };
 
 const isKnown = (line) => Object.keys(KNOWN_SUITE_DEFECTS).some((id) => line.startsWith(`${id} `));

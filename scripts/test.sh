@@ -30,6 +30,8 @@ ensure_debian_package 'test -x /usr/bin/chromium' chromium
 AMF_TEST_PYTHON="$(ensure_python_venv)"; export AMF_TEST_PYTHON
 # A client of the A2A 0.3 line (a2a-sdk 0.3.x) in a venv of its own: 0.3 clients stay first-class.
 AMF_TEST_PYTHON_A2A03="$(ensure_python_a2a03_venv)"; export AMF_TEST_PYTHON_A2A03
+# The A2A TCK's own venv (from PyPI, so before the namespace); its phase is skipped without the TCK.
+node scripts/conformance.mjs --prepare --suite a2a
 
 # Real OPA for the policy tests (opa eval, opa run --server, --policy DIR) and npm run build:policy.
 export PATH="$PATH:${GOPATH:-$HOME/go}/bin"
@@ -54,10 +56,10 @@ git ls-files -z -- '*.ts' '*.js' '*.mjs' '*.cjs' | xargs -0 npx eslint --max-war
 git ls-files -z | xargs -0 npx prettier --check --ignore-unknown --log-level warn
 
 echo "==> tests (inside a private network namespace)"
-# Three phases (docs/development.md): the suite two files at a time; then the quick fault drill on its
+# Four phases (docs/development.md): the suite two files at a time; then the quick fault drill on its
 # own, because it drives hundreds of tasks through a dozen real processes and starves whatever runs
 # beside it; then the 3-node cluster tests, which time replicated JetStream leader elections against
-# task TTLs.
+# task TTLs; then the A2A TCK against a mesh (about five minutes, test/conformance).
 results=.cache/test-results
 rm -rf "$results" && mkdir -p "$results"
 phase() { # name, vitest arguments...: runs one phase, keeps its counts, never stops the others
@@ -68,7 +70,7 @@ phase() { # name, vitest arguments...: runs one phase, keeps its counts, never s
 }
 export -f phase
 export results
-vitest_all='phase suite --exclude "test/cluster/**" --exclude "test/faults/**"; phase faults test/faults; phase cluster test/cluster'
+vitest_all='phase suite --exclude "test/cluster/**" --exclude "test/faults/**" --exclude "test/conformance/**"; phase faults test/faults; phase cluster test/cluster; phase conformance test/conformance'
 run_tests="ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo 2>/dev/null; $vitest_all"
 if unshare -n true 2>/dev/null; then
   unshare -n bash -c "$run_tests"

@@ -4,6 +4,7 @@
  * after the mesh was SIGKILLed, on a nats-server the drill starts over the mesh's JetStream store:
  * a graceful shutdown would end in-flight tasks itself and hide what the fault really left behind.
  */
+import { readFile } from 'node:fs/promises';
 import { jetstream } from '@nats-io/jetstream';
 import { fromDist } from './mesh.mjs';
 
@@ -110,12 +111,18 @@ function terminalKind(e) {
 /**
  * Joins the client's records with the stream. A request's task is the one whose announcement
  * carries its marker (or the id the response header named). Lost: a request that has a task and no
- * terminal event; double: a task with more than one. Requests whose task never reached the stream
- * were never accepted (refused before announcement) and are only client-visible errors.
+ * terminal event; double: a task with more than one. Wrong: a request answered 200 with another
+ * answer than its own task's (the drill's handler echoes the request), or answered otherwise than
+ * its task's record says (200 for a task that failed, an error for one that completed); requests
+ * without an HTTP answer (a cut socket, a client time-out) are not compared. With `runs` (task id →
+ * handler runs to the end, handler.mjs), ranTwice: tasks run more than once. Requests whose task
+ * never reached the stream were never accepted (refused before announcement) and are only
+ * client-visible errors.
  */
-export function auditRecords(records, events, markerRe) {
+export function auditRecords(records, events, markerRe, runs) {
   const taskOfMarker = new Map();
   const terminals = new Map();
+  const firstTerminal = new Map();
   const terminalKinds = new Map();
   for (const e of events) {
     if (e.type === 'amf.task.announce' && e.taskId) {
@@ -124,6 +131,8 @@ export function auditRecords(records, events, markerRe) {
     }
     if (isTerminal(e) && e.taskId) {
       terminals.set(e.taskId, (terminals.get(e.taskId) ?? 0) + 1);
+      if (!firstTerminal.has(e.taskId))
+        firstTerminal.set(e.taskId, e.type === 'amf.result.final' && e.payload.status === 'completed');
       const kind = terminalKind(e);
       terminalKinds.set(kind, (terminalKinds.get(kind) ?? 0) + 1);
     }
@@ -131,14 +140,40 @@ export function auditRecords(records, events, markerRe) {
   let accepted = 0;
   const lost = [];
   const double = [];
+  const wrong = [];
+  const ranTwice = [];
   for (const r of records) {
     const marker = r.text.match(markerRe)?.[0];
+    if (r.ok && r.content !== `done: ${r.text}`)
+      wrong.push({ marker, why: `answered ${JSON.stringify(r.content)?.slice(0, 80)}` });
     const taskId = r.taskId ?? (marker ? taskOfMarker.get(marker) : undefined);
     if (taskId === undefined) continue;
     accepted++;
     const n = terminals.get(taskId) ?? 0;
     if (n === 0) lost.push({ marker, taskId, reason: r.reason ?? 'answered 200' });
     if (n > 1) double.push({ marker, taskId, terminals: n });
+    const completed = firstTerminal.get(taskId);
+    if (completed !== undefined && r.status > 0 && completed !== r.ok)
+      wrong.push({
+        marker,
+        taskId,
+        why: `client ${r.ok ? '200' : r.reason}, record ${completed ? 'completed' : 'failed'}`,
+      });
+    const ran = runs?.get(taskId) ?? 0;
+    if (ran > 1) ranTwice.push({ marker, taskId, runs: ran });
   }
-  return { accepted, lost, double, terminalKinds: Object.fromEntries(terminalKinds) };
+  return { accepted, lost, double, wrong, ranTwice, terminalKinds: Object.fromEntries(terminalKinds) };
+}
+
+/** Handler runs per task id from a run log (one task id a line, handler.mjs); empty when absent. */
+export async function readRunLog(file) {
+  const runs = new Map();
+  let text = '';
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    return runs;
+  }
+  for (const id of text.split('\n')) if (id !== '') runs.set(id, (runs.get(id) ?? 0) + 1);
+  return runs;
 }

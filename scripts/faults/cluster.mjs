@@ -11,7 +11,8 @@ import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { readEventsLive } from './audit.mjs';
+import { startCuttableProxy } from '../lib/cuttableProxy.mjs';
+import { readEventsLive, readRunLog } from './audit.mjs';
 import { REPO, freePort, fromDist, meshCredentials, startCoordinator } from './mesh.mjs';
 import { startProcess } from './procs.mjs';
 
@@ -37,7 +38,7 @@ async function freePorts(n) {
  * Starts the cluster under `dir` with the mesh's credentials and waits until JetStream answers
  * (a meta leader is elected). Returns the client URL list and kill/restart of one node.
  */
-async function startCluster(run, { dir, credentials, issuer, systemUser }) {
+async function startCluster(run, { dir, credentials, issuer, systemUser, noAdvertise = false }) {
   const binary = await clusterBinary();
   const { planCluster, renderClusterNodeConfig, clusterClientUrls } = await fromDist('fabric/natsCluster.js');
   const { writePrivateFile } = await fromDist('fabric/credentials.js');
@@ -51,7 +52,10 @@ async function startCluster(run, { dir, credentials, issuer, systemUser }) {
     // coordinators (auth callout), sealed with the mesh's curve key; the coordinators have a
     // system-account user to close revoked agents' connections.
     const callout = { calloutIssuer: issuer.publicKey, calloutXkey: issuer.xkeyPublicKey, systemUser };
-    await writePrivateFile(conf, renderClusterNodeConfig(plan, i, credentials, callout));
+    let text = renderClusterNodeConfig(plan, i, credentials, callout);
+    // Clients learn no other node's URL: one given a single URL stays on that node (the partition).
+    if (noAdvertise) text = text.replace(/^cluster \{$/m, 'cluster {\n  no_advertise: true');
+    await writePrivateFile(conf, text);
     configs.push(conf);
   }
   const procs = [];
@@ -104,27 +108,41 @@ async function waitForJetStream(urls, credentials, timeoutMs) {
  * A coordinator data dir for the cluster: the mesh's credentials and callout keys (every coordinator
  * answers the auth callout), `nats.replicas: 3`, `nats.auth_callout: true`.
  */
-async function coordinatorDir(run, name, credentialsFrom) {
+async function coordinatorDir(run, name, credentialsFrom, extraYaml = '') {
   const dataDir = run.dir(name);
   if (credentialsFrom)
     for (const file of ['credentials.json', 'join.json', 'callout.nkey', 'callout-xkey.nkey', 'system.json'])
       await copyFile(join(credentialsFrom, file), join(dataDir, file));
-  await writeFile(join(dataDir, 'amf.yaml'), `nats:\n  replicas: ${NODES}\n  auth_callout: true\n`, {
-    mode: 0o600,
-  });
+  await writeFile(
+    join(dataDir, 'amf.yaml'),
+    `nats:\n  replicas: ${NODES}\n  auth_callout: true\n${extraYaml}`,
+    { mode: 0o600 },
+  );
   return dataDir;
 }
 
-/** The fault: see the file comment. Events are read live before the kill (see runFault). */
-export async function clusterNodeAndCoordinator(ctx) {
-  const { run, p } = ctx;
-  const dataDir = await coordinatorDir(run, 'mesh');
+/** The cluster, its first coordinator's data dir and credentials, as faults 9 and 12 start them. */
+async function clusterMesh(run, { noAdvertise = false, extraYaml = '' } = {}) {
+  const dataDir = await coordinatorDir(run, 'mesh', undefined, extraYaml);
   const credentials = await meshCredentials(dataDir);
   const { calloutKeyFile, loadOrCreateCalloutIssuer } = await fromDist('identity/calloutIssuer.js');
   const issuer = await loadOrCreateCalloutIssuer(calloutKeyFile(dataDir, {}));
   const { loadOrCreateSystemCredential } = await fromDist('fabric/credentials.js');
   const systemUser = await loadOrCreateSystemCredential(dataDir, {});
-  const cluster = await startCluster(run, { dir: run.dir('cluster'), credentials, issuer, systemUser });
+  const cluster = await startCluster(run, {
+    dir: run.dir('cluster'),
+    credentials,
+    issuer,
+    systemUser,
+    noAdvertise,
+  });
+  return { dataDir, credentials, cluster };
+}
+
+/** The fault: see the file comment. Events are read live before the kill (see runFault). */
+export async function clusterNodeAndCoordinator(ctx) {
+  const { run, p } = ctx;
+  const { dataDir, credentials, cluster } = await clusterMesh(run);
   const a = await startCoordinator(run, { dataDir, label: 'coordinator-a', natsUrl: cluster.urls });
   const bDir = await coordinatorDir(run, 'mesh-b', dataDir);
   const b = await startCoordinator(run, { dataDir: bDir, label: 'coordinator-b', natsUrl: cluster.urls });
@@ -161,4 +179,65 @@ export async function clusterNodeAndCoordinator(ctx) {
   const events = await readEventsLive(cluster.urls, credentials);
   if (events === undefined) throw new Error('could not read AMF_EVENTS from the cluster');
   return { records, probe, events, credentials, notes };
+}
+
+/**
+ * Fault 12, the partition: the same cluster (its nodes advertise no URLs to clients), coordinator A
+ * on it, coordinator B on one node only and through a TCP proxy that the drill cuts for
+ * `p.partitionMs` (B's connection drops and every redial is closed, as for a host cut off from the
+ * LAN), then heals. Heartbeats are short enough for B to give every worker up before the heal (three
+ * missed), as the tester saw in issue 28. Requests alternate between A and B throughout; the workers
+ * log every run (handler.mjs), so the row also counts tasks run twice.
+ */
+export async function clusterPartition(ctx) {
+  const { run, p } = ctx;
+  const heartbeatSeconds = Math.max(1, Math.floor(p.partitionMs / 6_000));
+  const heartbeat = `heartbeat:\n  interval_seconds: ${heartbeatSeconds}\n`;
+  const { dataDir, credentials, cluster } = await clusterMesh(run, { noAdvertise: true, extraYaml: heartbeat });
+  const viaProxy = 2;
+  const proxy = await startCuttableProxy(cluster.plan.nodes[viaProxy].clientPort);
+  const a = await startCoordinator(run, { dataDir, label: 'coordinator-a', natsUrl: cluster.urls });
+  const bDir = await coordinatorDir(run, 'mesh-b', dataDir, heartbeat);
+  const b = await startCoordinator(run, {
+    dataDir: bDir,
+    label: 'coordinator-b',
+    natsUrl: `nats://127.0.0.1:${proxy.port}`,
+  });
+  const runLog = join(run.logDir, 'runs.log');
+  const mesh = {
+    dataDir,
+    coordinator: a,
+    workers: [],
+    credentials,
+    nats: cluster,
+    joinThroughCallout: true,
+    runLog,
+  };
+  try {
+    await ctx.addWorkers(mesh, 2);
+    await ctx.waitForModel(b.url);
+    const notes = [];
+    const records = await ctx.loadWithFault(
+      (i) => (i % 2 === 0 ? a.url : b.url),
+      async () => {
+        proxy.cut();
+        await delay(p.partitionMs);
+        proxy.heal();
+        notes.push(
+          `coordinator B cut off from the cluster ${p.partitionMs / 1000} s (heartbeats every ${heartbeatSeconds} s), then healed`,
+        );
+        // The settle bound counts from the heal: B's tasks wait for it.
+        run.faultAt = Date.now();
+      },
+    );
+    const probe = await ctx.probe(() => b.url);
+    await ctx.settle(async () => cluster.urls, credentials, records);
+    const events = await readEventsLive(cluster.urls, credentials);
+    if (events === undefined) throw new Error('could not read AMF_EVENTS from the cluster');
+    const runs = await readRunLog(runLog);
+    notes.push(`${[...runs.values()].reduce((n, k) => n + k, 0)} handler runs`);
+    return { records, probe, events, credentials, notes, runs };
+  } finally {
+    await proxy.close();
+  }
 }

@@ -7,6 +7,7 @@ export interface DrillParams {
   stopMs: number;
   natsShortMs: number;
   natsLongMs: number;
+  partitionMs: number;
   timeoutMs: number;
   probeBoundMs: number;
   settleMs: number;
@@ -27,7 +28,13 @@ export interface DrillRow {
   accepted?: number;
   lost?: number;
   double?: number;
+  /** Answered otherwise than the task's record says, or with another task's answer. */
+  wrong?: number;
+  /** Tasks whose handler ran to the end more than once (counted by fault 12 only). */
+  ranTwice?: number;
   lostSample?: { marker?: string; taskId: string; reason: string }[];
+  wrongSample?: { marker?: string; taskId?: string; why: string }[];
+  ranTwiceSample?: { marker?: string; taskId: string; runs: number }[];
   terminals?: Record<string, number>;
   recovered?: boolean;
   recoverySeconds?: number;

@@ -30,6 +30,8 @@ export const FULL = {
   stopMs: 65_000,
   natsShortMs: 5_000,
   natsLongMs: 40_000,
+  // Fault 12: how long coordinator B is cut off (the tester's 30 s in issue 28).
+  partitionMs: 30_000,
   timeoutMs: 120_000,
   probeBoundMs: 30_000,
   // Longest a task may legitimately stay open after a fault: TTL 30 s, lost-worker detection
@@ -44,6 +46,7 @@ export const QUICK = {
   faultAtMs: 3_000,
   stopMs: 20_000,
   natsLongMs: 15_000,
+  partitionMs: 10_000,
 };
 /** Everything must fit in 10 minutes; a fault that would not is reported as not run. */
 export const BUDGET_MS = 9.5 * 60_000;
@@ -53,9 +56,11 @@ function estimateMs(p, id) {
   const load = (p.requests * p.sleepMs) / p.concurrency;
   // Fault 11 waits out an orphaned task's deadline (about two minutes).
   const fault =
-    { 2: p.stopMs, 3: p.natsShortMs, 4: p.natsLongMs, 9: 2 * p.natsShortMs, 11: 130_000 }[id] ?? 0;
-  // Fault 9 also starts a 3-node cluster and a second coordinator.
-  const setup = id === 9 ? 30_000 : 15_000;
+    { 2: p.stopMs, 3: p.natsShortMs, 4: p.natsLongMs, 9: 2 * p.natsShortMs, 11: 130_000, 12: p.partitionMs }[
+      id
+    ] ?? 0;
+  // Faults 9 and 12 also start a 3-node cluster and a second coordinator.
+  const setup = id === 9 || id === 12 ? 30_000 : 15_000;
   return setup + Math.max(load, p.faultAtMs + fault) + 10_000;
 }
 
@@ -174,6 +179,7 @@ function makeCtx(run, p) {
           dataDir: mesh.dataDir,
           sleepMs: p.sleepMs,
           handler,
+          ...(mesh.runLog ? { runLog: mesh.runLog } : {}),
           // On an external NATS (fault 4) no user can be granted per agent: workers connect as the
           // legacy specialist user and still sign every event (docs/security.md, "Joining").
           ...(mesh.nats && !mesh.joinThroughCallout
@@ -241,7 +247,7 @@ async function runFault(fault, p, root, mdns, log) {
   // A fault on a NATS cluster reads the events live before the kill (a clustered store is not
   // readable by one standalone server); the others read the dead mesh's store.
   const events = outcome.events ?? (await readEventsOffline(outcome.storeDir, outcome.credentials, run));
-  const audit = auditRecords(outcome.records, events, run.markerRe);
+  const audit = auditRecords(outcome.records, events, run.markerRe, outcome.runs);
   await run.killAll();
   return {
     ...row,
@@ -253,7 +259,13 @@ async function runFault(fault, p, root, mdns, log) {
     accepted: audit.accepted,
     lost: audit.lost.length,
     double: audit.double.length,
+    wrong: audit.wrong.length,
+    // Counted only where the workers log their runs (fault 12); elsewhere a lost worker's task is
+    // run again by design (docs/reliability.md, "Retries").
+    ranTwice: outcome.runs ? audit.ranTwice.length : undefined,
     lostSample: audit.lost.slice(0, 3),
+    wrongSample: audit.wrong.slice(0, 3),
+    ranTwiceSample: audit.ranTwice.slice(0, 3),
     terminals: audit.terminalKinds,
     recovered: outcome.probe.recovered,
     recoverySeconds: outcome.probe.seconds,
@@ -267,7 +279,14 @@ async function runFault(fault, p, root, mdns, log) {
 /** True when the row breaks the promise: CI fails on it. Rows not run are not failures. */
 export function rowFails(row) {
   if (!row.ran) return false;
-  return row.error !== undefined || row.lost > 0 || row.double > 0 || row.recovered !== true;
+  return (
+    row.error !== undefined ||
+    row.lost > 0 ||
+    row.double > 0 ||
+    row.wrong > 0 ||
+    (row.ranTwice ?? 0) > 0 ||
+    row.recovered !== true
+  );
 }
 
 /**

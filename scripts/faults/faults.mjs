@@ -6,7 +6,7 @@
 import { copyFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { clusterNodeAndCoordinator } from './cluster.mjs';
+import { clusterNodeAndCoordinator, clusterPartition } from './cluster.mjs';
 import { freePort, fromDist, startCoordinator, startExternalNats } from './mesh.mjs';
 import { processesMentioning } from './procs.mjs';
 
@@ -119,6 +119,11 @@ export const FAULTS = [
         // The quick drill (CI) waits a shorter deadline: task TTL 10 s instead of 30 s.
         taskTtlSeconds: ctx.p.sleepMs < 1000 ? 10 : undefined,
       }),
+  },
+  {
+    id: 12,
+    name: (p) => `partition: coordinator B cut off from the 3-node cluster ${secs(p.partitionMs)}, then healed`,
+    run: clusterPartition,
   },
 ];
 

@@ -8,7 +8,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 /** One request: what the client saw. `reason` is set for every request not answered 200. */
 export async function sendOne(url, tag, text, timeoutMs) {
   const started = Date.now();
-  const record = { text, status: 0, ok: false, reason: undefined, taskId: undefined, ms: 0 };
+  const record = { text, status: 0, ok: false, reason: undefined, taskId: undefined, ms: 0, content: undefined };
   try {
     const res = await fetch(`${url}/v1/chat/completions`, {
       method: 'POST',
@@ -19,8 +19,10 @@ export async function sendOne(url, tag, text, timeoutMs) {
     record.status = res.status;
     record.taskId = res.headers.get('x-amf-task-id') ?? undefined;
     const body = await res.text();
-    if (res.status === 200) record.ok = true;
-    else record.reason = `HTTP ${res.status} ${errorCode(body)}`;
+    if (res.status === 200) {
+      record.ok = true;
+      record.content = answerText(body);
+    } else record.reason = `HTTP ${res.status} ${errorCode(body)}`;
   } catch (err) {
     record.reason = networkReason(err);
   }
@@ -35,6 +37,15 @@ function errorCode(body) {
     return String(e?.code ?? e?.type ?? 'unknown');
   } catch {
     return 'non-JSON body';
+  }
+}
+
+/** The answer of a 200 chat completion (the audit checks it is this request's own). */
+function answerText(body) {
+  try {
+    return JSON.parse(body).choices?.[0]?.message?.content;
+  } catch {
+    return undefined;
   }
 }
 

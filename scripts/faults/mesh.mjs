@@ -51,10 +51,13 @@ export async function startCoordinator(
   }
 }
 
-/** Starts `amf worker` with the drill handler (sleeping `sleepMs`) and waits until it serves. */
+/**
+ * Starts `amf worker` with the drill handler (sleeping `sleepMs`) and waits until it serves. With
+ * `runLog`, the handler appends the id of every task it ran to the end to that file (handler.mjs).
+ */
 export async function startWorker(
   run,
-  { name, coordinatorUrl, dataDir, sleepMs, specialistPass, handler = HANDLER },
+  { name, coordinatorUrl, dataDir, sleepMs, specialistPass, handler = HANDLER, runLog },
 ) {
   const args = [
     AMF_BIN,
@@ -74,6 +77,7 @@ export async function startWorker(
     label: name,
     env: {
       AMF_DRILL_SLEEP_MS: String(sleepMs),
+      ...(runLog ? { AMF_DRILL_RUN_LOG: runLog } : {}),
       ...(specialistPass ? { AMF_SPECIALIST_PASS: specialistPass } : {}),
     },
     logFile: join(run.logDir, `${name}.log`),

@@ -6,8 +6,8 @@
 import { rowFails } from './drill.mjs';
 
 const HEADER =
-  '| # | fault | requests | answered | client-visible errors | lost | double | recovered | notes |\n' +
-  '|---|---|---|---|---|---|---|---|---|';
+  '| # | fault | requests | answered | client-visible errors | lost | double | wrong | recovered | notes |\n' +
+  '|---|---|---|---|---|---|---|---|---|---|';
 
 function cell(text) {
   return String(text).replace(/\|/g, '\\|').replace(/\n/g, ' ');
@@ -22,15 +22,20 @@ function recoveredCell(row) {
   return `no (${row.recoveryFailure ?? 'no answer'})`;
 }
 
+/** Tasks with two terminal events; where runs are counted (fault 12), also tasks run twice. */
+function doubleCell(row) {
+  return row.ranTwice === undefined ? String(row.double) : `${row.double} (ran twice: ${row.ranTwice})`;
+}
+
 /** One table row; rows not run, or broken by a drill error, say so instead of inventing numbers. */
 export function formatRow(row) {
-  if (!row.ran) return `| ${row.id} | ${cell(row.name)} | – | – | – | – | – | – | ${cell(row.note)} |`;
+  if (!row.ran) return `| ${row.id} | ${cell(row.name)} | – | – | – | – | – | – | – | ${cell(row.note)} |`;
   if (row.error !== undefined)
-    return `| ${row.id} | ${cell(row.name)} | – | – | – | – | – | – | drill error: ${cell(row.error)} |`;
+    return `| ${row.id} | ${cell(row.name)} | – | – | – | – | – | – | – | drill error: ${cell(row.error)} |`;
   const notes = [...(row.notes ?? []), `accepted ${row.accepted}`, `${row.seconds} s`].join('; ');
   return (
     `| ${row.id} | ${cell(row.name)} | ${row.requests} | ${row.answered} | ${cell(errorsCell(row.errors))} ` +
-    `| ${row.lost} | ${row.double} | ${cell(recoveredCell(row))} | ${cell(notes)} |`
+    `| ${row.lost} | ${doubleCell(row)} | ${row.wrong} | ${cell(recoveredCell(row))} | ${cell(notes)} |`
   );
 }
 
@@ -52,9 +57,13 @@ export function formatReport({ rows, params, lanes = 1, mdns, seconds }, { quick
     for (const r of failing) {
       if (r.error !== undefined) continue;
       const sample = r.lostSample.map((l) => `${l.taskId} (client: ${l.reason})`).join(', ');
+      const wrong = (r.wrongSample ?? []).map((w) => `${w.taskId ?? w.marker} (${w.why})`).join(', ');
+      const twice = (r.ranTwiceSample ?? []).map((t) => `${t.taskId} (${t.runs} runs)`).join(', ');
       lines.push(
         `- ${r.id}: terminal events seen ${JSON.stringify(r.terminals)}` +
-          (sample ? `; lost e.g. ${sample}` : ''),
+          (sample ? `; lost e.g. ${sample}` : '') +
+          (wrong ? `; wrong e.g. ${wrong}` : '') +
+          (twice ? `; ran twice e.g. ${twice}` : ''),
       );
     }
   }

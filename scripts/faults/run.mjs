@@ -17,14 +17,18 @@ const HELP = `usage: npm run faults -- [options]   (or node scripts/faults/run.m
 
 Runs each fault against a fresh real mesh (amf up, amf worker, nats-server) under load, then audits
 the AMF_EVENTS stream: per fault, requests, answered, client-visible errors by reason, tasks lost
-(accepted, no terminal event), tasks with more than one terminal event, and whether a fresh request
-succeeds afterwards without help. Exit code 1 when any row loses, doubles or does not recover.
+(accepted, no terminal event), tasks with more than one terminal event (and, for fault 12, tasks run
+twice), answers that are not the task's own or contradict its record (wrong), and whether a fresh
+request succeeds afterwards without help. Exit code 1 when any row loses, doubles, answers wrong or
+does not recover.
 
 Faults: 1 SIGKILL 1 of 2 workers; 2 SIGSTOP a worker; 3 external NATS down 5 s; 4 external NATS
 down 40 s; 5 SIGKILL the spawned nats-server; 6 SIGKILL + restart the coordinator; 7 two
 coordinators on one NATS, SIGKILL one; 8 Ctrl-C on amf up --demo; 9 3-node NATS cluster: a
 node SIGKILLed and restarted, then 1 of 2 coordinators SIGKILLed; 10 SIGKILL the coordinator and
-1 of 2 workers together, restart the coordinator.
+1 of 2 workers together, restart the coordinator; 11 the same with its only worker, the
+coordinator restarted alone; 12 partition: coordinator B cut off from a 3-node cluster (30 s,
+quick 10 s) and healed, every handler run counted.
 
 Options:
   --quick            ${QUICK.requests} requests, concurrency ${QUICK.concurrency}, ${QUICK.sleepMs / 1000} s handler, fault at ${QUICK.faultAtMs / 1000} s (CI)

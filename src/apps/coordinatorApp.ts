@@ -263,8 +263,8 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     natsUrl: () => coordinator.advertisedNatsUrl,
     notices: coordinator.notices,
     log: coordinator.log,
-    enroll: async ({ nkey, tags, inviteId }) => {
-      await coordinator.enrollKey({ nkey, tags, via: 'invite', inviteId });
+    enroll: async ({ nkey, tags, inviteId, expiresAt }) => {
+      await coordinator.enrollKey({ nkey, tags, via: 'invite', inviteId, expiresAt });
     },
   });
   const guard = HttpGuard.fromConfig(config);

@@ -1,8 +1,11 @@
 /**
- * The NATS door of discovery: AgentRecords arriving as `amf.discovery.agent.heartbeat` (the path for
- * networks without multicast). Each is checked against the schema and the sender's identity, then
- * mapped to the same TXT keys an mDNS record carries and handed to the admission pipeline, so an
- * agent that heartbeats is judged exactly like one found by multicast.
+ * The NATS door of discovery: AgentRecords arriving as `amf.discovery.agent.heartbeat`. Each is
+ * checked against the schema and the sender's identity, signed with its key and fresh (a replayed
+ * heartbeat or goodbye is refused and warned: eventAuthenticity.ts), then mapped to the same TXT keys
+ * an mDNS record carries and handed to the admission pipeline, which judges it like any
+ * advertisement. This is the proven door: only a holder of the data dir's join credential or of an
+ * enrolled key's own login can publish here, so what it passes on may make an agent live, bind its
+ * key, move its endpoint or take it offline — which mDNS never may (admissionPipeline.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { Subscription } from '@nats-io/transport-node';

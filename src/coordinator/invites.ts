@@ -34,7 +34,14 @@ export interface InviteDeps {
   coordinatorUrl: () => string;
   natsUrl: () => string;
   /** Makes `nkey` a proven agent key (granted its own NATS user, judged as a proven agent). */
-  enroll: (enrollment: { nkey: string; tags: string[]; name: string; inviteId: string }) => Promise<void>;
+  enroll: (enrollment: {
+    nkey: string;
+    tags: string[];
+    name: string;
+    inviteId: string;
+    /** The invite's expiry: a key enrolled but never used loses its login then. */
+    expiresAt: Date;
+  }) => Promise<void>;
 }
 
 /** A redemption request: the invite, the joiner's key and its proof of holding it. */
@@ -164,6 +171,12 @@ export async function redeemInvite(deps: InviteDeps, request: JoinRequest): Prom
         },
       );
   }
-  await deps.enroll({ nkey: request.nkey, tags: request.tags, name: request.name, inviteId: claims.id });
+  await deps.enroll({
+    nkey: request.nkey,
+    tags: request.tags,
+    name: request.name,
+    inviteId: claims.id,
+    expiresAt: claims.expiresAt,
+  });
   return claims;
 }

@@ -18,7 +18,9 @@
  * tasks and gives them fresh deadlines. Ending a task is two writes (KV, then the record); a sweeper
  * that dies between them leaves a `coordinator_lost` state without its event, which the next holder
  * finds in the same scan and records again while the stream's duplicate window still guards it
- * (`RECORD_AGAIN_WITHIN_MS`: a record that was stored after all is dropped).
+ * (`RECORD_AGAIN_WITHIN_MS`: a record that was stored after all is dropped). A failed task's
+ * offer is deleted from the work queue (KV names its sequence), so a worker that comes back later
+ * does not run a task that is over.
  */
 import { performance } from 'node:perf_hooks';
 import type { KV, KvEntry } from '@nats-io/kv';
@@ -52,6 +54,11 @@ export interface OrphanSweepOptions {
   /** Wall clock (epoch ms), against the `ended_at` other coordinators wrote. */
   wallClock?: () => number;
   intervalMs?: number;
+  /**
+   * Deletes a task's offer from the work queue (its stream sequence, as KV names it), so that a
+   * task failed here is not pulled and run later by a worker that comes back.
+   */
+  withdrawWork?: (seq: number) => Promise<void>;
   /** Time for a redelivery to reach another worker; default the work queue's ack wait. */
   redeliveryMs?: number;
   now?: () => number;
@@ -191,6 +198,8 @@ export class OrphanSweep {
       return; // changed meanwhile (a result was adopted, a claim written): looked at again next round
     }
     this.orphans.delete(taskId);
+    if (snap.work_seq !== undefined && this.opts.withdrawWork)
+      await this.opts.withdrawWork(snap.work_seq).catch(() => undefined); // gone already: taken, or acked
     this.recordLoss(ended, orphan.instance);
     this.opts.log('warn', 'orphaned task failed at its deadline', {
       task_id: taskId,

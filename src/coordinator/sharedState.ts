@@ -26,6 +26,8 @@ export interface TaskSnapshot {
   ttl_seconds?: number;
   /** In KV: the instance id of the coordinator that announced it. */
   coordinator?: string;
+  /** In KV: the stream sequence of its current work-queue offer (the sweep withdraws it). */
+  work_seq?: number;
 }
 
 /** The task state as stored in KV (with the coordinator that owns it) and served by the API. */
@@ -40,6 +42,7 @@ export function taskSnapshot(task: TaskRecord, coordinator?: string): TaskSnapsh
     ttl_seconds: task.ttlSeconds,
   };
   if (coordinator) snap.coordinator = coordinator;
+  if (coordinator && task.workSeq !== undefined && !isTerminal(task.state)) snap.work_seq = task.workSeq;
   if (task.claimedBy) snap.claimed_by = task.claimedBy;
   if (task.parentTaskId) snap.parent_task_id = task.parentTaskId;
   if (task.endedAt !== undefined) snap.ended_at = new Date(task.endedAt).toISOString();

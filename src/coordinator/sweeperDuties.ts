@@ -6,7 +6,7 @@
  *   only; what its sweep found while another held the lease is reconciled when it takes over);
  * - the tasks of coordinators that stopped without a goodbye, brought to an end (orphanSweep.ts).
  */
-import type { FabricStores } from '../fabric/jetstream.js';
+import { WORK_STREAM, type FabricStores } from '../fabric/jetstream.js';
 import type { LogFn } from '../log.js';
 import type { AgentRegistry, RegistryChange } from '../registry/agentRegistry.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
@@ -16,7 +16,7 @@ import { OrphanSweep } from './orphanSweep.js';
 import type { SharedState } from './sharedState.js';
 
 export interface SweeperDutiesDeps {
-  stores: Pick<FabricStores, 'leases' | 'tasks'>;
+  stores: Pick<FabricStores, 'leases' | 'tasks' | 'jsm'>;
   instanceId: string;
   registry: AgentRegistry;
   notices: PolicyNotices;
@@ -57,6 +57,8 @@ export class SweeperDuties {
       isHolder: () => this.lease.isHolder,
       log,
       defaultTtlSeconds: deps.defaultTtlSeconds,
+      // A failed task's offer leaves the work queue: no worker back later runs a task that is over.
+      withdrawWork: (seq) => stores.jsm.streams.deleteMessage(WORK_STREAM, seq, false).then(() => undefined),
     });
   }
 

@@ -71,6 +71,8 @@ interface Pending {
   onUpdate: ((update: TaskUpdate) => void) | undefined;
   nextSeq: number;
   held: Map<number, string>;
+  /** The attempt whose chunks `held` and `nextSeq` count. */
+  attempt: number;
 }
 
 /** Submits tasks into the mesh and resolves them from their reply subjects. */
@@ -186,6 +188,7 @@ export class TaskDispatcher {
         onUpdate: req.onUpdate,
         nextSeq: 0,
         held: new Map(),
+        attempt: 1,
       };
       try {
         // The task id is chosen here so the reply slot exists before the announcement leaves.
@@ -264,7 +267,7 @@ export class TaskDispatcher {
         p.onUpdate?.({ kind: 'blocked', reason: String(payload.reason ?? '') });
         return;
       case 'amf.result.partial':
-        return this.onPartial(p, event.data.payload);
+        return this.onPartial(p, taskId, event.data.payload);
       // Endings come from the lifecycle (above), which accepted exactly one; the rest are not worker output.
       case 'amf.result.final':
       case 'amf.task.announce':
@@ -285,14 +288,26 @@ export class TaskDispatcher {
     }
   }
 
-  /** Delivers stream chunks in `seq` order even if a retry interleaves them. */
-  private onPartial(p: Pending, partial: PartialPayload): void {
+  /**
+   * Delivers stream chunks in `seq` order, all from one execution: chunks held from an earlier
+   * attempt are dropped when a retry's arrive, and once a chunk has been sent the task is marked
+   * (`streamStarted`), so that losing its worker ends it instead of retrying: a retry's chunks would
+   * be spliced after the ones the requester already has (taskRetries.ts).
+   */
+  private onPartial(p: Pending, taskId: string, partial: PartialPayload): void {
     if (typeof partial.delta !== 'string' || !Number.isInteger(partial.seq)) return;
+    const task = this.lifecycle.get(taskId);
+    if (task && task.attempt !== p.attempt) {
+      if (p.nextSeq > 0) return; // never: a streamed task is not retried
+      p.attempt = task.attempt;
+      p.held.clear();
+    }
     if (partial.seq < p.nextSeq) return;
     p.held.set(partial.seq, partial.delta);
     if (p.held.size > 10_000) p.held.clear(); // a worker skipping seq numbers cannot grow memory
     let delta = p.held.get(p.nextSeq);
     while (delta !== undefined) {
+      if (task) task.streamStarted = true;
       p.held.delete(p.nextSeq);
       p.onUpdate?.({ kind: 'partial', delta, seq: p.nextSeq });
       p.nextSeq += 1;

@@ -106,7 +106,9 @@ export class TaskLifecycle {
       endings: this.endings,
       offerWork: (task) => this.offers.offer(task),
     });
-    this.offers = new TaskWorkOffers(options.workQueue, notices, this.clock, () => this.closed, bus);
+    this.offers = new TaskWorkOffers(options.workQueue, notices, this.clock, () => this.closed, bus, (task) =>
+      this.table.changed(task),
+    );
     // An ended task's offer is withdrawn, so no worker pulls a task that is already over. A task an
     // AMF worker answered needs nothing: that worker acknowledges (removes) the message itself.
     this.endings.onTerminal(({ task }) => {

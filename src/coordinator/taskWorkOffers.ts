@@ -21,6 +21,8 @@ export class TaskWorkOffers {
     private readonly closed: () => boolean,
     /** Hands over the bytes the announcement was published with, so it is encoded once. */
     private readonly fabric?: Pick<TaskFabric, 'takeBytes'>,
+    /** Told when an offer is stored for a task still waiting for it (its sequence is known). */
+    private readonly onOffered?: (task: TaskRecord) => void,
   ) {}
 
   /**
@@ -57,7 +59,11 @@ export class TaskWorkOffers {
         // a fast task often ends before the stream's ack for its offer comes back.
         if (task.answeredFromQueue && task.announce === event) return;
         if (isTerminal(task.state) || task.announce !== event) queue.withdraw(seq);
-        else task.workSeq = seq;
+        else {
+          task.workSeq = seq;
+          // The shared state names the offer, so a sweep of this coordinator's tasks can withdraw it.
+          this.onOffered?.(task);
+        }
       },
       (err: unknown) => {
         const waiting = () =>

@@ -263,7 +263,8 @@ export class AgentRegistry {
     const id = shared.record.agent_id;
     const known = this.agents.get(id);
     if (!known || known.status !== 'offline' || shared.status !== 'live') return false;
-    if (known.record.nkey !== shared.record.nkey || this.keyBindings.get(id) !== known.record.nkey) return false;
+    if (known.record.nkey !== shared.record.nkey || this.keyBindings.get(id) !== known.record.nkey)
+      return false;
     if (!sameAdvertisement(known.record, shared.record)) return false;
     const silenceMs = known.heartbeatSeconds * 1000 * this.options.offlineAfterMissed;
     known.lastSeen = Math.max(known.lastSeen, this.now() - Math.max(0, silenceMs - graceMs));

@@ -5,7 +5,13 @@
  * the card whenever a key or an SVID is needed; raw text/plain and application/json parts; the
  * HTTP+JSON 415 body; SubscribeToTask that follows a task across its input requests.
  */
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentCard, SendMessageRequest, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
@@ -39,6 +45,28 @@ const asker: WorkerHandler = {
     return `answer ${(await ctx.requestInput('your name?')).text}`;
   },
 };
+
+const VENV_A2A03 = fileURLToPath(new URL('../../.cache/python-venv-a2a03/bin/python', import.meta.url));
+/** Reads a card file as the Python a2a-sdk 1.x client does (parse_agent_card, 0.3 fields mapped). */
+const PY_V1 = `
+import json, sys
+from a2a.client.card_resolver import parse_agent_card
+card = parse_agent_card(json.load(open(sys.argv[1])))
+print(json.dumps({
+  "url": [i.url for i in card.supported_interfaces if i.protocol_binding == "JSONRPC"][0],
+  "schemes": {k: v.http_auth_security_scheme.scheme for k, v in card.security_schemes.items()},
+  "requirements": [sorted(r.schemes.keys()) for r in card.security_requirements],
+}))`;
+/** Reads a card file as the Python a2a-sdk 0.3 client does (its pydantic AgentCard). */
+const PY_V03 = `
+import json, sys
+from a2a.types import AgentCard
+card = AgentCard.model_validate(json.load(open(sys.argv[1])))
+print(json.dumps({
+  "url": card.url,
+  "schemes": {k: v.root.scheme for k, v in card.security_schemes.items()},
+  "requirements": [sorted(r.keys()) for r in card.security],
+}))`;
 
 function plain(text: string, more: { taskId?: string; contextId?: string } = {}): SendMessageRequest {
   return SendMessageRequest.fromJSON({
@@ -289,6 +317,33 @@ describe('security declared in the card', () => {
       type: 'http',
       scheme: 'Bearer',
     });
+  });
+
+  it.each([
+    ['1.x', process.env.AMF_TEST_PYTHON, PY_V1],
+    ['0.3', process.env.AMF_TEST_PYTHON_A2A03 ?? (existsSync(VENV_A2A03) ? VENV_A2A03 : undefined), PY_V03],
+  ])('Python a2a-sdk %s reads the union card and its security', async (_line, python, code) => {
+    if (!python) return; // the interpreter is not installed here (scripts/test.sh installs both)
+    const dir = await mkdtemp(join(tmpdir(), 'amf-card-'));
+    try {
+      const file = join(dir, 'card.json');
+      await writeFile(
+        file,
+        JSON.stringify(unionAgentCard(coordinatorAgentCard(mesh.coordinator, 'http://10.1.2.3:8765'))),
+      );
+      const out = await new Promise<string>((done, fail) =>
+        execFile(python, ['-c', code, file], { timeout: 60_000 }, (err, stdout, stderr) =>
+          err ? fail(new Error(`${err.message}\n${stderr}`)) : done(stdout),
+        ),
+      );
+      expect(JSON.parse(out)).toEqual({
+        url: 'http://10.1.2.3:8765/a2a',
+        schemes: { [OPERATOR_KEY_SCHEME]: 'Bearer' },
+        requirements: [[OPERATOR_KEY_SCHEME]],
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('a worker under SPIFFE declares the operator key or a JWT-SVID, for every caller', () => {

@@ -26,7 +26,7 @@ import { loadOrCreateCredentials, type NatsCredentials } from '../../src/fabric/
 import { EVENTS_STREAM, WORK_STREAM } from '../../src/fabric/jetstream.js';
 import { workConsumerName } from '../../src/events/subjects.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
-import { startCuttableProxy, type CuttableProxy } from '../helpers/cuttableProxy.js';
+import { startCuttableProxy, type CuttableProxy } from '../../scripts/lib/cuttableProxy.mjs';
 import { startTestCluster, type TestCluster } from '../helpers/natsCluster.js';
 
 const TAG = 'heal';

@@ -48,7 +48,8 @@ async function post(message: object): Promise<{ type: string; response: Record<s
   const payload = type.startsWith('text/event-stream')
     ? text
         .split('\n')
-        .filter((l) => l.startsWith('data: '))
+        // A priming event (SEP-1699) carries an id and empty data.
+        .filter((l) => l.startsWith('data: ') && l.length > 6)
         .map((l) => JSON.parse(l.slice(6)) as Record<string, unknown>)
         .find((m) => 'result' in m || 'error' in m)!
     : (JSON.parse(text) as Record<string, unknown>);

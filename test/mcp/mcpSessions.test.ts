@@ -1,8 +1,12 @@
-// MCP sessions tried as an attacker: `initialize` needs no credential, so the session table is
-// bounded per client address and in total, and idle sessions expire. A flood of initialize calls
-// from one address is refused once that address holds its share (429 in JSON-RPC shape) and never
-// evicts another client's session; sessions nobody uses are closed, so rounds of new sessions keep
-// the table (and the process's memory) flat.
+// MCP sessions tried as an attacker and as an ordinary local client: `initialize` needs no
+// credential, so the session table is bounded per client address and in total, and idle sessions
+// expire. On one machine every client is 127.0.0.1 and the official SDK's `Client.close()` never
+// ends its session, so a client at its share is not refused: its least recently used idle session
+// makes room, those never used after initialize first. A flood of initialize calls from one address
+// thus closes only that address's idle sessions, never one in use (a request in flight, a stream
+// open) nor another address's; a client is refused (429 in JSON-RPC shape) only when every session
+// it holds is busy. The coordinator's links to a worker count apart from the local clients there.
+// Sessions nobody uses are closed, so rounds of new sessions keep the table (and memory) flat.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,7 +14,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { McpEndpoint } from '../../src/protocols/mcp/mcpEndpoint.js';
+import { McpEndpoint, type McpSessionLimits } from '../../src/protocols/mcp/mcpEndpoint.js';
 import { nodeFetch } from '../../src/protocols/mcp/nodeFetch.js';
 import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
@@ -94,6 +98,17 @@ async function sdkClientFrom(
   return { client, agent };
 }
 
+/** A raw session from `agent`: initialized, then used once (a ping), as a script's client would. */
+async function usedSession(url: string, agent: http.Agent): Promise<(id: number) => Promise<RawReply>> {
+  const opened = await rawPost(url, agent, INITIALIZE);
+  expect(opened.status).toBe(200);
+  const session = { 'mcp-session-id': opened.sessionId!, 'mcp-protocol-version': '2025-11-25' };
+  const ping = (id: number) =>
+    rawPost(url, agent, JSON.stringify({ jsonrpc: '2.0', id, method: 'ping' }), session);
+  expect((await ping(2)).status).toBe(200);
+  return ping;
+}
+
 function expectTooManySessions(reply: RawReply, address: string): void {
   expect(reply.status).toBe(429);
   const body = JSON.parse(reply.body) as {
@@ -116,56 +131,82 @@ describe("the coordinator's /mcp under an initialize flood", () => {
   });
   afterAll(() => mesh?.close());
 
-  it("1,100 initialize calls from 127.0.0.1 do not evict 127.0.0.2's session; past 32 they are refused", async () => {
+  it('1,100 initialize calls from 127.0.0.1 close only its idle sessions: active clients there and elsewhere keep theirs', async () => {
     const url = `${mesh.url}/mcp`;
     await mesh.waitFor(() => mesh.http.mcp.listTools().length > 0, 10_000, 'the federated echo tool');
-    const victim = await sdkClientFrom(url, '127.0.0.2');
-    const before = await victim.client.listTools();
+    // Active on the flooded address: an SDK client (its notification stream open) and a script's
+    // session that pings between the flood's batches. And one on another address.
+    const ide = await sdkClientFrom(url, '127.0.0.1');
+    const before = await ide.client.listTools();
     expect(before.tools.length).toBeGreaterThan(0);
+    const scriptAgent = new http.Agent({ keepAlive: true, localAddress: '127.0.0.1' });
+    const script = await usedSession(url, scriptAgent);
+    const elsewhere = await sdkClientFrom(url, '127.0.0.2');
 
     const attacker = new http.Agent({ keepAlive: true, localAddress: '127.0.0.1', maxSockets: 16 });
-    const replies = await flood(url, attacker, 1100);
-    const opened = replies.filter((r) => r.status === 200);
-    const refused = replies.filter((r) => r.status !== 200);
-    expect(opened).toHaveLength(32);
-    expect(new Set(opened.map((r) => r.sessionId)).size).toBe(32);
-    expect(refused).toHaveLength(1100 - 32);
-    for (const r of refused.slice(0, 5)) expectTooManySessions(r, '127.0.0.1');
+    const replies: RawReply[] = [];
+    for (let batch = 0; batch < 11; batch++) {
+      replies.push(...(await flood(url, attacker, 100)));
+      expect((await script(100 + batch)).status, `the script's session after batch ${batch}`).toBe(200);
+    }
+    // Nobody is refused: each new session took the place of an idle one of the same address.
+    expect(replies.filter((r) => r.status === 200)).toHaveLength(1100);
+    expect(new Set(replies.map((r) => r.sessionId)).size).toBe(1100);
+    // The address still holds at most its share: of the flood's last 40 sessions, at most 30 are
+    // open (the IDE's and the script's hold two of the 32).
+    let open = 0;
+    for (const r of replies.slice(-40)) {
+      const ping = await rawPost(url, attacker, JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'ping' }), {
+        'mcp-session-id': r.sessionId!,
+        'mcp-protocol-version': '2025-11-25',
+      });
+      if (ping.status === 200) open++;
+      else expect(ping.status).toBe(404);
+    }
+    expect(open).toBeGreaterThan(0);
+    expect(open).toBeLessThanOrEqual(30);
 
-    // The victim's session survived the flood and still answers; another client still gets in.
-    const after = await victim.client.listTools();
+    // The active sessions survived the flood and still answer; another address was never touched.
+    const after = await ide.client.listTools();
     expect(after.tools.map((t) => t.name)).toEqual(before.tools.map((t) => t.name));
-    const other = await sdkClientFrom(url, '127.0.0.2');
-    expect((await other.client.listTools()).tools.length).toBe(before.tools.length);
+    expect(
+      (await ide.client.callTool({ name: before.tools[0]!.name, arguments: { text: 'still here' } })).isError,
+    ).toBeFalsy();
+    expect((await script(999)).status).toBe(200);
+    expect((await elsewhere.client.listTools()).tools.length).toBe(before.tools.length);
 
-    // Ending one of the attacker's sessions gives exactly one slot back to that address.
-    const del = await new Promise<number>((resolve, reject) => {
-      const req = http.request(url, {
-        method: 'DELETE',
-        agent: attacker,
-        headers: { 'mcp-session-id': opened[0]!.sessionId!, 'mcp-protocol-version': '2025-11-25' },
-      });
-      req.on('response', (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
-      req.on('error', reject);
-      req.end();
+    // The flood's first sessions were closed to make room: 404, initialize again.
+    const first = replies[0]!;
+    const stale = await rawPost(url, attacker, JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'ping' }), {
+      'mcp-session-id': first.sessionId!,
+      'mcp-protocol-version': '2025-11-25',
     });
-    expect(del).toBe(200);
-    const [again, beyond] = [
-      await rawPost(url, attacker, INITIALIZE),
-      await rawPost(url, attacker, INITIALIZE),
-    ];
-    expect(again.status).toBe(200);
-    expectTooManySessions(beyond, '127.0.0.1');
+    expect(stale.status).toBe(404);
 
-    await victim.client.close();
-    await other.client.close();
-    victim.agent.destroy();
-    other.agent.destroy();
+    for (const c of [ide, elsewhere]) {
+      await c.client.close();
+      c.agent.destroy();
+    }
+    scriptAgent.destroy();
     attacker.destroy();
   });
+
+  it('100 ordinary SDK client uses in a row (connect, call, close without DELETE) all succeed', async () => {
+    const url = `${mesh.url}/mcp`;
+    const name = (await mesh.waitFor(
+      () => mesh.http.mcp.listTools().find((t) => t.name.endsWith('__echo')),
+      10_000,
+      'the federated echo tool',
+    ))!.name;
+    for (let i = 0; i < 100; i++) {
+      const { client, agent } = await sdkClientFrom(url, '127.0.0.1');
+      const result = await client.callTool({ name, arguments: { text: `use ${i}` } });
+      expect(JSON.stringify(result.content), `use ${i}`).toContain(`use ${i}`);
+      // The official client's close(): no DELETE, the session stays behind on the server.
+      await client.close();
+      agent.destroy();
+    }
+  }, 60_000);
 });
 
 /** A bare endpoint with one tool on node:http, so the test can read its session table. */
@@ -203,9 +244,13 @@ async function bareEndpoint(options: {
   };
 }
 
-async function waitUntil(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+async function waitUntil(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -246,9 +291,10 @@ describe('idle MCP sessions expire', () => {
       );
       expect(late.status).toBe(404);
 
-      // A full share expires too, and then the address may open sessions again.
+      // Past a full share, each new session takes the place of an idle one; all of them expire.
       const full = await flood(bare.url, agent, 6, 1);
-      expect(full.map((r) => r.status)).toEqual([200, 200, 200, 200, 429, 429]);
+      expect(full.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+      expect(bare.endpoint.sessionsOf('127.0.0.1')).toBe(4);
       await waitUntil(() => bare.endpoint.sessionCount === 0, 3000, 'the full share to expire');
       expect((await rawPost(bare.url, agent, INITIALIZE)).status).toBe(200);
     } finally {
@@ -285,7 +331,7 @@ describe('idle MCP sessions expire', () => {
       const heapAfterRound: number[] = [];
       for (let round = 0; round < 4; round++) {
         const replies = await flood(bare.url, agent, 100);
-        expect(replies.filter((r) => r.status === 200)).toHaveLength(64);
+        expect(replies.filter((r) => r.status === 200)).toHaveLength(100);
         expect(bare.endpoint.sessionCount).toBe(64);
         await waitUntil(() => bare.endpoint.sessionCount === 0, 5000, `round ${round} to expire`);
         heapAfterRound.push(heapUsedAfterGc());
@@ -299,21 +345,56 @@ describe('idle MCP sessions expire', () => {
     }
   });
 
-  it('refuses beyond the global cap with 503, whoever asks', async () => {
+  it('refuses a client only when every session it holds is busy, and names why', async () => {
+    const bare = await bareEndpoint({ sessionIdleMs: 60_000, maxSessionsPerClient: 3 });
+    try {
+      // Three connected SDK clients: each holds its notification stream open, so each is busy.
+      const held = [];
+      for (let i = 0; i < 3; i++) held.push(await sdkClientFrom(bare.url, '127.0.0.1'));
+      await waitUntil(() => bare.endpoint.sessionsOf('127.0.0.1') === 3, 3000, 'three sessions of 127.0.0.1');
+      const agent = new http.Agent({ keepAlive: true, localAddress: '127.0.0.1' });
+      const refused = await rawPost(bare.url, agent, INITIALIZE);
+      expectTooManySessions(refused, '127.0.0.1');
+      expect((JSON.parse(refused.body) as { error: { message: string } }).error.message).toMatch(
+        /all 3 are in use/,
+      );
+      // One of them goes away (no DELETE): its session is idle now, and makes room.
+      await held[0]!.client.close();
+      held[0]!.agent.destroy();
+      await waitUntil(
+        async () => (await rawPost(bare.url, agent, INITIALIZE)).status === 200,
+        3000,
+        'a new session in place of the idle one',
+      );
+      for (const h of held.slice(1)) expect((await h.client.listTools()).tools).toHaveLength(1);
+      for (const h of held.slice(1)) {
+        await h.client.close();
+        h.agent.destroy();
+      }
+      agent.destroy();
+    } finally {
+      await bare.close();
+    }
+  });
+
+  it("at the global cap, a client makes room with its own idle session, never with another client's", async () => {
     const bare = await bareEndpoint({ sessionIdleMs: 60_000, maxSessionsPerClient: 10, maxSessions: 3 });
     try {
       const one = new http.Agent({ keepAlive: true, localAddress: '127.0.0.1' });
       const two = new http.Agent({ keepAlive: true, localAddress: '127.0.0.2' });
+      const three = new http.Agent({ keepAlive: true, localAddress: '127.0.0.3' });
       expect((await flood(bare.url, one, 2, 1)).map((r) => r.status)).toEqual([200, 200]);
       expect((await rawPost(bare.url, two, INITIALIZE)).status).toBe(200);
-      const full = await rawPost(bare.url, two, INITIALIZE);
+      // 127.0.0.2 replaces its own idle session; 127.0.0.3 holds none to give.
+      expect((await rawPost(bare.url, two, INITIALIZE)).status).toBe(200);
+      expect(bare.endpoint.sessionsOf('127.0.0.1')).toBe(2);
+      const full = await rawPost(bare.url, three, INITIALIZE);
       expect(full.status).toBe(503);
       expect((JSON.parse(full.body) as { error: { message: string } }).error.message).toMatch(
         /maximum of 3 sessions/,
       );
       expect(bare.endpoint.sessionCount).toBe(3);
-      one.destroy();
-      two.destroy();
+      for (const a of [one, two, three]) a.destroy();
     } finally {
       await bare.close();
     }
@@ -333,7 +414,7 @@ describe("a worker's /mcp with a configured idle time", () => {
   });
 
   /** An echo worker on the test mesh, its `/mcp` with `sessions` settings. */
-  const echoWorker = (name: string, sessions: { sessionIdleMs?: number } = {}) =>
+  const echoWorker = (name: string, sessions: McpSessionLimits = {}) =>
     startWorker({
       name,
       tags: ['echo'],
@@ -344,6 +425,40 @@ describe("a worker's /mcp with a configured idle time", () => {
       heartbeatSeconds: 1,
       mcpSessions: sessions,
     });
+
+  it("counts the coordinator's links apart from the local clients on its address", async () => {
+    const w = await echoWorker('apart-echo', { maxSessionsPerClient: 2 });
+    const url = `${w.url}/mcp`;
+    const name = await mesh.waitFor(
+      () => mesh.http.mcp.listTools().find((t) => t.name.startsWith('apart-echo'))?.name,
+      10_000,
+      'the worker federated',
+    );
+    // Two local clients hold their notification streams open: the address's share is busy.
+    const held = [await sdkClientFrom(url, '127.0.0.1'), await sdkClientFrom(url, '127.0.0.1')];
+    await new Promise((r) => setTimeout(r, 500));
+    const agent = new http.Agent({ keepAlive: true, localAddress: '127.0.0.1' });
+    try {
+      expectTooManySessions(await rawPost(url, agent, INITIALIZE), '127.0.0.1');
+      // The coordinator's requests carry its fingerprint: a share of their own on that address.
+      const link = await rawPost(url, agent, INITIALIZE, { 'x-amf-coordinator-fingerprint': 'AA:BB' });
+      expect(link.status).toBe(200);
+      const result = await mesh.http.mcp.call(
+        name,
+        { text: 'through the link' },
+        { caller: 'test', sessionId: null },
+      );
+      expect(result.isError).toBeFalsy();
+      for (const h of held) expect((await h.client.listTools()).tools.length).toBeGreaterThan(0);
+    } finally {
+      for (const h of held) {
+        await h.client.close();
+        h.agent.destroy();
+      }
+      agent.destroy();
+      await w.close(1000);
+    }
+  });
 
   it('expires a session it no longer hears from (404 on the next request)', async () => {
     const w = await echoWorker('idle-echo', { sessionIdleMs: 300 });

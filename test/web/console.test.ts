@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
+import { createEphemeralAgentKey } from '../../src/identity/agentKey.js';
 import { openBrowser, type Browser } from './browser.js';
 
 const KEY = 'console-test-key';
@@ -231,6 +232,35 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
       .poll(() => rows(page, 'agents').then((r) => r.some((x) => x.includes('worker/spare'))), WAIT)
       .toBe(false);
     expect(mesh.coordinator.registry.get('spiffe://local/worker/spare')).toBeUndefined();
+  });
+
+  it('Agents: a pending agent (heard on mDNS only) shows where it was heard and is approved from its card', async () => {
+    const id = 'spiffe://local/worker/lan-echo';
+    const key = createEphemeralAgentKey().publicKey;
+    // What the mDNS door lists for a stranger's advertisement (its packets: test/security/mdnsNeverGivesPower.test.ts).
+    mesh.coordinator.registry.listPending(
+      {
+        agent_id: id,
+        endpoint: 'http://127.0.0.1:9',
+        protocols_supported: ['A2A/1.0'],
+        capability_tags: ['lan'],
+        nkey: key,
+      },
+      { verified: true },
+      { source: '127.0.0.1', instance: 'lan-echo' },
+    );
+    await page.goto(`${mesh.url}/#/agents/${encodeURIComponent(id)}`);
+    const card = page.getByRole('article', { name: `Agent ${id}` });
+    await card.locator('.badge.s-pending').waitFor(WAIT);
+    expect(await card.innerText()).toContain('127.0.0.1 (lan-echo) on mDNS');
+    expect(await card.innerText()).toContain(key);
+    await card.getByRole('button', { name: 'Approve agent' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Approved ${id}` })
+      .waitFor(WAIT);
+    expect(mesh.coordinator.registry.boundKey(id)).toBe(key);
+    expect(mesh.coordinator.registry.enrollment(key)).toMatchObject({ agent_id: id, via: 'approval' });
   });
 
   it('Tools: the federated catalog and a playground form built from the input schema, called through /mcp', async () => {

@@ -168,7 +168,8 @@ async function parseServedRequest(body: unknown, opts: OpenAiOptions): Promise<P
     return parseChatRequest(body, opts.registry);
   } catch (err) {
     const model = (body as { model?: unknown } | null)?.model;
-    const tag = typeof model === 'string' && model.startsWith(MODEL_PREFIX) ? model.slice(MODEL_PREFIX.length) : '';
+    const tag =
+      typeof model === 'string' && model.startsWith(MODEL_PREFIX) ? model.slice(MODEL_PREFIX.length) : '';
     const unserved = err instanceof AmfError && err.code === 'NO_AGENT_FOR_TAG' && isCapabilityTag(tag);
     if (!unserved || !opts.confirmTag || !(await opts.confirmTag(tag).catch(() => false))) throw err;
     return parseChatRequest(body, opts.registry);
