@@ -45,7 +45,7 @@ async function startAskingServer(): Promise<{ url: string; close(): Promise<void
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const build = () => {
     const server = new McpServer({ name: 'asking', version: '1' });
-    server.registerTool('ask_model', { description: 'asks the client model' }, async (_args, extra) => {
+    server.registerTool('ask_model', { description: 'asks the client model' }, async (extra) => {
       const answer = await extra.sendRequest(
         {
           method: 'sampling/createMessage',
@@ -55,7 +55,7 @@ async function startAskingServer(): Promise<{ url: string; close(): Promise<void
       );
       return { content: [{ type: 'text', text: `model said ${JSON.stringify(answer.content)}` }] };
     });
-    server.registerTool('ask_roots', { description: 'asks the client its roots' }, async (_args, extra) => {
+    server.registerTool('ask_roots', { description: 'asks the client its roots' }, async (extra) => {
       const answer = await extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema);
       return { content: [{ type: 'text', text: answer.roots.map((r) => r.uri).join(',') }] };
     });

@@ -141,6 +141,18 @@ export class TaskSession {
   async followUp(followUp: FollowUp): Promise<void> {
     const stop = new Promise<void>((resolve) => this.stopWaiters.push(resolve));
     this.awaitingInput = false;
+    if (!this.cancelled)
+      this.bus.publish(
+        AgentEvent.task({
+          ...submittedTask(this.taskId, this.contextId, this.userMessage, this.amf),
+          status: {
+            state: TaskState.TASK_STATE_WORKING,
+            message: undefined,
+            timestamp: new Date().toISOString(),
+          },
+          history: [],
+        }),
+      );
     try {
       this.deliver(followUp);
     } catch (err) {
@@ -150,7 +162,6 @@ export class TaskSession {
       );
       return;
     }
-    this.status(TaskState.TASK_STATE_WORKING);
     await stop;
   }
 
