@@ -31,7 +31,7 @@ AMF_TEST_PYTHON="$(ensure_python_venv)"; export AMF_TEST_PYTHON
 # A client of the A2A 0.3 line (a2a-sdk 0.3.x) in a venv of its own: 0.3 clients stay first-class.
 AMF_TEST_PYTHON_A2A03="$(ensure_python_a2a03_venv)"; export AMF_TEST_PYTHON_A2A03
 # The A2A TCK's own venv (from PyPI, so before the namespace); its phase is skipped without the TCK.
-node scripts/conformance.mjs --prepare --suite a2a
+node scripts/conformance.mjs --prepare --suite a2a || echo "!! the A2A TCK's venv is not ready: its test phase will skip" >&2
 
 # Real OPA for the policy tests (opa eval, opa run --server, --policy DIR) and npm run build:policy.
 export PATH="$PATH:${GOPATH:-$HOME/go}/bin"
@@ -82,4 +82,4 @@ else
 fi
 
 # One line for all phases (each phase also printed its own summary above).
-node scripts/lib/testSummary.mjs "$results"
+node scripts/lib/testSummary.mjs "$results" suite,faults,cluster,conformance

@@ -24,6 +24,8 @@ export const AMF_ERROR_CODES = [
   'TASK_EXPIRED',
   'OVERLOADED',
   'UNAVAILABLE',
+  /** The fabric's store (JetStream) has no room: new work is refused until space returns. */
+  'INSUFFICIENT_STORAGE',
   'INTERNAL',
   // Configuration (src/config).
   'CONFIG_INVALID',

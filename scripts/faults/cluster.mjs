@@ -193,7 +193,10 @@ export async function clusterPartition(ctx) {
   const { run, p } = ctx;
   const heartbeatSeconds = Math.max(1, Math.floor(p.partitionMs / 6_000));
   const heartbeat = `heartbeat:\n  interval_seconds: ${heartbeatSeconds}\n`;
-  const { dataDir, credentials, cluster } = await clusterMesh(run, { noAdvertise: true, extraYaml: heartbeat });
+  const { dataDir, credentials, cluster } = await clusterMesh(run, {
+    noAdvertise: true,
+    extraYaml: heartbeat,
+  });
   const viaProxy = 2;
   const proxy = await startCuttableProxy(cluster.plan.nodes[viaProxy].clientPort);
   const a = await startCoordinator(run, { dataDir, label: 'coordinator-a', natsUrl: cluster.urls });

@@ -122,7 +122,8 @@ export const FAULTS = [
   },
   {
     id: 12,
-    name: (p) => `partition: coordinator B cut off from the 3-node cluster ${secs(p.partitionMs)}, then healed`,
+    name: (p) =>
+      `partition: coordinator B cut off from the 3-node cluster ${secs(p.partitionMs)}, then healed`,
     run: clusterPartition,
   },
 ];

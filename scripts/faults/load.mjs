@@ -8,7 +8,15 @@ import { setTimeout as delay } from 'node:timers/promises';
 /** One request: what the client saw. `reason` is set for every request not answered 200. */
 export async function sendOne(url, tag, text, timeoutMs) {
   const started = Date.now();
-  const record = { text, status: 0, ok: false, reason: undefined, taskId: undefined, ms: 0, content: undefined };
+  const record = {
+    text,
+    status: 0,
+    ok: false,
+    reason: undefined,
+    taskId: undefined,
+    ms: 0,
+    content: undefined,
+  };
   try {
     const res = await fetch(`${url}/v1/chat/completions`, {
       method: 'POST',

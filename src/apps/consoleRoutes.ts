@@ -95,7 +95,30 @@ export function registerConsoleRoutes(
       description: t.definition.description ?? '',
       input_schema: t.definition.inputSchema,
     }));
-    sendJson(res, 200, { tools });
+    // The resources, resource templates and prompts `/mcp` federates, each with the agent behind it.
+    const { resources, prompts } = federation.extras();
+    sendJson(res, 200, {
+      tools,
+      resources: resources.list().map((r) => ({
+        uri: r.uri,
+        name: r.name,
+        agent_id: resources.resolve(r.uri)?.agentId ?? '',
+        description: r.description ?? '',
+        ...(r.mimeType ? { mime_type: r.mimeType } : {}),
+      })),
+      resource_templates: resources.templates().map((r) => ({
+        uri_template: r.uriTemplate,
+        name: r.name,
+        agent_id: resources.resolveTemplate(r.uriTemplate)?.agentId ?? '',
+        description: r.description ?? '',
+      })),
+      prompts: prompts.list().map((p) => ({
+        name: p.name,
+        agent_id: prompts.resolve(p.name)?.agentId ?? '',
+        description: p.description ?? '',
+        arguments: p.arguments ?? [],
+      })),
+    });
   });
   router.onPrefix('GET', AGENT_PREFIX, (_req, res, url) => {
     const id = agentIdFrom(url, coordinator.registry);

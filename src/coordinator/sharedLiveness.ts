@@ -40,10 +40,7 @@ const MAX_READS_PER_REFRESH = 256;
 const MAX_SILENT = 10_000;
 
 export interface SharedLivenessOptions {
-  registry: Pick<
-    AgentRegistry,
-    'onChange' | 'get' | 'isLive' | 'servesTag' | 'reviveFromShared'
-  >;
+  registry: Pick<AgentRegistry, 'onChange' | 'get' | 'isLive' | 'servesTag' | 'reviveFromShared'>;
   /** The agent's entry in the shared registry, read fresh; null when there is none; rejects when unreadable. */
   readShared: (agentId: string) => Promise<RegisteredAgent | null>;
   /** True while this coordinator holds the sweeper lease (its sweep decides for the mesh). */
@@ -153,7 +150,9 @@ export class SharedLiveness {
       return;
     }
     this.refreshing = this.refreshOnce(returned)
-      .catch((err: unknown) => this.options.log('warn', 'shared registry not read again', { err: String(err) }))
+      .catch((err: unknown) =>
+        this.options.log('warn', 'shared registry not read again', { err: String(err) }),
+      )
       .finally(() => {
         this.refreshing = undefined;
         const again = this.refreshAgain;

@@ -106,8 +106,13 @@ export class TaskLifecycle {
       endings: this.endings,
       offerWork: (task) => this.offers.offer(task),
     });
-    this.offers = new TaskWorkOffers(options.workQueue, notices, this.clock, () => this.closed, bus, (task) =>
-      this.table.changed(task),
+    this.offers = new TaskWorkOffers(
+      options.workQueue,
+      notices,
+      this.clock,
+      () => this.closed,
+      bus,
+      (task) => this.table.changed(task),
     );
     // An ended task's offer is withdrawn, so no worker pulls a task that is already over. A task an
     // AMF worker answered needs nothing: that worker acknowledges (removes) the message itself.

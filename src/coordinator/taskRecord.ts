@@ -40,7 +40,10 @@ export interface TaskFabric {
 }
 
 /** What the lifecycle asks of the agent registry: who serves a tag, who is live, who went offline. */
-export type TaskAgents = Pick<AgentRegistry, 'servesTag' | 'isLive' | 'admittedFor' | 'onChange' | 'liveTags'>;
+export type TaskAgents = Pick<
+  AgentRegistry,
+  'servesTag' | 'isLive' | 'admittedFor' | 'onChange' | 'liveTags'
+>;
 
 /** The coordinator's warnings and denials, as the lifecycle sends them. */
 export type TaskNotices = Pick<PolicyNotices, 'warn' | 'deny'>;

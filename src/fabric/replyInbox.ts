@@ -18,6 +18,12 @@ export function inboxPrefixOf(nc: NatsConnection): string {
   return (nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix ?? '_INBOX';
 }
 
+/** How one publish into a stream went: stored, refused with JetStream's reason, or no answer in time. */
+export type StreamAnswer =
+  | { kind: 'stored' }
+  | { kind: 'refused'; refusal: StreamRefusal }
+  | { kind: 'unanswered' };
+
 /** What a JetStream stream answered to a publish it stored. */
 export interface StreamAck {
   stream: string;
@@ -107,9 +113,28 @@ export class ReplyInbox {
     data: Uint8Array,
     options: { timeoutMs: number; msgId?: string; headers?: Readonly<Record<string, string>> },
   ): Promise<StreamAck> {
-    const msg = await this.request(subject, data, options);
-    return parseStreamAck(msg, subject);
+    let msg: Msg;
+    try {
+      msg = await this.request(subject, data, options);
+    } catch (err) {
+      this.onStreamAnswer?.({ kind: 'unanswered' });
+      throw err;
+    }
+    try {
+      const ack = parseStreamAck(msg, subject);
+      this.onStreamAnswer?.({ kind: 'stored' });
+      return ack;
+    } catch (err) {
+      if (err instanceof StreamRefusal) this.onStreamAnswer?.({ kind: 'refused', refusal: err });
+      throw err;
+    }
   }
+
+  /**
+   * Told how every publish into a stream through this inbox went (the coordinator learns from it
+   * that its store is full or stopped answering, and that it is back: fabricCondition.ts).
+   */
+  onStreamAnswer: ((answer: StreamAnswer) => void) | undefined;
 
   private answer(msg: Msg): void {
     const token = msg.subject.slice(this.prefix.length + 1);
@@ -129,13 +154,39 @@ export class ReplyInbox {
   }
 }
 
-/** A stream's answer to a publish: `{stream, seq, duplicate?}`, or `{error: {code, description}}`. */
+/**
+ * JetStream's error codes (`err_code`) that mean the store has no room: the server's storage limit
+ * reached (10023 "insufficient resources"), its storage resources exhausted (10047), or a write that
+ * failed in the store itself (10077, e.g. "no space left on device").
+ */
+const STORE_FULL_CODES: ReadonlySet<number> = new Set([10023, 10047, 10077]);
+
+/** A publish that a stream answered with an error: JetStream's own code and description. */
+export class StreamRefusal extends Error {
+  constructor(
+    subject: string,
+    /** JetStream's `err_code` (e.g. 10023), when it gave one. */
+    readonly errCode: number | undefined,
+    readonly description: string,
+    status: unknown,
+  ) {
+    super(`publish to ${subject} refused by JetStream: ${description} (${String(status ?? '?')})`);
+    this.name = 'StreamRefusal';
+  }
+
+  /** True when the store has no room for it (a full disk, or the server's storage limit). */
+  get storeFull(): boolean {
+    return this.errCode !== undefined && STORE_FULL_CODES.has(this.errCode);
+  }
+}
+
+/** A stream's answer to a publish: `{stream, seq, duplicate?}`, or `{error: {code, err_code, description}}`. */
 export function parseStreamAck(msg: Msg, subject: string): StreamAck {
   let body: {
     stream?: unknown;
     seq?: unknown;
     duplicate?: unknown;
-    error?: { code?: unknown; description?: unknown };
+    error?: { code?: unknown; err_code?: unknown; description?: unknown };
   };
   try {
     body = JSON.parse(decoder.decode(msg.data)) as typeof body;
@@ -143,8 +194,11 @@ export function parseStreamAck(msg: Msg, subject: string): StreamAck {
     throw new Error(`publish to ${subject}: the answer is not a JetStream acknowledgement`);
   }
   if (body.error !== undefined)
-    throw new Error(
-      `publish to ${subject} refused by JetStream: ${String(body.error.description ?? 'error')} (${String(body.error.code ?? '?')})`,
+    throw new StreamRefusal(
+      subject,
+      typeof body.error.err_code === 'number' ? body.error.err_code : undefined,
+      String(body.error.description ?? 'error'),
+      body.error.code,
     );
   if (typeof body.stream !== 'string' || typeof body.seq !== 'number')
     throw new Error(`publish to ${subject}: the answer is not a JetStream acknowledgement`);

@@ -184,6 +184,14 @@ export const WIRE_ERRORS: Readonly<Record<AmfErrorCode, WireError>> = {
   },
   OVERLOADED: BUSY,
   UNAVAILABLE: BUSY,
+  // WebDAV's 507: the server cannot store what it needs to take the request (a full disk).
+  INSUFFICIENT_STORAGE: {
+    ...BUSY,
+    http: 507,
+    googleRpc: 'RESOURCE_EXHAUSTED',
+    amp: { code: 'overloaded', status: 'error', http: 507 },
+    fabric: 'INTERNAL_ERROR',
+  },
   INTERNAL,
   CONFIG_INVALID: { ...INTERNAL, googleRpc: 'FAILED_PRECONDITION' },
   NATS_SERVER_MISSING: { ...INTERNAL, googleRpc: 'FAILED_PRECONDITION' },

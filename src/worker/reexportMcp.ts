@@ -63,9 +63,16 @@ export interface McpCallerSession {
   onClose(listener: () => void): void;
 }
 
-/** A request context of the worker's `/mcp` with the caller behind the request. */
+/** A request context of the worker's `/mcp`, with what its endpoint knows beyond a handler's. */
 export interface CallerContext extends McpRequestContext {
+  /** Who is behind the request. */
   caller?: McpCallerSession;
+  /**
+   * Ends the request's SSE stream now, before its result: the client resumes it (`GET` with
+   * `Last-Event-ID`) and gets the result there (SEP-1699 polling). Present when the client's
+   * revision allows it (2025-11-25 on).
+   */
+  closeStream?: () => void;
 }
 
 /**

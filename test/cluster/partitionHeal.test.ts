@@ -31,6 +31,7 @@ import { startTestCluster, type TestCluster } from '../helpers/natsCluster.js';
 
 const TAG = 'heal';
 const CANCEL_TAG = 'heal-cancel';
+const CLAIM_TAG = 'heal-claim';
 const HANDLER_MS = 1_000;
 const CUT_AT_MS = 3_000;
 const CUT_MS = 12_000;
@@ -145,6 +146,7 @@ describe('a coordinator cut off from the cluster and back', () => {
   let a: RunningCoordinator;
   let b: RunningCoordinator;
   const workers: RunningWorker[] = [];
+  let claimant: RunningWorker;
   let admin: NatsConnection;
   let jsm: JetStreamManager;
   /** Handler runs to the end, by task id; handler starts, by task text (the cancellation case). */
@@ -152,6 +154,8 @@ describe('a coordinator cut off from the cluster and back', () => {
   const started = new Set<string>();
   let releaseGate: () => void = () => undefined;
   const gate = new Promise<void>((resolve) => (releaseGate = resolve));
+  let releaseClaimGate: () => void = () => undefined;
+  const claimGate = new Promise<void>((resolve) => (releaseClaimGate = resolve));
 
   const counting: WorkerHandler = {
     name: 'counting',
@@ -169,6 +173,16 @@ describe('a coordinator cut off from the cluster and back', () => {
     handle: async (ctx) => {
       started.add(ctx.text);
       await gate;
+      return { text: `done: ${ctx.text}` };
+    },
+  };
+
+  const claimGated: WorkerHandler = {
+    name: 'claim-gated',
+    description: 'waits for its gate, counts its run',
+    handle: async (ctx) => {
+      await claimGate;
+      runs.set(ctx.taskId, (runs.get(ctx.taskId) ?? 0) + 1);
       return { text: `done: ${ctx.text}` };
     },
   };
@@ -226,11 +240,20 @@ describe('a coordinator cut off from the cluster and back', () => {
         concurrency: 1,
       }),
     );
+    // Heartbeats far apart: a coordinator that gives it up stays wrong until the shared state is read.
+    claimant = await startWorker({
+      name: 'heal-claim',
+      tags: [CLAIM_TAG],
+      handler: claimGated,
+      natsUrl: `${n1},${n2}`,
+      credential: credentials.specialist,
+      port: 0,
+      heartbeatSeconds: 60,
+      concurrency: 1,
+    });
+    workers.push(claimant);
     await waitFor(
-      () =>
-        [a, b].every((c) =>
-          workers.every((w) => c.coordinator.registry.isLive(w.worker.agentId)),
-        ),
+      () => [a, b].every((c) => workers.every((w) => c.coordinator.registry.isLive(w.worker.agentId))),
       30_000,
       'both coordinators to admit every worker',
     );
@@ -238,6 +261,7 @@ describe('a coordinator cut off from the cluster and back', () => {
 
   afterAll(async () => {
     releaseGate();
+    releaseClaimGate();
     proxy?.heal();
     await Promise.allSettled(workers.map((w) => w.close(2000)));
     await Promise.allSettled([a, b].map((c) => c?.close()));
@@ -329,8 +353,13 @@ describe('a coordinator cut off from the cluster and back', () => {
         reconnectedAfterHealMs: backAt - healedAt,
       };
       console.info(`partition heal: ${JSON.stringify(summary)}`);
-      expect({ lost, double, ranTwice, wrong }).toEqual({ lost: [], double: [], ranTwice: [], wrong: [] });
-      expect(refusedOnceBack.map((x) => `${x.text} ${x.error ?? ''}`)).toEqual([]);
+      expect({
+        lost,
+        double,
+        ranTwice,
+        wrong,
+        refusedOnceBack: refusedOnceBack.map((x) => `${x.text} ${x.error ?? ''}`),
+      }).toEqual({ lost: [], double: [], ranTwice: [], wrong: [], refusedOnceBack: [] });
       // The cut bit: B accepted tasks before and after it, and refused while cut off.
       expect(answers.some((x) => x.via === 'B' && x.status === 200 && x.startedAt >= backAt)).toBe(true);
     },
@@ -380,6 +409,55 @@ describe('a coordinator cut off from the cluster and back', () => {
       const id = [...ledger.announced].find(([, text]) => text === 'given up')?.[0];
       expect(id).toBeDefined();
       expect(ledger.terminals.get(id as string)?.map((t) => t.reason)).toEqual(['requester_cancelled']);
+    },
+  );
+
+  it(
+    'takes the claim of a worker it gave up for silence when the shared registry still holds it live',
+    { timeout: 120_000 },
+    async () => {
+      const agentId = claimant.worker.agentId;
+      const ask3 = (url: string, text: string) =>
+        fetch(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: `amf/${CLAIM_TAG}`, messages: [{ role: 'user', content: text }] }),
+          signal: AbortSignal.timeout(60_000),
+        });
+      // B must not be the sweeper: the holder's own sweep decides for the mesh (and writes it).
+      await waitFor(() => a.coordinator.sweeperLease.isHolder, 30_000, 'A to hold the sweeper lease');
+      const first = ask3(a.url, 'claim: occupies the slot');
+      await waitFor(
+        async () => (await jsm.consumers.info(WORK_STREAM, workConsumerName(CLAIM_TAG))).num_ack_pending >= 1,
+        20_000,
+        'the worker to take the first task',
+      );
+      const second = ask3(b.url, 'claim: offered by B');
+      await waitFor(
+        async () => (await jsm.consumers.info(WORK_STREAM, workConsumerName(CLAIM_TAG))).num_pending >= 1,
+        20_000,
+        "B's task to wait in the work queue",
+      );
+      // What B's sweep does when it hears no heartbeat (cut off, or the heartbeats are late).
+      b.coordinator.registry.markOffline(agentId, 'heartbeat_missed');
+      expect(b.coordinator.registry.isLive(agentId)).toBe(false);
+      releaseClaimGate();
+      const [r1, r2] = await Promise.all([first, second]);
+      expect(r1.status).toBe(200);
+      const body = (await r2.json()) as { choices?: { message?: { content?: string } }[] };
+      expect({ status: r2.status, content: body.choices?.[0]?.message?.content }).toEqual({
+        status: 200,
+        content: 'done: claim: offered by B',
+      });
+      expect(b.coordinator.registry.isLive(agentId)).toBe(true);
+      const taskId = r2.headers.get('x-amf-task-id') as string;
+      expect(runs.get(taskId)).toBe(1);
+      const refused = (await readEvents(admin, jsm)).filter(
+        (e) =>
+          e.type === 'amf.policy.warning' &&
+          (e.data as { payload?: { task_id?: string; reason?: string } }).payload?.task_id === taskId,
+      );
+      expect(refused.map((e) => (e.data as { payload: { reason: string } }).payload.reason)).toEqual([]);
     },
   );
 });

@@ -1,11 +1,15 @@
 /**
  * The official MCP conformance suite (@modelcontextprotocol/conformance 0.1.16, server mode,
  * `--suite all`, 32 scenarios) against a worker that serves the suite's fixtures
- * (examples/handlers/mcp-conformance.mjs) and against the coordinator's federated `/mcp` with that
- * worker admitted behind it and bare names on (`mcp.bare_names`), so the suite's bare tool, prompt
- * and resource names resolve through the federation. Every scenario must pass on both. The suite
- * is run through scripts/conformance-mcp.mjs's `runSuite` (its SUMMARY lines are parsed: in server
- * mode it writes no results directory); the tally is written to $TMPDIR/amf-mcp-conformance.json.
+ * (test/fixtures/mcpConformanceHandler.mjs) and against the coordinator's federated `/mcp` with
+ * that worker admitted behind it, both at default settings but for bare names (`mcp.bare_names`:
+ * the suite calls its tools, prompts and resources by their own names). Every check of every
+ * scenario must pass on both, and the SSE polling scenario (SEP-1699) must check something: the
+ * priming event and its `retry` on both, the resume of a stream the worker ended mid-call on the
+ * worker (through the coordinator, the coordinator resumes it and its caller's stream never ends).
+ * The suite is run through scripts/conformance-mcp.mjs's `runSuite` (its SUMMARY lines are parsed:
+ * in server mode it writes no results directory); the tally is written to
+ * $TMPDIR/amf-mcp-conformance.json.
  */
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -26,8 +30,8 @@ import {
 } from '../fixtures/conformanceToolsServer.mjs';
 // @ts-expect-error: a plain ESM script without types (it is also run on its own: npm run conformance)
 import { runSuite } from '../../scripts/conformance-mcp.mjs';
-// @ts-expect-error: an example handler module without types
-import conformanceHandler from '../../examples/handlers/mcp-conformance.mjs';
+// @ts-expect-error: a handler module without types
+import conformanceHandler from '../fixtures/mcpConformanceHandler.mjs';
 
 /** Where the per-scenario tally is written (outside the work tree). */
 const RESULTS_FILE = join(tmpdir(), 'amf-mcp-conformance.json');
@@ -38,7 +42,11 @@ interface ScenarioResult {
   scenario: string;
   passed: number;
   failed: number;
+  warnings: number;
 }
+
+/** Checks the SSE polling scenario must pass (SEP-1699: priming event, retry, resume). */
+const SSE_POLLING_CHECKS = { worker: 3, coordinator: 2 };
 
 const run = runSuite as (url: string) => Promise<{ results: ScenarioResult[]; output: string }>;
 
@@ -48,8 +56,7 @@ describe('MCP conformance suite (server scenarios, --suite all)', () => {
   const summary: Record<string, ScenarioResult[]> = {};
 
   beforeAll(async () => {
-    // The suite opens ~40 sessions and never ends them: above the default share of 32 per client.
-    mesh = await startTestMesh({ config: { mcp: { bareNames: true, maxSessionsPerClient: 256 } } });
+    mesh = await startTestMesh({ config: { mcp: { bareNames: true } } });
     worker = await startWorker({
       name: 'mcp-conformance',
       tags: ['mcp-conformance'],
@@ -58,7 +65,6 @@ describe('MCP conformance suite (server scenarios, --suite all)', () => {
       credential: mesh.coordinator.credentials.specialist,
       port: 0,
       heartbeatSeconds: 1,
-      mcpSessions: { maxSessionsPerClient: 256 },
     });
     await mesh.waitFor(
       () => mesh.http.mcp.listTools().some((t) => t.name === 'test_image_content'),
@@ -84,6 +90,8 @@ describe('MCP conformance suite (server scenarios, --suite all)', () => {
       );
       expect(results.length, output.slice(-3000)).toBe(SCENARIOS);
       expect(failing, output.slice(-3000)).toEqual([]);
+      const polling = results.find((r) => r.scenario === 'server-sse-polling');
+      expect(polling?.passed, output.slice(-3000)).toBe(SSE_POLLING_CHECKS[target]);
     }, 300_000);
   }
 });

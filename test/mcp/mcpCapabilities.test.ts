@@ -63,6 +63,12 @@ async function startAskingServer(): Promise<{ url: string; close(): Promise<void
   };
   const httpServer = http.createServer((req, res) => {
     void (async () => {
+      // A plain A2A card at the advertised place, so admission can check the agent against it.
+      if (req.method === 'GET' && req.url === '/.well-known/agent-card.json') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ name: 'asking', description: 'asks its clients', version: '1.0.0' }));
+        return;
+      }
       const sid = req.headers['mcp-session-id'];
       let transport = typeof sid === 'string' ? transports.get(sid) : undefined;
       if (!transport) {

@@ -2,8 +2,8 @@
  * The coordinator's `/mcp` beyond tools, with the official SDK client against a real mesh: an
  * agent's resources (list, read, templates, subscribe with the update notification relayed),
  * prompts, completions and logging (level fanned out, log messages relayed) under namespaced names,
- * an OPA deny of a resource read (audited), and capabilities announced only when an agent offers
- * them.
+ * an OPA deny of a resource read (audited), and capabilities announced from the start, so that a
+ * session opened before any agent offers resources or prompts (an IDE's) gets them when one does.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -11,6 +11,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import {
   LoggingMessageNotificationSchema,
   McpError,
+  ResourceListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
   type LoggingMessageNotification,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -115,24 +116,34 @@ async function audit(limit = 20): Promise<McpAuditRecord[]> {
 }
 
 describe('federated capabilities', () => {
-  it('announces no resources, prompts or completions while no agent offers them', async () => {
+  it('announces resources, prompts and completions before any agent offers them, then lists them', async () => {
     await mesh.startWorker('plain-echo', ['plain-echo'], echoHandler);
     await mesh.waitFor(() => mesh.http.mcp.listTools().length > 0, 10_000, 'echo federated');
     const client = await connect();
     try {
       const caps = client.getServerCapabilities()!;
       expect(caps.tools).toBeDefined();
-      expect(caps.resources).toBeUndefined();
-      expect(caps.prompts).toBeUndefined();
-      expect(caps.completions).toBeUndefined();
-      await expect(client.listResources()).rejects.toThrow(/Method not found/);
+      expect(caps.resources).toEqual({ listChanged: true, subscribe: true });
+      expect(caps.prompts).toEqual({ listChanged: true });
+      expect(caps.completions).toEqual({});
+      expect((await client.listResources()).resources).toEqual([]);
+      expect((await client.listPrompts()).prompts).toEqual([]);
+      await expect(client.getPrompt({ name: 'docs__greet' })).rejects.toThrow(/not found/);
+
+      // An agent with resources and prompts joins: this session hears of them and lists them.
+      let resourcesChanged!: () => void;
+      const changed = new Promise<void>((resolve) => (resourcesChanged = resolve));
+      client.setNotificationHandler(ResourceListChangedNotificationSchema, () => resourcesChanged());
+      await mesh.startWorker('docs', ['docs'], docs);
+      await changed;
+      expect((await client.listResources()).resources.map((r) => r.uri)).toContain('amf://docs/doc://readme');
+      expect((await client.listPrompts()).prompts.map((p) => p.name)).toEqual(['docs__greet']);
     } finally {
       await client.close();
     }
   });
 
   it('federates resources, templates, prompts and completions under namespaced names', async () => {
-    await mesh.startWorker('docs', ['docs'], docs);
     await mesh.waitFor(() => mesh.http.mcp.extras().prompts.list().length > 0, 10_000, 'docs federated');
     const client = await connect();
     try {

@@ -1,5 +1,6 @@
 // `amf mcp` as an IDE runs it: the built CLI (bin/amf.js -> dist/) spawned by the official SDK's
-// StdioClientTransport, proxying a Streamable HTTP MCP server built with the same SDK.
+// StdioClientTransport, proxying a Streamable HTTP MCP server built with the same SDK (what it
+// proxies of a real coordinator: mcpCommandMesh.test.ts).
 // dist/ must be current: scripts/test.sh builds first; by hand, run `npx tsc -p tsconfig.json`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
@@ -22,6 +23,7 @@ type Fixture = {
   url: string;
   close(): Promise<void>;
   addTool(name: string): void;
+  forgetSessions(): void;
   streamsOpened: number;
   waitForStreams(n: number): Promise<void>;
   lastAuthorization: string | undefined;
@@ -79,6 +81,23 @@ describe('amf mcp (stdio proxy of a Streamable HTTP MCP endpoint)', () => {
       fixture.addTool('late');
       await seen;
       expect((await client.listTools()).tools.map((t) => t.name)).toContain('late');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('opens its upstream session again when the endpoint forgot it (a restart), and carries on', async () => {
+    const base = fixture.url.replace(/\/mcp$/, '');
+    const { client } = await ide(['--coordinator', base], { AMF_API_KEY: 'k3y' });
+    try {
+      expect((await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } })).content).toEqual([
+        { type: 'text', text: '3' },
+      ]);
+      fixture.forgetSessions();
+      expect((await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } })).content).toEqual([
+        { type: 'text', text: '5' },
+      ]);
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain('add');
     } finally {
       await client.close();
     }

@@ -42,6 +42,63 @@ const broken: WorkerHandler = {
   },
 };
 
+/** Streams three chunks: each is an `amf.result.partial`, folded into one row in Events. */
+const streamer: WorkerHandler = {
+  name: 'streamer',
+  description: 'answers in three streamed chunks',
+  handle: async function* () {
+    yield 'one ';
+    yield 'two ';
+    yield 'three';
+  },
+  // A resource and a prompt besides its tool: the Tools view lists them and uses them through /mcp.
+  mcp: {
+    resources: [
+      {
+        resource: {
+          uri: 'notes://today',
+          name: 'today',
+          description: 'the notes of the day',
+          mimeType: 'text/plain',
+        },
+        read: () =>
+          Promise.resolve({
+            contents: [{ uri: 'notes://today', mimeType: 'text/plain', text: 'ship the console' }],
+          }),
+      },
+    ],
+    prompts: [
+      {
+        prompt: {
+          name: 'recap',
+          description: 'asks for a recap of a topic',
+          arguments: [{ name: 'topic', description: 'what to recap', required: true }],
+        },
+        get: (args) =>
+          Promise.resolve({
+            messages: [
+              { role: 'user', content: { type: 'text', text: `Recap ${args.topic ?? ''} in three lines.` } },
+            ],
+          }),
+      },
+    ],
+  },
+};
+
+/** Works until cancelled (its signal aborts), for the console's Cancel button. */
+const sleeper: WorkerHandler = {
+  name: 'sleeper',
+  description: 'waits until the task is cancelled',
+  handle: (ctx) =>
+    new Promise<string>((resolve) => {
+      const timer = setTimeout(() => resolve('woke up'), 30_000);
+      ctx.signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve('stopped');
+      });
+    }),
+};
+
 async function chat(mesh: TestMesh, tag: string, text: string): Promise<number> {
   const res = await fetch(`${mesh.url}/v1/chat/completions`, {
     method: 'POST',
@@ -52,8 +109,12 @@ async function chat(mesh: TestMesh, tag: string, text: string): Promise<number> 
   return res.status;
 }
 
-/** Text of the visible view's rows, one string per row. */
-async function rows(page: Page, view: string, panel = ''): Promise<string[]> {
+/** Text of the visible view's rows, one string per row (in Tasks, the task list's). */
+async function rows(
+  page: Page,
+  view: string,
+  panel = view === 'tasks' ? '#task-list' : '',
+): Promise<string[]> {
   return page.locator(`#view-${view} ${panel} tbody tr`).allInnerTexts();
 }
 
@@ -70,6 +131,8 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     await mesh.startWorker('planner', ['plan'], planner);
     await mesh.startWorker('breaker', ['broken'], broken);
     spare = await mesh.startWorker('spare', ['spare'], echoHandler);
+    await mesh.startWorker('streamer', ['stream'], streamer);
+    await mesh.startWorker('sleeper', ['slow'], sleeper);
     // An agent of another trust domain: policy denies it (foreign_trust_domain).
     foreign = await startWorker({
       name: 'stranger',
@@ -92,6 +155,7 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     expect(await chat(mesh, 'broken', 'anything')).not.toBe(200);
     // A model nobody serves: refused, and the refusal must be visible in the console.
     expect(await chat(mesh, 'nosuchtag', 'anyone there?')).toBe(404);
+    expect(await chat(mesh, 'stream', 'count to three')).toBe(200);
     // An MCP call of a tool no agent serves: refused, and in the MCP audit.
     const mcp = new Client({ name: 'console-test', version: '1.0.0' });
     await mcp.connect(
@@ -188,6 +252,28 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
       /announced for plan[\s\S]*claimed by planner[\s\S]*progress 50%: drafting the plan/,
     );
     expect(timeline.join('\n')).toMatch(/delegated to echo[\s\S]*completed by planner/);
+    // Timelines in milliseconds, each step with its offset from the first; the task's durations.
+    expect(timeline[0]).toMatch(/^\d\d:\d\d:\d\d\.\d{3} \+0 ms announced for plan/);
+    expect(timeline.at(-1)).toMatch(/^\d\d:\d\d:\d\d\.\d{3} \+\d+(\.\d+)? m?s completed by planner/);
+    for (const name of ['Queued for', 'Ran for', 'Total time'])
+      expect(await detail.getByLabel(name).innerText()).toMatch(/^\d+(\.\d+)? m?s$/);
+    // The list has the duration too, and a chart of rates and errors per tag.
+    const planRow = page.locator('#task-list tbody tr', { hasText: 'the launch' });
+    expect(await planRow.locator('td').nth(6).innerText()).toMatch(/^\d+(\.\d+)? m?s$/);
+    expect(await planRow.locator('td').nth(6).getAttribute('title')).toMatch(/^queued \d.*, ran \d/);
+    const rates = page.getByRole('table', { name: 'Rates per tag' });
+    expect(await rates.locator('tbody tr', { hasText: 'broken' }).innerText()).toMatch(
+      /broken\s+1\s+[\d.]+\/min\s+100% \(1\)/,
+    );
+    expect(await rates.locator('tbody tr', { hasText: 'plan' }).innerText()).toMatch(
+      /plan\s+1\s+[\d.]+\/min\s+0% \(0\)/,
+    );
+    expect(
+      await rates
+        .getByRole('img', { name: /^broken: 1 tasks over .*, 1 failed$/ })
+        .locator('rect.bar-bad')
+        .count(),
+    ).toBe(1);
     const tree = detail.getByRole('list', { name: 'Delegation tree' });
     expect(await tree.locator('li').count()).toBe(2);
     expect(await tree.innerText()).toMatch(/completed plan[\s\S]*completed echo/);
@@ -272,6 +358,24 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     await page.getByLabel('text *').fill('through the playground');
     await page.getByRole('button', { name: 'Call echoer__echo' }).click();
     await expect.poll(() => page.getByLabel('Tool result').innerText(), WAIT).toBe('through the playground');
+    // The resources and prompts /mcp federates: listed with their agent, read and fetched through /mcp.
+    const resources = page.getByRole('region', { name: 'Resources' });
+    const note = resources.locator('tbody tr', { hasText: 'the notes of the day' });
+    await note.waitFor(WAIT);
+    expect(await note.innerText()).toMatch(/notes:\/\/today[\s\S]*today[\s\S]*streamer/);
+    await note.getByRole('button', { name: /^Read / }).click();
+    await expect.poll(() => page.getByLabel('Resource content').innerText(), WAIT).toBe('ship the console');
+    const prompts = page.getByRole('region', { name: 'Prompts' });
+    const recap = prompts.locator('tbody tr', { hasText: 'recap' });
+    expect(await recap.innerText()).toMatch(
+      /recap[\s\S]*streamer[\s\S]*asks for a recap of a topic[\s\S]*topic \*/,
+    );
+    await recap.getByRole('button', { name: /^Use prompt / }).click();
+    await page.getByLabel('topic *').fill('the launch');
+    await page.getByRole('button', { name: /^Get .*recap$/ }).click();
+    await expect
+      .poll(() => page.getByRole('list', { name: 'Prompt messages' }).innerText(), WAIT)
+      .toBe('user: Recap the launch in three lines.');
   });
 
   it('Policy and audit: admission decisions and MCP calls, searchable', async () => {
@@ -300,8 +404,29 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     await mcpRow.waitFor(WAIT);
     expect(await mcpRow.innerText()).toMatch(/allow[\s\S]*ok/);
     const admissions = page.getByRole('region', { name: 'Admission decisions' });
-    const admitted = admissions.locator('tbody tr', { hasText: 'planner' });
+    // Agents admitted alike are one line with their count and names, unfolded on demand.
+    const group = admissions.locator('tbody tr.grouped', { hasText: 'agents admitted' });
+    await group.waitFor(WAIT);
+    expect(await group.innerText()).toMatch(/×\d+\s+\d+ agents admitted[\s\S]*planner/);
+    await group.getByRole('button', { name: /^Show \d+$/ }).click();
+    const admitted = admissions.locator('tbody tr:not(.grouped)', { hasText: 'planner' });
     expect(await admitted.innerText()).toMatch(/admitted[\s\S]*0\.00/);
+    await admissions.getByRole('button', { name: 'Fold' }).click();
+    expect(await admitted.count()).toBe(0);
+    // A warning a default setup repeats (one per MCP call over plain http) is one line with a count.
+    for (let i = 0; i < 4; i++)
+      mesh.coordinator.notices.warn({
+        reason: 'mcp_call_unauthenticated',
+        message: `MCP call spiffe://local/worker/echoer/echo ${i} forwarded over plaintext http:// without authentication`,
+        agent_id: 'spiffe://local/worker/echoer',
+      });
+    const plain = notices.locator('tbody tr.grouped', { hasText: 'MCP calls forwarded over plain http' });
+    await expect
+      .poll(() => plain.innerText().catch(() => ''), WAIT)
+      .toMatch(/×\d+\s+\d+ MCP calls forwarded over plain http/);
+    expect(
+      await notices.locator('tbody tr:not(.grouped)', { hasText: 'mcp_call_unauthenticated' }).count(),
+    ).toBe(0);
     await page.getByLabel('Search decisions').fill('foreign_trust');
     await expect.poll(() => page.locator('#view-policy tbody tr', { hasText: 'echoer' }).count()).toBe(0);
     expect(await admissions.locator('tbody tr').allInnerTexts()).toEqual([
@@ -356,6 +481,15 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     expect(await refused.innerText()).toMatch(
       /policy\.warning[\s\S]*no agent for tag: openai request for amf\/nosuchtag/,
     );
+    // A streamed answer's chunks are one row with their count and text, not one row each.
+    const streamedTask = mesh.events.find(
+      (e) => e.event.type === 'amf.task.announce' && e.subject.endsWith('.stream'),
+    )!.event.amftaskid!;
+    const chunks = page.locator('#view-events tr.ev-row', { hasText: 'result.partial' }).filter({
+      has: page.getByRole('link', { name: streamedTask.slice(0, 8), exact: true }),
+    });
+    expect(await chunks.count()).toBe(1);
+    expect(await chunks.innerText()).toMatch(/result\.partial\s+×3[\s\S]*3 streamed chunks: one two three/);
     const row = page.locator('#view-events tr.ev-row', { hasText: 'hello from history' }).first();
     await row.waitFor(WAIT);
     expect(
@@ -397,6 +531,11 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     await page.goto(`${mesh.url}/#/tasks`);
     await page.locator('#view-tasks tbody tr').first().waitFor(WAIT);
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    // The result column is on the screen, not scrolled off to the right of the panel.
+    const resultHeader = await page.getByRole('columnheader', { name: 'Result or reason' }).boundingBox();
+    expect(resultHeader!.x + resultHeader!.width).toBeLessThanOrEqual(390);
+    const firstResult = await page.locator('#task-list tbody tr td.result').first().boundingBox();
+    expect(firstResult!.x + firstResult!.width).toBeLessThanOrEqual(390);
     await page.setViewportSize({ width: 1280, height: 800 });
     expect(browser.errors.filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
   });
@@ -437,5 +576,54 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     expect((await detail.locator('ol.timeline li').allInnerTexts()).join('\n')).toMatch(
       /announced for broken[\s\S]*claimed by breaker[\s\S]*failed — bad_input: the input is not a plan/,
     );
+  });
+
+  it('Tasks: a running task is cancelled, and a failed one retried as a new task, each after a confirmation', async () => {
+    const waiting = chat(mesh, 'slow', 'wait for me');
+    await page.goto('about:blank');
+    await page.goto(`${mesh.url}/#/tasks`);
+    const running = page.locator('#task-list tbody tr', { hasText: 'wait for me' });
+    await running.locator('.badge:is(.s-claimed, .s-running)').waitFor(WAIT);
+    await running.getByRole('link').click();
+    const detail = page.getByRole('article', { name: /^Task / });
+    await detail.waitFor(WAIT);
+    const dialogs: string[] = [];
+    page.once('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.accept();
+    });
+    await detail.getByRole('button', { name: 'Cancel task' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^Cancelled task / })
+      .waitFor(WAIT);
+    expect(dialogs[0]).toMatch(/^Cancel task .*\?/);
+    expect(await waiting).not.toBe(200);
+    await detail.locator('.badge.s-failed').first().waitFor(WAIT);
+    await detail.locator('ol.timeline li.bad', { hasText: 'task_cancelled' }).first().waitFor(WAIT);
+    expect(await detail.getByRole('button', { name: 'Cancel task' }).count()).toBe(0);
+
+    // The failed task of the broken agent, sent again: a new task with the same text and tag.
+    await page.goto(`${mesh.url}/#/tasks`);
+    const failed = page.locator('#task-list tbody tr.failed', { hasText: 'bad_input' }).first();
+    await failed.waitFor(WAIT);
+    await failed.getByRole('link').click();
+    const broken = page.getByRole('article', { name: /^Task / });
+    await broken.getByRole('button', { name: 'Retry as a new task' }).waitFor(WAIT);
+    page.once('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.accept();
+    });
+    await broken.getByRole('button', { name: 'Retry as a new task' }).click();
+    const retried = page.getByRole('status').filter({ hasText: /^Retried task / });
+    await retried.waitFor(WAIT);
+    expect(dialogs[1]).toMatch(/^Send the text of task .* to broken again, as a new task\?$/);
+    await retried.getByRole('link').click();
+    const again = page.getByRole('article', { name: /^Task / });
+    await again.locator('ol.timeline li.bad', { hasText: 'bad_input' }).waitFor(WAIT);
+    expect((await again.locator('ol.timeline li').allInnerTexts()).join('\n')).toMatch(
+      /announced for broken[\s\S]*claimed by breaker/,
+    );
+    expect(await again.getByLabel('Total time').innerText()).toMatch(/\d/);
   });
 });

@@ -220,7 +220,7 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
    * The upstream session that declares what the downstream client declared: the first one when it
    * declared nothing to relay, else a new one (the first is ended).
    */
-  const upstream = (): Promise<Client> => {
+  const upstream = async (): Promise<Client> => {
     chosen ??= (async () => {
       const wanted = relayedCapabilities(downstream.getClientCapabilities());
       if (Object.keys(wanted).length === 0) return first;
@@ -234,7 +234,8 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
       );
       return client;
     })();
-    return reopening ?? chosen;
+    await chosen;
+    return reopening ?? current.client;
   };
 
   /** Opens the upstream session again after the endpoint forgot it, restoring level and subscriptions. */

@@ -62,8 +62,10 @@ export function requestContext(
   caller?: McpCallerSession,
 ): CallerContext {
   const related = { relatedRequestId: extra.requestId, signal: extra.signal };
+  const close = extra.closeSSEStream;
   return {
     ...(caller ? { caller } : {}),
+    ...(close ? { closeStream: () => close() } : {}),
     signal: extra.signal,
     progress: async (progress, total, message) => {
       if (progressToken === undefined) return;

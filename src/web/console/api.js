@@ -81,6 +81,39 @@ export async function sendJson(method, path, body) {
   return res.json();
 }
 
+/** The envelope version and schema the console writes (src/events/eventTypes.ts). */
+const SCHEMA_VERSION = '1.1.0';
+const DATA_SCHEMA_URI = `https://amf.spec/schemas/event-envelope/${SCHEMA_VERSION}`;
+
+/**
+ * Sends one AMF CloudEvent through `POST /publish` as the operator (the only caller that may
+ * announce or cancel tasks there). Who sent it is stamped by the coordinator, not taken from here:
+ * the source and auth context below are placeholders it replaces.
+ */
+export function publishEvent(type, payload, { taskId, traceId, ttlSeconds = 60 } = {}) {
+  const event = {
+    specversion: '1.0',
+    id: crypto.randomUUID(),
+    source: 'amf:operator',
+    type,
+    time: new Date().toISOString(),
+    datacontenttype: 'application/json',
+    dataschema: DATA_SCHEMA_URI,
+    amfagentrole: 'connector',
+    amfvisibility: 'local',
+    amfconfidence: '1.0',
+    amfttl: ttlSeconds,
+    amfschemaversion: SCHEMA_VERSION,
+    amftraceid: traceId ?? crypto.randomUUID(),
+    data: { payload, auth_context: { identity: 'amf:operator', trust_domain: 'local' } },
+  };
+  if (taskId) {
+    event.amftaskid = taskId;
+    event.subject = taskId;
+  }
+  return sendJson('POST', '/publish', event);
+}
+
 /** Yields the data of each SSE frame of a fetch response. */
 export async function* sseData(res) {
   const reader = res.body.getReader();

@@ -42,6 +42,32 @@ export function clock(iso) {
   return h('time', { datetime: d.toISOString(), title: d.toLocaleString() }, d.toLocaleTimeString([], { hour12: false }));
 }
 
+/** hh:mm:ss.mmm of an ISO time (local clock), for timelines where steps are milliseconds apart. */
+export function clockMs(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  const ms = String(d.getMilliseconds()).padStart(3, '0');
+  return h('time', { datetime: d.toISOString(), title: d.toLocaleString() }, `${d.toLocaleTimeString([], { hour12: false })}.${ms}`);
+}
+
+/** Milliseconds between two ISO times, or undefined when either is missing or unreadable. */
+export function between(from, to) {
+  const a = Date.parse(from ?? '');
+  const b = Date.parse(to ?? '');
+  return Number.isNaN(a) || Number.isNaN(b) ? undefined : Math.max(0, b - a);
+}
+
+/** A duration a person reads at a glance: 840 ms, 3.2 s, 4 min 05 s, 2 h 10 min. */
+export function duration(ms) {
+  if (ms === undefined || ms === null || Number.isNaN(ms)) return '';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  const s = Math.round(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
+}
+
 /** A short form of a long id, the full one in the title. */
 export function shortId(id, keep = 8) {
   if (!id) return '';
@@ -56,12 +82,13 @@ export function agentName(id) {
   return s.slice(s.lastIndexOf('/') + 1) || s;
 }
 
+/** A table; a header is its text, or { label, class } (e.g. hide-sm, hidden on a phone like its cells). */
 export function table(headers, rows, caption) {
   return h(
     'table',
     {},
     caption ? h('caption', { class: 'muted' }, caption) : null,
-    h('thead', {}, h('tr', {}, headers.map((x) => h('th', { scope: 'col' }, x)))),
+    h('thead', {}, h('tr', {}, headers.map((x) => (typeof x === 'object' ? h('th', { scope: 'col', class: x.class }, x.label) : h('th', { scope: 'col' }, x))))),
     h('tbody', {}, rows),
   );
 }

@@ -1,5 +1,6 @@
 // Events: the history replayed from JetStream on load, then the live stream; heartbeats are hidden
-// unless asked for; a row opens the full CloudEvent. Failed results are red, not green.
+// unless asked for; a task's streamed chunks are one row; a row opens the full CloudEvent. Failed
+// results are red, not green.
 import { h, fill, badge, clock, agentName, table, empty, json, throttle } from './dom.js';
 
 const HEARTBEAT = 'amf.discovery.agent.heartbeat';
@@ -58,6 +59,32 @@ export function summarize(e) {
   }
 }
 
+/**
+ * The events as rows: every streamed chunk (`amf.result.partial`) of a task folds into one row, at
+ * the place of its latest chunk, with the count and the text streamed so far. Others are one row each.
+ */
+export function foldPartials(events) {
+  const chunks = new Map();
+  for (const e of events) {
+    if (e.type !== 'amf.result.partial') continue;
+    const id = e.amftaskid ?? e.data?.payload?.task_id ?? e.id;
+    const group = chunks.get(id) ?? { count: 0, text: '', last: undefined };
+    group.count += 1;
+    if (group.text.length < 200) group.text += String(e.data?.payload?.delta ?? '');
+    group.last = e;
+    chunks.set(id, group);
+  }
+  const rows = [];
+  for (const e of events) {
+    if (e.type !== 'amf.result.partial') rows.push({ e });
+    else {
+      const group = chunks.get(e.amftaskid ?? e.data?.payload?.task_id ?? e.id);
+      if (group.last === e) rows.push({ e, chunks: group.count, text: group.text });
+    }
+  }
+  return rows;
+}
+
 function tone(e) {
   const p = e.data?.payload ?? {};
   if (e.type === 'amf.policy.deny' || isSecurityNotice(e) || (e.type === 'amf.result.final' && p.status === 'failed') || e.type === 'amf.task.cancel') return 'failed';
@@ -111,15 +138,17 @@ export const eventsView = {
     const focused = document.activeElement?.dataset?.eventId;
     const q = this.filter.value.trim().toLowerCase();
     const all = this.store.events;
-    const shown = all
-      .filter((e) => this.heartbeats.checked || e.type !== HEARTBEAT)
-      .filter((e) => !q || e.type.includes(q) || summarize(e).toLowerCase().includes(q) || (e.amftaskid ?? '').includes(q))
+    const summary = ({ e, chunks, text }) =>
+      chunks ? `${chunks} streamed chunk${chunks === 1 ? '' : 's'}: ${text.slice(0, 120)}` : summarize(e);
+    const shown = foldPartials(all.filter((e) => this.heartbeats.checked || e.type !== HEARTBEAT))
+      .filter((r) => !q || r.e.type.includes(q) || summary(r).toLowerCase().includes(q) || (r.e.amftaskid ?? '').includes(q))
       .slice(-SHOWN)
       .reverse();
     this.shownCount = shown.length;
     this.count.textContent = this.countText();
     if (shown.length === 0) return fill(this.list, empty(this.store.historyState === 'loading' ? 'Loading history…' : 'Waiting for events…'));
-    const rows = shown.flatMap((e) => {
+    const rows = shown.flatMap((r) => {
+      const { e, chunks } = r;
       const toggle = () => {
         if (this.open.has(e.id)) this.open.delete(e.id);
         else this.open.add(e.id);
@@ -127,9 +156,9 @@ export const eventsView = {
       };
       const row = h('tr', { class: `ev-row ${tone(e) === 'failed' ? 'failed' : ''}`, tabindex: '0', 'data-event-id': e.id, 'aria-expanded': String(this.open.has(e.id)),
         onclick: toggle, onkeydown: (k) => (k.key === 'Enter' || k.key === ' ') && (k.preventDefault(), toggle()) },
-        h('td', {}, clock(e.time)), h('td', {}, badge(tone(e), e.type.replace(/^amf\./, ''))),
+        h('td', {}, clock(e.time)), h('td', {}, badge(tone(e), e.type.replace(/^amf\./, '')), chunks ? [' ', h('span', { class: 'count', title: 'chunks' }, `×${chunks}`)] : null),
         h('td', {}, e.amftaskid ? h('a', { href: `#/tasks/${encodeURIComponent(e.amftaskid)}`, onclick: (c) => c.stopPropagation() }, e.amftaskid.slice(0, 8)) : ''),
-        h('td', { class: 'wrap' }, summarize(e)));
+        h('td', { class: 'wrap' }, summary(r)));
       return this.open.has(e.id) ? [row, h('tr', {}, h('td', { colspan: '4' }, json(e)))] : [row];
     });
     fill(this.list, table(['Time', 'Type', 'Task', 'Summary'], rows));

@@ -1,8 +1,10 @@
 // Tasks: every task the event history and the live stream mention, folded from its events into a
 // state timeline (announced, claimed by whom, progress, attempts, delegations, the terminal event),
-// with filters, and one task opened from a link (#/tasks/<id>).
-import { h, fill, badge, clock, shortId, agentName, table, empty, errorBox, json, throttle } from './dom.js';
-import { getJson } from './api.js';
+// with durations, rates per tag, filters, and one task opened from a link (#/tasks/<id>) with its
+// cancel (a running task) and retry (a failed one) actions.
+import { h, fill, badge, clock, clockMs, between, duration, shortId, agentName, table, empty, errorBox, json, throttle } from './dom.js';
+import { getJson, publishEvent } from './api.js';
+import { rateChart } from './rates.js';
 
 const payloadOf = (e) => e?.data?.payload ?? e?.data ?? {};
 const TERMINAL = new Set(['completed', 'failed', 'expired', 'cancelled']);
@@ -11,7 +13,7 @@ function taskFor(tasks, id, e) {
   let t = tasks.get(id);
   if (!t) {
     t = { id, tag: '', text: '', trace: e.amftraceid ?? '', state: 'announced', claimedBy: '', attempts: 0,
-      parent: '', children: [], timeline: [], partials: 0, created: e.time, ended: '', reason: '', result: '' };
+      parent: '', children: [], timeline: [], partials: 0, created: e.time, claimed: '', lastClaimed: '', ended: '', reason: '', result: '' };
     tasks.set(id, t);
   }
   if (!t.trace && e.amftraceid) t.trace = e.amftraceid;
@@ -31,6 +33,7 @@ export function foldTasks(events) {
     switch (e.type) {
       case 'amf.task.announce': {
         const t = taskFor(tasks, p.task_id ?? id, e);
+        if (!t.timeline.length) t.created = e.time;
         t.tag = p.required_capability ?? t.tag;
         t.text = p.task ?? t.text;
         t.attempts = Math.max(t.attempts, p.attempt ?? 1);
@@ -43,6 +46,8 @@ export function foldTasks(events) {
         if (!id) break;
         const t = taskFor(tasks, id, e);
         t.claimedBy = p.agent_id ?? '';
+        t.claimed = t.claimed || e.time;
+        t.lastClaimed = e.time;
         if (p.attempt) t.attempts = Math.max(t.attempts, p.attempt);
         if (!TERMINAL.has(t.state)) t.state = 'claimed';
         step(t, e, `claimed by ${agentName(p.agent_id)}${p.attempt ? ` (attempt ${p.attempt})` : ''}`);
@@ -127,6 +132,22 @@ export function foldTasks(events) {
 }
 
 const FAILED = new Set(['failed', 'expired', 'cancelled']);
+const ENDED = new Set([...TERMINAL, ...FAILED]);
+
+/**
+ * A task's durations: queued (announced until its first claim), ran (its last claim until its end)
+ * and total (announced until its end). Any of them is undefined when the events to tell are missing.
+ */
+export function durations(t) {
+  return { queued: between(t.created, t.claimed), ran: between(t.lastClaimed, t.ended), total: between(t.created, t.ended) };
+}
+
+function tookCell(t) {
+  const d = durations(t);
+  if (d.total === undefined) return h('td', { class: 'hide-sm muted' }, ENDED.has(t.state) ? '—' : '…');
+  const parts = [d.queued !== undefined ? `queued ${duration(d.queued)}` : '', d.ran !== undefined ? `ran ${duration(d.ran)}` : ''].filter(Boolean);
+  return h('td', { class: 'hide-sm num', title: parts.join(', ') }, duration(d.total));
+}
 /** Tasks asked of the coordinator's task list (GET /tasks), newest first. */
 const LISTED = 500;
 
@@ -141,12 +162,13 @@ export function mergeListed(tasks, listed) {
       known.tag = known.tag || s.tag;
       known.claimedBy = known.claimedBy || s.claimed_by || '';
       known.trace = known.trace || s.trace_id;
+      if (!known.ended && s.ended_at && TERMINAL.has(s.state)) known.ended = s.ended_at;
       continue;
     }
     tasks.set(s.task_id, {
       id: s.task_id, tag: s.tag, text: '', trace: s.trace_id ?? '', state: s.state, claimedBy: s.claimed_by ?? '',
       attempts: s.attempt ?? 1, parent: s.parent_task_id ?? '', children: [], timeline: [], partials: 0,
-      created: s.created_at, ended: s.ended_at ?? '', reason: s.outcome ? `${s.outcome.reason}: ${s.outcome.message}` : '', result: '',
+      created: s.created_at, claimed: '', lastClaimed: '', ended: s.ended_at ?? '', reason: s.outcome ? `${s.outcome.reason}: ${s.outcome.message}` : '', result: '',
     });
   }
   for (const t of tasks.values()) {
@@ -173,12 +195,13 @@ export const tasksView = {
       trace: h('input', { type: 'search', placeholder: 'trace or task id', 'aria-label': 'Filter by trace or task id', size: 20 }),
     };
     this.count = h('span', { class: 'muted', role: 'status' });
-    this.list = h('div', { class: 'panel' });
+    this.list = h('div', { class: 'panel', id: 'task-list' });
     this.detail = h('div');
+    this.notice = h('div');
     for (const f of Object.values(this.filters)) f.addEventListener('input', () => this.renderList());
     fill(section, h('h2', { id: 'h-tasks' }, 'Tasks'), this.detail,
       h('div', { class: 'toolbar', role: 'group', 'aria-label': 'Task filters' }, ...Object.values(this.filters), h('span', { class: 'grow' }), this.count),
-      this.list);
+      this.list, this.rates = h('div', { role: 'region', 'aria-labelledby': 'h-rates' }));
     this.listed = [];
     const again = throttle(() => this.render(), 300);
     const reload = throttle(() => this.visible && this.loadList(), 2000);
@@ -188,6 +211,7 @@ export const tasksView = {
     });
   },
   show(param) {
+    if (param !== this.param) fill(this.notice);
     this.param = param;
     this.visible = true;
     this.render();
@@ -232,12 +256,14 @@ export const tasksView = {
         h('td', {}, badge(t.state)),
         h('td', {}, h('a', { href: `#/tasks/${encodeURIComponent(t.id)}`, 'aria-label': `task ${t.id}` }, t.id.slice(0, 8))),
         h('td', {}, t.tag ? h('span', { class: 'tag' }, t.tag) : ''),
-        h('td', {}, agentName(t.claimedBy)),
-        h('td', {}, String(t.attempts || 1)),
-        h('td', { class: 'wrap' }, FAILED.has(t.state) ? h('span', { class: 'reason' }, t.reason) : (t.result || t.text).slice(0, 120)),
+        h('td', { class: 'hide-sm' }, agentName(t.claimedBy)),
+        h('td', { class: 'hide-sm' }, String(t.attempts || 1)),
+        h('td', { class: 'wrap result' }, FAILED.has(t.state) ? h('span', { class: 'reason' }, t.reason) : (t.result || t.text).slice(0, 120)),
+        tookCell(t),
         h('td', { class: 'hide-sm' }, shortId(t.trace)),
-        h('td', {}, clock(t.created))));
-    fill(this.list, table(['State', 'Task', 'Tag', 'Claimed by', 'Attempts', 'Result or reason', 'Trace', 'Created'], rows));
+        h('td', { class: 'hide-sm' }, clock(t.created))));
+    fill(this.list, table(['State', 'Task', 'Tag', { label: 'Claimed by', class: 'hide-sm' }, { label: 'Attempts', class: 'hide-sm' }, 'Result or reason', { label: 'Took', class: 'hide-sm' }, { label: 'Trace', class: 'hide-sm' }, { label: 'Created', class: 'hide-sm' }], rows));
+    fill(this.rates, h('h3', { id: 'h-rates' }, 'Rates and errors per tag'), rateChart(all));
   },
   async renderDetail() {
     const id = this.param;
@@ -266,24 +292,66 @@ export const tasksView = {
     if (!t && !snap) return fill(this.detail, errorBox(`task ${id}: ${snapError?.message ?? 'not found'}`));
     const state = snap?.state ?? t?.state;
     const reason = snap?.outcome ? `${snap.outcome.reason}: ${snap.outcome.message}` : t?.reason;
+    const d = durations({ created: t?.created || snap?.created_at, claimed: t?.claimed, lastClaimed: t?.lastClaimed, ended: t?.ended || snap?.ended_at });
+    const start = Date.parse(t?.timeline[0]?.time ?? '');
+    const since = (time) => (Number.isNaN(start) ? '' : h('span', { class: 'muted num' }, ` +${duration(Date.parse(time) - start)}`));
     fill(this.detail, h('article', { class: 'card', 'aria-label': `Task ${id}` },
       h('div', { class: 'toolbar' }, h('h3', { class: 'flush' }, `Task ${id}`), badge(state), h('span', { class: 'grow' }),
-        h('a', { href: '#/tasks' }, 'Close')),
+        this.actions(id, state, snap?.tag ?? t?.tag, t), h('a', { href: '#/tasks' }, 'Close')),
+      this.notice,
       h('div', { class: 'split' },
         h('div', {},
           h('dl', { class: 'kv' },
             h('dt', {}, 'Tag'), h('dd', {}, snap?.tag ?? t?.tag ?? ''),
             h('dt', {}, 'Claimed by'), h('dd', {}, snap?.claimed_by ?? t?.claimedBy ?? '—'),
             h('dt', {}, 'Attempts'), h('dd', {}, String(snap?.attempt ?? t?.attempts ?? 1)),
+            h('dt', {}, 'Queued'), h('dd', { 'aria-label': 'Queued for' }, d.queued === undefined ? '—' : duration(d.queued)),
+            h('dt', {}, 'Ran'), h('dd', { 'aria-label': 'Ran for' }, d.ran === undefined ? '—' : duration(d.ran)),
+            h('dt', {}, 'Total'), h('dd', { 'aria-label': 'Total time' }, d.total === undefined ? '—' : duration(d.total)),
             h('dt', {}, 'Trace'), h('dd', { class: 'mono' }, snap?.trace_id ?? t?.trace ?? ''),
             h('dt', {}, 'Task'), h('dd', {}, t?.text ?? ''),
             FAILED.has(state) ? [h('dt', {}, 'Reason'), h('dd', { class: 'reason' }, reason ?? '')] : null,
             t?.result ? [h('dt', {}, 'Result'), h('dd', {}, t.result)] : null),
           h('h3', {}, 'Delegations'), this.tree(id)),
         h('div', {}, h('h3', {}, 'Timeline'),
-          t ? h('ol', { class: 'timeline' }, t.timeline.map((s) => h('li', { class: s.kind }, clock(s.time), ' ', s.text)))
+          t ? h('ol', { class: 'timeline' }, t.timeline.map((s) => h('li', { class: s.kind }, clockMs(s.time), since(s.time), ' ', s.text)))
             : empty('No events of this task are in the loaded history.'))),
       snap ? h('details', {}, h('summary', {}, 'Coordinator snapshot (GET /tasks/<id>)'), json(snap)) : null));
+  },
+  /**
+   * Cancel for a task still running, retry for one that failed: both behind the operator key
+   * (`POST /publish` as the operator), each after a confirmation, the outcome shown above the details.
+   */
+  actions(id, state, tag, t) {
+    if (!ENDED.has(state))
+      return h('button', { type: 'button', class: 'danger', onclick: () => this.cancel(id) }, 'Cancel task');
+    if (FAILED.has(state) && tag) {
+      const text = t?.text ?? '';
+      return h('button', { type: 'button', disabled: !text, title: text ? undefined : 'the task text is not in the loaded history', onclick: () => this.retry(id, tag, text) }, 'Retry as a new task');
+    }
+    return null;
+  },
+  async cancel(id) {
+    if (!confirm(`Cancel task ${id}? Its agent is told to stop and the task fails with task_cancelled.`)) return;
+    try {
+      await publishEvent('amf.task.cancel', { task_id: id, reason: 'task_cancelled', message: 'from the console' }, { taskId: id });
+      this.say(`Cancelled task ${id}.`);
+    } catch (err) {
+      this.say(`Could not cancel task ${id}: ${err.message}`, true);
+    }
+  },
+  async retry(id, tag, text) {
+    if (!confirm(`Send the text of task ${id} to ${tag} again, as a new task?`)) return;
+    const taskId = crypto.randomUUID();
+    try {
+      await publishEvent('amf.task.announce', { task_id: taskId, task: text, required_capability: tag }, { taskId });
+      this.say(h('span', {}, `Retried task ${id.slice(0, 8)} as `, h('a', { href: `#/tasks/${taskId}` }, taskId), '.'));
+    } catch (err) {
+      this.say(`Could not retry task ${id}: ${err.message}`, true);
+    }
+  },
+  say(content, bad = false) {
+    fill(this.notice, h('div', { class: `notice ${bad ? 'bad' : ''}`, role: 'status' }, content));
   },
   tree(id) {
     let root = id;
