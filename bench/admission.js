@@ -289,7 +289,7 @@ async function main() {
       .map((l) => l.toFixed(2))
       .join(' ')}.`,
     'Settings that differ from the defaults: `heartbeat.interval_seconds` 5 (the default), `http.rate_limit_per_second` 1000000',
-    '(default 1000), `mcp.max_sessions_per_client` 10000 (default 32), log level silent; the DMZ watcher runs with its defaults',
+    '(default 1000), log level silent; the DMZ watcher runs with its defaults',
     `(4 threads at most, 2 on standby, each recycled after ${DEFAULT_RECYCLE_AFTER} advertisements). Findings: docs/benchmarks-admission-findings.md.`,
     '',
     'The coordinator (with its nats-server and an echo worker) runs in a child process; this process',

@@ -47,8 +47,6 @@ if (!existsSync(new URL('coordinator/coordinator.js', DIST))) {
 const FLOOR_SUBJECT = 'bench.floor';
 const WORKER_CONCURRENCY = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 16);
 const quietly = (p) => Promise.resolve(p).catch(() => undefined);
-/** MCP sessions the one load-generating address may hold (its virtual clients, plus the federation's). */
-const BENCH_MCP_SESSIONS = 10_000;
 const { startWorker } = await import(new URL('apps/workerApp.js', DIST).href);
 const { echoHandler } = await import(new URL('worker/handlers/echo.js', DIST).href);
 const { startMemoryTrimmer } = await import(new URL('util/memoryTrimmer.js', DIST).href);
@@ -87,7 +85,6 @@ async function runWorkerProcess() {
         port: 0,
         heartbeatSeconds: msg.heartbeatSeconds,
         concurrency: WORKER_CONCURRENCY,
-        mcpSessions: { maxSessionsPerClient: BENCH_MCP_SESSIONS },
       });
       process.send({ type: 'ready', url: running.url, agentId: running.worker.agentId });
     } catch (err) {
@@ -175,9 +172,6 @@ async function runMeshProcess() {
         // One load generator on 127.0.0.1 is one client: the per-client limit (default 1000/s) would
         // measure the limiter, not the mesh. A limit it never reaches keeps the limiter's cost counted.
         http: { rateLimitPerSecond: 1_000_000, rateLimitBurst: 1_000_000 },
-        // Likewise its virtual MCP clients are one client address: the per-client session cap
-        // (default 32) would refuse the bench's sessions at concurrency 32 and above.
-        mcp: { maxSessionsPerClient: BENCH_MCP_SESSIONS },
         ...(heartbeat ? { heartbeat: { intervalSeconds: heartbeat } } : {}),
       },
     });
@@ -247,7 +241,6 @@ async function runMeshProcess() {
         nonDefaults: {
           'http.rate_limit_per_second': '1000000 (default 1000): one load generator is one client',
           'http.rate_limit_burst': '1000000 (default 2000)',
-          'mcp.max_sessions_per_client': `${BENCH_MCP_SESSIONS} (default 32), coordinator and worker: the virtual clients share one address`,
           log_level: 'silent (default info)',
           ...(heartbeat ? { 'heartbeat.interval_seconds': `${heartbeat} (default 5)` } : {}),
         },
@@ -271,7 +264,6 @@ async function startInProcessWorker({ natsUrl, credential, heartbeatSeconds, coo
     port: 0,
     heartbeatSeconds,
     concurrency: WORKER_CONCURRENCY,
-    mcpSessions: { maxSessionsPerClient: BENCH_MCP_SESSIONS },
   });
   return { url: w.url, agentId: w.worker.agentId, pid: process.pid, close: () => w.close(5000) };
 }

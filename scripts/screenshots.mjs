@@ -94,6 +94,11 @@ try {
     console.log(`${out}/console-${name}.png`);
   };
   await shoot('#/tasks', 'tasks', 'td .badge.s-completed');
+  // The rates and error rates per tag, under the task list.
+  const rates = page.getByRole('region', { name: 'Rates and errors' });
+  await rates.locator('svg.rate-chart').first().waitFor();
+  await rates.screenshot({ path: join(out, 'console-rates.png') });
+  console.log(`${out}/console-rates.png`);
   const failed = page.locator('tr.failed a').first();
   const id = await failed.getAttribute('href');
   await shoot(id ?? '#/tasks', 'task', 'ol.timeline li');
@@ -107,7 +112,8 @@ try {
   await page.getByRole('button', { name: 'Call demo-calc__calc' }).click();
   await page.getByLabel('Tool result').waitFor();
   await page.screenshot({ path: join(out, 'console-tools.png') });
-  await shoot('#/policy', 'policy', '#view-policy td .badge.s-admitted');
+  // Admissions alike fold into one row: wait for any admission row, folded or not.
+  await shoot('#/policy', 'policy', '#view-policy [aria-labelledby="h-admissions"] tbody tr');
   await page.goto(`${base}/#/chat`);
   await page.getByLabel('Model').selectOption('amf/echo');
   await page.getByRole('textbox', { name: 'Message' }).fill('hello from the console');

@@ -76,7 +76,6 @@ export function nonDefaultSettings(info) {
   return (
     info.nonDefaults ?? {
       'http.rate_limit_per_second': '1000000 (default 1000): one load generator is one client',
-      'mcp.max_sessions_per_client': '10000 (default 32): the virtual clients share one address',
       log_level: 'silent (default info)',
     }
   );

@@ -21,7 +21,7 @@ import {
   sendError,
   sendJson,
 } from '../http/httpKit.js';
-import { closeServer, listen } from '../net/httpServer.js';
+import { closeServer, listen, stopAccepting } from '../net/httpServer.js';
 import { advertisedUrl } from '../net/advertisedHost.js';
 import { createServer } from 'node:http';
 import { VERSION } from '../version.js';
@@ -63,6 +63,12 @@ export interface CoordinatorHttp {
    * into `<data-dir>/operator.key`. `amf up` hands it to its owner in the console URL it prints.
    */
   operatorKey: string;
+  /**
+   * The first step of a graceful stop, before in-flight work drains: no new connection, idle
+   * kept-alive ones closed, and any new request refused with 503 and `Connection: close`; requests
+   * already running are answered as usual. close() does this too.
+   */
+  stopAccepting(): void;
   close(): Promise<void>;
 }
 
@@ -96,6 +102,11 @@ function buildRouter(
         ...(fabric.server ? { server: fabric.server } : {}),
         // The store's trouble in the server's own words (a full disk, a corrupt block).
         ...(fabric.store ? { store: fabric.store } : {}),
+        // Frozen, full or silent, as this coordinator finds it (fabricCondition.ts).
+        ...(fabric.responsive !== undefined ? { responsive: fabric.responsive } : {}),
+        ...(fabric.jetstream !== undefined ? { jetstream: fabric.jetstream } : {}),
+        ...(fabric.problem !== undefined ? { problem: fabric.problem } : {}),
+        ...(fabric.disk_free_bytes !== undefined ? { disk_free_bytes: fabric.disk_free_bytes } : {}),
       },
       policy: { engine: coordinator.policy.kind, detail: coordinator.policy.detail },
       identity: { mode: coordinator.identity.mode, svid_verified: coordinator.identity.svidVerified },
@@ -146,6 +157,7 @@ function buildRouter(
       onUnknownModel: (model, message) =>
         unknownTags.refused({ protocol: 'openai', requested: model, message }),
       confirmTag: (tag) => coordinator.liveness.confirmTag(tag),
+      refuseUnserved: () => coordinator.condition.refuseNewTask(false),
     }),
   );
   // Federated MCP (Streamable HTTP): POST messages, GET the notification stream, DELETE a session.
@@ -166,6 +178,12 @@ function buildRouter(
 }
 
 /** Route label for metrics: known paths as they are, anything else collapsed. */
+/** What a request gets once the coordinator has begun to stop. */
+const SHUTTING_DOWN = new AmfError(
+  'UNAVAILABLE',
+  'the coordinator is shutting down: send the request again once it is back',
+);
+
 function routeLabel(pathname: string): string {
   if (pathname.startsWith('/tasks/')) return '/tasks/:id';
   if (pathname.startsWith('/agents/')) return '/agents/:id';
@@ -286,8 +304,23 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
       } else sendError(res, err);
     }
   };
+  // Set once the coordinator begins to stop: what arrives then is refused (503, connection closed).
+  let refusing = false;
+  const refuseNew = () => {
+    refusing = true;
+    stopAccepting(server);
+  };
   const server = createServer(requestDeadlineOptions(requestDeadlines(config)), (req, res) => {
     const u = requestUrl(req);
+    // Stopping: a request on a kept-alive connection is refused and its connection closed, never
+    // accepted and then cut (docs/reliability.md, "One Ctrl-C stops it").
+    if (refusing) {
+      req.resume();
+      res.setHeader('connection', 'close');
+      if (u.pathname.startsWith('/v1/')) sendOpenAiError(res, SHUTTING_DOWN);
+      else sendFamilyError(res, u.pathname, SHUTTING_DOWN);
+      return;
+    }
     res.on('finish', () =>
       metrics.httpRequests.inc({ route: routeLabel(u.pathname), status: String(res.statusCode) }),
     );
@@ -321,10 +354,14 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     metrics,
     mcp: federation,
     operatorKey,
+    stopAccepting: refuseNew,
     close() {
       closing ??= (async () => {
-        // First: an answer still streaming gets an error chunk and [DONE] (OpenAI) before the
-        // server closes its connection, and every event stream a last frame saying why it ends.
+        // Nothing new first: no new connection, idle kept-alive ones closed, and a request on a
+        // busy one refused (above). Then an answer still streaming gets an error chunk and [DONE]
+        // (OpenAI) before the server closes its connection, and every event stream a last frame
+        // saying why it ends.
+        refuseNew();
         stopping.abort();
         forgetWatch.stop();
         hub.close();
@@ -394,6 +431,7 @@ export async function startCoordinator(options: StartCoordinatorOptions): Promis
     url: http.url,
     close() {
       closing ??= (async () => {
+        http.stopAccepting();
         await bridges.close();
         await http.close();
         await coordinator.close();

@@ -21,6 +21,16 @@ import {
   coordinatorHealthUrl,
 } from './doctorChecks.js';
 import { fail, type DoctorCheck, type DoctorLevel, type DoctorResult } from './doctorOutcome.js';
+import { checkStore } from './doctorStore.js';
+
+/** `/health` of a coordinator URL, or undefined when it is not one. */
+function healthOf(url: string): string | undefined {
+  try {
+    return new URL('/health', url).toString();
+  } catch {
+    return undefined;
+  }
+}
 
 export type { DoctorCheck, DoctorLevel, DoctorResult } from './doctorOutcome.js';
 
@@ -49,6 +59,13 @@ export async function runDoctor(opts: DoctorOptions): Promise<DoctorResult> {
     opts.coordinatorUrl ? checkCoordinatorUrl(opts.coordinatorUrl) : Promise.resolve([]),
     checkDataDir(config.dataDir),
     checkCredentials(config.dataDir),
+    // The running mesh's store when its coordinator answers (the lock names it), else the disk.
+    checkStore(
+      config.dataDir,
+      running?.url
+        ? new URL('/health', running.url).toString()
+        : opts.coordinatorUrl && healthOf(opts.coordinatorUrl),
+    ),
   ];
   const names = [
     'node',
@@ -60,6 +77,7 @@ export async function runDoctor(opts: DoctorOptions): Promise<DoctorResult> {
     'coordinator',
     'data-dir',
     'credentials',
+    'store',
   ];
   const settled = await Promise.allSettled(checks);
   const results = settled.flatMap((s, i): DoctorCheck[] =>

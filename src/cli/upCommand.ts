@@ -140,6 +140,8 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
     process.exit(1);
   }, STOP_DEADLINE_MS);
   deadline.unref();
+  // Nothing new is taken once stopping (kept-alive connections included) while the demo workers drain.
+  running.http.stopAccepting();
   await Promise.all(workers.map((w) => w.close(WORKER_DRAIN_MS)));
   await running.close();
   clearTimeout(deadline);

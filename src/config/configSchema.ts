@@ -204,7 +204,9 @@ export const CONFIG_SCHEMA: SchemaNode = {
         // JetStream caps replicas at 5; more than the cluster's node count fails at stream creation.
         replicas: intRange(1, 5, 'a number of replicas'),
         // null = sized from the data dir's free space (jetstream.ts, storeBudget).
-        store_max_bytes: nullable(intRange(16 * 1024 * 1024, 1024 ** 4, 'a whole number of bytes, at least 16 MiB')),
+        store_max_bytes: nullable(
+          intRange(16 * 1024 * 1024, 1024 ** 4, 'a whole number of bytes, at least 16 MiB'),
+        ),
         // null = on when an external NATS is used and the data dir holds callout.nkey.
         auth_callout: nullable(boolean()),
         auth_callout_ttl_seconds: intRange(5, 86400, 'a number of seconds'),

@@ -68,6 +68,7 @@ import { loadOrCreateCoordinatorKey } from '../identity/coordinatorKey.js';
 import { advertisedUrl } from '../net/advertisedHost.js';
 import { formatBytes, storeBudget, type StoreBudget } from '../fabric/storeBudget.js';
 import { NatsServerLog } from './natsServerLog.js';
+import { FabricCondition } from './fabricCondition.js';
 import { AmfError } from '../errors.js';
 
 export { SWEEPER_LEASE_KEY };
@@ -151,6 +152,25 @@ export class Coordinator {
       payloadHint: `HTTP bodies may be up to ${largestTaskBodyBytes(config)} bytes, which needs max_payload of at least ${largestTaskEventBytes(config)} bytes on the NATS server (or send less)`,
     });
     this.work = new WorkQueueWriter(nc, stores.jsm);
+    const spawned = natsServer;
+    this.condition = new FabricCondition({
+      nc,
+      log,
+      serverStore: () => this.serverLog?.storeHealth(),
+      ...(spawned
+        ? {
+            dataDir: config.dataDir,
+            // The supervisor starts a killed server again on the same port and store.
+            restartServer: () => {
+              try {
+                process.kill(spawned.pid, 'SIGKILL');
+              } catch {
+                // gone already: the supervisor restarts it anyway
+              }
+            },
+          }
+        : {}),
+    });
     this.notices = new PolicyNotices(this.bus, this.sender);
     this.registry = new AgentRegistry({
       defaultHeartbeatSeconds: config.heartbeat.intervalSeconds,
@@ -197,6 +217,7 @@ export class Coordinator {
       policy: parts.policy,
       readTaskState: (taskId) => this.shared.readTask(taskId),
       log,
+      refuseNewTask: (tagServed) => this.condition.refuseNewTask(tagServed),
     });
     this.authenticity = path.authenticity;
     this.lifecycle = path.lifecycle;
@@ -376,10 +397,12 @@ export class Coordinator {
     watchConnection(this.nc, this.log, (connected) => {
       const back = connected && !this.connected;
       this.connected = connected;
+      this.condition.setConnected(connected);
       // Back from an outage: what this coordinator decided alone meanwhile is checked against the
       // shared state before it refuses anyone (sharedLiveness.ts).
       if (back) this.liveness.refresh('all');
     });
+    this.condition.start();
     await this.shared.attachRegistry(this.registry, (change) => this.sweeper.mirrors(change));
     this.sweeper.start();
     this.shared.attachLifecycle(this.lifecycle);
@@ -484,15 +507,27 @@ export class Coordinator {
   /** What the spawned nats-server logged of its errors and its store (natsServerLog.ts). */
   serverLog: NatsServerLog | undefined;
 
+  /**
+   * Whether the fabric answers and its store takes writes (fabricCondition.ts): new tasks are
+   * refused with the reason while it does not, and `/health` says so.
+   */
+  readonly condition: FabricCondition;
+
   /** The fabric as `/health` and `/metrics` report it. */
   get fabricHealth(): FabricHealth {
-    return fabricHealthOf(this.natsConnected, this.natsServer, this.serverLog?.storeHealth());
+    return fabricHealthOf(
+      this.natsConnected,
+      this.natsServer,
+      this.serverLog?.storeHealth(),
+      this.condition.health(),
+    );
   }
 
   /** Stops everything this coordinator started; in-flight tasks end with a terminal event. */
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweepTimer);
+      this.condition.close();
       // Given back first, so another coordinator takes over the sweeps while this one drains.
       await this.sweeper.handOver();
       await this.mdnsDoor?.close().catch(() => undefined);

@@ -2,6 +2,7 @@
 import type { AdmissionOutcome } from '../admission/admissionPipeline.js';
 import type { AmfConfig } from '../config/config.js';
 import type { StoreHealth } from './natsServerLog.js';
+import type { FabricConditionHealth } from './fabricCondition.js';
 import type { SupervisedNatsServer } from '../fabric/natsServer.js';
 import type { LogFn } from '../log.js';
 
@@ -29,13 +30,24 @@ export interface CoordinatorOptions {
 
 /** How the fabric looks from this coordinator, for `/health` and `/metrics`. */
 export interface FabricHealth {
-  /** `degraded` while the NATS connection is down or the spawned server is being restarted. */
+  /**
+   * `degraded` while the NATS connection is down, the server does not answer (frozen), the store
+   * is full or JetStream silent, or the spawned server is being restarted.
+   */
   status: 'ok' | 'degraded';
   connected: boolean;
   /** The spawned nats-server (absent with `--nats-url`). */
   server?: { pid: number; state: 'running' | 'restarting' | 'failed'; restarts: number };
   /** The spawned server's store, as its own log reports it (natsServerLog.ts). */
   store?: StoreHealth;
+  /** False while the server does not answer pings (frozen) or the connection is down. */
+  responsive?: boolean;
+  /** JetStream's store as this coordinator's writes find it (fabricCondition.ts). */
+  jetstream?: FabricConditionHealth['jetstream'];
+  /** What is wrong with the fabric, in a sentence, when something is. */
+  problem?: string;
+  /** Free bytes on the data dir's disk (spawned server only). */
+  disk_free_bytes?: number;
 }
 
 /** The fabric's health from the connection state, the spawned server and its store (if any). */
@@ -43,12 +55,22 @@ export function fabricHealthOf(
   connected: boolean,
   natsServer: SupervisedNatsServer | undefined,
   store?: StoreHealth,
+  condition?: FabricConditionHealth,
 ): FabricHealth {
   const server = natsServer
     ? { pid: natsServer.pid, state: natsServer.state, restarts: natsServer.restarts }
     : undefined;
   const storeOk = store === undefined || store.state === 'ok';
+  const conditionOk = condition === undefined || (condition.responsive && condition.jetstream === 'ok');
   const status =
-    connected && storeOk && (server === undefined || server.state === 'running') ? 'ok' : 'degraded';
-  return { status, connected, ...(server ? { server } : {}), ...(store ? { store } : {}) };
+    connected && storeOk && conditionOk && (server === undefined || server.state === 'running')
+      ? 'ok'
+      : 'degraded';
+  return {
+    status,
+    connected,
+    ...(server ? { server } : {}),
+    ...(store ? { store } : {}),
+    ...(condition ?? {}),
+  };
 }

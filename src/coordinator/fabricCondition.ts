@@ -156,9 +156,13 @@ export class FabricCondition {
         this.unansweredSince = undefined;
         if (answer.refusal.storeFull) {
           if (!this.refusal)
-            this.options.log('error', 'the JetStream store is full: new tasks are refused until it has room', {
-              detail: answer.refusal.description,
-            });
+            this.options.log(
+              'error',
+              'the JetStream store is full: new tasks are refused until it has room',
+              {
+                detail: answer.refusal.description,
+              },
+            );
           this.refusal = { at: this.now(), detail: answer.refusal.description };
         }
         return;
@@ -192,7 +196,10 @@ export class FabricCondition {
     const timer = setTimeout(() => {
       if (this.unresponsiveSince !== undefined) return;
       this.unresponsiveSince = started;
-      this.options.log('error', `the NATS server does not answer (no reply to a ping within ${PROBE_TIMEOUT_MS} ms): frozen or overloaded`);
+      this.options.log(
+        'error',
+        `the NATS server does not answer (no reply to a ping within ${PROBE_TIMEOUT_MS} ms): frozen or overloaded`,
+      );
     }, PROBE_TIMEOUT_MS);
     timer.unref();
     this.options.nc

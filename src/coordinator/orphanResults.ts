@@ -72,9 +72,13 @@ async function recordFinal(
     giveUpMs: UNTIL_CLOSED,
   });
   if (outcome !== 'stored')
-    deps.log('error', `the ending of task ${p.task_id} was not recorded (${outcome}); its result stays stored`, {
-      task_id: p.task_id,
-    });
+    deps.log(
+      'error',
+      `the ending of task ${p.task_id} was not recorded (${outcome}); its result stays stored`,
+      {
+        task_id: p.task_id,
+      },
+    );
   return outcome;
 }
 

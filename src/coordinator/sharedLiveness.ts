@@ -57,8 +57,10 @@ export interface SharedLivenessOptions {
 }
 
 export class SharedLiveness {
-  /** Agents marked offline here for silence, with when. */
-  private readonly silent = new Map<string, number>();
+  /** Agents marked offline here for silence, with when and their tags. */
+  private readonly silent = new Map<string, { at: number; tags: readonly string[] }>();
+  /** The same agents by tag: an unknown-model refusal looks at its tag's only. */
+  private readonly silentByTag = new Map<string, Set<string>>();
   private readonly reads = new Map<string, { at: number; entry: Promise<RegisteredAgent | null> }>();
   private readonly now: () => number;
   private refreshing: Promise<void> | undefined;
@@ -73,11 +75,11 @@ export class SharedLiveness {
     this.unsubscribe = this.options.registry.onChange((change) => {
       const id = change.agent.record.agent_id;
       if (change.kind === 'offline') {
-        if (change.reason !== 'heartbeat_missed') this.silent.delete(id);
-        else this.markSilent(id);
+        if (change.reason !== 'heartbeat_missed') this.forgetSilent(id);
+        else this.markSilent(id, change.agent.record.capability_tags ?? []);
         return;
       }
-      const wasSilent = this.silent.delete(id);
+      const wasSilent = this.forgetSilent(id);
       // Heard again after this coordinator had given it up: it (or this coordinator) was cut off,
       // and so perhaps were the others marked silent at the same time.
       if (wasSilent && change.kind === 'online' && !change.fromShared) this.refresh(new Set([id]));
@@ -87,6 +89,7 @@ export class SharedLiveness {
   close(): void {
     this.unsubscribe?.();
     this.silent.clear();
+    this.silentByTag.clear();
     this.reads.clear();
   }
 
@@ -109,14 +112,10 @@ export class SharedLiveness {
   async confirmTag(tag: string): Promise<boolean> {
     const { registry } = this.options;
     if (registry.servesTag(tag)) return true;
-    const candidates = [...this.silent.entries()]
-      .filter(([id]) => {
-        const agent = registry.get(id);
-        return agent?.status === 'offline' && agent.record.capability_tags?.includes(tag) === true;
-      })
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, MAX_READS_PER_TAG)
-      .map(([id]) => id);
+    const candidates = [...(this.silentByTag.get(tag) ?? [])]
+      .filter((id) => registry.get(id)?.status === 'offline')
+      .sort((x, y) => (this.silent.get(y)?.at ?? 0) - (this.silent.get(x)?.at ?? 0))
+      .slice(0, MAX_READS_PER_TAG);
     if (candidates.length === 0) return false;
     await Promise.all(candidates.map((id) => this.reviveIfShared(id, this.heartbeatMs(id))));
     return registry.servesTag(tag);
@@ -164,7 +163,7 @@ export class SharedLiveness {
   private async refreshOnce(returned: ReadonlySet<string> | 'all'): Promise<void> {
     const ids = [...this.silent.entries()]
       .filter(([id]) => this.options.registry.get(id)?.status === 'offline')
-      .sort((a, b) => b[1] - a[1])
+      .sort((x, y) => y[1].at - x[1].at)
       .slice(0, MAX_READS_PER_REFRESH)
       .map(([id]) => id);
     const revived = new Set(returned === 'all' ? [] : returned);
@@ -208,13 +207,31 @@ export class SharedLiveness {
     return entry;
   }
 
-  private markSilent(agentId: string): void {
-    this.silent.delete(agentId);
-    this.silent.set(agentId, this.now());
+  private markSilent(agentId: string, tags: readonly string[]): void {
+    this.forgetSilent(agentId);
+    this.silent.set(agentId, { at: this.now(), tags });
+    for (const tag of tags) {
+      let ids = this.silentByTag.get(tag);
+      if (!ids) this.silentByTag.set(tag, (ids = new Set()));
+      ids.add(agentId);
+    }
     if (this.silent.size > MAX_SILENT) {
       const oldest = this.silent.keys().next().value;
-      if (oldest !== undefined) this.silent.delete(oldest);
+      if (oldest !== undefined) this.forgetSilent(oldest);
     }
+  }
+
+  /** True when the agent was marked silent (and is not any more). */
+  private forgetSilent(agentId: string): boolean {
+    const entry = this.silent.get(agentId);
+    if (!entry) return false;
+    this.silent.delete(agentId);
+    for (const tag of entry.tags) {
+      const ids = this.silentByTag.get(tag);
+      ids?.delete(agentId);
+      if (ids?.size === 0) this.silentByTag.delete(tag);
+    }
+    return true;
   }
 
   /** One heartbeat period of the agent: how long a revival without a sign of life lasts. */

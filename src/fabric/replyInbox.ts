@@ -20,9 +20,7 @@ export function inboxPrefixOf(nc: NatsConnection): string {
 
 /** How one publish into a stream went: stored, refused with JetStream's reason, or no answer in time. */
 export type StreamAnswer =
-  | { kind: 'stored' }
-  | { kind: 'refused'; refusal: StreamRefusal }
-  | { kind: 'unanswered' };
+  { kind: 'stored' } | { kind: 'refused'; refusal: StreamRefusal } | { kind: 'unanswered' };
 
 /** What a JetStream stream answered to a publish it stored. */
 export interface StreamAck {

@@ -72,6 +72,9 @@ export class ClearedEnvStdioTransport implements Transport {
 
   private child: ChildProcess | undefined;
   private readonly buffer: ReadBuffer;
+  /** Messages read but not yet handed to the client (see `deliver`). */
+  private readonly inbox: JSONRPCMessage[] = [];
+  private delivering = false;
   private closed = false;
 
   constructor(private readonly params: StdioServerParams) {
@@ -141,8 +144,27 @@ export class ClearedEnvStdioTransport implements Transport {
         continue;
       }
       if (message === null) break;
-      this.onmessage?.(message);
+      this.inbox.push(message);
     }
+    if (!this.delivering) this.deliver();
+  }
+
+  /**
+   * Hands the received messages to the client one per turn of the event loop. The SDK's protocol
+   * layer runs a notification's handler a microtask later but settles a response at once: given
+   * a request's progress notifications and its response in one read (a fast server), it would
+   * settle the request first and drop its progress as "unknown token".
+   */
+  private deliver(): void {
+    const message = this.inbox.shift();
+    if (message === undefined) {
+      this.delivering = false;
+      return;
+    }
+    this.delivering = true;
+    this.onmessage?.(message);
+    if (this.inbox.length === 0) this.delivering = false;
+    else setImmediate(() => this.deliver());
   }
 
   /** Writes one message as a JSON line, honouring back-pressure. */
@@ -174,6 +196,7 @@ export class ClearedEnvStdioTransport implements Transport {
     if (this.closed) return;
     this.closed = true;
     this.buffer.clear();
+    this.inbox.length = 0;
     this.onclose?.();
   }
 }

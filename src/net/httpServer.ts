@@ -25,12 +25,25 @@ export async function listen(server: Server, host: string, port: number): Promis
 }
 
 /**
+ * The first step of a graceful stop: no new connection is accepted and idle keep-alive connections
+ * are closed at once. A request that still arrives on a busy kept-alive connection is the caller's
+ * to refuse (with `Connection: close`); {@link closeServer} ends the rest.
+ */
+export function stopAccepting(server: Server): void {
+  if (server.listening) server.close();
+  server.closeIdleConnections();
+}
+
+/**
  * Closes a server. Idle keep-alive connections are ended at once (else close() waits for the
  * clients' keep-alive timeout); busy ones get 2 s to finish their response before being cut.
  */
 export function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => {
-    server.close(() => resolve());
+    // Stopped accepting already (stopAccepting): close() would fail; wait for the connections.
+    if (server.listening) server.close(() => resolve());
+    else
+      server.getConnections((_err, open) => (open > 0 ? server.once('close', () => resolve()) : resolve()));
     server.closeIdleConnections();
     setTimeout(() => server.closeAllConnections(), 2000).unref();
   });

@@ -281,7 +281,11 @@ export class MeshWorker {
    * claims nothing (it has no free slot to pull with) and its heartbeat says `draining`, so the
    * coordinator offers its tags' tasks elsewhere; it is `active` again once a slot comes back.
    */
-  private async holdStuckSlot(task: TaskInput, running: Promise<unknown>, release: () => void): Promise<void> {
+  private async holdStuckSlot(
+    task: TaskInput,
+    running: Promise<unknown>,
+    release: () => void,
+  ): Promise<void> {
     this.stuckSlots++;
     if (this.allSlotsStuck) {
       this.options.log?.(
@@ -297,9 +301,13 @@ export class MeshWorker {
       const wasAllStuck = this.allSlotsStuck;
       this.stuckSlots--;
       release();
-      this.options.log?.('info', `a handler stuck past its timeout ended (task ${task.taskId}); its slot is free`, {
-        task_id: task.taskId,
-      });
+      this.options.log?.(
+        'info',
+        `a handler stuck past its timeout ended (task ${task.taskId}); its slot is free`,
+        {
+          task_id: task.taskId,
+        },
+      );
       if (wasAllStuck) this.heartbeat();
     }
   }

@@ -49,10 +49,23 @@ import type {
   McpRequestContext,
 } from './handlerMcp.js';
 
+/**
+ * A session of a worker's `/mcp`. What it sets (a log level, subscriptions) holds for every caller
+ * of the session: through the coordinator's link, the coordinator sets them once for all of its
+ * callers.
+ */
+export interface McpSessionScope {
+  readonly id: string;
+  /** Called once, when the session ends. */
+  onClose(listener: () => void): void;
+}
+
 /** The caller of a request on a worker's `/mcp`, as a re-exported server needs to know it. */
 export interface McpCallerSession {
   /** Stable for the caller's session, distinct between callers. */
   readonly key: string;
+  /** The worker session the caller's requests come in. */
+  readonly session: McpSessionScope;
   /** What the caller declared at `initialize`. */
   readonly capabilities: ClientCapabilities;
   /** Sends the caller a notification (a log message, a resource update). */
@@ -141,11 +154,17 @@ interface CallerUpstream {
   closed: boolean;
 }
 
+/** What a worker session set for its callers' sessions with one server. */
+interface SessionSettings {
+  level?: LoggingLevel;
+  subscriptions: Set<string>;
+}
+
 /** The sessions callers hold with one re-exported server, and the hub's shared one. */
 class ServerSessions {
   private readonly own = new Map<string, CallerUpstream>();
-  /** Log levels callers set, given to the sessions they open later. */
-  private readonly levels = new Map<string, LoggingLevel>();
+  /** Per worker session: its log level and subscriptions, applied to its callers' own sessions. */
+  private readonly settings = new Map<McpSessionScope, SessionSettings>();
   /** Callers subscribed through the shared session, per server URI. */
   private readonly sharedSubscribers = new Map<string, Map<string, McpCallerSession>>();
   private sweep: NodeJS.Timeout | undefined;
@@ -161,6 +180,22 @@ class ServerSessions {
           .notify({ method: 'notifications/resources/updated', params: { uri: uriOf(server, n.params.uri) } })
           .catch(() => undefined);
     });
+  }
+
+  /** The settings of `session`, forgotten when it ends. */
+  private settingsOf(session: McpSessionScope): SessionSettings {
+    let found = this.settings.get(session);
+    if (!found) {
+      found = { subscriptions: new Set() };
+      this.settings.set(session, found);
+      session.onClose(() => this.settings.delete(session));
+    }
+    return found;
+  }
+
+  /** The callers' own sessions that belong to worker session `session`. */
+  private ownOf(session: McpSessionScope): CallerUpstream[] {
+    return [...this.own.values()].filter((u) => u.caller.session === session);
   }
 
   /** True when `caller` gets a session of its own with the server. */
@@ -203,10 +238,7 @@ class ServerSessions {
     upstream.client = this.open(upstream);
     upstream.client.catch(() => this.forget(upstream));
     this.own.set(caller.key, upstream);
-    caller.onClose(() => {
-      this.levels.delete(caller.key);
-      this.close(upstream);
-    });
+    caller.onClose(() => this.close(upstream));
     this.sweep ??= setInterval(() => this.expireIdle(), Math.min(60_000, CALLER_SESSION_IDLE_MS / 4));
     this.sweep.unref();
     return upstream;
@@ -262,9 +294,12 @@ class ServerSessions {
           .catch(() => undefined);
       });
     });
-    const level = this.levels.get(caller.key);
-    if (level && client.getServerCapabilities()?.logging)
-      await client.setLoggingLevel(level).catch(() => undefined);
+    // What the caller's worker session set holds for this session too.
+    const settings = this.settings.get(caller.session);
+    if (settings?.level && client.getServerCapabilities()?.logging)
+      await client.setLoggingLevel(settings.level).catch(() => undefined);
+    for (const uri of settings?.subscriptions ?? [])
+      await client.subscribeResource({ uri }).catch(() => undefined);
     if (upstream.closed) {
       void endSession(client);
       throw new Error('the caller left');
@@ -294,30 +329,59 @@ class ServerSessions {
     void upstream.client.then(endSession, () => undefined);
   }
 
-  /** Subscribes the caller (its own session, or the shared one with a note of who asked). */
+  /**
+   * Subscribes the caller's worker session to `uri`: at each of its callers' own sessions (the
+   * caller's opened if need be, and those opened later), or at the shared session with a note of
+   * who asked.
+   */
   async subscribe(uri: string, ctx: CallerContext): Promise<void> {
-    await this.use(ctx, (c) => c.subscribeResource({ uri }));
-    if (ctx.caller && !this.ownsSession(ctx.caller)) {
-      let callers = this.sharedSubscribers.get(uri);
-      if (!callers) this.sharedSubscribers.set(uri, (callers = new Map()));
-      callers.set(ctx.caller.key, ctx.caller);
+    const caller = ctx.caller;
+    if (!caller || !this.ownsSession(caller)) {
+      await this.use(ctx, (c) => c.subscribeResource({ uri }));
+      if (caller) {
+        let callers = this.sharedSubscribers.get(uri);
+        if (!callers) this.sharedSubscribers.set(uri, (callers = new Map()));
+        callers.set(caller.key, caller);
+      }
+      return;
     }
+    this.settingsOf(caller.session).subscriptions.add(uri);
+    await this.use(ctx, (c) => c.subscribeResource({ uri }));
+    await Promise.allSettled(
+      this.ownOf(caller.session)
+        .filter((u) => u.caller !== caller)
+        .map(async (u) => (await u.client).subscribeResource({ uri })),
+    );
   }
 
   async unsubscribe(uri: string, ctx: CallerContext): Promise<void> {
-    if (ctx.caller && !this.ownsSession(ctx.caller)) {
-      const callers = this.sharedSubscribers.get(uri);
-      callers?.delete(ctx.caller.key);
+    const caller = ctx.caller;
+    if (!caller || !this.ownsSession(caller)) {
+      const callers = caller ? this.sharedSubscribers.get(uri) : undefined;
+      callers?.delete(caller!.key);
       // Others still subscribed through the shared session keep its subscription.
       if (callers && callers.size > 0) return;
       this.sharedSubscribers.delete(uri);
+      await this.use(ctx, (c) => c.unsubscribeResource({ uri }));
+      return;
     }
-    await this.use(ctx, (c) => c.unsubscribeResource({ uri }));
+    this.settings.get(caller.session)?.subscriptions.delete(uri);
+    await Promise.allSettled(
+      this.ownOf(caller.session).map(async (u) => (await u.client).unsubscribeResource({ uri })),
+    );
   }
 
+  /** Sets the log level of the caller's worker session: at each of its callers' own sessions. */
   async setLevel(level: LoggingLevel, ctx: CallerContext): Promise<void> {
-    if (ctx.caller && this.ownsSession(ctx.caller)) this.levels.set(ctx.caller.key, level);
-    await this.use(ctx, (c) => c.setLoggingLevel(level));
+    const caller = ctx.caller;
+    if (!caller || !this.ownsSession(caller)) {
+      await this.use(ctx, (c) => c.setLoggingLevel(level));
+      return;
+    }
+    this.settingsOf(caller.session).level = level;
+    await Promise.allSettled(
+      this.ownOf(caller.session).map(async (u) => (await u.client).setLoggingLevel(level)),
+    );
   }
 }
 
@@ -372,16 +436,18 @@ async function serverSurface(hub: McpClientHub, server: string): Promise<Reexpor
         tools.push({
           definition: { ...t, name: `${server}${TOOL_NAMESPACE_SEPARATOR}${t.name}` },
           call: (args, ctx: CallerContext) =>
-            sessions.use(
-              ctx,
-              async (c) =>
-                (await c.callTool({ name: t.name, arguments: args }, undefined, {
-                  signal: ctx.signal,
-                  timeout,
-                  resetTimeoutOnProgress: true,
-                  onprogress: (p) => void ctx.progress(p.progress, p.total, p.message).catch(() => undefined),
-                })) as CallToolResult,
-            ),
+            sessions.use(ctx, async (c) => {
+              // The caller hears of all progress before the result.
+              const relayed: Array<Promise<void>> = [];
+              const result = (await c.callTool({ name: t.name, arguments: args }, undefined, {
+                signal: ctx.signal,
+                timeout,
+                resetTimeoutOnProgress: true,
+                onprogress: (p) => void relayed.push(ctx.progress(p.progress, p.total, p.message)),
+              })) as CallToolResult;
+              await Promise.allSettled(relayed);
+              return result;
+            }),
         });
     }
     if (caps.resources) {

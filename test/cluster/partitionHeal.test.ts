@@ -87,8 +87,22 @@ async function ask(url: string, via: 'A' | 'B', text: string, signal?: AbortSign
   return answer;
 }
 
-/** Every event of AMF_EVENTS, in stream order. */
+/**
+ * Every event of AMF_EVENTS, in stream order. Tried again for a while: on a cluster that has just
+ * been through a cut, the ordered consumer's first request may find no responder.
+ */
 async function readEvents(nc: NatsConnection, jsm: JetStreamManager): Promise<Record<string, unknown>[]> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await readEventsOnce(nc, jsm);
+    } catch (err) {
+      if (tries >= 20) throw err;
+      await delay(500);
+    }
+  }
+}
+
+async function readEventsOnce(nc: NatsConnection, jsm: JetStreamManager): Promise<Record<string, unknown>[]> {
   const total = (await jsm.streams.info(EVENTS_STREAM)).state.messages;
   const consumer = await jetstream(nc).consumers.get(EVENTS_STREAM);
   const events: Record<string, unknown>[] = [];

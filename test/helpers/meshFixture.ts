@@ -16,6 +16,7 @@ import { startCoordinatorHttp, type CoordinatorHttp } from '../../src/apps/coord
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
 import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
 import type { LogFn } from '../../src/log.js';
+import type { HandlerTimeouts } from '../../src/worker/handlerTimeout.js';
 
 export interface ObservedEvent {
   subject: string;
@@ -40,7 +41,12 @@ export interface TestMesh {
     name: string,
     tags: string[],
     handler: WorkerHandler,
-    extra?: { concurrency?: number; heartbeatSeconds?: number; log?: LogFn },
+    extra?: {
+      concurrency?: number;
+      heartbeatSeconds?: number;
+      log?: LogFn;
+      handlerTimeouts?: HandlerTimeouts;
+    },
   ): Promise<RunningWorker>;
   connect(role: NatsRole, name?: string): Promise<NatsConnection>;
   /** Resolves with the first observed event matching `predicate` (past or future), or rejects at the deadline. */
@@ -159,6 +165,7 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
         port: 0,
         heartbeatSeconds: extra.heartbeatSeconds ?? 1,
         ...(extra.concurrency !== undefined ? { concurrency: extra.concurrency } : {}),
+        ...(extra.handlerTimeouts ? { handlerTimeouts: extra.handlerTimeouts } : {}),
         ...(extra.log ? { log: extra.log } : {}),
       });
       workers.push(w);

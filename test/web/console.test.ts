@@ -274,6 +274,13 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
         .locator('rect.bar-bad')
         .count(),
     ).toBe(1);
+    // Per agent: the agent that failed it, red.
+    await page.getByLabel('Group rates by').selectOption('agent');
+    const byAgent = page.getByRole('table', { name: 'Rates per agent' });
+    expect(await byAgent.locator('tbody tr', { hasText: 'breaker' }).innerText()).toMatch(
+      /breaker\s+1\s+[\d.]+\/min\s+100% \(1\)/,
+    );
+    await page.getByLabel('Group rates by').selectOption('tag');
     const tree = detail.getByRole('list', { name: 'Delegation tree' });
     expect(await tree.locator('li').count()).toBe(2);
     expect(await tree.innerText()).toMatch(/completed plan[\s\S]*completed echo/);
@@ -427,6 +434,11 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     expect(
       await notices.locator('tbody tr:not(.grouped)', { hasText: 'mcp_call_unauthenticated' }).count(),
     ).toBe(0);
+    // Without SPIFFE every admitted agent's watcher summary is unsigned: one line for all of them.
+    const unsigned = notices.locator('tbody tr.grouped', { hasText: 'admitted without SPIFFE' });
+    expect(await unsigned.innerText()).toMatch(
+      /×\d+\s+\d+ agents admitted without SPIFFE[\s\S]*echoer[\s\S]*Show \d+/,
+    );
     await page.getByLabel('Search decisions').fill('foreign_trust');
     await expect.poll(() => page.locator('#view-policy tbody tr', { hasText: 'echoer' }).count()).toBe(0);
     expect(await admissions.locator('tbody tr').allInnerTexts()).toEqual([

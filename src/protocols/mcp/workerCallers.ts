@@ -16,7 +16,7 @@ import {
   type Result,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { McpCallerSession } from '../../worker/reexportMcp.js';
+import type { McpCallerSession, McpSessionScope } from '../../worker/reexportMcp.js';
 
 /**
  * The `_meta` key under which the coordinator names the caller behind a request it forwards on its
@@ -35,6 +35,7 @@ class Caller implements McpCallerSession {
 
   constructor(
     readonly key: string,
+    readonly session: McpSessionScope,
     readonly capabilities: ClientCapabilities,
     private readonly server: Server,
   ) {}
@@ -69,15 +70,24 @@ class Caller implements McpCallerSession {
   }
 }
 
-/** The callers of one worker session (one SDK server). */
-export class WorkerCallers {
+/** The callers of one worker session (one SDK server); the session's scope for them. */
+export class WorkerCallers implements McpSessionScope {
   private readonly callers = new Map<string, Caller>();
+  private readonly listeners: Array<() => void> = [];
+  private ended = false;
+  id = '';
 
   constructor(private readonly server: Server) {}
 
+  onClose(listener: () => void): void {
+    if (this.ended) listener();
+    else this.listeners.push(listener);
+  }
+
   /** The caller of a request of session `sessionId` whose params carry `meta`. */
   of(sessionId: string | undefined, meta: Record<string, unknown> | undefined): McpCallerSession | undefined {
-    if (sessionId === undefined) return undefined;
+    if (sessionId === undefined || this.ended) return undefined;
+    this.id = sessionId;
     const named = meta?.[CALLER_META_KEY];
     const key =
       typeof named === 'string' && named !== ''
@@ -88,7 +98,7 @@ export class WorkerCallers {
       // Most recently seen last: the first in the map is the one to forget.
       this.callers.delete(key);
     } else {
-      caller = new Caller(key, this.server.getClientCapabilities() ?? {}, this.server);
+      caller = new Caller(key, this, this.server.getClientCapabilities() ?? {}, this.server);
       if (this.callers.size >= MAX_CALLERS_PER_SESSION) {
         const [oldestKey, oldest] = this.callers.entries().next().value!;
         this.callers.delete(oldestKey);
@@ -101,7 +111,10 @@ export class WorkerCallers {
 
   /** The session ended: so did its callers. */
   close(): void {
+    if (this.ended) return;
+    this.ended = true;
     for (const caller of this.callers.values()) caller.end();
     this.callers.clear();
+    for (const listener of this.listeners.splice(0)) listener();
   }
 }

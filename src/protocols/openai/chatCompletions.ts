@@ -28,6 +28,12 @@ export interface OpenAiOptions {
    */
   confirmTag?: (tag: string) => Promise<boolean>;
   /**
+   * Why a model nobody serves is refused for another reason than its absence, if so: while the
+   * fabric is unreachable or frozen no agent looks live (503), while its store is full nothing new
+   * is taken (507) (coordinator/fabricCondition.ts).
+   */
+  refuseUnserved?: () => AmfError | undefined;
+  /**
    * Aborted when the edge is stopping: a request still waiting is answered at once, a stream with
    * an error chunk and `[DONE]` (stopped as OpenAI ends a stream that failed), not cut off.
    */
@@ -171,6 +177,8 @@ async function parseServedRequest(body: unknown, opts: OpenAiOptions): Promise<P
     const tag =
       typeof model === 'string' && model.startsWith(MODEL_PREFIX) ? model.slice(MODEL_PREFIX.length) : '';
     const unserved = err instanceof AmfError && err.code === 'NO_AGENT_FOR_TAG' && isCapabilityTag(tag);
+    const refusal = unserved ? opts.refuseUnserved?.() : undefined;
+    if (refusal) throw refusal;
     if (!unserved || !opts.confirmTag || !(await opts.confirmTag(tag).catch(() => false))) throw err;
     return parseChatRequest(body, opts.registry);
   }

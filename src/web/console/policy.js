@@ -7,13 +7,20 @@ import { isSecurityNotice, reasonText } from './events.js';
 const matches = (q, ...values) => !q || values.some((v) => String(v ?? '').toLowerCase().includes(q));
 
 /** From this many rows of one kind, the rows fold into one line with a count (a click unfolds them). */
-export const GROUP_AT = 3;
+export const GROUP_AT = 2;
 
 /** What a group of warnings of one reason says, for the reasons a default setup repeats. */
 const GROUP_TITLES = {
+  watcher_output_unverified: (n) => `${n} agents admitted without SPIFFE (their watcher summaries are unsigned)`,
   mcp_call_unauthenticated: (n) => `${n} MCP calls forwarded over plain http without authenticating the agent`,
   no_agent_for_tag: (n) => `${n} requests for a tag no agent serves`,
 };
+
+/** The distinct short names of agents, the first 12 and a count of the rest. */
+function names(ids) {
+  const all = [...new Set(ids.map(agentName))];
+  return all.length > 12 ? `${all.slice(0, 12).join(', ')} and ${all.length - 12} more` : all.join(', ');
+}
 
 /**
  * Splits rows into groups by key, in order of their newest row: a group of GROUP_AT or more (and not
@@ -74,8 +81,8 @@ export const policyView = {
       const summary = h('tr', { class: 'grouped' },
         h('td', {}, clock(members[0].time ?? members[0].e?.time)),
         h('td', {}, h('span', { class: 'count' }, `×${members.length}`)),
-        h('td', { colspan: String(columns - (detail ? 4 : 3)), class: 'wrap' }, h('strong', {}, title(members))),
-        detail ? detail(members) : null,
+        h('td', { colspan: String(columns - 3), class: 'wrap' }, h('strong', {}, title(members)),
+          detail ? [h('br'), h('span', { class: 'muted' }, detail(members))] : null),
         h('td', {}, toggle));
       return open ? [summary, ...members.map(one)] : [summary];
     });
@@ -102,9 +109,9 @@ export const policyView = {
       // Admitted agents with the same verdict (a default setup admits every agent the same way) fold.
       const rows = this.folded('adm', decisions.filter((d) => matches(q, d.agent_id, d.decision, d.reasons.join(' '), d.risk_reason, d.stage, d.message)),
         (d) => (d.decision === 'admitted' ? `${d.risk_reason ?? ''}|${d.reasons.join(',')}` : undefined),
-        (ds) => `${ds.length} agents admitted${ds[0].risk_reason ? `: ${ds[0].risk_reason}` : ''}`, one, 6,
-        (ds) => h('td', { class: 'wrap' }, ds.map((d) => agentName(d.agent_id)).join(', ')));
-      fill(this.admissions, rows.length ? table(['Time', 'Decision', 'Agent', 'Risk', 'Reasons', 'Detail'], rows) : empty(q ? 'No admission decision matches.' : 'No admission decisions kept.'));
+        (ds) => `${ds.length} agents admitted${ds[0].risk_reason ? `, ${String(ds[0].risk_reason).replace(/_/g, ' ')}` : ''}`, one, 6,
+        (ds) => names(ds.map((d) => d.agent_id)));
+      fill(this.admissions, rows.length ? table(['Time', 'Decision', 'Agent', 'Risk', 'Reasons', { label: 'Detail', class: 'hide-sm' }], rows) : empty(q ? 'No admission decision matches.' : 'No admission decisions kept.'));
     }
     if (records instanceof Error) fill(this.audit, errorBox(records));
     else {
@@ -116,7 +123,7 @@ export const policyView = {
       const rows = this.folded('mcp', records.filter((r) => matches(q, r.tool, r.wire_name, r.decision, r.outcome, r.caller, r.reasons.join(' '), r.agent_id)),
         (r) => (r.decision === 'allow' && r.outcome === 'ok' ? `${r.wire_name ?? r.tool}|${r.caller}` : undefined),
         (rs) => `${rs.length} allowed calls of ${rs[0].tool ?? rs[0].wire_name} by ${rs[0].caller}`, one, 7);
-      fill(this.audit, rows.length ? table(['Time', 'Decision', 'Outcome', 'Tool', 'Caller', 'Took', 'Reasons'], rows) : empty(q ? 'No MCP call matches.' : 'No MCP calls yet (try the Tools view).'));
+      fill(this.audit, rows.length ? table(['Time', 'Decision', 'Outcome', 'Tool', { label: 'Caller', class: 'hide-sm' }, 'Took', 'Reasons'], rows) : empty(q ? 'No MCP call matches.' : 'No MCP calls yet (try the Tools view).'));
     }
     const oneNotice = ({ e, p }) => h('tr', { class: e.type === 'amf.policy.deny' || isSecurityNotice(e) ? 'failed' : '' },
         h('td', {}, clock(e.time)), h('td', {}, badge(e.type === 'amf.policy.deny' || isSecurityNotice(e) ? 'deny' : 'warn', e.type.slice(11))),
@@ -132,7 +139,7 @@ export const policyView = {
       .slice(0, 2000),
       ({ e, p }) => (e.type === 'amf.policy.warning' && !isSecurityNotice(e) && !p.task_id && p.reason ? p.reason : undefined),
       (ns) => GROUP_TITLES[ns[0].p.reason]?.(ns.length) ?? `${ns.length} warnings: ${reasonText(ns[0].p.reason)}`, oneNotice, 5,
-      (ns) => h('td', { class: 'wrap' }, `latest: ${ns[0].p.message ?? ''}`)).slice(0, 300);
+      (ns) => (ns.every((n) => n.p.agent_id) ? names(ns.map((n) => n.p.agent_id)) : `latest: ${ns[0].p.message ?? ''}`)).slice(0, 300);
     fill(this.notices, notices.length ? table(['Time', 'Kind', 'Reason', 'Message', 'About'], notices) : empty('No policy notices in the history.'));
   },
 };

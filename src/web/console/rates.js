@@ -1,7 +1,7 @@
-// Rates and error rates per tag over time, from the tasks the console knows (task list and history):
-// one row per tag with its totals and a small inline SVG bar chart, one bar per time bucket, the
+// Rates and error rates per tag (or per agent) over time, from the tasks the console knows (task
+// list and history): one row per tag with its totals and a small inline SVG bar chart, one bar per time bucket, the
 // failed share of each bar in red. No chart library: a few rects built with the DOM.
-import { h, duration } from './dom.js';
+import { h, duration, agentName } from './dom.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const BUCKETS = 24;
@@ -16,12 +16,18 @@ function svg(tag, attrs, ...children) {
   return el;
 }
 
+/** What the rates are grouped by: a task's tag, or the agent that claimed it. */
+export const RATE_KEYS = {
+  tag: (t) => t.tag,
+  agent: (t) => agentName(t.claimedBy),
+};
+
 /**
- * Per tag, the tasks created in each of BUCKETS equal slices of the span the tasks cover (at least a
+ * Per tag (or per `keyOf`), the tasks created in each of BUCKETS equal slices of the span the tasks cover (at least a
  * minute), split into failed and the rest.
  */
-export function ratesByTag(tasks) {
-  const timed = tasks.filter((t) => t.tag && !Number.isNaN(Date.parse(t.created)));
+export function ratesByTag(tasks, keyOf = RATE_KEYS.tag) {
+  const timed = tasks.filter((t) => keyOf(t) && !Number.isNaN(Date.parse(t.created)));
   if (timed.length === 0) return { span: 0, from: 0, tags: [] };
   const times = timed.map((t) => Date.parse(t.created));
   const to = Math.max(...times);
@@ -30,8 +36,9 @@ export function ratesByTag(tasks) {
   const width = span / BUCKETS;
   const tags = new Map();
   for (const t of timed) {
-    let row = tags.get(t.tag);
-    if (!row) tags.set(t.tag, (row = { tag: t.tag, total: 0, failed: 0, buckets: Array.from({ length: BUCKETS }, () => ({ ok: 0, failed: 0 })) }));
+    const key = keyOf(t);
+    let row = tags.get(key);
+    if (!row) tags.set(key, (row = { tag: key, total: 0, failed: 0, buckets: Array.from({ length: BUCKETS }, () => ({ ok: 0, failed: 0 })) }));
     const i = Math.min(BUCKETS - 1, Math.floor((Date.parse(t.created) - from) / (width || 1)));
     const failed = FAILED.has(t.state);
     row.total += 1;
@@ -57,19 +64,19 @@ function chart(row, span) {
     svg('line', { class: 'axis', x1: 0, y1: HEIGHT - 0.5, x2: WIDTH, y2: HEIGHT - 0.5 }), ...rects);
 }
 
-/** The rates panel: a table of tags with their rate, error rate and chart. */
-export function rateChart(tasks) {
-  const { span, tags } = ratesByTag(tasks);
+/** The rates panel: a table of tags (or agents) with their rate, error rate and chart. */
+export function rateChart(tasks, by = 'tag') {
+  const { span, tags } = ratesByTag(tasks, RATE_KEYS[by] ?? RATE_KEYS.tag);
   if (tags.length === 0) return h('p', { class: 'muted' }, 'No tasks to chart yet.');
   const minutes = span / 60_000;
   const rows = tags.map((r) => h('tr', { class: r.failed ? 'has-errors' : '' },
-    h('td', {}, h('span', { class: 'tag' }, r.tag)),
+    h('td', {}, by === 'agent' ? r.tag : h('span', { class: 'tag' }, r.tag)),
     h('td', { class: 'num' }, String(r.total)),
     h('td', { class: 'num' }, `${(r.total / minutes).toFixed(r.total / minutes < 10 ? 2 : 1)}/min`),
     h('td', { class: `num ${r.failed ? 'reason' : ''}` }, `${Math.round((r.failed / r.total) * 100)}% (${r.failed})`),
     h('td', {}, chart(r, span))));
-  return h('div', { class: 'panel' }, h('table', { 'aria-label': 'Rates per tag' },
-    h('caption', { class: 'muted' }, `Tasks created per tag over the last ${duration(span)} (${BUCKETS} slices; failed in red)`),
-    h('thead', {}, h('tr', {}, ['Tag', 'Tasks', 'Rate', 'Errors', 'Over time'].map((x) => h('th', { scope: 'col' }, x)))),
+  return h('div', { class: 'panel' }, h('table', { 'aria-label': `Rates per ${by}` },
+    h('caption', { class: 'muted' }, `Tasks created per ${by} over the last ${duration(span)} (${BUCKETS} slices; failed in red)`),
+    h('thead', {}, h('tr', {}, [by === 'agent' ? 'Agent' : 'Tag', 'Tasks', 'Rate', 'Errors', 'Over time'].map((x) => h('th', { scope: 'col' }, x)))),
     h('tbody', {}, rows)));
 }

@@ -198,6 +198,8 @@ export const tasksView = {
     this.list = h('div', { class: 'panel', id: 'task-list' });
     this.detail = h('div');
     this.notice = h('div');
+    this.ratesBy = h('select', { 'aria-label': 'Group rates by' }, h('option', { value: 'tag' }, 'per tag'), h('option', { value: 'agent' }, 'per agent'));
+    this.ratesBy.addEventListener('input', () => this.renderList());
     for (const f of Object.values(this.filters)) f.addEventListener('input', () => this.renderList());
     fill(section, h('h2', { id: 'h-tasks' }, 'Tasks'), this.detail,
       h('div', { class: 'toolbar', role: 'group', 'aria-label': 'Task filters' }, ...Object.values(this.filters), h('span', { class: 'grow' }), this.count),
@@ -263,7 +265,7 @@ export const tasksView = {
         h('td', { class: 'hide-sm' }, shortId(t.trace)),
         h('td', { class: 'hide-sm' }, clock(t.created))));
     fill(this.list, table(['State', 'Task', 'Tag', { label: 'Claimed by', class: 'hide-sm' }, { label: 'Attempts', class: 'hide-sm' }, 'Result or reason', { label: 'Took', class: 'hide-sm' }, { label: 'Trace', class: 'hide-sm' }, { label: 'Created', class: 'hide-sm' }], rows));
-    fill(this.rates, h('h3', { id: 'h-rates' }, 'Rates and errors per tag'), rateChart(all));
+    fill(this.rates, h('div', { class: 'toolbar rates-head' }, h('h3', { id: 'h-rates', class: 'flush' }, 'Rates and errors'), this.ratesBy), rateChart(all, this.ratesBy.value));
   },
   async renderDetail() {
     const id = this.param;
