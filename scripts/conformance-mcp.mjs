@@ -49,7 +49,9 @@ export function runSuite(url, scenario) {
               failed: Number(m[3]),
               warnings: Number(m[4] ?? 0),
             });
-          const single = scenario ? /Passed: (\d+)\/\d+, (\d+) failed(?:, (\d+) warnings)?/.exec(output) : null;
+          const single = scenario
+            ? /Passed: (\d+)\/\d+, (\d+) failed(?:, (\d+) warnings)?/.exec(output)
+            : null;
           if (single)
             results.push({
               scenario,

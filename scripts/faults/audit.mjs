@@ -142,10 +142,17 @@ export function auditRecords(records, events, markerRe, runs) {
   const double = [];
   const wrong = [];
   const ranTwice = [];
+  const sweptTasks = new Set(
+    events
+      .filter((e) => isTerminal(e) && e.payload.reason === 'coordinator_lost' && e.taskId)
+      .map((e) => e.taskId),
+  );
   for (const r of records) {
     const marker = r.text.match(markerRe)?.[0];
     if (r.ok && r.content !== `done: ${r.text}`)
       wrong.push({ marker, why: `answered ${JSON.stringify(r.content)?.slice(0, 80)}` });
+    // A streamed answer pieced from two executions' chunks: an answer no execution produced.
+    if (r.spliced) wrong.push({ marker, why: 'streamed chunks of two executions' });
     const taskId = r.taskId ?? (marker ? taskOfMarker.get(marker) : undefined);
     if (taskId === undefined) continue;
     accepted++;
@@ -161,6 +168,8 @@ export function auditRecords(records, events, markerRe, runs) {
       });
     const ran = runs?.get(taskId) ?? 0;
     if (ran > 1) ranTwice.push({ marker, taskId, runs: ran });
+    // Failed by the sweeper for good, yet run to its end by a worker: it was not withdrawn.
+    if (ran > 0 && sweptTasks.has(taskId)) wrong.push({ marker, taskId, why: 'ran after coordinator_lost' });
   }
   return { accepted, lost, double, wrong, ranTwice, terminalKinds: Object.fromEntries(terminalKinds) };
 }

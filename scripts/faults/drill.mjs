@@ -30,6 +30,9 @@ export const FULL = {
   stopMs: 65_000,
   natsShortMs: 5_000,
   natsLongMs: 40_000,
+  // Fault 13: how long the spawned nats-server is frozen (SIGSTOP); fault 17: how long the disk is full.
+  freezeMs: 30_000,
+  fullMs: 20_000,
   // Fault 12: how long coordinator B is cut off (the tester's 30 s in issue 28).
   partitionMs: 30_000,
   timeoutMs: 120_000,
@@ -47,6 +50,8 @@ export const QUICK = {
   stopMs: 20_000,
   natsLongMs: 15_000,
   partitionMs: 10_000,
+  freezeMs: 10_000,
+  fullMs: 8_000,
 };
 /** Everything must fit in 10 minutes; a fault that would not is reported as not run. */
 export const BUDGET_MS = 9.5 * 60_000;
@@ -56,9 +61,17 @@ function estimateMs(p, id) {
   const load = (p.requests * p.sleepMs) / p.concurrency;
   // Fault 11 waits out an orphaned task's deadline (about two minutes).
   const fault =
-    { 2: p.stopMs, 3: p.natsShortMs, 4: p.natsLongMs, 9: 2 * p.natsShortMs, 11: 130_000, 12: p.partitionMs }[
-      id
-    ] ?? 0;
+    {
+      2: p.stopMs,
+      3: p.natsShortMs,
+      4: p.natsLongMs,
+      9: 2 * p.natsShortMs,
+      11: 130_000,
+      12: p.partitionMs,
+      13: p.freezeMs,
+      16: 3 * (10_000 + 2 * p.sleepMs),
+      17: p.fullMs,
+    }[id] ?? 0;
   // Faults 9 and 12 also start a 3-node cluster and a second coordinator.
   const setup = id === 9 || id === 12 ? 30_000 : 15_000;
   return setup + Math.max(load, p.faultAtMs + fault) + 10_000;
@@ -71,8 +84,14 @@ function makeRun(root, id, mdns, log) {
   mkdirSync(logDir, { recursive: true });
   const procs = [];
   const pids = [];
+  const cleanups = [];
   return {
     mdns,
+    /** Runs `fn` once the fault is over and audited (e.g. unmounting what it mounted). */
+    onCleanup: (fn) => cleanups.push(fn),
+    async cleanup() {
+      for (const fn of cleanups.splice(0)) await fn();
+    },
     logDir,
     dir: (name) => {
       const d = join(dir, name);
@@ -109,14 +128,30 @@ function makeCtx(run, p) {
     p,
     waitForModel: (url, tag = TAG) => waitForModel(url, tag, 30_000),
     addWorkers: (mesh, n) => addWorkers(mesh, n),
-    async spawnedMesh({ workers, demo = false, port = 0, natsPort = 0, handler, taskTtlSeconds }) {
-      const dataDir = run.dir('mesh');
-      if (taskTtlSeconds !== undefined)
-        await writeFile(join(dataDir, 'amf.yaml'), `tasks:\n  ttl_seconds: ${taskTtlSeconds}\n`, {
-          mode: 0o600,
-        });
+    async spawnedMesh({
+      workers,
+      demo = false,
+      port = 0,
+      natsPort = 0,
+      handler,
+      taskTtlSeconds,
+      yaml = '',
+      workerEnv,
+      dataDir: givenDir,
+      runLog,
+    }) {
+      const dataDir = givenDir ?? run.dir('mesh');
+      const config = `${taskTtlSeconds !== undefined ? `tasks:\n  ttl_seconds: ${taskTtlSeconds}\n` : ''}${yaml}`;
+      if (config) await writeFile(join(dataDir, 'amf.yaml'), config, { mode: 0o600 });
       const coordinator = await startCoordinator(run, { dataDir, demo, port, natsPort });
-      const mesh = { dataDir, coordinator, workers: [], credentials: await meshCredentials(dataDir) };
+      const mesh = {
+        dataDir,
+        coordinator,
+        workers: [],
+        credentials: await meshCredentials(dataDir),
+        ...(workerEnv ? { workerEnv } : {}),
+        ...(runLog ? { runLog } : {}),
+      };
       await addWorkers(mesh, workers, handler);
       // The NATS URL is asked anew: a supervised nats-server may come back on another port.
       mesh.liveNatsUrl = async () => (await natsUrlOf(mesh.coordinator.url)) ?? mesh.coordinator.natsUrl;
@@ -133,9 +168,10 @@ function makeCtx(run, p) {
       return mesh;
     },
     /** Runs the load and, at faultAt, the fault; resolves when both are over. */
-    async loadWithFault(target, inject) {
+    async loadWithFault(target, inject, { stream = false } = {}) {
       const started = Date.now();
       const load = runLoad({
+        stream,
         target,
         tag: TAG,
         requests: p.requests,
@@ -180,6 +216,7 @@ function makeCtx(run, p) {
           sleepMs: p.sleepMs,
           handler,
           ...(mesh.runLog ? { runLog: mesh.runLog } : {}),
+          ...(mesh.workerEnv ? { env: mesh.workerEnv(k) } : {}),
           // On an external NATS (fault 4) no user can be granted per agent: workers connect as the
           // legacy specialist user and still sign every event (docs/security.md, "Joining").
           ...(mesh.nats && !mesh.joinThroughCallout
@@ -239,6 +276,7 @@ async function runFault(fault, p, root, mdns, log) {
     // The first line says what failed; the process's last output line (if any) says why.
     const lines = String(err.message).split('\n').filter(Boolean);
     const why = lines.length > 1 ? ` (last output: ${lines.at(-1).slice(0, 200)})` : '';
+    await run.cleanup();
     return { ...row, ran: true, error: lines[0] + why, logs: run.logDir };
   } finally {
     limit.abort();
@@ -249,6 +287,7 @@ async function runFault(fault, p, root, mdns, log) {
   const events = outcome.events ?? (await readEventsOffline(outcome.storeDir, outcome.credentials, run));
   const audit = auditRecords(outcome.records, events, run.markerRe, outcome.runs);
   await run.killAll();
+  await run.cleanup();
   return {
     ...row,
     ran: true,

@@ -3,7 +3,9 @@
  * load with the fault injected at `p.faultAtMs`, and returns what the audit needs: the client's
  * records, the recovery probe, where the JetStream store is, and notes on what it observed.
  */
-import { copyFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { copyFile, rm, writeFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { clusterNodeAndCoordinator, clusterPartition } from './cluster.mjs';
@@ -11,6 +13,7 @@ import { freePort, fromDist, startCoordinator, startExternalNats } from './mesh.
 import { processesMentioning } from './procs.mjs';
 
 const secs = (ms) => `${Math.round(ms / 100) / 10} s`;
+const execFileP = promisify(execFile);
 
 /** A mesh whose coordinator spawned its own nats-server. */
 async function workerFault(ctx, inject) {
@@ -126,7 +129,181 @@ export const FAULTS = [
       `partition: coordinator B cut off from the 3-node cluster ${secs(p.partitionMs)}, then healed`,
     run: clusterPartition,
   },
+  {
+    id: 13,
+    name: (p) => `SIGSTOP the spawned nats-server ${secs(p.freezeMs)}, then SIGCONT`,
+    run: natsFreeze,
+  },
+  { id: 14, name: 'SIGKILL 1 of 2 workers mid-stream (stream: true)', run: streamWorkerKill },
+  {
+    id: 15,
+    name: 'a handler that never settles (ignores its abort signal) on 1 of 2 workers',
+    run: stuckHandler,
+  },
+  { id: 16, name: '3 SIGTERM restarts of the coordinator under load', run: sigtermRestarts },
+  {
+    id: 17,
+    name: (p) => `the data disk fills ${secs(p.fullMs)}, then space returns`,
+    run: diskFull,
+    // A tmpfs of its own is mounted for the mesh's data dir: root only.
+    ...(process.getuid?.() === 0 ? {} : { skip: () => 'not run: mounting a tmpfs needs root' }),
+  },
 ];
+
+/** The spawned nats-server of `mesh`, found by its config path. */
+async function spawnedNatsPids(mesh) {
+  return (await processesMentioning(join(mesh.dataDir, 'nats', 'nats-server.conf'))).map((p) => p.pid);
+}
+
+/** What /health says (status and the fabric's problem), for the notes. */
+async function healthNote(url) {
+  try {
+    const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(3000) });
+    const body = await res.json();
+    return `/health ${res.status}${body.nats?.problem ? ` (${body.nats.problem})` : ''}`;
+  } catch (err) {
+    return `/health unreachable (${err.message})`;
+  }
+}
+
+/**
+ * The fabric frozen: a SIGSTOPped server keeps its connections open, so nothing but a ping notices.
+ * Requests meanwhile must be refused naming the fabric (503), not "no such model" (404).
+ */
+async function natsFreeze(ctx) {
+  return workerFault(ctx, async (mesh, notes) => {
+    const pids = await spawnedNatsPids(mesh);
+    for (const pid of pids) ctx.run.signalPid(pid, 'SIGSTOP');
+    await delay(Math.min(5_000, ctx.p.freezeMs / 2));
+    notes.push(`during: ${await healthNote(mesh.coordinator.url)}`);
+    await delay(ctx.p.freezeMs - Math.min(5_000, ctx.p.freezeMs / 2));
+    for (const pid of pids) ctx.run.signalPid(pid, 'SIGCONT');
+    notes.push(`nats-server pid ${pids.join(',')} stopped ${secs(ctx.p.freezeMs)}`);
+  });
+}
+
+/**
+ * A streaming answer's worker dies mid-stream: its client gets an error event and the end of the
+ * stream, never the retry's chunks spliced after the dead attempt's (the audit's `wrong`).
+ */
+async function streamWorkerKill(ctx) {
+  const mesh = await ctx.spawnedMesh({ workers: 2, workerEnv: () => ({ AMF_DRILL_STREAM: '1' }) });
+  const notes = [];
+  const records = await ctx.loadWithFault(
+    () => mesh.coordinator.url,
+    async () => {
+      await mesh.workers[0].kill();
+      notes.push('worker 1 SIGKILLed');
+    },
+    { stream: true },
+  );
+  const probe = await ctx.probe(() => mesh.coordinator.url);
+  await ctx.settle(() => mesh.liveNatsUrl(), mesh.credentials, records);
+  const cut = records.filter((r) => String(r.reason).startsWith('stream ')).length;
+  notes.push(`${cut} stream(s) ended with an error event`);
+  return { records, probe, storeDir: mesh.dataDir, credentials: mesh.credentials, notes };
+}
+
+/**
+ * From the fault on, worker 1's handler hangs on every task and ignores its abort signal. Its
+ * handler timeout (5 s; quick 2 s) ends each attempt and the task goes to worker 2; once all its
+ * slots are stuck, worker 1 claims nothing more. Nothing may be lost or expire for it.
+ */
+async function stuckHandler(ctx) {
+  const stuckFile = join(ctx.run.dir('flags'), 'stuck');
+  const timeoutSeconds = ctx.p.sleepMs < 1000 ? 2 : 5;
+  const mesh = await ctx.spawnedMesh({
+    workers: 2,
+    yaml: `worker:\n  handler_timeout_seconds: ${timeoutSeconds}\n  concurrency: 4\n`,
+    workerEnv: (k) => (k === 1 ? { AMF_DRILL_STUCK_FILE: stuckFile } : {}),
+  });
+  const notes = [];
+  const records = await ctx.loadWithFault(
+    () => mesh.coordinator.url,
+    async () => {
+      await writeFile(stuckFile, '');
+      notes.push(`worker 1's handler hangs from now on (handler timeout ${timeoutSeconds} s, 4 slots)`);
+    },
+  );
+  notes.push(`worker 1 ${await agentStatus(mesh.coordinator.url, mesh.workers[0].label)}`);
+  const probe = await ctx.probe(() => mesh.coordinator.url);
+  await ctx.settle(() => mesh.liveNatsUrl(), mesh.credentials, records);
+  return { records, probe, storeDir: mesh.dataDir, credentials: mesh.credentials, notes };
+}
+
+/** The models the coordinator lists after the load (worker 2 still serves the tag). */
+async function agentStatus(url, name) {
+  try {
+    const res = await fetch(`${url}/v1/models`, { signal: AbortSignal.timeout(3000) });
+    const body = await res.json();
+    return `(${name}) stuck; models listed after the load: ${body.data?.map((m) => m.id).join(', ') || 'none'}`;
+  } catch (err) {
+    return `(${name}) stuck; models unknown (${err.message})`;
+  }
+}
+
+/**
+ * SIGTERM the coordinator three times under load, restarting it on the same data dir and ports:
+ * once a stop has begun, nothing new is accepted (kept-alive connections included), so no task is
+ * announced and then cut (`requester_cancelled`).
+ */
+async function sigtermRestarts(ctx) {
+  const port = await freePort();
+  const natsPort = await freePort();
+  const mesh = await ctx.spawnedMesh({ workers: 2, port, natsPort });
+  const notes = [];
+  const url = `http://127.0.0.1:${port}`;
+  const records = await ctx.loadWithFault(
+    () => url,
+    async () => {
+      for (let n = 1; n <= 3; n++) {
+        const started = Date.now();
+        mesh.coordinator.proc.signal('SIGTERM');
+        await Promise.race([mesh.coordinator.proc.exited, delay(30_000)]);
+        const stopped = Date.now() - started;
+        mesh.coordinator = await startCoordinator(ctx.run, {
+          dataDir: mesh.dataDir,
+          label: `coordinator-${n + 1}`,
+          port,
+          natsPort,
+        });
+        notes.push(`stop ${n}: exited after ${secs(stopped)}, restarted`);
+        await ctx.waitForModel(url).catch(() => undefined);
+        await delay(ctx.p.sleepMs * 2);
+      }
+    },
+  );
+  const probe = await ctx.probe(() => url);
+  await ctx.settle(() => mesh.liveNatsUrl(), mesh.credentials, records);
+  return { records, probe, storeDir: mesh.dataDir, credentials: mesh.credentials, notes };
+}
+
+/**
+ * The data dir's disk (a tmpfs the drill mounts in its own mount namespace) fills up under load,
+ * stays full for a while, then space returns. New requests must be refused with 507 while full,
+ * nothing accepted may be lost, and the mesh must serve again by itself.
+ */
+async function diskFull(ctx) {
+  const dataDir = ctx.run.dir('disk');
+  await execFileP('mount', ['-t', 'tmpfs', '-o', 'size=256m', 'tmpfs', dataDir]);
+  ctx.run.onCleanup(() => execFileP('umount', ['-l', dataDir]).catch(() => undefined));
+  const mesh = await ctx.spawnedMesh({ workers: 2, dataDir: join(dataDir, 'mesh') });
+  const notes = [];
+  const filler = join(dataDir, 'filler');
+  const records = await ctx.loadWithFault(
+    () => mesh.coordinator.url,
+    async () => {
+      await execFileP('dd', ['if=/dev/zero', `of=${filler}`, 'bs=1M']).catch(() => undefined);
+      notes.push(`disk filled; ${await healthNote(mesh.coordinator.url)}`);
+      await delay(ctx.p.fullMs);
+      await rm(filler, { force: true });
+      notes.push(`space back after ${secs(ctx.p.fullMs)}`);
+    },
+  );
+  const probe = await ctx.probe(() => mesh.coordinator.url);
+  await ctx.settle(() => mesh.liveNatsUrl(), mesh.credentials, records);
+  return { records, probe, storeDir: mesh.dataDir, credentials: mesh.credentials, notes };
+}
 
 /**
  * Kills the coordinator process (as a crash would) and starts it again as a user would. With

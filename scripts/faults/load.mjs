@@ -5,8 +5,13 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 
-/** One request: what the client saw. `reason` is set for every request not answered 200. */
-export async function sendOne(url, tag, text, timeoutMs) {
+/**
+ * One request: what the client saw. `reason` is set for every request not answered 200. With
+ * `stream`, the answer is read as OpenAI's SSE chunks: the handler tags each chunk with its worker
+ * (handler.mjs), so `spliced` says the answer was pieced from two executions; an error event in the
+ * stream makes the request not ok (`stream <code>`).
+ */
+export async function sendOne(url, tag, text, timeoutMs, stream = false) {
   const started = Date.now();
   const record = {
     text,
@@ -21,13 +26,18 @@ export async function sendOne(url, tag, text, timeoutMs) {
     const res = await fetch(`${url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: `amf/${tag}`, messages: [{ role: 'user', content: text }] }),
+      body: JSON.stringify({
+        model: `amf/${tag}`,
+        messages: [{ role: 'user', content: text }],
+        ...(stream ? { stream: true } : {}),
+      }),
       signal: AbortSignal.timeout(timeoutMs),
     });
     record.status = res.status;
     record.taskId = res.headers.get('x-amf-task-id') ?? undefined;
     const body = await res.text();
-    if (res.status === 200) {
+    if (res.status === 200 && stream) Object.assign(record, readStream(body));
+    else if (res.status === 200) {
       record.ok = true;
       record.content = answerText(body);
     } else record.reason = `HTTP ${res.status} ${errorCode(body)}`;
@@ -36,6 +46,32 @@ export async function sendOne(url, tag, text, timeoutMs) {
   }
   record.ms = Date.now() - started;
   return record;
+}
+
+/** What a streamed answer held: its text without the workers' tags, whose chunks, and any error. */
+function readStream(body) {
+  const workers = new Set();
+  let content = '';
+  let error;
+  for (const frame of body.split('\n\n')) {
+    if (!frame.startsWith('data: ') || frame === 'data: [DONE]') continue;
+    let chunk;
+    try {
+      chunk = JSON.parse(frame.slice('data: '.length));
+    } catch {
+      continue;
+    }
+    if (chunk.error) error = String(chunk.error.code ?? chunk.error.type ?? 'error');
+    const delta = chunk.choices?.[0]?.delta?.content;
+    if (typeof delta !== 'string') continue;
+    content += delta.replace(/⟦([^⟧]*)⟧/g, (_m, w) => {
+      workers.add(w);
+      return '';
+    });
+  }
+  return error
+    ? { ok: false, reason: `stream ${error}`, content, spliced: workers.size > 1 }
+    : { ok: true, content, spliced: workers.size > 1 };
 }
 
 /** OpenAI error bodies say `{error: {code, type, message}}`; the code is what groups well. */
@@ -68,13 +104,13 @@ function networkReason(err) {
  * Runs the load. `target()` is read for every request, so a fault may move the client elsewhere;
  * `marker(i)` names request i. Resolves with one record per request, in request order.
  */
-export async function runLoad({ target, tag, requests, concurrency, timeoutMs, marker }) {
+export async function runLoad({ target, tag, requests, concurrency, timeoutMs, marker, stream = false }) {
   const records = new Array(requests);
   let next = 0;
   const lane = async () => {
     while (next < requests) {
       const i = next++;
-      records[i] = { i, ...(await sendOne(target(i), tag, `${marker(i)} please`, timeoutMs)) };
+      records[i] = { i, ...(await sendOne(target(i), tag, `${marker(i)} please`, timeoutMs, stream)) };
       // A refused connection returns at once; without a pause one lane would burn the whole load
       // in a few milliseconds of a coordinator restart instead of exercising it over time.
       if (!records[i].ok && records[i].ms < 50) await delay(100);

@@ -57,7 +57,7 @@ export async function startCoordinator(
  */
 export async function startWorker(
   run,
-  { name, coordinatorUrl, dataDir, sleepMs, specialistPass, handler = HANDLER, runLog },
+  { name, coordinatorUrl, dataDir, sleepMs, specialistPass, handler = HANDLER, runLog, env = {} },
 ) {
   const args = [
     AMF_BIN,
@@ -79,6 +79,8 @@ export async function startWorker(
       AMF_DRILL_SLEEP_MS: String(sleepMs),
       ...(runLog ? { AMF_DRILL_RUN_LOG: runLog } : {}),
       ...(specialistPass ? { AMF_SPECIALIST_PASS: specialistPass } : {}),
+      AMF_DRILL_WORKER: name,
+      ...env,
     },
     logFile: join(run.logDir, `${name}.log`),
   });

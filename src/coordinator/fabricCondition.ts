@@ -253,7 +253,9 @@ export class FabricCondition {
       return `the disk of the data dir (${this.options.dataDir ?? '?'}) has ${Math.round(this.diskFree / 1024)} KiB free: the JetStream store cannot write (free some space)`;
     if (this.refusal && this.now() - this.refusal.at < REFUSAL_COUNTS_MS)
       return `the JetStream store refuses writes: ${this.refusal.detail} (free some space, or raise nats.store_max_bytes)`;
-    const logged = this.options.serverStore?.();
+    // The server's own word counts where the disk cannot be watched (its line stays for a minute:
+    // on a watched disk, space that came back must not be refused that long).
+    const logged = this.diskFree === undefined ? this.options.serverStore?.() : undefined;
     if (logged?.state === 'full') return `nats-server reports its store full: ${logged.detail ?? ''}`.trim();
     // Silent with a full disk behind it (nats-server 2.9): a storage trouble too.
     if (this.silentFor() !== undefined && this.diskFree !== undefined && this.diskFree < LOW_DISK_BYTES * 4)

@@ -34,6 +34,11 @@ const READ_TIMEOUT_MS = 2_000;
 const READ_REUSE_MS = 1_000;
 /** At most this many silent agents of a tag are read for one unknown-model refusal. */
 const MAX_READS_PER_TAG = 8;
+/**
+ * Only agents given up this recently are read for an unknown-model refusal: a partition is short,
+ * and an agent silent for longer is gone for the shared registry too (its sweeper wrote it).
+ */
+const RECENT_SILENCE_MS = 10 * 60_000;
 /** At most this many silent agents are read after a reconnect (the most recently silent first). */
 const MAX_READS_PER_REFRESH = 256;
 /** Remembered silent agents (the registry's own bound on agents is larger; the oldest go first). */
@@ -112,10 +117,15 @@ export class SharedLiveness {
   async confirmTag(tag: string): Promise<boolean> {
     const { registry } = this.options;
     if (registry.servesTag(tag)) return true;
-    const candidates = [...(this.silentByTag.get(tag) ?? [])]
-      .filter((id) => registry.get(id)?.status === 'offline')
-      .sort((x, y) => (this.silent.get(y)?.at ?? 0) - (this.silent.get(x)?.at ?? 0))
-      .slice(0, MAX_READS_PER_TAG);
+    // Still cut off: nothing to read, and the refusal is true (no agent can be reached from here).
+    if (!this.options.connected()) return false;
+    // Most recently silent first (a set keeps insertion order, and a new silence re-inserts).
+    const candidates: string[] = [];
+    for (const id of [...(this.silentByTag.get(tag) ?? [])].reverse()) {
+      const at = this.silent.get(id)?.at ?? 0;
+      if (this.now() - at > RECENT_SILENCE_MS || candidates.length >= MAX_READS_PER_TAG) break;
+      if (registry.get(id)?.status === 'offline') candidates.push(id);
+    }
     if (candidates.length === 0) return false;
     await Promise.all(candidates.map((id) => this.reviveIfShared(id, this.heartbeatMs(id))));
     return registry.servesTag(tag);

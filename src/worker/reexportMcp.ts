@@ -64,7 +64,13 @@ export interface McpSessionScope {
 export interface McpCallerSession {
   /** Stable for the caller's session, distinct between callers. */
   readonly key: string;
-  /** The worker session the caller's requests come in. */
+  /**
+   * Named by the coordinator (`_meta["amf/caller"]`): the same caller may come back over another
+   * worker session (the coordinator's own connections to an agent end when idle), so what it holds
+   * at a re-exported server outlives the worker session it came in, until idle expiry.
+   */
+  readonly named: boolean;
+  /** The worker session the caller's requests come in (the latest one, for a named caller). */
   readonly session: McpSessionScope;
   /** What the caller declared at `initialize`. */
   readonly capabilities: ClientCapabilities;
@@ -226,7 +232,11 @@ class ServerSessions {
 
   private upstreamOf(caller: McpCallerSession): CallerUpstream {
     const existing = this.own.get(caller.key);
-    if (existing) return existing;
+    if (existing) {
+      // A named caller may come back over another worker session: answer it there.
+      existing.caller = caller;
+      return existing;
+    }
     if (this.own.size >= MAX_CALLER_SESSIONS) this.evictIdle();
     // `client` is set right below: opening needs the record (its calls in flight, whether it closed).
     const upstream = {
@@ -238,7 +248,8 @@ class ServerSessions {
     upstream.client = this.open(upstream);
     upstream.client.catch(() => this.forget(upstream));
     this.own.set(caller.key, upstream);
-    caller.onClose(() => this.close(upstream));
+    // A named caller outlives the worker session it came in (idle expiry ends its session here).
+    if (!caller.named) caller.onClose(() => this.close(upstream));
     this.sweep ??= setInterval(() => this.expireIdle(), Math.min(60_000, CALLER_SESSION_IDLE_MS / 4));
     this.sweep.unref();
     return upstream;
@@ -263,9 +274,13 @@ class ServerSessions {
   }
 
   private async open(upstream: CallerUpstream): Promise<Client> {
-    const { caller } = upstream;
-    const capabilities = relayed(caller.capabilities);
+    const capabilities = relayed(upstream.caller.capabilities);
     const current = () => upstream.inflight.at(-1);
+    // Read at each use: a named caller may have moved to another worker session since.
+    const caller = {
+      ask: (request: ServerRequest, signal: AbortSignal) => upstream.caller.ask(request, signal),
+      notify: (notification: ServerNotification) => upstream.caller.notify(notification),
+    };
     const client = await this.hub.openSession(this.server, capabilities, (c) => {
       // Asked of the caller: on the stream of its call in flight when there is one.
       if (capabilities.sampling)
@@ -284,7 +299,9 @@ class ServerSessions {
         c.setRequestHandler(ListRootsRequestSchema, (request, extra) =>
           caller.ask(request, extra.signal).then((r) => r as { roots: [] }),
         );
-      c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => this.relayLog(caller, n.params));
+      c.setNotificationHandler(LoggingMessageNotificationSchema, (n) =>
+        this.relayLog(upstream.caller, n.params),
+      );
       c.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
         void caller
           .notify({
@@ -295,7 +312,7 @@ class ServerSessions {
       });
     });
     // What the caller's worker session set holds for this session too.
-    const settings = this.settings.get(caller.session);
+    const settings = this.settings.get(upstream.caller.session);
     if (settings?.level && client.getServerCapabilities()?.logging)
       await client.setLoggingLevel(settings.level).catch(() => undefined);
     for (const uri of settings?.subscriptions ?? [])

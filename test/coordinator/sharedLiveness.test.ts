@@ -127,7 +127,11 @@ describe('the shared registry asked by a coordinator back from a partition', () 
   it("decides a lost worker's tasks only on the shared registry's word", async () => {
     const cut = setup({ connected: false });
     cut.goneSilent('w1', ['echo']);
+    cut.advance(4_000);
+    cut.registry.sweep();
     expect(await cut.liveness.confirmSilence('w1')).toBe('unreachable');
+    // Still cut off, the 404 is true at once: nothing is read.
+    expect(await cut.liveness.confirmTag('echo')).toBe(false);
     expect(cut.reads).toEqual([]);
 
     const holder = setup({ holder: true });

@@ -238,6 +238,11 @@ describe('a re-exported stateful server', () => {
     const c = await client(`${mesh.url}/mcp`, { sampling: {}, elicitation: {} });
     expect(await call(c, wire('ask_model'))).toBe('model: hi from the caller');
     expect(await call(c, wire('ask_user'))).toBe('user: accept ada');
+    // The coordinator's own connection for this caller ends after 2 s idle; the caller's session
+    // with the server does not: its switch is where the caller left it.
+    expect(await call(c, wire('toggle'))).toBe('switch on');
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await call(c, wire('switch'))).toBe('switch on');
     // A caller that declared neither has a session where the server offers neither tool.
     const plain = await client(`${mesh.url}/mcp`);
     const refused = (await plain.callTool({ name: wire('ask_model'), arguments: {} })) as CallToolResult;

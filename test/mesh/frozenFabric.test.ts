@@ -55,11 +55,7 @@ describe('a frozen nats-server (SIGSTOP)', () => {
       expect(nats.responsive).toBe(false);
       expect(String(nats.problem)).toMatch(/not answered|frozen/);
       // No heartbeat gets through: the worker looks offline after three missed ones.
-      await mesh.waitFor(
-        () => !mesh.coordinator.registry.servesTag(TAG),
-        15_000,
-        'the worker looks offline',
-      );
+      await mesh.waitFor(() => !mesh.coordinator.registry.servesTag(TAG), 15_000, 'the worker looks offline');
       const refused = await chat(mesh, 'during');
       expect(refused.status).toBe(503);
       const body = (await refused.json()) as { error: { code: string; message: string } };

@@ -40,7 +40,8 @@ describe('a graceful stop and kept-alive connections', () => {
     expect((await chat(mesh, 'warm the connection')).status).toBe(200);
     const first = chat(mesh, 'in flight at the stop');
     await mesh.waitForEvent(
-      (e) => e.event.type === 'amf.task.announce' && JSON.stringify(e.event).includes('in flight at the stop'),
+      (e) =>
+        e.event.type === 'amf.task.announce' && JSON.stringify(e.event).includes('in flight at the stop'),
       5_000,
       'the first request announced',
     );
@@ -57,7 +58,8 @@ describe('a graceful stop and kept-alive connections', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(
       mesh.events.some(
-        (e) => e.event.type === 'amf.task.announce' && JSON.stringify(e.event).includes('after the stop began'),
+        (e) =>
+          e.event.type === 'amf.task.announce' && JSON.stringify(e.event).includes('after the stop began'),
       ),
     ).toBe(false);
   }, 30_000);

@@ -78,7 +78,11 @@ describe('a streaming task whose worker dies mid-stream', () => {
     const res = await fetch(new URL('/v1/chat/completions', mesh.url), {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: `amf/${TAG}`, stream: true, messages: [{ role: 'user', content: 'go' }] }),
+      body: JSON.stringify({
+        model: `amf/${TAG}`,
+        stream: true,
+        messages: [{ role: 'user', content: 'go' }],
+      }),
     });
     expect(res.status).toBe(200);
     const taskId = res.headers.get('x-amf-task-id') ?? '';

@@ -79,7 +79,7 @@ export class CoordinatorMcpSession {
   private readonly idleTimers = new Map<string, NodeJS.Timeout>();
   private readonly stops: Array<() => void> = [];
   private closed = false;
-  /** The opaque name of this session to agents (never its session id, which is a credential). */
+  /** The secret agents' names of this session derive from (never its session id, a credential). */
   private readonly key = randomUUID();
 
   constructor(
@@ -121,7 +121,11 @@ export class CoordinatorMcpSession {
         const target = federation.extras().prompts.resolve(name);
         const who = this.who(extra);
         return federation.forward('prompt', name, target, bytes(args), who, (c) =>
-          c.getPrompt({ name: target!.name, ...(args ? { arguments: args } : {}), ...withMeta(who) }),
+          c.getPrompt({
+            name: target!.name,
+            ...(args ? { arguments: args } : {}),
+            ...withMeta(who, target!.agentId),
+          }),
         );
       });
     }
@@ -142,7 +146,7 @@ export class CoordinatorMcpSession {
           c.complete({
             ...request.params,
             ref: ref.type === 'ref/prompt' ? { ...ref, name: found!.name } : { ...ref, uri: found!.name },
-            ...withMeta(who),
+            ...withMeta(who, found!.agentId),
           }),
         );
       });
@@ -162,7 +166,7 @@ export class CoordinatorMcpSession {
       const named = target && { agentId: target.agentId, name: target.uri };
       const who = this.who(extra);
       const result = await federation.forward('resource', uri, named, bytes(uri), who, (c) =>
-        c.readResource({ uri: target!.uri, ...withMeta(who) }),
+        c.readResource({ uri: target!.uri, ...withMeta(who, target!.agentId) }),
       );
       // The caller sees the URI it asked for, not the agent's own.
       return {
@@ -364,8 +368,8 @@ function relayedCapabilities(caller: ClientCapabilities | undefined): ClientCapa
   };
 }
 
-/** `{ _meta }` naming `who` to the agent, or nothing. */
-function withMeta(who: McpCaller): { _meta?: Record<string, string> } {
-  const meta = callerMeta(who);
+/** `{ _meta }` naming `who` to agent `agentId`, or nothing. */
+function withMeta(who: McpCaller, agentId: string): { _meta?: Record<string, string> } {
+  const meta = callerMeta(who, agentId);
   return meta ? { _meta: meta } : {};
 }

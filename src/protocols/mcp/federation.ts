@@ -4,6 +4,7 @@
  * an authentication-tier check and an audit record on every call (federatedForward.ts). Calls are
  * forwarded (Model B) through the agents' shared clients (federatedAgents.ts).
  */
+import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type {
   CallToolResult,
@@ -63,15 +64,23 @@ export interface McpCaller {
   caller: string;
   sessionId: string | null;
   /**
-   * An opaque name of the caller's session, sent to agents as `_meta["amf/caller"]` so that an
-   * agent that keeps state per caller (re-exported servers) tells callers apart on the shared link.
+   * A secret of the caller's session from which each agent gets a name for it in
+   * `_meta["amf/caller"]` (callerMeta), so that an agent that keeps state per caller (re-exported
+   * servers) tells callers apart on the shared link.
    */
   key?: string;
 }
 
-/** The `_meta` that names `who` to the agent, or undefined for an anonymous caller. */
-export function callerMeta(who: McpCaller): Record<string, string> | undefined {
-  return who.key === undefined ? undefined : { [CALLER_META_KEY]: who.key };
+/**
+ * The `_meta` that names `who` to agent `agentId`, or undefined for an anonymous caller. Each agent
+ * gets a name of its own for the same caller (a hash of the caller's key, which never leaves the
+ * coordinator, and the agent's id): every agent sees the names, and one agent must not be able to
+ * pass for a caller at another.
+ */
+export function callerMeta(who: McpCaller, agentId: string): Record<string, string> | undefined {
+  if (who.key === undefined) return undefined;
+  const name = createHash('sha256').update(`${who.key}\0${agentId}`).digest('base64url').slice(0, 32);
+  return { [CALLER_META_KEY]: name };
 }
 
 function toolAlias(agent: RegisteredAgent): string | undefined {
@@ -263,7 +272,7 @@ export class McpFederation {
         const timeout = this.options.callTimeoutMs ?? 60_000;
         // The shared client's session without the SDK's request machinery (directToolCall.ts).
         const fetch = clientFor || onProgress ? undefined : this.agents.get(target!.agentId)?.fetch;
-        const meta = callerMeta(who);
+        const meta = callerMeta(who, target!.agentId);
         const direct = fetch
           ? {
               client,

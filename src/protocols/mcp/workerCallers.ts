@@ -1,9 +1,10 @@
 /**
  * The callers of one session of a worker's `/mcp`, as re-exported servers see them
  * (worker/reexportMcp.ts): the session itself, and each caller the coordinator names in `_meta`
- * (`amf/caller`) on its link, which carries the requests of many of its own callers. A caller
- * exists while the session does; the session's callers are bounded, the least recently seen
- * forgotten (and its re-exported sessions closed) first.
+ * (`amf/caller`) on its link, which carries the requests of many of its own callers. A named
+ * caller is the same caller in whichever session it comes (the name is an unguessable id the
+ * coordinator gives each session of its own `/mcp`); an unnamed one is its session. The callers a
+ * session keeps are bounded, the least recently seen forgotten first.
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
@@ -35,6 +36,7 @@ class Caller implements McpCallerSession {
 
   constructor(
     readonly key: string,
+    readonly named: boolean,
     readonly session: McpSessionScope,
     readonly capabilities: ClientCapabilities,
     private readonly server: Server,
@@ -88,17 +90,17 @@ export class WorkerCallers implements McpSessionScope {
   of(sessionId: string | undefined, meta: Record<string, unknown> | undefined): McpCallerSession | undefined {
     if (sessionId === undefined || this.ended) return undefined;
     this.id = sessionId;
-    const named = meta?.[CALLER_META_KEY];
-    const key =
-      typeof named === 'string' && named !== ''
-        ? `${sessionId}/${named.slice(0, MAX_CALLER_NAME)}`
-        : sessionId;
+    const name = meta?.[CALLER_META_KEY];
+    const named = typeof name === 'string' && name !== '';
+    // A named caller is the same caller whichever session it comes in: the coordinator reaches an
+    // agent over its shared link and over connections of a caller's own, which end when idle.
+    const key = named ? `${CALLER_META_KEY}:${name.slice(0, MAX_CALLER_NAME)}` : sessionId;
     let caller = this.callers.get(key);
     if (caller) {
       // Most recently seen last: the first in the map is the one to forget.
       this.callers.delete(key);
     } else {
-      caller = new Caller(key, this, this.server.getClientCapabilities() ?? {}, this.server);
+      caller = new Caller(key, named, this, this.server.getClientCapabilities() ?? {}, this.server);
       if (this.callers.size >= MAX_CALLERS_PER_SESSION) {
         const [oldestKey, oldest] = this.callers.entries().next().value!;
         this.callers.delete(oldestKey);
