@@ -149,7 +149,7 @@ export interface AmfConfig {
     readonly sessionIdleSeconds: number;
     /** Sessions open at once on one `/mcp`, all clients together; more are refused (503). */
     readonly maxSessions: number;
-    /** Sessions one client address may hold on one `/mcp`; more are refused (429). */
+    /** Sessions one client address may hold on one `/mcp`; beyond, its LRU idle one is closed (429 when all are busy). */
     readonly maxSessionsPerClient: number;
     /**
      * The coordinator's `/mcp` also lists a federated tool, prompt or resource under its agent's own
