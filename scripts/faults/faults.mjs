@@ -294,6 +294,7 @@ async function diskFull(ctx) {
     () => mesh.coordinator.url,
     async () => {
       await execFileP('dd', ['if=/dev/zero', `of=${filler}`, 'bs=1M']).catch(() => undefined);
+      await delay(1_500); // the coordinator looks at the disk every second
       notes.push(`disk filled; ${await healthNote(mesh.coordinator.url)}`);
       await delay(ctx.p.fullMs);
       await rm(filler, { force: true });

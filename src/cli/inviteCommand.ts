@@ -5,6 +5,7 @@
  */
 import type { AmfConfig } from '../config/config.js';
 import { unreachableMessage } from './clientCommands.js';
+import { readJsonAnswer } from '../net/jsonAnswer.js';
 
 export async function inviteCommand(
   config: AmfConfig,
@@ -27,16 +28,9 @@ export async function inviteCommand(
     process.stderr.write(unreachableMessage('invite', url, err));
     return 1;
   }
-  const text = await res.text();
-  let body: Record<string, unknown> = {};
-  try {
-    body = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    // Not JSON: printed as it came below.
-  }
-  if (!res.ok) {
-    const message = (body.error as { message?: string } | undefined)?.message ?? text.slice(0, 500);
-    process.stderr.write(`amf invite: HTTP ${res.status}: ${message}\n`);
+  const { body, error } = await readJsonAnswer(res);
+  if (error !== undefined) {
+    process.stderr.write(`amf invite: HTTP ${res.status}: ${error}\n`);
     return 1;
   }
   const scope =

@@ -13,10 +13,12 @@
  *   Every new task is refused with INSUFFICIENT_STORAGE (507): its announcement, offer and ending
  *   could not be stored. What is already accepted keeps retrying its writes (nothing is given up),
  *   and the refusals stop by themselves once a store succeeds again or the disk has room.
- * - **JetStream silent**: stream publishes go unanswered while the server answers pings. nats-server
- *   2.9 does this after its disk filled, even once space returns; for a spawned server the
- *   coordinator then has the supervisor start it again (SIGKILL; the supervisor restarts it on the
- *   same port and store) once the disk has room, so the mesh recovers by itself.
+ * - **JetStream silent**: stream publishes go unanswered while the server answers pings.
+ *
+ * nats-server 2.9 hangs after a write failed for lack of room (pings unanswered, or JetStream
+ * silent), even once space returns; for a spawned server the coordinator then has the supervisor
+ * start it again (SIGKILL; the supervisor restarts it on the same port and store) once the disk has
+ * room, so the mesh recovers by itself.
  */
 import { statfs } from 'node:fs/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -74,6 +76,8 @@ export class FabricCondition {
   private unansweredSince: number | undefined;
   private diskFree: number | undefined;
   private lastKick = 0;
+  /** The disk was full while the server did not answer (the hang a restart cures). */
+  private fullDuringTrouble = false;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly now: () => number;
@@ -222,17 +226,33 @@ export class FabricCondition {
       });
   }
 
-  /** A spawned server whose JetStream went silent after its disk filled is restarted once space is back. */
+  /**
+   * A spawned server that stopped answering after its disk filled is restarted once space is back:
+   * nats-server 2.9 stays hung (pings unanswered, or JetStream silent) after a write failed for lack
+   * of room, whatever space returns. A server frozen on a disk that never filled is left alone.
+   */
   private kickIfSilent(): void {
+    if (!this.options.restartServer) return;
+    const now = this.now();
+    const lowDisk = this.diskFree !== undefined && this.diskFree < LOW_DISK_BYTES;
+    const troubleSince = this.unresponsiveSince ?? this.unansweredSince;
+    if (troubleSince === undefined) {
+      this.fullDuringTrouble = false;
+      return;
+    }
+    if (lowDisk) this.fullDuringTrouble = true;
+    if (lowDisk || !this.fullDuringTrouble) return; // no room yet, or not a full disk's hang
     const silentFor = this.silentFor();
-    if (silentFor === undefined || silentFor < JETSTREAM_SILENT_MS || !this.options.restartServer) return;
-    if (this.diskFree !== undefined && this.diskFree < LOW_DISK_BYTES) return; // no room yet
-    if (this.now() - this.lastKick < KICK_INTERVAL_MS) return;
-    this.lastKick = this.now();
+    const hung =
+      (this.unresponsiveSince !== undefined && now - this.unresponsiveSince >= JETSTREAM_SILENT_MS) ||
+      (silentFor !== undefined && silentFor >= JETSTREAM_SILENT_MS);
+    if (!hung || now - this.lastKick < KICK_INTERVAL_MS) return;
+    this.lastKick = now;
     this.unansweredSince = undefined;
+    this.fullDuringTrouble = false;
     this.options.log(
       'warn',
-      `JetStream has not answered a store for ${Math.round(silentFor / 1000)} s while the server answers pings (nats-server 2.9 after a full disk); restarting nats-server`,
+      `nats-server has not answered for ${Math.round((now - troubleSince) / 1000)} s since its disk filled, and the disk has room again: restarting it (nats-server 2.9 stays hung after a full disk)`,
     );
     this.options.restartServer();
   }

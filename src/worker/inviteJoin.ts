@@ -9,6 +9,7 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createSocket } from 'node:dgram';
 import { dirname } from 'node:path';
 import { AmfError } from '../errors.js';
+import { readJsonAnswer } from '../net/jsonAnswer.js';
 import type { AgentKey } from '../identity/agentKey.js';
 import { isNkeyUser } from '../identity/nkeyPublic.js';
 import { isLoopbackHost } from '../net/hostRules.js';
@@ -58,17 +59,9 @@ export async function joinWithInvite(opts: InviteJoinOptions): Promise<Membershi
         'is it started with --host on an address this machine can reach?',
     );
   }
-  const text = await res.text();
-  let body: Record<string, unknown> = {};
-  try {
-    body = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    // A non-JSON answer is reported as it came.
-  }
-  if (!res.ok) {
-    const message = (body.error as { message?: string } | undefined)?.message ?? text.slice(0, 300);
-    throw new AmfError('UNAUTHORIZED', `the coordinator at ${url.origin} refused the invite: ${message}`);
-  }
+  const { body, error } = await readJsonAnswer(res, 300);
+  if (error !== undefined)
+    throw new AmfError('UNAUTHORIZED', `the coordinator at ${url.origin} refused the invite: ${error}`);
   const membership: Membership = {
     coordinatorUrl,
     natsUrl: typeof body.nats_url === 'string' ? body.nats_url : claims.natsUrl,

@@ -4,6 +4,7 @@
  * a host. Shared by the tests in test/lan.
  */
 import type { ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LanHost } from '../../scripts/lib/lanSim.mjs';
@@ -79,4 +80,78 @@ export async function fetchFrom(
 /** A chat completion body for model amf/echo. */
 export function chat(text: string): string {
   return JSON.stringify({ model: 'amf/echo', messages: [{ role: 'user', content: text }] });
+}
+
+/** The coordinator of a LAN test: `amf up --host` on `host` (ports 8765 and 4222), and its operator key. */
+export async function startLanCoordinator(
+  host: LanHost,
+  dataDir: string,
+  home: string,
+): Promise<{ child: ChildProcess; url: string; operatorKey: string }> {
+  const up = await startAmf(
+    host,
+    [
+      'up',
+      '--host',
+      host.address,
+      '--port',
+      '8765',
+      '--nats-port',
+      '4222',
+      '--data-dir',
+      dataDir,
+      '--mdns-interface',
+      host.address,
+    ],
+    /AMF coordinator/,
+    home,
+  );
+  const operatorKey = (await readFile(join(dataDir, 'operator.key'), 'utf8')).trim();
+  return { child: up.child, url: `http://${host.address}:8765`, operatorKey };
+}
+
+/** `amf invite` on the coordinator's host; resolves with the token (the last line). */
+export async function inviteOn(
+  host: LanHost,
+  dataDir: string,
+  coordinatorUrl: string,
+  home: string,
+  tags?: string,
+): Promise<string> {
+  const run = await runAmf(
+    host,
+    ['invite', ...(tags ? ['--tags', tags] : []), '--data-dir', dataDir, '--coordinator', coordinatorUrl],
+    home,
+  );
+  if (run.code !== 0) throw new Error(`amf invite failed: ${run.stderr}`);
+  return run.stdout.trim().split('\n').at(-1)!;
+}
+
+/** `amf worker` arguments for an echo worker on `host` joining with `invite` (no mDNS unless asked). */
+export function invitedWorkerArgs(opts: {
+  name: string;
+  tags: string;
+  host?: LanHost;
+  dataDir: string;
+  invite: string;
+  mdns?: boolean;
+  port?: string;
+}): string[] {
+  return [
+    'worker',
+    '--name',
+    opts.name,
+    '--tags',
+    opts.tags,
+    '--handler',
+    'echo',
+    ...(opts.host ? ['--host', opts.host.address] : []),
+    '--port',
+    opts.port ?? '0',
+    '--data-dir',
+    opts.dataDir,
+    ...(opts.mdns && opts.host ? ['--mdns-interface', opts.host.address] : ['--no-mdns']),
+    '--invite',
+    opts.invite,
+  ];
 }

@@ -6,12 +6,21 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canSimulateLan, startLan, type Lan, type LanHost } from '../../scripts/lib/lanSim.mjs';
-import { chat, fetchFrom, ROOT, runAmf, startAmf } from '../helpers/lanAmf.js';
+import {
+  chat,
+  fetchFrom,
+  inviteOn,
+  invitedWorkerArgs,
+  ROOT,
+  runAmf,
+  startAmf,
+  startLanCoordinator,
+} from '../helpers/lanAmf.js';
 
 const COORDINATOR = 'http://10.77.0.1:8765';
 
@@ -35,26 +44,9 @@ describe('a LAN mesh joined by invite', () => {
     home = await mkdtemp(join(tmpdir(), 'amf-lan-'));
     coordinatorDir = join(home, 'host1');
     workerDir = join(home, 'host2');
-    const up = await startAmf(
-      h1,
-      [
-        'up',
-        '--host',
-        h1.address,
-        '--port',
-        '8765',
-        '--nats-port',
-        '4222',
-        '--data-dir',
-        coordinatorDir,
-        '--mdns-interface',
-        h1.address,
-      ],
-      /AMF coordinator/,
-      home,
-    );
-    started.push(up.child);
-    operatorKey = (await readFile(join(coordinatorDir, 'operator.key'), 'utf8')).trim();
+    const coordinator = await startLanCoordinator(h1, coordinatorDir, home);
+    started.push(coordinator.child);
+    operatorKey = coordinator.operatorKey;
   }, 60_000);
 
   afterAll(async () => {
@@ -75,33 +67,10 @@ describe('a LAN mesh joined by invite', () => {
   });
 
   it('a worker on another host joins with one invite, and serves a client on a third host', async () => {
-    const invite = await runAmf(
-      h1,
-      ['invite', '--tags', 'echo', '--data-dir', coordinatorDir, '--coordinator', COORDINATOR],
-      home,
-    );
-    expect(invite.code, invite.stderr).toBe(0);
-    const token = invite.stdout.trim().split('\n').at(-1)!;
+    const token = await inviteOn(h1, coordinatorDir, COORDINATOR, home, 'echo');
     const worker = await startAmf(
       h2,
-      [
-        'worker',
-        '--name',
-        'w2',
-        '--tags',
-        'echo',
-        '--handler',
-        'echo',
-        '--host',
-        h2.address,
-        '--port',
-        '0',
-        '--data-dir',
-        workerDir,
-        '--no-mdns',
-        '--invite',
-        token,
-      ],
+      invitedWorkerArgs({ name: 'w2', tags: 'echo', host: h2, dataDir: workerDir, invite: token }),
       /AMF worker .* serving echo/,
       home,
     );
@@ -135,56 +104,23 @@ describe('a LAN mesh joined by invite', () => {
   }, 90_000);
 
   it('an invite is used once: a second key presenting it is refused, and says so', async () => {
-    const invite = await runAmf(
-      h1,
-      ['invite', '--tags', 'echo', '--data-dir', coordinatorDir, '--coordinator', COORDINATOR],
-      home,
-    );
-    const token = invite.stdout.trim().split('\n').at(-1)!;
+    const token = await inviteOn(h1, coordinatorDir, COORDINATOR, home, 'echo');
     const first = await startAmf(
       h2,
-      [
-        'worker',
-        '--name',
-        'w2b',
-        '--tags',
-        'echo',
-        '--handler',
-        'echo',
-        '--host',
-        h2.address,
-        '--port',
-        '0',
-        '--data-dir',
-        workerDir,
-        '--no-mdns',
-        '--invite',
-        token,
-      ],
+      invitedWorkerArgs({ name: 'w2b', tags: 'echo', host: h2, dataDir: workerDir, invite: token }),
       /AMF worker .* serving echo/,
       home,
     );
     started.push(first.child);
     const second = await runAmf(
       h3,
-      [
-        'worker',
-        '--name',
-        'thief',
-        '--tags',
-        'echo',
-        '--handler',
-        'echo',
-        '--host',
-        h3.address,
-        '--port',
-        '0',
-        '--data-dir',
-        join(home, 'host3'),
-        '--no-mdns',
-        '--invite',
-        token,
-      ],
+      invitedWorkerArgs({
+        name: 'thief',
+        tags: 'echo',
+        host: h3,
+        dataDir: join(home, 'host3'),
+        invite: token,
+      }),
       home,
     );
     expect(second.code).not.toBe(0);
@@ -192,32 +128,16 @@ describe('a LAN mesh joined by invite', () => {
   }, 90_000);
 
   it('an invite for other tags does not let the joiner serve more', async () => {
-    const invite = await runAmf(
-      h1,
-      ['invite', '--tags', 'calc', '--data-dir', coordinatorDir, '--coordinator', COORDINATOR],
-      home,
-    );
-    const token = invite.stdout.trim().split('\n').at(-1)!;
+    const token = await inviteOn(h1, coordinatorDir, COORDINATOR, home, 'calc');
     const run = await runAmf(
       h3,
-      [
-        'worker',
-        '--name',
-        'wide',
-        '--tags',
-        'echo',
-        '--handler',
-        'echo',
-        '--host',
-        h3.address,
-        '--port',
-        '0',
-        '--data-dir',
-        join(home, 'host3'),
-        '--no-mdns',
-        '--invite',
-        token,
-      ],
+      invitedWorkerArgs({
+        name: 'wide',
+        tags: 'echo',
+        host: h3,
+        dataDir: join(home, 'host3'),
+        invite: token,
+      }),
       home,
     );
     expect(run.code).not.toBe(0);
@@ -225,30 +145,10 @@ describe('a LAN mesh joined by invite', () => {
   }, 60_000);
 
   it('a worker bound to loopback is told which --host to use instead of joining unverified', async () => {
-    const invite = await runAmf(
-      h1,
-      ['invite', '--data-dir', coordinatorDir, '--coordinator', COORDINATOR],
-      home,
-    );
-    const token = invite.stdout.trim().split('\n').at(-1)!;
+    const token = await inviteOn(h1, coordinatorDir, COORDINATOR, home);
     const run = await runAmf(
       h3,
-      [
-        'worker',
-        '--name',
-        'local-only',
-        '--tags',
-        'echo',
-        '--handler',
-        'echo',
-        '--port',
-        '0',
-        '--data-dir',
-        join(home, 'host3'),
-        '--no-mdns',
-        '--invite',
-        token,
-      ],
+      invitedWorkerArgs({ name: 'local-only', tags: 'echo', dataDir: join(home, 'host3'), invite: token }),
       home,
     );
     expect(run.code).not.toBe(0);

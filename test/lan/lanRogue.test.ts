@@ -11,14 +11,22 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { nkeys } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canSimulateLan, startLan, type Lan, type LanHost } from '../../scripts/lib/lanSim.mjs';
-import { chat, fetchFrom, ROOT, runAmf, startAmf } from '../helpers/lanAmf.js';
+import {
+  chat,
+  fetchFrom,
+  inviteOn,
+  invitedWorkerArgs,
+  ROOT,
+  startAmf,
+  startLanCoordinator,
+} from '../helpers/lanAmf.js';
 
 const COORDINATOR = 'http://10.77.0.1:8765';
 
@@ -82,53 +90,21 @@ describe('a stranger on the LAN gets nothing', () => {
     [h1, h2, h3] = lan.hosts as [LanHost, LanHost, LanHost];
     home = await mkdtemp(join(tmpdir(), 'amf-lan-rogue-'));
     coordinatorDir = join(home, 'host1');
-    const up = await startAmf(
-      h1,
-      [
-        'up',
-        '--host',
-        h1.address,
-        '--port',
-        '8765',
-        '--nats-port',
-        '4222',
-        '--data-dir',
-        coordinatorDir,
-        '--mdns-interface',
-        h1.address,
-      ],
-      /AMF coordinator/,
-      home,
-    );
-    started.push(up.child);
-    operatorKey = (await readFile(join(coordinatorDir, 'operator.key'), 'utf8')).trim();
-    const invite = await runAmf(
-      h1,
-      ['invite', '--tags', 'echo', '--data-dir', coordinatorDir, '--coordinator', COORDINATOR],
-      home,
-    );
-    const token = invite.stdout.trim().split('\n').at(-1)!;
+    const coordinator = await startLanCoordinator(h1, coordinatorDir, home);
+    started.push(coordinator.child);
+    operatorKey = coordinator.operatorKey;
+    const token = await inviteOn(h1, coordinatorDir, COORDINATOR, home, 'echo');
     const worker = await startAmf(
       h2,
-      [
-        'worker',
-        '--name',
-        'honest',
-        '--tags',
-        'echo',
-        '--handler',
-        'echo',
-        '--host',
-        h2.address,
-        '--port',
-        '8766',
-        '--data-dir',
-        join(home, 'host2'),
-        '--mdns-interface',
-        h2.address,
-        '--invite',
-        token,
-      ],
+      invitedWorkerArgs({
+        name: 'honest',
+        tags: 'echo',
+        host: h2,
+        port: '8766',
+        dataDir: join(home, 'host2'),
+        invite: token,
+        mdns: true,
+      }),
       /AMF worker .* serving echo/,
       home,
     );
