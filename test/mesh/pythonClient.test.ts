@@ -28,10 +28,15 @@ function runPython(args: string[]): Promise<{ code: number; stdout: string; stde
   };
   return new Promise((resolve) => {
     // The project's venv (scripts/test.sh), else whatever python3 is on PATH.
-    execFile(process.env.AMF_TEST_PYTHON ?? 'python3', args, { env, timeout: 30_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      process.env.AMF_TEST_PYTHON ?? 'python3',
+      args,
+      { env, timeout: 30_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
