@@ -21,7 +21,7 @@ const FULL =
   /insufficient storage|no space left|resource limits exceeded|maximum bytes exceeded|disk full|storage .*exceeded/i;
 const CORRUPT = /corrupt|bad checksum|checksum mismatch|invalid (block|index)|lost data|missing.*msgs?/i;
 /** A trouble not seen again for this long is over. */
-const STALE_MS = 60_000;
+const STALE_MS = 15_000;
 const REPEAT_MS = 60_000;
 
 export class NatsServerLog {

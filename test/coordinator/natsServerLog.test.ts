@@ -1,5 +1,5 @@
 // The spawned nats-server's own log lines: errors and warnings reach the coordinator's log at their
-// level (repeats counted, not repeated), and store troubles show in /health until they stop.
+// level (repeats counted, not repeated), and store troubles show in /health until they stop (a full store: 15 s after the last line; a corrupt block stays).
 import { describe, expect, it } from 'vitest';
 import { NatsServerLog } from '../../src/coordinator/natsServerLog.js';
 import type { LogLevel } from '../../src/log.js';
