@@ -17,6 +17,7 @@ import {
 } from '../coordinator/invites.js';
 import type { LogFn } from '../log.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
+import { BoundedCache } from '../util/boundedCache.js';
 
 const MAX_BODY_BYTES = 16 * 1024;
 
@@ -25,7 +26,11 @@ export interface InviteRouteOptions extends InviteDeps {
   log: LogFn;
 }
 
+/** One `join_refused` warning per source address per window: a flood of bad joins is not an event flood. */
+const WARN_WINDOW_MS = 10_000;
+
 export function registerInviteRoutes(router: Router, options: InviteRouteOptions): void {
+  const warned = new BoundedCache<true>(10_000, WARN_WINDOW_MS);
   router.on('POST', '/invites', async (req, res) => {
     const body = await readJsonObject(req, MAX_BODY_BYTES);
     const ttlSeconds =
@@ -59,12 +64,15 @@ export function registerInviteRoutes(router: Router, options: InviteRouteOptions
       claims = await redeemInvite(options, request);
     } catch (err) {
       // Refused joins are seen by the operator: a stolen or replayed invite shows up here.
-      if (err instanceof AmfError)
+      const source = req.socket.remoteAddress ?? 'unknown';
+      if (err instanceof AmfError && warned.get(source) === undefined) {
+        warned.set(source, true);
         options.notices.warn({
           reason: 'join_refused',
           message: `join of ${request.name} (key ${request.nkey}) refused: ${err.message}`,
-          details: { source: req.socket.remoteAddress ?? 'unknown', ...(err.details ?? {}) },
+          details: { source, ...(err.details ?? {}) },
         });
+      }
       throw err;
     }
     options.log('info', 'invite redeemed', { invite: claims.id, agent: request.name, nkey: request.nkey });

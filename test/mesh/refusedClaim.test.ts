@@ -1,6 +1,8 @@
 // A worker the registry does not hold live (e.g. back from a NATS outage, not re-admitted yet) can
 // still pull a task from the work queue. Its claim is refused and it acknowledges that message away;
-// the task must then be offered again and answered by an admitted worker, not left to its TTL.
+// the task must then be offered again and answered by an admitted worker, not left to its TTL. The
+// new offer names the refused agent (header Amf-Not-For), so that agent's worker passes it on rather
+// than winning it again with its free slots and running the handler once more for nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEvent, type EventSender } from '../../src/events/cloudEvent.js';
 import type { AgentRecord } from '../../src/events/agentRecord.js';
@@ -21,7 +23,7 @@ describe('a claim refused because its agent is not admitted', () => {
   });
   afterAll(() => mesh?.close());
 
-  it('offers the task again and an admitted worker answers it', async () => {
+  it('offers the task again, not to that agent, and an admitted worker answers it', async () => {
     // An admitted agent of the tag that never pulls: the tag is served, so the task is accepted.
     const ghostNc = await mesh.connect('specialist', 'ghost');
     const ghost = new EventBus(ghostNc);
@@ -94,6 +96,22 @@ describe('a claim refused because its agent is not admitted', () => {
         'the refusal sent to the stranger',
       );
       item.ack();
+
+      // The task is offered again, and the offer names the refused agent.
+      let again: WorkQueuePuller | undefined;
+      const reoffered = new Promise<WorkItem>((resolve) => {
+        again = new WorkQueuePuller(strangerNc, workConsumerName(TAG), {
+          onItem: resolve,
+          onSettled: () => again?.pull(1),
+        });
+        again.pull(1);
+      });
+      const second = await reoffered;
+      again?.close();
+      const secondEvent = validateEvent(second.body);
+      expect(secondEvent.ok && secondEvent.value.amftaskid).toBe(taskId);
+      expect(second.notFor).toContain(strangerId);
+      second.nak();
 
       // An admitted worker appears and takes the task from its new offer, well within the TTL.
       await mesh.startWorker('rescuer', [TAG], echoHandler);
