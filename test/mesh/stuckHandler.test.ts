@@ -38,7 +38,9 @@ describe('a handler that ignores its abort signal', () => {
     };
     const a = await mesh.startWorker('stuck-a', [TAG], stubborn, {
       concurrency: 1,
-      handlerTimeouts: { defaultSeconds: 2 },
+      // Long enough for B to be admitted first on a loaded machine: with no other live worker the
+      // timed-out task fails instead of waiting (seen once at 2 s in CI rehearsal).
+      handlerTimeouts: { defaultSeconds: 8 },
     });
     let taskId = '';
     const answer = mesh.coordinator.dispatcher.submit({
