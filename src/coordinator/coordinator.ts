@@ -1,8 +1,10 @@
 /**
- * The coordinator runtime (`amf up`): brings up the fabric (spawned nats-server or an external one),
- * the shared stores, the policy engine (real OPA), the DMZ watcher, the admission pipeline with its
- * two doors (NATS heartbeats now, mDNS once the HTTP edge is listening), the task lifecycle and the
- * dispatcher. It knows nothing of HTTP; `http/coordinatorHttp.ts` serves it.
+ * The coordinator runtime (`amf up`): brings up the fabric (a spawned nats-server with its auth
+ * callout, or an external one), the shared stores, the identity (SPIFFE or static), the policy engine
+ * (real OPA), the DMZ watcher, the admission pipeline with its two doors (NATS heartbeats now, mDNS
+ * once the HTTP edge is listening) and the task path. Several coordinators can share one fabric: the
+ * holder of a leader lease runs the mesh-wide sweeps. It knows nothing of HTTP;
+ * `startCoordinatorHttp` in `apps/coordinatorApp.ts` serves it.
  */
 import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';

@@ -1,8 +1,11 @@
 /**
- * A specialist worker on the fabric: joins the queue group `workers.<tag>` for each tag, claims what
- * NATS hands it, runs the handler, and publishes claim, progress, partial and final events to the
- * canonical subject and to the task's reply subject. Heartbeats carry its AgentRecord. `drain()`
- * stops claiming, lets in-flight tasks finish, then says goodbye.
+ * A specialist worker on the fabric. For each capability tag it pulls announcements from the work
+ * queue (stream AMF_WORK, `workIntake.ts`) as long as it has free slots, runs each through one run
+ * path (`run()`, shared with direct A2A/MCP calls), and signs every event it publishes with its agent
+ * key. A mesh task's final goes straight to the coordinator and is stored durably when no decision
+ * comes back (`resultSubmission.ts`). It also obeys the coordinator's signed orders (cancel, follow-up
+ * input, delegation refusals), heartbeats its AgentRecord, and `drain()` stops claiming, lets
+ * in-flight tasks finish, then says goodbye.
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { createEvent, type EventSender } from '../events/cloudEvent.js';
