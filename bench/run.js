@@ -38,6 +38,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { httpGet, httpPoster, natsRequester, runLoad } from './lib/load.js';
 import { alive, cpuMs, machineBusyMs, memoryOf, syscallsOf } from './lib/procstat.js';
+import { sectionOf, withSection } from './lib/docSection.js';
 
 const ROOT = new URL('../', import.meta.url);
 const DIST = new URL('dist/', ROOT);
@@ -468,7 +469,9 @@ async function main() {
   const report = renderReport({ startedAt, results, paired, memory });
   process.stdout.write(report.table + '\n');
   if (OUT !== '-') {
-    writeFileSync(OUT, report.document + keptSection(OUT));
+    // The task-path section (bench/taskPath.js) stays at the top of the page, untouched.
+    const taskPath = existsSync(OUT) ? sectionOf(readFileSync(OUT, 'utf8')) : '';
+    writeFileSync(OUT, withSection(report.document, taskPath) + keptSection(OUT));
     log(`bench: wrote ${OUT}`);
   }
   if (process.env.BENCH_JSON) {

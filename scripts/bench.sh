@@ -9,6 +9,10 @@ use_pinned_nats_server_if_installed
 export BENCH_CHILD_FLAGS="$AMF_NODE_FLAGS ${BENCH_CHILD_FLAGS:-}"
 
 node --expose-gc bench/run.js
+# The task path against BullMQ on Redis (issue 31): Debian's redis-server, started by the bench itself
+# on a private port with a temporary directory (never the system's service).
+ensure_debian_package 'redis-server --version && redis-cli --version' redis-server
+node bench/taskPath.js
 node bench/admission.js
 node bench/mcp.js
 node bench/a2a.js

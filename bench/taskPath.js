@@ -1,0 +1,402 @@
+/**
+ * The task path against BullMQ (part of `npm run bench`; issue 31's measurement): "send a durable task
+ * to a worker and wait for its answer" on four systems, every server process separate, on the same
+ * cores, interleaved in rounds:
+ *
+ *   AMF           `amf up --no-mdns` (coordinator; it spawns nats-server with JetStream) and
+ *                 `amf worker --handler echo --no-mdns`; each task a non-streaming
+ *                 `POST /v1/chat/completions` for model `amf/echo` from this process;
+ *   BullMQ        Debian's redis-server (RDB snapshots, Redis's default), a BullMQ Worker process
+ *                 echoing the job's text, a producer process running `queue.add()` +
+ *                 `job.waitUntilFinished()` (bench/bullmqAgent.js);
+ *   BullMQ + AOF  the same on a second redis-server with `appendonly yes`, `appendfsync everysec`;
+ *   raw NATS      a plain nats-server (no JetStream) and a responder process that echoes each request
+ *                 (bench/natsResponder.js); requests from this process: the fabric's own floor.
+ *
+ * Each round measures every system, in an order rotated each round: the p50 round trip at c=1, then
+ * round trips/s at c=64 with the CPU time (utime + stime from /proc/<pid>/stat) every server process
+ * spent on them. The client side is not counted for AMF and raw NATS (this process); for BullMQ the
+ * producer is counted, because `queue.add()` and the events it waits on are BullMQ's own work (its
+ * closed-loop driver adds a few µs a task). Disk per 1,000 kept tasks: the bytes the JetStream store
+ * (AMF) and Redis's working dir (after SAVE for RDB; the AOF as written) hold at the end, less what
+ * they held after start-up, over every task completed (nothing ages out in a run this short).
+ *
+ * Writes the table to stdout and as the top section of docs/benchmarks.md (bench/lib/docSection.js).
+ *
+ * Environment: BENCH_TASKPATH_ROUNDS (8), BENCH_TASKPATH_SECONDS (2; per measurement),
+ * BENCH_TASKPATH_WARMUP_SECONDS (0.5), BENCH_TASKPATH_OUT (default docs/benchmarks.md; "-" writes none),
+ * BENCH_WORKER_CONCURRENCY (16, both workers: `amf worker`'s default), BENCH_CHILD_FLAGS (node flags of
+ * the AMF processes; `npm run bench` passes AMF_NODE_FLAGS as `npm start` does), AMF_NATS_SERVER_BIN.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import os from 'node:os';
+import process from 'node:process';
+import { URL, fileURLToPath } from 'node:url';
+import { TextEncoder } from 'node:util';
+import { connect } from '@nats-io/transport-node';
+import { AMF_NON_DEFAULTS, startAmf } from './lib/amfCli.js';
+import { startChild } from './lib/children.js';
+import { writeSection } from './lib/docSection.js';
+import { httpPoster, natsRequester, runLoad } from './lib/load.js';
+import { envNumber as envNumberOf, requireBuild, ROOT } from './lib/meshProcess.js';
+import { cpuMs } from './lib/procstat.js';
+import { freePort, redisInstalled, startRedis } from './lib/redisServer.js';
+import { rotated } from './lib/rounds.js';
+
+requireBuild('bench/taskPath.js');
+const envNumber = (key, fallback, min) => envNumberOf('bench/taskPath.js', key, fallback, min);
+const ROUNDS = Math.round(envNumber('BENCH_TASKPATH_ROUNDS', 8, 1));
+const SECONDS = envNumber('BENCH_TASKPATH_SECONDS', 2, 0.1);
+const WARMUP_SECONDS = envNumber('BENCH_TASKPATH_WARMUP_SECONDS', 0.5, 0);
+const WORKER_CONCURRENCY = Math.round(envNumber('BENCH_WORKER_CONCURRENCY', 16, 1));
+const OUT = process.env.BENCH_TASKPATH_OUT ?? fileURLToPath(new URL('docs/benchmarks.md', ROOT));
+const NODE_FLAGS = (process.env.BENCH_CHILD_FLAGS ?? '').split(/\s+/).filter(Boolean);
+const NATS_BIN = process.env.AMF_NATS_SERVER_BIN || 'nats-server';
+const TEXT = 'Hello from the AMF task-path benchmark: please echo this sentence back, word for word.';
+const FLOOR_SUBJECT = 'bench.floor';
+const AGENT = fileURLToPath(new URL('bullmqAgent.js', import.meta.url));
+const RESPONDER = fileURLToPath(new URL('natsResponder.js', import.meta.url));
+const HIGH = 64;
+const SYSTEMS = ['amf', 'bullmq', 'bullmqAof', 'nats'];
+const LABELS = { amf: 'AMF', bullmq: 'BullMQ', bullmqAof: 'BullMQ + AOF', nats: 'raw NATS req/reply' };
+// Issue 31's goals, each against BullMQ + AOF measured in the same run.
+const GOALS = { cpu: 1.0, throughput: 1.0, p50: 1.5, diskMb: 1.5 };
+const log = (line) => process.stderr.write(`${line}\n`);
+
+// --- the systems --------------------------------------------------------------------------------------
+
+/**
+ * A system under test: `procs` (name, pid) whose CPU is counted, `caller(concurrency)` giving an
+ * `{ issue, close }` load client or a `run(concurrency, seconds)`, `keptBytes()` and `stop()`.
+ */
+async function startAmfSystem() {
+  const amf = await startAmf({ nodeFlags: NODE_FLAGS, workerConcurrency: WORKER_CONCURRENCY });
+  const body = JSON.stringify({ model: 'amf/echo', messages: [{ role: 'user', content: TEXT }] });
+  const posters = new Map();
+  const poster = (concurrency) => {
+    if (!posters.has(concurrency))
+      posters.set(concurrency, httpPoster(`${amf.url}/v1/chat/completions`, body, { concurrency }));
+    return posters.get(concurrency);
+  };
+  const first = await poster(1).once();
+  if (first.status !== 200 || !first.text.includes(TEXT))
+    throw new Error(`amf/echo: HTTP ${first.status} ${first.text.slice(0, 300)}`);
+  const baseBytes = amf.storeBytes();
+  return {
+    procs: [
+      { name: 'coordinator', pid: amf.coordinatorPid },
+      { name: 'worker', pid: amf.workerPid },
+      { name: 'nats-server', pid: amf.natsPid },
+    ],
+    run: (concurrency, seconds) =>
+      runLoad({ concurrency, durationMs: seconds * 1000, issue: poster(concurrency).issue }),
+    keptBytes: () => amf.storeBytes() - baseBytes,
+    stop: async () => {
+      for (const p of posters.values()) p.close();
+      await amf.stop();
+    },
+  };
+}
+
+async function startBullmqSystem({ aof }) {
+  const redis = await startRedis({ aof });
+  const stops = [redis.stop];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch(() => undefined);
+  };
+  try {
+    const worker = await startChild(
+      process.execPath,
+      [AGENT, 'worker', String(redis.port), String(WORKER_CONCURRENCY)],
+      { ready: /"ready":true/ },
+    );
+    stops.push(worker.stop);
+    const producer = await startChild(process.execPath, [AGENT, 'producer', String(redis.port)], {
+      ready: /"ready":true/,
+      ipc: true,
+    });
+    stops.push(producer.stop);
+    const baseBytes = redis.keptBytes();
+    let nextId = 1;
+    const run = (concurrency, seconds) =>
+      new Promise((resolve, reject) => {
+        const id = nextId++;
+        const onMessage = (msg) => {
+          if (msg?.type !== 'result' || msg.id !== id) return;
+          producer.child.off('message', onMessage);
+          producer.child.off('exit', onExit);
+          resolve(msg.result);
+        };
+        const onExit = (code) => reject(new Error(`the BullMQ producer exited (${code})`));
+        producer.child.on('message', onMessage);
+        producer.child.once('exit', onExit);
+        producer.child.send({ cmd: 'run', id, concurrency, seconds });
+      });
+    return {
+      procs: [
+        { name: 'redis', pid: redis.pid },
+        { name: 'BullMQ worker', pid: worker.pid },
+        { name: 'producer', pid: producer.pid },
+      ],
+      run,
+      keptBytes: () => redis.keptBytes() - baseBytes,
+      version: redis.version,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+async function startNatsSystem() {
+  const port = await freePort();
+  const server = spawn(NATS_BIN, ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
+  const killServer = () => {
+    if (server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
+  };
+  process.on('exit', killServer);
+  const serverExited = new Promise((resolve) => server.once('exit', resolve));
+  const url = `nats://127.0.0.1:${port}`;
+  const stops = [
+    async () => {
+      server.kill('SIGTERM');
+      await serverExited;
+      process.off('exit', killServer);
+    },
+  ];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch(() => undefined);
+  };
+  try {
+    // Connect first (waiting for the server to listen): the responder then finds it up.
+    const nc = await connect({
+      servers: url,
+      name: 'bench-floor-requester',
+      waitOnFirstConnect: true,
+      timeout: 15_000,
+    });
+    stops.push(() => nc.close());
+    const responder = await startChild(process.execPath, [RESPONDER, url, FLOOR_SUBJECT], {
+      ready: /"ready":true/,
+    });
+    stops.push(responder.stop);
+    const payload = new TextEncoder().encode(JSON.stringify({ text: TEXT }));
+    const requester = natsRequester(nc, FLOOR_SUBJECT, payload);
+    return {
+      procs: [
+        { name: 'nats-server', pid: server.pid },
+        { name: 'responder', pid: responder.pid },
+      ],
+      run: (concurrency, seconds) =>
+        runLoad({ concurrency, durationMs: seconds * 1000, issue: requester.issue }),
+      keptBytes: undefined,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+// --- measurement --------------------------------------------------------------------------------------
+
+/** One measurement: a warm-up, then the timed run with each server process's CPU µs per task. */
+async function measure(system, concurrency) {
+  if (WARMUP_SECONDS > 0) {
+    const warm = await system.run(concurrency, WARMUP_SECONDS);
+    system.tasks += warm.ok;
+  }
+  const before = system.procs.map((p) => cpuMs(p.pid));
+  const r = await system.run(concurrency, SECONDS);
+  const after = system.procs.map((p) => cpuMs(p.pid));
+  system.tasks += r.ok;
+  if (r.errors > 0)
+    throw new Error(`${r.errors} failed tasks; first: ${r.firstError?.message ?? r.firstError}`);
+  if (r.ok === 0) throw new Error('no task completed');
+  r.cpuUs = before.map((b, i) =>
+    b === undefined || after[i] === undefined ? NaN : ((after[i] - b) * 1000) / r.ok,
+  );
+  return r;
+}
+
+const median = (xs) => {
+  const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+};
+const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+
+async function main() {
+  const redisVersion = redisInstalled();
+  if (!redisVersion) {
+    log(
+      "bench/taskPath.js: redis-server/redis-cli not found: install Debian's redis-server (scripts/bench.sh does)",
+    );
+    process.exit(2);
+  }
+  const natsVersion = spawnSync(NATS_BIN, ['--version'], { encoding: 'utf8' }).stdout?.trim() ?? 'unknown';
+  const systems = {};
+  const startedAt = new Date();
+  try {
+    log('bench/taskPath.js: starting AMF (amf up + amf worker), BullMQ (two redis-servers), raw NATS');
+    systems.amf = await startAmfSystem();
+    systems.bullmq = await startBullmqSystem({ aof: false });
+    systems.bullmqAof = await startBullmqSystem({ aof: true });
+    systems.nats = await startNatsSystem();
+    for (const s of Object.values(systems)) s.tasks = 0;
+    const rounds = Object.fromEntries(SYSTEMS.map((k) => [k, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = rotated(SYSTEMS, round);
+      for (const key of order) {
+        const low = await measure(systems[key], 1);
+        const high = await measure(systems[key], HIGH);
+        rounds[key].push({ p50: low.p50, throughput: high.throughput, cpuUs: high.cpuUs });
+      }
+      const line = SYSTEMS.map((k) => {
+        const r = rounds[k].at(-1);
+        return `${LABELS[k]} ${r.p50.toFixed(2)} ms / ${Math.round(r.throughput)}/s / ${(sum(r.cpuUs) / 1000).toFixed(3)} s`;
+      }).join(' · ');
+      log(`  round ${round + 1}/${ROUNDS} (${order.map((k) => LABELS[k]).join(', ')}): ${line}`);
+    }
+    const kept = {};
+    for (const key of SYSTEMS) {
+      const s = systems[key];
+      kept[key] = s.keptBytes ? { bytes: s.keptBytes(), tasks: s.tasks } : undefined;
+    }
+    return { systems, rounds, kept, startedAt, redisVersion, natsVersion };
+  } finally {
+    for (const s of Object.values(systems)) await s.stop().catch(() => undefined);
+  }
+}
+
+// --- the report ---------------------------------------------------------------------------------------
+
+function summarize({ systems, rounds, kept }) {
+  const out = {};
+  for (const key of SYSTEMS) {
+    const rs = rounds[key];
+    const perProc = systems[key].procs.map((p, i) => ({
+      name: p.name,
+      us: median(rs.map((r) => r.cpuUs[i])),
+    }));
+    out[key] = {
+      p50: median(rs.map((r) => r.p50)),
+      throughput: median(rs.map((r) => r.throughput)),
+      cpuS: median(rs.map((r) => sum(r.cpuUs))) / 1000,
+      perProc,
+      diskMb: kept[key] ? kept[key].bytes / 1e6 / (kept[key].tasks / 1000) : undefined,
+      tasks: kept[key]?.tasks,
+    };
+  }
+  // Ratios per round (both systems measured seconds apart), for the spread.
+  const perRound = rounds.amf.map((a, i) => {
+    const b = rounds.bullmqAof[i];
+    return { p50: a.p50 / b.p50, throughput: a.throughput / b.throughput, cpu: sum(a.cpuUs) / sum(b.cpuUs) };
+  });
+  return { out, perRound };
+}
+
+const f = (x, digits) =>
+  Number.isFinite(x)
+    ? x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+    : '—';
+const range = (xs, digits = 2) => `${f(Math.min(...xs), digits)}–${f(Math.max(...xs), digits)}`;
+
+function report(measured) {
+  const { out, perRound } = summarize(measured);
+  const a = out.amf;
+  const b = out.bullmqAof;
+  const ratio = {
+    p50: a.p50 / b.p50,
+    throughput: a.throughput / b.throughput,
+    cpu: a.cpuS / b.cpuS,
+    disk: a.diskMb / b.diskMb,
+  };
+  const cells = (fn) => SYSTEMS.map((k) => fn(out[k])).join(' | ');
+  const lines = [];
+  lines.push('| measure | AMF | BullMQ | BullMQ + AOF | raw NATS req/reply | AMF / BullMQ + AOF |');
+  lines.push('|---|---:|---:|---:|---:|---:|');
+  lines.push(`| p50 round trip, c=1 | ${cells((o) => `${f(o.p50, 2)} ms`)} | ${f(ratio.p50, 2)}× |`);
+  lines.push(
+    `| round trips/s, c=${HIGH} | ${cells((o) => f(o.throughput, 0))} | ${f(ratio.throughput, 2)}× |`,
+  );
+  lines.push(
+    `| server CPU per 1,000 tasks, c=${HIGH} | ${cells((o) => `${f(o.cpuS, 3)} s`)} | ${f(ratio.cpu, 2)}× |`,
+  );
+  lines.push(
+    `| disk per 1,000 kept tasks | ${cells((o) => (o.diskMb === undefined ? '—' : `${f(o.diskMb, 2)} MB`))} | ${f(ratio.disk, 1)}× |`,
+  );
+  lines.push('');
+  lines.push(`Server CPU per task at c=${HIGH}, by process (µs, medians over rounds):`);
+  lines.push('');
+  lines.push('| system | processes |');
+  lines.push('|---|---|');
+  for (const key of SYSTEMS)
+    lines.push(`| ${LABELS[key]} | ${out[key].perProc.map((p) => `${p.name} ${f(p.us, 0)}`).join(' · ')} |`);
+  lines.push('');
+  lines.push(
+    `AMF / BullMQ + AOF per round (${perRound.length} rounds): p50 ${range(perRound.map((r) => r.p50))}, throughput ${range(perRound.map((r) => r.throughput))}, CPU ${range(perRound.map((r) => r.cpu))}. Tasks kept at the end: ${SYSTEMS.filter(
+      (k) => out[k].tasks !== undefined,
+    )
+      .map((k) => `${LABELS[k]} ${out[k].tasks.toLocaleString('en-US')}`)
+      .join(', ')}.`,
+  );
+  lines.push('');
+  const verdict = (ok) => (ok ? 'PASS' : 'FAIL');
+  const verdicts = [
+    `CPU per task ≤ ${GOALS.cpu.toFixed(1)}× BullMQ + AOF: ${f(ratio.cpu, 2)}× (${verdict(ratio.cpu <= GOALS.cpu)})`,
+    `c=${HIGH} throughput ≥ ${GOALS.throughput.toFixed(1)}× BullMQ + AOF: ${f(ratio.throughput, 2)}× (${verdict(ratio.throughput >= GOALS.throughput)})`,
+    `c=1 p50 ≤ ${GOALS.p50.toFixed(1)}× BullMQ + AOF: ${f(ratio.p50, 2)}× (${verdict(ratio.p50 <= GOALS.p50)})`,
+    `disk per 1,000 kept tasks ≤ ${GOALS.diskMb.toFixed(1)} MB: ${f(a.diskMb, 2)} MB (${verdict(a.diskMb <= GOALS.diskMb)})`,
+  ];
+  lines.push(...verdicts.map((v) => `- Goal (issue 31): ${v}`));
+  return lines.join('\n');
+}
+
+function document(measured, table) {
+  const cpus = os.cpus();
+  const load = os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
+  const settings = Object.entries(AMF_NON_DEFAULTS)
+    .map(([k, v]) => `\`${k}\` ${v}`)
+    .join('; ');
+  return `## Task path against BullMQ
+
+Made by \`npm run bench\` (this section: \`node bench/taskPath.js\`, after \`npm run build\`; every run
+overwrites it). ${ROUNDS} rounds, the systems in an order rotated each round; per system and round a
+c=1 run and a c=${HIGH} run of ${SECONDS} s each after ${WARMUP_SECONDS} s of warm-up; medians over rounds.
+Machine: ${cpus[0]?.model.trim() ?? 'unknown'} × ${cpus.length}, Node ${process.version}; ${measured.natsVersion};
+Redis ${measured.redisVersion.replace(/^Redis server v=(\S+).*$/, '$1')} (Debian); BullMQ 6.7.0 with ioredis 5.11.1;
+load average ${load} at the end.
+
+"Send a durable task to a worker and wait for its answer", every server process separate, on the same
+cores: **AMF** is \`amf up --no-mdns\` (the coordinator with the nats-server it spawns, JetStream on)
+and \`amf worker --handler echo --no-mdns\`, each task a non-streaming \`POST /v1/chat/completions\`
+(model \`amf/echo\`) from the bench process; **BullMQ** is a private redis-server (RDB snapshots, Redis's
+default), a BullMQ Worker process echoing the job and a producer process doing \`queue.add()\` +
+\`job.waitUntilFinished()\`; **BullMQ + AOF** adds \`appendonly yes\`, \`appendfsync everysec\` (BullMQ's
+production advice); **raw NATS** is \`nc.request()\` to a responder process through a plain nats-server,
+the fabric's own floor. Both workers take ${WORKER_CONCURRENCY} tasks at once (\`amf worker\`'s default).
+Server CPU is utime + stime of each server process (/proc/<pid>/stat, 10 ms ticks) during the c=${HIGH}
+run over the tasks completed; the HTTP client of AMF and the requester of raw NATS are not counted, the
+BullMQ producer is (its \`queue.add()\` and event wait are BullMQ's work; its load loop adds a few µs).
+Disk per 1,000 kept tasks: what the JetStream store (AMF) or Redis's directory (after \`SAVE\`; the AOF
+as written) grew by over the run, over the tasks completed; AMF keeps task events and states by its
+stream limits (24 h, byte caps), BullMQ keeps every completed job (its default). AMF settings that
+differ from the defaults: ${settings}. Node flags of the AMF processes: \`${NODE_FLAGS.join(' ') || 'none'}\`.
+
+${table}
+`;
+}
+
+const measured = await main();
+const table = report(measured);
+process.stdout.write(`\n${table}\n`);
+if (OUT !== '-') {
+  writeSection(OUT, document(measured, table));
+  log(`bench/taskPath.js: wrote the "Task path against BullMQ" section of ${OUT}`);
+}
