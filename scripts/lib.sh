@@ -1,4 +1,4 @@
-# Shared by scripts/up.sh and scripts/test.sh (sourced, not run).
+# Shared by scripts/up.sh, scripts/bench.sh and scripts/provision.sh (sourced, not run).
 # shellcheck shell=bash
 
 # Runs a command as root: directly when we are root, else through sudo; without either it says what

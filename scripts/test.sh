@@ -1,50 +1,20 @@
 #!/usr/bin/env bash
-# Installs what the tests need on a fresh Debian machine, then builds, lints and runs every test.
+# Installs what the tests need on a fresh Debian machine (scripts/provision.sh), then builds, lints and
+# runs every test.
 # The tests run inside a private network namespace (unshare -n, loopback only) so nothing they do,
 # multicast included, can reach this machine's real network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# shellcheck source=scripts/lib.sh
-. scripts/lib.sh
+# Everything the tests need (apt packages, pinned nats-server, SPIRE and OPA, the Python venvs, the
+# npm packages), then the environment that names them.
+bash scripts/provision.sh
+# shellcheck source=/dev/null
+. .cache/test-env.sh
 
-ensure_debian_package 'command -v nats-server' nats-server
-# The pinned newer nats-server that the 3-node cluster tests (test/cluster) run on.
-AMF_NATS_CLUSTER_BIN="$(bash scripts/install-nats.sh)"; export AMF_NATS_CLUSTER_BIN
-
-# Pinned spire-server and spire-agent for the SPIFFE identity tests (test/identity run real SPIRE).
-# Cached by version; a cold build is ~13 CPU-minutes, paid once per machine.
-AMF_SPIRE_DIR="$(bash scripts/install-spire.sh)"; export AMF_SPIRE_DIR
-
-# Debian's python3-zeroconf is the independent mDNS implementation our records are checked against.
-ensure_debian_package "/usr/bin/python3 -c 'import zeroconf'" python3-zeroconf
-
-# The openssl CLI makes the self-signed certificates of the MCP TOFU pinning tests.
-ensure_debian_package 'command -v openssl' openssl
-
-# Debian's Chromium: test/web/console.test.ts drives the console in it (through playwright-core).
-ensure_debian_package 'test -x /usr/bin/chromium' chromium
-
-# The Python OpenAI and A2A clients are interop peers of our APIs; they live in the project's own venv
-# (.cache/python-venv), never in the system's Python.
-AMF_TEST_PYTHON="$(ensure_python_venv)"; export AMF_TEST_PYTHON
-# A client of the A2A 0.3 line (a2a-sdk 0.3.x) in a venv of its own: 0.3 clients stay first-class.
-AMF_TEST_PYTHON_A2A03="$(ensure_python_a2a03_venv)"; export AMF_TEST_PYTHON_A2A03
-# The A2A TCK's own venv (from PyPI, so before the namespace); its phase is skipped without the TCK.
-node scripts/conformance.mjs --prepare --suite a2a || echo "!! the A2A TCK's venv is not ready: its test phase will skip" >&2
-
-# Real OPA for the policy tests (opa eval, opa run --server, --policy DIR) and npm run build:policy.
-export PATH="$PATH:${GOPATH:-$HOME/go}/bin"
-if ! command -v opa >/dev/null 2>&1; then
-  echo "==> installing opa v1.10.1 (go install; takes a few minutes on a cold cache)"
-  go install github.com/open-policy-agent/opa@v1.10.1
-fi
-export AMF_OPA_BIN="$(command -v opa)"
-opa version | sed -n 1p # sed reads everything: head would make opa die of SIGPIPE under pipefail
+echo "==> policy tests and bundle drift"
 opa test policies/
 (cd policies && sha256sum -c --quiet ../policy-bundle/bundle.sources.sha256)
-
-ensure_npm_packages
 
 echo "==> build, typecheck, lint, format"
 npm run --silent build
