@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs the official MCP conformance suite (@modelcontextprotocol/conformance, `server --suite all`)
 // against a worker that serves the suite's fixtures (test/fixtures/mcpConformanceHandler.mjs: the
-// example handler examples/handlers/mcp-conformance.mjs plus `test_reconnection`) and against the
+// fixture handler test/fixtures/mcpConformanceBase.mjs plus `test_reconnection`) and against the
 // coordinator's federated `/mcp` with that worker admitted behind it, then prints one table
 // (markdown) of every scenario on both. Both run at default settings, but for `mcp.bare_names`
 // (the suite calls its fixtures by their own names). Needs `npm run build` first; nats-server and

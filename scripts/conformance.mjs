@@ -1,6 +1,6 @@
 // `npm run conformance`: the official conformance suites against a real mesh at default settings.
 // Starts a coordinator (no mDNS) and a mesh of two agents, the TCK example worker
-// (examples/tck-agent.mjs) and an echo worker, runs each suite against the coordinator and against
+// (test/fixtures/tckAgent.mjs) and an echo worker, runs each suite against the coordinator and against
 // the TCK worker, and prints one table. The TCK sends no AMF metadata, as any plain A2A client: the
 // coordinator routes its messages by skill, else to its default agent, which `<data-dir>/amf.yaml`
 // names as a user would (`a2a.default_agent: tck`). Suites are entries of SUITES: a suite is
@@ -274,7 +274,7 @@ async function main() {
     '--port',
     String(wPort),
     '--handler',
-    join(ROOT, 'examples', 'tck-agent.mjs'),
+    join(ROOT, 'test', 'fixtures', 'tckAgent.mjs'),
   ]);
   start('echo', [
     'worker',

@@ -15,7 +15,7 @@ import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
 // @ts-expect-error: an example handler module without types
-import conformanceHandler from '../../examples/handlers/mcp-conformance.mjs';
+import conformanceHandler from '../fixtures/mcpConformanceBase.mjs';
 
 const run = promisify(execFile);
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');

@@ -30,7 +30,7 @@ import type { RunningWorker } from '../../src/apps/workerApp.js';
 import { MeshWorker } from '../../src/worker/meshWorker.js';
 import { MCP_PROTOCOL } from '../../src/protocols/mcp/mcpEndpoint.js';
 // @ts-expect-error: an example handler module without types
-import conformanceHandler from '../../examples/handlers/mcp-conformance.mjs';
+import conformanceHandler from '../fixtures/mcpConformanceBase.mjs';
 
 let mesh: TestMesh;
 let worker: RunningWorker;

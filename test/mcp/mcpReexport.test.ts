@@ -26,7 +26,7 @@ import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 // @ts-expect-error: an example handler module without types
-import conformanceHandler from '../../examples/handlers/mcp-conformance.mjs';
+import conformanceHandler from '../fixtures/mcpConformanceBase.mjs';
 
 let mesh: TestMesh;
 let fixtures: RunningWorker;
