@@ -1,10 +1,11 @@
 /**
  * The coordinator endpoints the console needs beyond the DESIGN.md contract (listed in
  * docs/console.md): event history replayed from JetStream, the task list, admission decisions, the
- * federated tool catalog, one agent in full, approving a pending agent and forgetting an agent. All
- * sit behind the operator key like every other non-public route (the coordinator's edge checks it
- * before routing), and every query is bounded.
+ * federated tool catalog, one agent in full, approving a pending agent, disabling and enabling an
+ * agent, and forgetting an agent. All sit behind the operator key like every other non-public route
+ * (the coordinator's edge checks it before routing), and every query is bounded.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AmfError } from '../errors.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
 import { EVENTS_STREAM, kvKey } from '../fabric/jetstream.js';
@@ -14,12 +15,15 @@ import type { McpFederation } from '../protocols/mcp/federation.js';
 import type { RegisteredAgent } from '../registry/agentRegistry.js';
 import { agentIdForName, type AgentNameSource } from '../registry/agentNames.js';
 import type { Enrollment } from '../registry/enrollments.js';
+import type { Disablement } from '../registry/disablements.js';
 import { ADMISSIONS_MAX_LIMIT, recentAdmissions } from './admissionLog.js';
 import { taskSnapshot } from '../coordinator/sharedState.js';
 import { listTasks, parseTaskListQuery } from './taskList.js';
 
 const AGENT_PREFIX = '/agents/';
 const APPROVE_SUFFIX = '/approve';
+const DISABLE_SUFFIX = '/disable';
+const ENABLE_SUFFIX = '/enable';
 const MAX_AGENT_ID_CHARS = 512;
 const MAX_APPROVE_BODY_BYTES = 4096;
 
@@ -44,6 +48,7 @@ function agentDetail(
   agent: RegisteredAgent,
   federation: McpFederation,
   enrollment: Enrollment | undefined,
+  disablement: Disablement | undefined,
 ): Record<string, unknown> {
   const id = agent.record.agent_id;
   const tools = [...federation.catalog().values()]
@@ -57,12 +62,37 @@ function agentDetail(
     ...(agent.heardFrom ? { heard_from: agent.heardFrom } : {}),
     ...(agent.approval ? { approval: agent.approval } : {}),
     ...(enrollment ? { enrollment } : {}),
+    ...(disablement ? { status: 'disabled', liveness: agent.status, disabled: disablement } : {}),
     admitted_at: agent.admittedAt,
     last_seen: new Date(agent.lastSeen).toISOString(),
     heartbeat_seconds: agent.heartbeatSeconds,
     card: agent.card ?? null,
     tools,
   };
+}
+
+/**
+ * `POST /agents/<id>/disable` and `/enable`: the operator takes an agent out of service or puts it
+ * back (registry/disablements.ts). No body is read. Answers the agent's state after the change and
+ * whether anything changed (disabling a disabled agent keeps the first record).
+ */
+async function switchAgent(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  coordinator: Coordinator,
+): Promise<void> {
+  req.resume();
+  const disable = url.pathname.endsWith(DISABLE_SUFFIX);
+  const id = agentIdFrom(url, coordinator.registry, disable ? DISABLE_SUFFIX : ENABLE_SUFFIX);
+  const from = req.socket.remoteAddress;
+  if (disable) {
+    const { disablement, changed } = await coordinator.disableAgent(id, from);
+    sendJson(res, 200, { agent_id: id, status: 'disabled', changed, disabled: disablement });
+    return;
+  }
+  const changed = await coordinator.enableAgent(id, from);
+  sendJson(res, 200, { agent_id: id, status: coordinator.registry.get(id)?.status ?? 'unlisted', changed });
 }
 
 /** Registers the console endpoints on the coordinator's router. */
@@ -128,7 +158,12 @@ export function registerConsoleRoutes(
     sendJson(
       res,
       200,
-      agentDetail(agent, federation, nkey ? coordinator.registry.enrollment(nkey) : undefined),
+      agentDetail(
+        agent,
+        federation,
+        nkey ? coordinator.registry.enrollment(nkey) : undefined,
+        coordinator.registry.disablement(id),
+      ),
     );
   });
   // Approving a pending agent (heard on mDNS only): its key is enrolled and gets its NATS user, or a
@@ -136,10 +171,12 @@ export function registerConsoleRoutes(
   // `{"nkey": "U…"}` names the key the operator saw (`""` for none): a listing that names another
   // key by now is refused rather than approved.
   router.onPrefix('POST', AGENT_PREFIX, async (req, res, url) => {
+    if (url.pathname.endsWith(DISABLE_SUFFIX) || url.pathname.endsWith(ENABLE_SUFFIX))
+      return switchAgent(req, res, url, coordinator);
     if (!url.pathname.endsWith(APPROVE_SUFFIX))
       throw new AmfError(
         'NOT_FOUND',
-        `no route POST ${url.pathname.slice(0, 200)} (expected /agents/<id>/approve)`,
+        `no route POST ${url.pathname.slice(0, 200)} (expected /agents/<id>/approve, /disable or /enable)`,
       );
     const id = agentIdFrom(url, coordinator.registry, APPROVE_SUFFIX);
     const body = await readBody(req, MAX_APPROVE_BODY_BYTES);

@@ -48,6 +48,7 @@ import { registerConsoleRoutes } from './consoleRoutes.js';
 import { registerInviteRoutes } from './inviteRoutes.js';
 import { UnknownTagNotices } from '../registry/unknownTagNotices.js';
 import { watchForgottenAgents } from './agentForgetWatch.js';
+import type { Disablement } from '../registry/disablements.js';
 import { ownAgentAccess } from '../coordinator/calloutWiring.js';
 import { EdgeAuth, ROUTE_ACCESS } from './routeAccess.js';
 import { loadOrCreateOperatorKey } from '../identity/operatorKey.js';
@@ -128,6 +129,8 @@ function buildRouter(
         ...a.record,
         capability_tags: a.record.capability_tags ?? [],
         status: a.status,
+        // Disabled by the operator: `status` says so, `liveness` what it would be otherwise.
+        ...disabledView(coordinator.registry.disablement(a.record.agent_id), a.status),
         // Why an admitted agent is not served (its card did not load or did not match).
         ...(a.unverified ? { unverified: a.unverified } : {}),
         advertised_status: a.record.status ?? 'active',
@@ -175,6 +178,14 @@ function buildRouter(
     res.end(text);
   });
   return router;
+}
+
+/** How `/agents` shows an agent the operator disabled (nothing for one that is not). */
+function disabledView(
+  disablement: Disablement | undefined,
+  liveness: string,
+): { status?: 'disabled'; liveness?: string; disabled?: Disablement } {
+  return disablement ? { status: 'disabled', liveness, disabled: disablement } : {};
 }
 
 /** Route label for metrics: known paths as they are, anything else collapsed. */

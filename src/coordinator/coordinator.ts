@@ -60,16 +60,20 @@ import { ReplyInbox } from '../fabric/replyInbox.js';
 import type { EventAuthenticity } from './eventAuthenticity.js';
 import { AgentGrants, permissionViolationReporter } from './agentGrants.js';
 import { EnrollmentStore } from './enrollmentStore.js';
+import { DisablementStore } from './disablementStore.js';
+import type { Disablement } from '../registry/disablements.js';
 import { signOrders } from './signedOrders.js';
 import type { Enrollment, EnrollmentRequest } from '../registry/enrollments.js';
 import type { RegisteredAgent } from '../registry/agentRegistry.js';
 import { ArtifactIntake } from './artifactIntake.js';
+import type { TaskEventIntake } from './taskEventIntake.js';
 import type { LogFn } from '../log.js';
 import type { AgentKey } from '../identity/agentKey.js';
 import { loadOrCreateCoordinatorKey } from '../identity/coordinatorKey.js';
 import { advertisedUrl } from '../net/advertisedHost.js';
 import { formatBytes, storeBudget, type StoreBudget } from '../fabric/storeBudget.js';
 import { NatsServerLog } from './natsServerLog.js';
+import { StoreIntegrity, storeHealthWithLosses } from './storeIntegrity.js';
 import { FabricCondition } from './fabricCondition.js';
 import { AmfError } from '../errors.js';
 
@@ -106,6 +110,8 @@ export class Coordinator {
   readonly grants: AgentGrants | undefined;
   /** Enrolled keys (approvals, invites), kept in the shared `amf_enrollments` bucket. */
   readonly enrollments: EnrollmentStore;
+  /** Agents the operator disabled, kept in the shared `amf_disabled_agents` bucket. */
+  private readonly disablements: DisablementStore;
   private mdnsDoor: MdnsDoor | undefined;
   private readonly shared: SharedState;
   /** The shared registry's word on agents this coordinator gave up for silence (sharedLiveness.ts). */
@@ -187,6 +193,7 @@ export class Coordinator {
         })
       : undefined;
     this.enrollments = new EnrollmentStore(stores.enrollments, this.registry, log);
+    this.disablements = new DisablementStore(stores.disabledAgents, this.registry, log);
     this.shared = new SharedState(
       stores.agents,
       stores.tasks,
@@ -409,6 +416,8 @@ export class Coordinator {
     this.sweeper.start();
     this.shared.attachLifecycle(this.lifecycle);
     await this.enrollments.start();
+    await this.disablements.start();
+    this.remindDisabledAgents();
     this.grants?.start();
     const { identity } = this.parts;
     this.watcherService = startWatcherService({
@@ -430,6 +439,25 @@ export class Coordinator {
     this.sweepTimer = setInterval(() => this.registry.sweep(), 500);
     this.sweepTimer.unref();
     await Promise.all([this.nc.flush(), this.parts.watcherNc.flush(), this.parts.connector.flush()]);
+  }
+
+  /**
+   * A disabled agent that joins or comes back is told again that it is disabled (it may have
+   * restarted and forgotten): it then pulls no work, rather than taking offers only to pass them on.
+   */
+  private remindDisabledAgents(): void {
+    this.registry.onChange((change) => {
+      if (change.kind !== 'admitted' && change.kind !== 'online' && change.kind !== 'changed') return;
+      const id = change.agent.record.agent_id;
+      const disablement = this.registry.disablement(id);
+      if (!disablement) return;
+      this.notices.warn({
+        reason: 'agent_disabled',
+        message: `agent ${id} is disabled (by the ${disablement.by} at ${disablement.disabled_at}): it gets no new work until it is enabled`,
+        agent_id: id,
+        details: { by: disablement.by, disabled_at: disablement.disabled_at, reminder: true },
+      });
+    });
   }
 
   /** Names the coordinator by the URL its HTTP edge really bound (with port 0 the configured one ends in :0). */
@@ -501,6 +529,54 @@ export class Coordinator {
     return approved;
   }
 
+  /**
+   * The operator disables an agent (POST /agents/<id>/disable, `amf agents disable`): it stays
+   * admitted and connected and finishes what it holds, but gets no new work and no routes, on every
+   * coordinator of the mesh (registry/disablements.ts). `from`: the request's peer address, kept for
+   * the audit trail. Recorded as an `amf.policy.warning` (reason `agent_disabled`) naming who did it.
+   * Resolves once stored in the shared bucket; rejects with AmfError NOT_FOUND / INVALID_REQUEST.
+   */
+  async disableAgent(
+    agentId: string,
+    from?: string,
+  ): Promise<{ disablement: Disablement; changed: boolean }> {
+    const before = this.registry.disablement(agentId);
+    const disablement = this.registry.disable(agentId, 'operator', from);
+    await this.disablements.settled();
+    if (before) return { disablement, changed: false };
+    this.log('info', 'agent disabled by the operator', { agent_id: agentId, ...(from ? { from } : {}) });
+    this.notices.warn({
+      reason: 'agent_disabled',
+      message: `agent ${agentId} disabled by the operator${from ? ` (from ${from})` : ''}: it finishes the tasks it holds and gets no new work until it is enabled`,
+      agent_id: agentId,
+      details: { by: disablement.by, ...(from ? { from } : {}) },
+    });
+    return { disablement, changed: true };
+  }
+
+  /**
+   * The operator enables a disabled agent again (POST /agents/<id>/enable, `amf agents enable`): it
+   * is offered work and routes as before. Recorded as `amf.policy.warning` (reason `agent_enabled`).
+   * False when it was not disabled; rejects with AmfError NOT_FOUND for an agent nobody knows.
+   */
+  async enableAgent(agentId: string, from?: string): Promise<boolean> {
+    const lifted = this.registry.enable(agentId);
+    if (!lifted) {
+      if (!this.registry.get(agentId) && this.registry.boundKey(agentId) === undefined)
+        throw new AmfError('NOT_FOUND', `no agent ${agentId} is known to this coordinator`);
+      return false;
+    }
+    await this.disablements.settled();
+    this.log('info', 'agent enabled by the operator', { agent_id: agentId, ...(from ? { from } : {}) });
+    this.notices.warn({
+      reason: 'agent_enabled',
+      message: `agent ${agentId} enabled by the operator${from ? ` (from ${from})` : ''}: it is offered work again`,
+      agent_id: agentId,
+      details: { by: 'operator', ...(from ? { from } : {}) },
+    });
+    return true;
+  }
+
   /** True while the NATS connection is usable (not closed, not between a disconnect and a reconnect). */
   get natsConnected(): boolean {
     return this.connected && !this.nc.isClosed();
@@ -537,8 +613,10 @@ export class Coordinator {
       this.liveness.close();
       this.grants?.close();
       this.enrollments.close();
+      this.disablements.close();
       this.admission.close();
       this.artifacts.close();
+      this.taskEvents.close();
       const { results, authenticity, dispatcher, lifecycle } = this;
       await closeTaskPath({ results, authenticity, dispatcher, lifecycle });
       await this.watcherService?.close().catch(() => undefined);

@@ -1,9 +1,9 @@
 /**
  * Claims in the coordinator: the first valid claim of an open task wins; a claim from an agent that
- * is not admitted, that does not name the offer of the task's announcement (offerNonce.ts), for a
- * task another agent holds, or for a task that already ended is refused (the worker is told to stop
- * with a cancel naming it). A task whose claim was refused is offered
- * again shortly so an admitted worker takes it.
+ * is not admitted or that the operator disabled, that does not name the offer of the task's
+ * announcement (offerNonce.ts), for a task another agent holds, or for a task that already ended is
+ * refused (the worker is told to stop with a cancel naming it). A task whose claim was refused is
+ * offered again shortly so an admitted worker takes it.
  */
 import { createEvent, type AmfEventOf } from '../events/cloudEvent.js';
 import type { CancelPayload } from '../events/payloads.js';
@@ -63,6 +63,20 @@ export class TaskClaims {
       this.refuseClaim(task, agentId, 'the agent is not admitted');
       // Not offered to it again: with free slots it would win the next offer too, and run the
       // handler once more for nothing.
+      (task.excludedAgents ??= new Set()).add(agentId);
+      this.reofferAfterRefusal(task);
+      return;
+    }
+    if (this.deps.agents.isDisabled(agentId) && task.claimedBy !== agentId) {
+      // Disabled by the operator: it finishes what it holds, nothing new. Its offers name it as
+      // not for it, so only an offer made before it was disabled gets here.
+      this.deps.notices.warn({
+        reason: 'claim_from_disabled_agent',
+        message: `claim of task ${taskId} by ${agentId} refused: the operator disabled the agent`,
+        task_id: taskId,
+        agent_id: agentId,
+      });
+      this.refuseClaim(task, agentId, 'the operator disabled the agent');
       (task.excludedAgents ??= new Set()).add(agentId);
       this.reofferAfterRefusal(task);
       return;

@@ -113,6 +113,7 @@ export class TaskLifecycle {
       () => this.closed,
       bus,
       (task) => this.table.changed(task),
+      (tag) => registry.disabledFor(tag),
     );
     // An ended task's offer is withdrawn, so no worker pulls a task that is already over. A task an
     // AMF worker answered needs nothing: that worker acknowledges (removes) the message itself.

@@ -42,7 +42,7 @@ export interface TaskFabric {
 /** What the lifecycle asks of the agent registry: who serves a tag, who is live, who went offline. */
 export type TaskAgents = Pick<
   AgentRegistry,
-  'servesTag' | 'isLive' | 'admittedFor' | 'onChange' | 'liveTags'
+  'servesTag' | 'isLive' | 'admittedFor' | 'onChange' | 'liveTags' | 'isDisabled' | 'disabledFor'
 >;
 
 /** The coordinator's warnings and denials, as the lifecycle sends them. */
@@ -73,7 +73,7 @@ export interface LifecycleOptions {
    * lost worker's tasks are re-announced or failed: its result may already be stored but not yet
    * delivered, because results and heartbeats travel on different paths.
    */
-  storedResult?: (taskId: string) => Promise<AmfEventOf<'amf.result.final'> | undefined>;
+  storedResult?: (taskId: string, agentId?: string) => Promise<AmfEventOf<'amf.result.final'> | undefined>;
   /**
    * The task's last state in the shared KV bucket (sharedState.ts). Read when another coordinator's
    * task ends with a final from another worker than the one seen claiming it: a coordinator that

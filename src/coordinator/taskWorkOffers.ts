@@ -23,6 +23,8 @@ export class TaskWorkOffers {
     private readonly fabric?: Pick<TaskFabric, 'takeBytes'>,
     /** Told when an offer is stored for a task still waiting for it (its sequence is known). */
     private readonly onOffered?: (task: TaskRecord) => void,
+    /** Agents no offer of a tag is for (the ones the operator disabled): they pass it on. */
+    private readonly disabledFor?: (tag: string) => readonly string[],
   ) {}
 
   /**
@@ -51,7 +53,7 @@ export class TaskWorkOffers {
     failures: number,
   ): void {
     const bytes = this.bytesOf(event);
-    const notFor = task.excludedAgents?.size ? [...task.excludedAgents] : undefined;
+    const notFor = notForOf(task, this.disabledFor?.(task.tag) ?? []);
     queue.offer(bytes, task.tag, nonce, notFor).then(
       (seq) => {
         // The task moved on while the offer was stored: take the stale offer back at once. A task
@@ -102,4 +104,10 @@ export class TaskWorkOffers {
   forget(task: TaskRecord): void {
     delete task.workSeq;
   }
+}
+
+/** The agents an offer names as not for them: the task's excluded ones and the disabled ones. */
+function notForOf(task: TaskRecord, disabled: readonly string[]): string[] | undefined {
+  if (!task.excludedAgents?.size && disabled.length === 0) return undefined;
+  return [...new Set([...(task.excludedAgents ?? []), ...disabled])];
 }

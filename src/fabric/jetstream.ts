@@ -50,6 +50,8 @@ export const MAX_INVITE_TTL_SECONDS = 7 * 24 * 3600;
  * data dir's join credential, one entry per nkey, so they keep their NATS user across restarts.
  */
 export const ENROLLMENTS_BUCKET = 'amf_enrollments';
+/** Agents the operator disabled (registry/disablements.ts): one small key per agent id. */
+export const DISABLED_AGENTS_BUCKET = 'amf_disabled_agents';
 
 /**
  * Public fabric subjects that are persisted. Replies are not (they duplicate these), and neither are
@@ -92,7 +94,7 @@ export function fullReservation(
     artifacts.maxBytes +
     Math.min(retention.maxBytes, 256 * MiB) * 2 + // audit, results
     Math.min(retention.maxBytes, 512 * MiB); // work
-  const buckets = (64 + 256 + 16 + 1 + 1 + 16) * MiB;
+  const buckets = (64 + 256 + 16 + 1 + 1 + 16 + 1) * MiB;
   return streams + buckets;
 }
 
@@ -126,6 +128,7 @@ export interface FabricStores {
   leases: KV;
   invites: KV;
   enrollments: KV;
+  disabledAgents: KV;
 }
 
 async function ensureStream(
@@ -266,7 +269,9 @@ export async function ensureFabricStores(
     allow_direct: false,
   });
   const enrollments = await bucket(ENROLLMENTS_BUCKET, { history: 1, max_bytes: scaled(16 * 1024 * 1024) });
-  return { jsm, agents, tasks, mcpPins, leases, invites, enrollments };
+  // A few hundred bytes per disabled agent: 1 MiB holds thousands.
+  const disabledAgents = await bucket(DISABLED_AGENTS_BUCKET, { history: 1, max_bytes: 1024 * 1024 });
+  return { jsm, agents, tasks, mcpPins, leases, invites, enrollments, disabledAgents };
 }
 
 /** KV keys allow `[-/_=.a-zA-Z0-9]`; agent ids are URIs, so they are stored base64url-encoded. */

@@ -7,6 +7,7 @@
 import type { AgentRecord } from '../events/agentRecord.js';
 import { AmfError } from '../errors.js';
 import { enrollmentExpired, enrollmentOf, type Enrollment, type EnrollmentRequest } from './enrollments.js';
+import type { Disablement } from './disablements.js';
 
 /**
  * `unverified`: admitted by policy, but what it advertised could not be checked against its card
@@ -85,6 +86,15 @@ export interface EnrollmentChange {
   origin: 'local' | 'store';
 }
 
+/** An agent disabled or enabled (`local`: here; `store`: read from the shared bucket). */
+export interface DisablementChange {
+  kind: 'disabled' | 'enabled';
+  agentId: string;
+  /** The record (for `enabled`: the one that was lifted). */
+  disablement: Disablement;
+  origin: 'local' | 'store';
+}
+
 /** A key that may log in to NATS now, with the agent and tags its user is for. */
 export interface GrantedKey {
   agentId: string | undefined;
@@ -129,6 +139,13 @@ export class AgentRegistry {
   /** Enrolled keys by nkey (enrollments.ts). */
   private readonly enrolled = new Map<string, Enrollment>();
   private readonly enrollmentListeners = new Set<(change: EnrollmentChange) => void>();
+  /**
+   * Disabled agents by id (disablements.ts). Kept apart from the list, like the key bindings: the
+   * operator's word outlives the agent going offline or being re-admitted; only enable and forget
+   * lift it.
+   */
+  private readonly disabledAgents = new Map<string, Disablement>();
+  private readonly disablementListeners = new Set<(change: DisablementChange) => void>();
   private readonly listeners = new Set<(change: RegistryChange) => void>();
   private readonly cardListeners = new Set<(agentId: string) => void>();
   private readonly now: () => number;
@@ -452,6 +469,96 @@ export class AgentRegistry {
     return agent && agent.record.nkey === undefined ? agent.approval : undefined;
   }
 
+  /**
+   * The operator disables an agent (disablements.ts): no new work, no routes; it stays connected and
+   * finishes what it holds. Only an agent this coordinator knows (listed, or still bound to its key)
+   * and not `pending` (approve or forget a pending one). Returns the record; one already there is
+   * kept. Throws AmfError NOT_FOUND / INVALID_REQUEST.
+   */
+  disable(agentId: string, by: string, from?: string): Disablement {
+    const agent = this.agents.get(agentId);
+    if (!agent && !this.keyBindings.has(agentId))
+      throw new AmfError('NOT_FOUND', `no agent ${agentId} is known to this coordinator`);
+    if (agent?.status === 'pending')
+      throw new AmfError(
+        'INVALID_REQUEST',
+        `agent ${agentId} is pending: it is offered nothing already; approve it or forget it`,
+      );
+    const known = this.disabledAgents.get(agentId);
+    if (known) return known;
+    const disablement: Disablement = {
+      agent_id: agentId,
+      by,
+      ...(from !== undefined ? { from } : {}),
+      disabled_at: new Date(this.now()).toISOString(),
+    };
+    this.setDisabled(disablement, 'local');
+    return disablement;
+  }
+
+  /** The operator enables a disabled agent again; returns the lifted record, undefined if it was not. */
+  enable(agentId: string): Disablement | undefined {
+    return this.liftDisabled(agentId, 'local');
+  }
+
+  /** Takes a disablement read from the shared store (another coordinator, or before a restart). */
+  restoreDisablement(disablement: Disablement): void {
+    const known = this.disabledAgents.get(disablement.agent_id);
+    if (known && JSON.stringify(known) === JSON.stringify(disablement)) return;
+    this.setDisabled(disablement, 'store');
+  }
+
+  /** Lifts a disablement deleted from the shared store (enabled or forgotten elsewhere). */
+  dropDisablement(agentId: string): void {
+    this.liftDisabled(agentId, 'store');
+  }
+
+  /** The record of a disabled agent; undefined when it is not disabled. */
+  disablement(agentId: string): Disablement | undefined {
+    return this.disabledAgents.get(agentId);
+  }
+
+  /** True when the operator disabled the agent: it gets no new work and no routes. */
+  isDisabled(agentId: string): boolean {
+    return this.disabledAgents.has(agentId);
+  }
+
+  /** The disabled agents admitted for `tag`: a work offer of that tag names them as not for them. */
+  disabledFor(tag: string): string[] {
+    const ids: string[] = [];
+    for (const id of this.disabledAgents.keys())
+      if ((this.agents.get(id)?.record.capability_tags ?? []).includes(tag)) ids.push(id);
+    return ids;
+  }
+
+  /** Registers a listener for agents disabled and enabled. */
+  onDisablement(listener: (change: DisablementChange) => void): () => void {
+    this.disablementListeners.add(listener);
+    return () => this.disablementListeners.delete(listener);
+  }
+
+  private setDisabled(disablement: Disablement, origin: 'local' | 'store'): void {
+    this.disabledAgents.set(disablement.agent_id, disablement);
+    this.tagCache = undefined;
+    const change: DisablementChange = {
+      kind: 'disabled',
+      agentId: disablement.agent_id,
+      disablement,
+      origin,
+    };
+    for (const l of this.disablementListeners) l(change);
+  }
+
+  private liftDisabled(agentId: string, origin: 'local' | 'store'): Disablement | undefined {
+    const disablement = this.disabledAgents.get(agentId);
+    if (!disablement) return undefined;
+    this.disabledAgents.delete(agentId);
+    this.tagCache = undefined;
+    const change: DisablementChange = { kind: 'enabled', agentId, disablement, origin };
+    for (const l of this.disablementListeners) l(change);
+    return disablement;
+  }
+
   /** Marks an agent offline (goodbye, silence, or a denied re-advertisement). */
   markOffline(agentId: string, reason: string): boolean {
     const agent = this.agents.get(agentId);
@@ -481,6 +588,8 @@ export class AgentRegistry {
     const bound = this.keyBindings.get(agentId);
     this.remove(agentId, 'forgotten');
     this.keyBindings.delete(agentId);
+    // Forgotten is a clean slate: the id may come back (with any key) as a new agent.
+    this.liftDisabled(agentId, 'local');
     for (const e of [...this.enrolled.values()])
       if (e.agent_id === agentId || (bound !== undefined && e.nkey === bound)) this.unenroll(e.nkey);
   }
@@ -577,8 +686,10 @@ export class AgentRegistry {
     if (!this.tagCache) {
       const tags = new Map<string, number>();
       for (const agent of this.agents.values()) {
-        // A draining agent finishes what it holds but claims nothing new: its tags are not offered.
+        // A draining agent finishes what it holds but claims nothing new, and neither does one the
+        // operator disabled: their tags are not offered.
         if (agent.status !== 'live' || agent.record.status === 'draining') continue;
+        if (this.disabledAgents.has(agent.record.agent_id)) continue;
         for (const tag of agent.record.capability_tags ?? []) tags.set(tag, (tags.get(tag) ?? 0) + 1);
       }
       this.tagCache = tags;

@@ -1,6 +1,6 @@
 /**
  * What coordinators tell a worker on the public fabric (specialists cannot read amf.internal.>):
- * cancellations and terminal denials; and on the worker's own subject, which no other agent can read,
+ * cancellations, terminal denials, and the operator disabling or enabling it; and on the worker's own subject, which no other agent can read,
  * the follow-up input of the tasks it holds. Only coordinators may publish these (NATS ACLs); the
  * role check here is the second line. Delegation results come on a subscription of their
  * own, only while delegations are pending (delegationClient.ts).
@@ -22,6 +22,8 @@ export interface OrderTaker {
   deliverInput: (taskId: string, message: FollowUpMessage) => void;
   /** A delegation of this worker's was denied. */
   denied: (taskId: string, reason: string, message: string) => void;
+  /** The operator disabled this agent (stop pulling work) or enabled it again. */
+  switched?: (disabled: boolean) => void;
   /**
    * The coordinator's public key (from the data dir, or the invite): when known, an order counts
    * only when that key signed it (coordinator/signedOrders.ts); when not, the role check alone.
@@ -52,6 +54,15 @@ export function subscribeToOrders(bus: EventBus, worker: OrderTaker): Subscripti
       // A cancel naming an agent (the claimant, or a claim that lost) is for that agent only.
       if (agentId !== undefined && agentId !== worker.agentId) return;
       if (typeof taskId === 'string') worker.abort(taskId);
+    }),
+    // Disabled by the operator (or told so when a claim of it was refused): no new work until
+    // enabled. The coordinator signs these warnings like its other orders (signedOrders.ts).
+    bus.subscribe('amf.policy.warning', (e) => {
+      if (e.type !== 'amf.policy.warning' || !worker.switched) return;
+      const p = e.data.payload;
+      if (p.agent_id !== worker.agentId || !fromCoordinator(e, worker.coordinatorKey)) return;
+      if (p.reason === 'agent_disabled' || p.reason === 'claim_from_disabled_agent') worker.switched(true);
+      else if (p.reason === 'agent_enabled') worker.switched(false);
     }),
     bus.subscribe(agentInputSubject(worker.agentKey), (e) => {
       if (e.type !== 'amf.task.input' || !fromCoordinator(e, worker.coordinatorKey)) return;

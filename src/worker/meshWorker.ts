@@ -56,6 +56,8 @@ export class MeshWorker {
   private intake: WorkIntake | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private draining = false;
+  /** The operator disabled this agent (coordinatorOrders.ts): it pulls no work until enabled. */
+  private disabled = false;
   private stuckSlots = 0;
 
   constructor(
@@ -109,6 +111,7 @@ export class MeshWorker {
       slots: this.slots,
       tagCount: this.options.tags.length,
       draining: () => this.draining,
+      paused: () => this.disabled,
       run: (task, options) => this.run(task, options),
     });
     this.intake = intake;
@@ -120,6 +123,17 @@ export class MeshWorker {
         abort: (taskId) => this.inFlight.get(taskId)?.controller.abort(),
         deliverInput: (taskId, message) => this.inputs.deliver(taskId, message),
         denied: (taskId, reason, message) => this.delegations.denied(taskId, reason, message),
+        switched: (disabled) => {
+          if (disabled === this.disabled) return;
+          this.disabled = disabled;
+          this.options.log?.(
+            disabled ? 'warn' : 'info',
+            disabled
+              ? 'disabled by the operator: taking no new work until enabled (`amf agents enable`)'
+              : 'enabled by the operator: taking work again',
+            { agent_id: this.agentId },
+          );
+        },
         ...(this.options.coordinatorKey ? { coordinatorKey: this.options.coordinatorKey } : {}),
       }),
     );

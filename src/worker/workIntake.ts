@@ -33,6 +33,8 @@ export interface WorkIntakeDeps {
   /** How many tags share the slots (each tag's pulls ask for at most its share). */
   tagCount: number;
   draining: () => boolean;
+  /** The operator disabled this agent: it asks for no work until enabled (it keeps what it holds). */
+  paused?: () => boolean;
   run: (task: TaskInput, options: RunTaskOptions) => Promise<LocalOutcome>;
 }
 
@@ -73,7 +75,7 @@ export class WorkIntake {
     try {
       while (!this.deps.draining()) {
         const free = slots.capacity - slots.busy - puller.outstanding;
-        if (!puller.paused && puller.outstanding <= batch / 2 && free > 0)
+        if (!this.deps.paused?.() && !puller.paused && puller.outstanding <= batch / 2 && free > 0)
           puller.pull(Math.min(free, batch - puller.outstanding));
         await new Promise<void>((resolve) => {
           wake = resolve;
@@ -104,8 +106,9 @@ export class WorkIntake {
     }
     const { payload: p, replySubject: reply } = parsed;
     // Re-offered for another worker than this one (its claim was refused, or its handler ran past
-    // its timeout): passed on, after a pause so that another worker's pull takes it.
-    if (item.notFor.includes(this.deps.agentId)) {
+    // its timeout), or this agent is disabled: passed on, after a pause so that another worker's
+    // pull takes it.
+    if (item.notFor.includes(this.deps.agentId) || this.deps.paused?.()) {
       item.nak(NOT_FOR_ME_DELAY_MS);
       return;
     }

@@ -59,7 +59,7 @@ export function discoverAgents(
   const words = query.q ? intentWords(query.q) : [];
   const ranked: Array<{ agent: RegisteredAgent; score: number }> = [];
   for (const agent of registry.list()) {
-    if (agent.status !== 'live') continue;
+    if (agent.status !== 'live' || registry.isDisabled(agent.record.agent_id)) continue;
     const tags = agent.record.capability_tags ?? [];
     let score = 1;
     if (query.capability) {

@@ -81,6 +81,7 @@ function agentsByTag(registry: AgentRegistry): Map<string, RegisteredAgent[]> {
   for (const tag of registry.liveTags().keys()) byTag.set(tag, []);
   for (const agent of registry.list()) {
     if (agent.status !== 'live' || agent.record.status === 'draining') continue;
+    if (registry.isDisabled(agent.record.agent_id)) continue;
     for (const tag of agent.record.capability_tags ?? []) byTag.get(tag)?.push(agent);
   }
   return byTag;

@@ -22,6 +22,7 @@ export function isReadOnlyCapability(tag: string, registry: AgentRegistry): bool
   let serving = 0;
   for (const agent of registry.list()) {
     if (agent.status !== 'live' || agent.record.status === 'draining') continue;
+    if (registry.isDisabled(agent.record.agent_id)) continue;
     if (!(agent.record.capability_tags ?? []).includes(tag)) continue;
     serving += 1;
     if (!agentDeclaresReadOnly(agent, tag)) return false;

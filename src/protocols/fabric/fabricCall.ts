@@ -92,6 +92,8 @@ async function callAgent(
         'AGENT_OFFLINE',
         `agent "${agentId}" is ${agent.status === 'live' ? 'draining' : agent.status}`,
       );
+    if (deps.registry.isDisabled(agent.record.agent_id))
+      throw new FabricError('AGENT_OFFLINE', `agent "${agentId}" is disabled by the operator`);
     if (!(agent.record.capability_tags ?? []).includes(capability))
       throw new FabricError(
         'CAPABILITY_NOT_FOUND',

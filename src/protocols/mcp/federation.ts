@@ -113,7 +113,7 @@ export class McpFederation {
     this.agents = new FederatedAgents(options, () => this.changed());
   }
 
-  /** Follows the registry: agents with an MCP endpoint are listed while live. */
+  /** Follows the registry: agents with an MCP endpoint are listed while live and not disabled. */
   start(): void {
     const offReg = this.options.registry.onChange((change) => {
       const id = change.agent.record.agent_id;
@@ -124,9 +124,14 @@ export class McpFederation {
     const offCard = this.options.registry.onCard((agentId) => {
       if (this.agents.has(agentId)) this.changed();
     });
+    // A disabled agent's tools leave the catalog (its client stays), and come back when enabled.
+    const offSwitch = this.options.registry.onDisablement((change) => {
+      if (this.agents.has(change.agentId)) this.changed();
+    });
     this.unsubscribe = () => {
       offReg();
       offCard();
+      offSwitch();
     };
     for (const agent of this.options.registry.list())
       if (agent.status === 'live') void this.agents.refresh(agent.record.agent_id);
@@ -150,7 +155,7 @@ export class McpFederation {
     for (const agent of this.options.registry.list()) {
       const id = agent.record.agent_id;
       const state = this.agents.get(id);
-      if (!state || agent.status !== 'live') continue;
+      if (!state || agent.status !== 'live' || this.options.registry.isDisabled(id)) continue;
       const offersMore =
         state.offer.resources.length + state.offer.templates.length + state.offer.prompts.length > 0 ||
         Object.keys(state.offer.capabilities).some((k) => k !== 'tools');
