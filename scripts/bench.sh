@@ -15,6 +15,8 @@ ensure_debian_package 'redis-server --version && redis-cli --version' redis-serv
 node bench/taskPath.js
 node bench/admission.js
 node bench/mcp.js
+# MCP with the official SDK client (1.x and 2.x) beside the worker's own /a2a (issue 31).
+node bench/mcpSdk.js
 node bench/a2a.js
 node bench/startup.js
 # Cross-host cost on the simulated LAN (needs root for network namespaces; says so and skips otherwise).
