@@ -2,7 +2,8 @@
  * `amf doctor`'s look at the JetStream store: the free space of the data dir's disk (nats-server
  * cannot write on a full one, and `amf up` sizes its streams from it), and, when a coordinator runs,
  * the store as that coordinator finds it (`/health`'s `nats`: a full or silent JetStream, a store
- * the server reported full or corrupt, a server that does not answer).
+ * the server reported full or corrupt, messages found lost with the tasks they may have affected, a
+ * server that does not answer).
  */
 import { statfs } from 'node:fs/promises';
 import { LOW_DISK_BYTES } from '../coordinator/fabricCondition.js';
@@ -20,7 +21,7 @@ interface NatsHealth {
   responsive?: unknown;
   jetstream?: unknown;
   problem?: unknown;
-  store?: { state?: unknown; detail?: unknown };
+  store?: { state?: unknown; detail?: unknown; losses?: unknown };
 }
 
 /** The store's state: the data dir's disk, and the running coordinator's view when one answers. */
@@ -68,6 +69,14 @@ async function runningStore(healthUrl: string): Promise<DoctorCheck | undefined>
       'store',
       `the running mesh's JetStream store is full${problem ? ` (${problem})` : storeDetail}; new tasks are refused (507)`,
       'free some space on the data dir disk: the mesh resumes by itself',
+    );
+  const losses = Array.isArray(nats.store?.losses) ? nats.store.losses.length : 0;
+  if (storeState === 'corrupt' && losses > 0)
+    // The detail names each stream, how many messages and bytes were lost, and the tasks affected.
+    return fail(
+      'store',
+      `the running mesh's JetStream store lost messages${storeDetail}`,
+      "keep a copy of the data dir's nats/ folder; the tasks named may have lost their events or results",
     );
   if (storeState === 'corrupt')
     return fail(

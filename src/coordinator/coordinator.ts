@@ -367,6 +367,14 @@ export class Coordinator {
       const coordinator = new Coordinator(
         config,
         nc,
+      // Before anything new is stored: what the store lost since it was last seen (storeIntegrity.ts).
+      const integrity = new StoreIntegrity({
+        jsm: stores.jsm,
+        tasks: stores.tasks,
+        dataDir: config.dataDir,
+        log,
+      });
+      await integrity.check();
         natsUrl,
         credentials,
         joinCredential,
@@ -383,6 +391,7 @@ export class Coordinator {
       onServerEvent = (event) => {
         if (coordinator.closing) return;
         logServerEvent(event, log, options.onFatal ?? (() => void coordinator.close()));
+      coordinator.storeIntegrity = integrity.start();
       };
       onViolation = permissionViolationReporter(coordinator.registry, coordinator.notices);
       void followServerLogs(config.nats.url ? config.nats.serverLogs : [], onViolation, log, nc.closed());
@@ -589,6 +598,9 @@ export class Coordinator {
    * Whether the fabric answers and its store takes writes (fabricCondition.ts): new tasks are
    * refused with the reason while it does not, and `/health` says so.
    */
+  /** Stored messages found lost, at start and while running (storeIntegrity.ts). */
+  storeIntegrity: StoreIntegrity | undefined;
+
   readonly condition: FabricCondition;
 
   /** The fabric as `/health` and `/metrics` report it. */
@@ -596,7 +608,7 @@ export class Coordinator {
     return fabricHealthOf(
       this.natsConnected,
       this.natsServer,
-      this.serverLog?.storeHealth(),
+      storeHealthWithLosses(this.serverLog?.storeHealth(), this.storeIntegrity?.losses()),
       this.condition.health(),
     );
   }
@@ -610,6 +622,8 @@ export class Coordinator {
       await this.sweeper.handOver();
       await this.mdnsDoor?.close().catch(() => undefined);
       this.heartbeatDoor.close();
+      // Written while the connection is up: the next start compares the streams with it.
+      await this.storeIntegrity?.close().catch(() => undefined);
       this.liveness.close();
       this.grants?.close();
       this.enrollments.close();

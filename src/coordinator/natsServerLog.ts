@@ -5,6 +5,7 @@
  * `/health` and `amf doctor` can name them. Lines look like `[pid] 2026/11/28 18:00:00.000000 [ERR] …`.
  */
 import type { LogFn } from '../log.js';
+import type { StoreLoss } from './storeIntegrity.js';
 
 /** What `/health` shows of the store. */
 export interface StoreHealth {
@@ -14,6 +15,10 @@ export interface StoreHealth {
   detail?: string;
   /** When it was last seen (ISO). */
   at?: string;
+  /** Stored messages found lost (storeIntegrity.ts): what, how many, which tasks could be affected. */
+  losses?: StoreLoss[];
+  /** The server's own line, when `detail` describes the losses instead. */
+  server_detail?: string;
 }
 
 const LEVEL = /\[(ERR|WRN|INF|DBG|TRC|FTL)\]\s+(.*)$/;
