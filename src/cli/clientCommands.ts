@@ -1,6 +1,6 @@
 /**
  * Commands that talk to a running coordinator over HTTP: `send`, `events`, `agents`, `agents forget`,
- * `audit`, `publish`. They return an exit code and print errors the coordinator sent, so scripts can
+ * `agents disable`, `agents enable`, `audit`, `publish`. They return an exit code and print errors the coordinator sent, so scripts can
  * rely on both; a coordinator that cannot be reached, or that goes away while a command waits on it
  * (a stream that ends early, an answer cut off), is named with its URL, and the exit code is 1.
  */
@@ -301,6 +301,41 @@ export async function forgetAgentCommand(config: AmfConfig, agentId: string): Pr
   if (text === undefined) return 1;
   const body = JSON.parse(text) as { forgotten?: string };
   process.stdout.write(`forgot ${body.forgotten ?? agentId}\n`);
+  return 0;
+}
+
+/**
+ * `amf agents disable ID` / `amf agents enable ID`: takes an agent out of service (it stays admitted
+ * and connected, finishes what it holds and gets no new work: registry/disablements.ts) or puts it
+ * back. ID may be the agent's short name, as for `forget`.
+ */
+export async function switchAgentCommand(
+  config: AmfConfig,
+  agentId: string,
+  action: 'disable' | 'enable',
+): Promise<number> {
+  const what = `agents ${action}`;
+  const url = endpoint(config, `/agents/${encodeURIComponent(agentId)}/${action}`);
+  const res = await reach(what, url, { method: 'POST', headers: headers(config) });
+  if (!res) return 1;
+  if (!res.ok) {
+    process.stderr.write(`amf ${what}: ${await failure(res)}
+`);
+    return 1;
+  }
+  const text = await bodyText(what, url, res);
+  if (text === undefined) return 1;
+  const body = JSON.parse(text) as { agent_id?: string; status?: string; changed?: boolean };
+  const id = body.agent_id ?? agentId;
+  const line =
+    action === 'disable'
+      ? body.changed === false
+        ? `${id} was disabled already\n`
+        : `disabled ${id}: it finishes what it holds and gets no new work (amf agents enable to undo)\n`
+      : body.changed === false
+        ? `${id} was not disabled (${body.status ?? 'unknown'})\n`
+        : `enabled ${id}: ${body.status ?? 'unknown'}, offered work again\n`;
+  process.stdout.write(line);
   return 0;
 }
 

@@ -248,6 +248,20 @@ export function buildProgram(): Command {
       process.exitCode = await forgetAgentCommand(config, agentId);
     });
 
+  for (const action of ['disable', 'enable'] as const)
+    client(agents.command(action))
+      .description(
+        action === 'disable'
+          ? 'disable an agent: it stays connected and finishes what it holds, but gets no new work or routes'
+          : 'enable a disabled agent: it is offered work and routes again',
+      )
+      .argument('<agent-id>', 'the agent id, e.g. spiffe://local/worker/my-echo, or its short name my-echo')
+      .action(async (agentId: string, _opts: CommonFlags, cmd: Command) => {
+        const config = await clientConfigFrom(cmd.optsWithGlobals<CommonFlags>());
+        const { switchAgentCommand } = await import('./clientCommands.js');
+        process.exitCode = await switchAgentCommand(config, agentId, action);
+      });
+
   listing(client(program.command('audit')))
     .description('show the newest MCP call audit records (newest first)')
     .option('--limit <n>', 'how many records (1..500)', '20')
