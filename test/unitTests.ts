@@ -30,6 +30,7 @@ export const UNIT_TEST_FILES: readonly string[] = [
   'test/afm/variables.test.ts',
   'test/afm/variablesTemplate.test.ts',
   'test/amp/ampMessage.test.ts',
+  'test/architecture/decisions.test.ts',
   'test/architecture/layers.test.ts',
   'test/architecture/unitTests.test.ts',
   'test/cli/agentPort.test.ts',
