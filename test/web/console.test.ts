@@ -356,6 +356,37 @@ describe('the console (Chromium, real mesh)', { timeout: 60_000 }, () => {
     expect(mesh.coordinator.registry.enrollment(key)).toMatchObject({ agent_id: id, via: 'approval' });
   });
 
+  it('Agents: a live agent is disabled from its card (no new work, no model) and enabled again', async () => {
+    const id = 'spiffe://local/worker/echoer';
+    await page.goto(`${mesh.url}/#/agents/${encodeURIComponent(id)}`);
+    const card = page.getByRole('article', { name: `Agent ${id}` });
+    await card.locator('.badge.s-live').waitFor(WAIT);
+    await card.getByRole('button', { name: 'Disable agent' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Disabled ${id}` })
+      .waitFor(WAIT);
+    expect(mesh.coordinator.registry.isDisabled(id)).toBe(true);
+    await card.locator('.badge.s-disabled').waitFor(WAIT);
+    expect(await card.innerText()).toMatch(
+      /Disabled\s+by the operator from [^\n]+ at [\d:]+: it finishes what it holds/,
+    );
+    const row = page.locator('#view-agents tbody tr', { hasText: id });
+    expect(await row.innerText()).toMatch(/disabled[\s\S]*disabled by the operator at/);
+    // No route goes to it: the only echo agent disabled, amf/echo is no model now.
+    const models = (await (await fetch(`${mesh.url}/v1/models`)).json()) as { data: Array<{ id: string }> };
+    expect(models.data.map((m) => m.id)).not.toContain('amf/echo');
+
+    await card.getByRole('button', { name: 'Enable agent' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Enabled ${id}` })
+      .waitFor(WAIT);
+    await card.locator('.badge.s-live').waitFor(WAIT);
+    expect(mesh.coordinator.registry.isDisabled(id)).toBe(false);
+    expect(await chat(mesh, 'echo', 'back at work')).toBe(200);
+  });
+
   it('Tools: the federated catalog and a playground form built from the input schema, called through /mcp', async () => {
     await page.goto(`${mesh.url}/#/tools/echoer__echo`);
     // The catalog is fetched after the page loads: wait for the row a person would look for.

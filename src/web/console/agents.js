@@ -2,7 +2,9 @@
 // operator) and denied, with the risk score and reasons of each admission decision, identity and
 // visibility; one agent opened with its card and tools. A pending agent can be approved
 // (POST /agents/<id>/approve, also `amf agents approve <id>`); any agent can be forgotten
-// (DELETE /agents/<id>, also `amf agents forget <id>`), a live one after a confirmation.
+// (DELETE /agents/<id>, also `amf agents forget <id>`), a live one after a confirmation. An admitted
+// agent can be disabled and enabled (POST /agents/<id>/disable and /enable, also `amf agents
+// disable <id>`): disabled, it stays connected and finishes what it holds, but gets no new work.
 import { h, fill, badge, clock, agentName, table, empty, errorBox, json, throttle } from './dom.js';
 import { getJson, sendJson } from './api.js';
 
@@ -25,6 +27,8 @@ export const agentsView = {
     const again = throttle(() => this.visible && this.load(), 1000);
     store.subscribe((e) => {
       if (e && /^amf\.(discovery\.capability|policy\.deny)/.test(e.type)) again();
+      // Disabled or enabled (here, from the CLI or on another coordinator).
+      else if (e?.type === 'amf.policy.warning' && /^agent_(disabled|enabled)$/.test(e.data?.payload?.reason ?? '')) again();
     });
   },
   show(param) {
@@ -56,7 +60,8 @@ export const agentsView = {
         const d = latest.get(a.agent_id);
         const why = a.status === 'pending'
           ? 'heard on mDNS only: waiting for your approval'
-          : a.unverified ? `${a.unverified.reason}: ${a.unverified.message}` : d?.risk_reason ?? '';
+          : a.disabled ? h('span', {}, `disabled by the ${a.disabled.by} at `, clock(a.disabled.disabled_at), `: no new work (it is ${a.liveness})`)
+            : a.unverified ? `${a.unverified.reason}: ${a.unverified.message}` : d?.risk_reason ?? '';
         return h('tr', {},
           h('td', {}, badge(a.status)),
           h('td', {}, h('a', { href: `#/agents/${encodeURIComponent(a.agent_id)}` }, agentName(a.agent_id))),
@@ -95,10 +100,15 @@ export const agentsView = {
     const approve = a.status === 'pending'
       ? h('button', { type: 'button', onclick: () => this.approve(id, a.nkey ?? '') }, 'Approve agent')
       : null;
+    const disabled = a.status === 'disabled';
+    const toggle = a.status === 'pending'
+      ? null
+      : h('button', { type: 'button', onclick: () => this.toggle(id, disabled ? 'enable' : 'disable') },
+        disabled ? 'Enable agent' : 'Disable agent');
     const forget = h('button', { type: 'button', class: 'danger', onclick: () => this.forget(id, a.status) },
       a.status === 'pending' ? 'Dismiss' : 'Forget agent');
     fill(this.detail, h('article', { class: 'card', 'aria-label': `Agent ${id}` },
-      h('div', { class: 'toolbar' }, h('h3', { class: 'flush' }, agentName(id)), badge(a.status), h('span', { class: 'grow' }), approve, forget,
+      h('div', { class: 'toolbar' }, h('h3', { class: 'flush' }, agentName(id)), badge(a.status), h('span', { class: 'grow' }), approve, toggle, forget,
         h('a', { href: '#/agents' }, 'Close')),
       h('div', { class: 'split' },
         h('div', {},
@@ -114,6 +124,7 @@ export const agentsView = {
             h('dt', {}, 'Key'), h('dd', { class: 'mono wrap' }, a.nkey ?? 'none (cannot prove itself: tied to its address once approved)'),
             a.heard_from ? [h('dt', {}, 'Heard from'), h('dd', { class: 'mono' }, `${a.heard_from.source}${a.heard_from.instance ? ` (${a.heard_from.instance})` : ''} on mDNS`)] : null,
             a.enrollment ? [h('dt', {}, 'Enrolled'), h('dd', {}, `${a.enrollment.via}, ${a.enrollment.tags.join(', ') || 'no tags'}`)] : null,
+            a.disabled ? [h('dt', {}, 'Disabled'), h('dd', { class: 'reason' }, `by the ${a.disabled.by}${a.disabled.from ? ` from ${a.disabled.from}` : ''} at `, clock(a.disabled.disabled_at), `: it finishes what it holds and gets no new work (it is ${a.liveness})`)] : null,
             a.unverified ? [h('dt', {}, 'Unverified'), h('dd', { class: 'reason' }, `${a.unverified.reason}: ${a.unverified.message}`)] : null),
           h('h3', {}, 'Tools'),
           a.tools.length ? h('ul', {}, a.tools.map((t) => h('li', {}, h('a', { href: `#/tools/${encodeURIComponent(t.wire_name)}` }, t.wire_name), ' ', h('span', { class: 'muted' }, t.description))))
@@ -130,6 +141,17 @@ export const agentsView = {
       const r = await sendJson('POST', `/agents/${encodeURIComponent(id)}/approve`, { nkey });
       fill(this.notice, h('div', { class: 'notice', role: 'status' },
         r.enrollment ? `Approved ${id}: its key is enrolled; it is live once it connects with it.` : `Approved ${id}.`));
+      await this.load();
+    } catch (err) {
+      fill(this.notice, errorBox(err));
+    }
+  },
+  async toggle(id, action) {
+    try {
+      await sendJson('POST', `/agents/${encodeURIComponent(id)}/${action}`);
+      fill(this.notice, h('div', { class: 'notice', role: 'status' }, action === 'disable'
+        ? `Disabled ${id}: it finishes what it holds and gets no new work.`
+        : `Enabled ${id}: it is offered work again.`));
       await this.load();
     } catch (err) {
       fill(this.notice, errorBox(err));
