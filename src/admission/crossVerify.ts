@@ -1,5 +1,5 @@
 /**
- * Cross-verification (decision #9): the coordinator does not take the watcher's word for what an
+ * Cross-verification (docs/decisions.md #9): the coordinator does not take the watcher's word for what an
  * advertisement says. It compares the summary with its own parse of the raw TXT; any disagreement
  * means the watcher was fooled or compromised, so the risk is floored at 1.0 and the agent denied.
  */

@@ -1,6 +1,6 @@
 /**
  * Deterministic validation of a raw advertisement, the first gate of admission: size, charset,
- * required keys, tag syntax, protocol syntax, URL parsing, and LOCKED #1 (`MCP/...` needs `mcp=`).
+ * required keys, tag syntax, protocol syntax, URL parsing, and docs/decisions.md #1 (`MCP/...` needs `mcp=`).
  * An mDNS advertisement may point only at the address its packet came from, with fixed paths
  * ({@link mdnsUrlRefusal}). A failure is denied at once with its own reason and no watcher is
  * started for it.
@@ -176,7 +176,7 @@ export function validateAdvertisement(raw: RawAdvertisement): AdvertisementCheck
   const badTag = tags.find((t) => !CAPABILITY_TAG_PATTERN.test(t));
   if (badTag !== undefined)
     return fail('invalid_tag', `capability tag "${badTag.slice(0, 40)}" does not match [a-z0-9-]+`);
-  // LOCKED #1: an MCP agent must say where its MCP endpoint is.
+  // docs/decisions.md #1: an MCP agent must say where its MCP endpoint is.
   if (protocols.some((p) => p.startsWith('MCP/'))) {
     if (!txt.mcp) return fail('mcp_url_required', 'proto includes MCP/ but the mcp= URL is missing');
     if (!parseAgentUrl(txt.mcp))

@@ -1,7 +1,8 @@
 /**
  * Whether a worker's `amf.task.delegate` may become a child task: payload checks, the claimant rule,
- * the non-overridable cycle guard (LOCKED #7) and the OPA delegation decision (depth limit). Returns a
- * verdict; `delegate` then announces the child through the lifecycle or publishes the deny.
+ * the non-overridable cycle guard (docs/decisions.md #7) and the OPA delegation decision (depth
+ * limit). Returns a verdict; `delegate` then announces the child through the lifecycle or publishes
+ * the deny.
  */
 import { checkDelegatePayload, type DelegatePayload } from '../events/payloads.js';
 import { isCapabilityTag, isTaskId } from '../events/subjects.js';
@@ -38,7 +39,8 @@ export async function judgeDelegation(
   const problem = checkDelegatePayload(p);
   if (problem) return refuse('delegation_invalid', problem);
   // Authority delegated to the sender must be well-formed, unexpired and no wider than its grantor's
-  // (#3b); a worker's grantor holds at most a specialist's scopes unless it is the coordinator.
+  // (docs/decisions.md #3b); a worker's grantor holds at most a specialist's scopes unless it is the
+  // coordinator.
   if (auth) {
     const authority = checkDelegation(auth, { grantorScopes: ctx.grantorScopes?.(auth.granted_by) ?? 'all' });
     if (!authority.ok) return refuse(authority.reason, authority.message);
@@ -51,8 +53,8 @@ export async function judgeDelegation(
   if (!parent) return refuse('delegation_invalid', `parent task ${p.parent_task_id} is not in flight`);
   if (parent.claimedBy !== p.agent_id)
     return refuse('delegation_invalid', `${p.agent_id} has not claimed task ${p.parent_task_id}`);
-  // LOCKED #7: a cycle is refused whatever a policy says; this guard is the invariant, the policy is
-  // where the depth limit (and the same cycle rule) are configured.
+  // docs/decisions.md #7: a cycle is refused whatever a policy says; this guard is the invariant, the
+  // policy is where the depth limit (and the same cycle rule) are configured.
   if (parent.chain.includes(p.agent_id))
     return refuse('delegation_cycle', `${p.agent_id} already appears in the delegation chain`);
   let decision: { allow: boolean; reasons: string[]; max_depth: number };

@@ -1,7 +1,7 @@
 /**
- * Retries (LOCKED #6): a task that found no claimant within its TTL, or whose worker fell silent or
- * went offline, is announced again while it has retries left — with the next attempt number — and
- * otherwise ends as expired (never claimed) or failed (lost its worker).
+ * Retries (docs/decisions.md #6): a task that found no claimant within its TTL, or whose worker fell
+ * silent or went offline, is announced again while it has retries left — with the next attempt
+ * number — and otherwise ends as expired (never claimed) or failed (lost its worker).
  */
 import { createEvent } from '../events/cloudEvent.js';
 import type { AnnouncePayload } from '../events/payloads.js';

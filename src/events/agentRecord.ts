@@ -18,7 +18,7 @@ export type CostClass = 'free' | 'low' | 'high';
 /**
  * An agent advertisement (schema `https://amf.spec/schemas/agent-record/1.1.0`). Only `agent_id`,
  * `endpoint` and `protocols_supported` are required; `mcp_endpoint` becomes required when a
- * protocol is `MCP/...` (LOCKED #1).
+ * protocol is `MCP/...` (docs/decisions.md #1).
  */
 export interface AgentRecord {
   /** SPIFFE ID or W3C DID. */

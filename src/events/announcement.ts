@@ -1,8 +1,9 @@
 /**
  * Reading a task announcement from the fabric or the HTTP edge. The payload check and the reply
  * subject rule live here once, so the coordinator, its HTTP edge and the workers cannot drift apart:
- * a task may only name `amf.internal.reply.<its own task_id>` as reply subject (LOCKED #8), because a
- * reply subject chosen by the announcer would let it make workers publish onto any internal subject.
+ * a task may only name `amf.internal.reply.<its own task_id>` as reply subject (docs/decisions.md #8),
+ * because a reply subject chosen by the announcer would let it make workers publish onto any internal
+ * subject.
  */
 import { checkAnnouncePayload, type AnnouncePayload } from './payloads.js';
 import { SUBJECT_REPLY_PREFIX } from './subjects.js';

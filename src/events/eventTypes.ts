@@ -1,6 +1,7 @@
 /**
  * The 15 AMF event types. The type doubles as the NATS subject, except that a task announcement is
- * published on `amf.task.announce.<tag>` so that workers can join per-tag queue groups (LOCKED #5).
+ * published on `amf.task.announce.<tag>`, where observers and seed-style workers (queue group
+ * `workers.<tag>`) take it; AMF workers pull it from the work queue instead (docs/decisions.md #5).
  */
 export const AMF_EVENT_TYPES = [
   'amf.discovery.capability.advertise',

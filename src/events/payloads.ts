@@ -18,13 +18,13 @@ export interface AnnouncePayload {
   messages?: ChatMessage[];
   /** The requester wants `amf.result.partial` chunks. */
   stream?: boolean;
-  /** Retries left for TTL expiry and lost workers (LOCKED #6). */
+  /** Retries left for TTL expiry and lost workers (docs/decisions.md #6). */
   max_retries?: number;
   retry_delay_seconds?: number;
   /** 1 for the first announcement, +1 for every republish. */
   attempt?: number;
   parent_task_id?: string;
-  /** Agents that delegated on the way to this task, root first (LOCKED #7). */
+  /** Agents that delegated on the way to this task, root first (docs/decisions.md #7). */
   delegation_chain?: string[];
   /** Arbitrary structured input for handlers that want more than text. */
   input?: Record<string, unknown>;

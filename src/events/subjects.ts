@@ -21,7 +21,7 @@ export const SUBJECT_RESULT_PREFIX = 'amf.internal.result.';
 export const SUBJECT_INTERNAL_RAW = 'amf.internal.raw';
 export const SUBJECT_INTERNAL_CLASSIFIED = 'amf.internal.classified';
 
-/** True when `tag` is a valid capability tag (`[a-z0-9-]+`, LOCKED #17). */
+/** True when `tag` is a valid capability tag (`[a-z0-9-]+`, docs/decisions.md #17). */
 export function isCapabilityTag(tag: unknown): tag is string {
   return typeof tag === 'string' && CAPABILITY_TAG_PATTERN.test(tag);
 }
@@ -43,7 +43,7 @@ export function workerQueueGroup(tag: string): string {
   return `workers.${tag}`;
 }
 
-/** The only reply subject a task may name (LOCKED #8). */
+/** The only reply subject a task may name (docs/decisions.md #8). */
 export function replySubject(taskId: string): string {
   if (!isTaskId(taskId)) throw new Error(`invalid task id ${JSON.stringify(taskId)}`);
   return SUBJECT_REPLY_PREFIX + taskId;

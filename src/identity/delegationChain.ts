@@ -1,5 +1,5 @@
 /**
- * Delegated authority in an event's `auth_context` (v0.2 fields, decisions #3a/#3b/#7): who granted
+ * Delegated authority in an event's `auth_context` (v0.2 fields, docs/decisions.md #3a/#3b/#7): who granted
  * the scopes (`granted_by`), through whom (`delegation_chain`, root first, ending with the grantor),
  * when (`issued_at`) and until when (`expires_at`). Self-issued authority has `granted_by` equal to
  * `identity` (or absent) and an empty chain. Delegated scopes must be a strict subset of what the

@@ -1,5 +1,5 @@
 /**
- * Which identity the process runs with (decision #18, notes/amf.md section 10):
+ * Which identity the process runs with (docs/decisions.md #18):
  * - AMF_IDENTITY_MODE=spiffe without a Workload API socket → hard failure at start; with a socket
  *   that gives no SVID in time → hard failure too (an explicit SPIFFE request is never downgraded);
  * - a socket (SPIFFE_ENDPOINT_SOCKET) without an explicit mode → SPIFFE is used; when the agent does

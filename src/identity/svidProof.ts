@@ -1,6 +1,6 @@
 /**
  * Proof that the agent behind an advertised endpoint holds the SVID of the agent id it advertises
- * (decision #3a: mesh/public visibility needs a verified SVID). The coordinator sends a fresh random
+ * (docs/decisions.md #3a: mesh/public visibility needs a verified SVID). The coordinator sends a fresh random
  * challenge, with its own JWT-SVID as bearer (audience `amf-svid-proof:<id>`, good for nothing else); the agent answers with a JWT-SVID whose audience names
  * the coordinator and the challenge. A replayed or borrowed answer fails: the challenge is new each
  * time, and only the workload SPIRE attested as that SPIFFE ID can get an SVID with it.

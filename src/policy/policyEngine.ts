@@ -35,7 +35,7 @@ export interface AdmissionDecision {
   threshold: number;
 }
 
-/** What the delegation policy is asked about one `amf.task.delegate` (decision #7). */
+/** What the delegation policy is asked about one `amf.task.delegate` (docs/decisions.md #7). */
 export interface DelegationInput {
   /** The parent task's delegation chain, root-first (agent ids that delegated before). */
   chain: string[];

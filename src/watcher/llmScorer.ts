@@ -146,7 +146,7 @@ function clean(value: string): string {
   return truncateText(sanitizeText(value), MAX_VALUE_CHARS);
 }
 
-/** URLs go to the LLM as parsed fields (LOCKED #17), without any credentials they carry. */
+/** URLs go to the LLM as parsed fields (docs/decisions.md #17), without any credentials they carry. */
 function urlView(value: string | undefined): UrlView | string | null {
   if (value === undefined) return null;
   let url: URL;

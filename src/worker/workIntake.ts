@@ -98,7 +98,8 @@ export class WorkIntake {
   private take(item: WorkItem, tag: string): void {
     const checked = validateEvent(item.body);
     const event = checked.ok && checked.value.type === 'amf.task.announce' ? checked.value : undefined;
-    // Only the coordinator's reply subject for this task is honoured (LOCKED #8); another is ignored.
+    // Only the coordinator's reply subject for this task is honoured (docs/decisions.md #8); another is
+    // ignored.
     const parsed = event && parseAnnouncement(event.data.payload, { otherReplySubject: 'ignore' });
     if (!event || !parsed?.ok) {
       item.term();

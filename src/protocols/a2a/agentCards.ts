@@ -250,7 +250,7 @@ function meshSkills(coordinator: Coordinator): CardSkill[] {
   }));
 }
 
-/** The coordinator's A2A agent card (its AMF extension has `nats_url`: coordinators publish it, LOCKED #2). */
+/** The coordinator's A2A agent card (its AMF extension has `nats_url`: coordinators publish it, docs/decisions.md #2). */
 export function coordinatorAgentCard(coordinator: Coordinator, url: string): Record<string, unknown> {
   return buildCard({
     name: 'amf-coordinator',
@@ -284,7 +284,7 @@ export interface WorkerCardOptions {
   spiffe?: boolean;
 }
 
-/** The A2A agent card of a worker (no `nats_url`: only coordinators publish it, LOCKED #2). */
+/** The A2A agent card of a worker (no `nats_url`: only coordinators publish it, docs/decisions.md #2). */
 export function workerAgentCard(
   // Only its identity and advertisement: a joining worker serves its card before it is built.
   worker: Pick<MeshWorker, 'agentId' | 'agentRecord'>,
