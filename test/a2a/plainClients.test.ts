@@ -323,7 +323,7 @@ describe('security declared in the card', () => {
     ['1.x', process.env.AMF_TEST_PYTHON, PY_V1],
     ['0.3', process.env.AMF_TEST_PYTHON_A2A03 ?? (existsSync(VENV_A2A03) ? VENV_A2A03 : undefined), PY_V03],
   ])('Python a2a-sdk %s reads the union card and its security', async (_line, python, code) => {
-    if (!python) return; // the interpreter is not installed here (scripts/test.sh installs both)
+    if (!python) return; // the interpreter is not installed here (scripts/provision.sh installs both)
     const dir = await mkdtemp(join(tmpdir(), 'amf-card-'));
     try {
       const file = join(dir, 'card.json');

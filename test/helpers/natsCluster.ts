@@ -37,7 +37,7 @@ export interface TestCluster {
 }
 
 /**
- * The nats-server the cluster tests run on: `$AMF_NATS_CLUSTER_BIN` (scripts/test.sh exports it),
+ * The nats-server the cluster tests run on: `$AMF_NATS_CLUSTER_BIN` (scripts/provision.sh writes it),
  * else where scripts/install-nats.sh installs its pinned version. Missing = a clear failure, never
  * a skip: these tests are how we know the mesh survives a node loss.
  */

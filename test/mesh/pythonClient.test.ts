@@ -27,7 +27,7 @@ function runPython(args: string[]): Promise<{ code: number; stdout: string; stde
     no_proxy: '127.0.0.1,localhost',
   };
   return new Promise((resolve) => {
-    // The project's venv (scripts/test.sh), else whatever python3 is on PATH.
+    // The project's venv (scripts/provision.sh), else whatever python3 is on PATH.
     execFile(
       process.env.AMF_TEST_PYTHON ?? 'python3',
       args,

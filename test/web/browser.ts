@@ -1,5 +1,5 @@
 /**
- * Headless Chromium for the console tests: Debian's chromium (installed by scripts/test.sh) driven by
+ * Headless Chromium for the console tests: Debian's chromium (installed by scripts/provision.sh) driven by
  * playwright-core, with a fresh profile and nothing that reaches out (no sync, updates, QUIC).
  */
 import { existsSync } from 'node:fs';
@@ -33,7 +33,7 @@ export interface Browser {
 export async function openBrowser(): Promise<Browser> {
   if (!existsSync(CHROMIUM))
     throw new Error(
-      `${CHROMIUM} not found: install Debian's chromium (scripts/test.sh does) or set AMF_CHROMIUM`,
+      `${CHROMIUM} not found: install Debian's chromium (scripts/provision.sh does) or set AMF_CHROMIUM`,
     );
   const profile = await mkdtemp(join(tmpdir(), 'amf-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
