@@ -1,9 +1,10 @@
 /**
  * The unit tests (`npm run test:unit`, vitest.unit.config.ts): test files that start no process and
  * reach no network beyond loopback sockets they open themselves: no nats-server, coordinator, worker
- * process, OPA, SPIRE, Python peer, browser or mDNS multicast. They run in seconds anywhere `npm ci`
- * ran. Everything else (mesh, cluster, faults, interop) needs `scripts/provision.sh` and runs in
- * `npm test`, which runs these files too.
+ * process, OPA, SPIRE, Python peer, browser or mDNS multicast. They run wherever `npm ci` and
+ * `npm run build` ran (the DMZ watcher's tests run its compiled thread). Everything else (mesh,
+ * cluster, faults, interop) needs `scripts/provision.sh` and runs in `npm test`, which runs these
+ * files too.
  *
  * A list, not a folder, because tests sit beside the tests of the same module whatever they need.
  * test/architecture/unitTests.test.ts checks that every file listed exists and imports nothing that
