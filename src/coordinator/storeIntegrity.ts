@@ -29,8 +29,16 @@ import type { StoreHealth } from './natsServerLog.js';
 export const INTEGRITY_CHECK_INTERVAL_MS = 5_000;
 /** The file, in the data dir, with each stream's last sequence as last seen. */
 export const STORE_MARKS_FILE = 'store-marks.json';
-/** At most this many task ids are named per loss (the count says how many in all). */
+/** At most this many task ids are kept per loss (the count says how many in all). */
+const MAX_TASKS_KEPT = 1_000;
+/** At most this many of them are named in the log line and `detail`. */
 const MAX_TASKS_NAMED = 20;
+/**
+ * A task's state times are the coordinator's clock when it decided; its events' store times are the
+ * server's, a little later: the window is widened so that a task that ended just before a lost
+ * message was stored is still named.
+ */
+const WINDOW_SLACK_MS = 5_000;
 /** At most this many task-state entries are read to find the affected tasks. */
 const MAX_TASKS_READ = 5_000;
 /** Streams and buckets of the mesh (KV buckets are streams named `KV_<bucket>`). */
@@ -51,7 +59,7 @@ export interface StoreLoss {
   found_by: 'server' | 'sequence';
   /** When this coordinator found it (ISO). */
   found_at: string;
-  /** AMF_EVENTS and AMF_RESULTS: tasks that could be affected (up to 20 named). */
+  /** AMF_EVENTS and AMF_RESULTS: tasks that could be affected (up to 1,000 kept). */
   tasks?: string[];
   /** How many tasks could be affected in all. */
   tasks_total?: number;
@@ -195,7 +203,7 @@ export class StoreIntegrity {
     if (loss.stream === EVENTS_STREAM || loss.stream === RESULTS_STREAM) {
       const affected = await this.affectedTasks(loss).catch(() => undefined);
       if (affected) {
-        loss.tasks = affected.slice(0, MAX_TASKS_NAMED);
+        loss.tasks = affected.slice(0, MAX_TASKS_KEPT);
         loss.tasks_total = affected.length;
       }
     }
@@ -239,7 +247,7 @@ export class StoreIntegrity {
       if (typeof snap.task_id !== 'string' || typeof snap.created_at !== 'string') continue;
       const created = Date.parse(snap.created_at);
       const ended = typeof snap.ended_at === 'string' ? Date.parse(snap.ended_at) : Infinity;
-      if (created <= to && ended >= from) ids.push(snap.task_id);
+      if (created <= to + WINDOW_SLACK_MS && ended >= from - WINDOW_SLACK_MS) ids.push(snap.task_id);
     }
     return ids.sort();
   }
@@ -268,7 +276,7 @@ export function describeLoss(loss: StoreLoss): string {
     tasks =
       loss.tasks_total === 0
         ? '; no known task could be affected'
-        : `; ${loss.tasks_total} task(s) could be affected: ${loss.tasks?.join(', ') ?? ''}${loss.tasks_total > (loss.tasks?.length ?? 0) ? ', …' : ''}`;
+        : `; ${loss.tasks_total} task(s) could be affected: ${(loss.tasks ?? []).slice(0, MAX_TASKS_NAMED).join(', ')}${loss.tasks_total > MAX_TASKS_NAMED ? ', …' : ''}`;
   return `the JetStream store lost ${loss.msgs} message(s) of ${loss.stream} (sequence ${range}${bytes}; ${how})${tasks}`;
 }
 
