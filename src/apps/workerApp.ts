@@ -205,6 +205,8 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
       // LOCKED #1: announcing MCP/ requires the mcp= URL, so both come together.
       ...(serveMcp ? { protocols: [MCP_PROTOCOL], mcpEndpoint: `${endpoint}/mcp` } : {}),
     };
+    // Its own NATS user (joined or enrolled): task events and stored results on its key's subjects.
+    if (opts.join || opts.enrolled) workerOptions.ownSubjects = true;
     // Reconnects forever: a NATS outage of any length must end with the worker back in the mesh.
     if (opts.join) {
       joinNc = await connectAs(opts.natsUrl, opts.join, `amf-join-${opts.name}`, RECONNECT_FOREVER);

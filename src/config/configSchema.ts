@@ -397,5 +397,13 @@ export const CONFIG_SCHEMA: SchemaNode = {
       },
       'artifact and evidence stream limits and per-agent quotas',
     ),
+    task_events: section(
+      {
+        max_event_bytes: intRange(1024, 67_108_864, 'a whole number of bytes'),
+        agent_bytes_per_minute: intRange(1024, 1_099_511_627_776, 'a whole number of bytes'),
+        agent_events_per_minute: intRange(1, 1_000_000_000),
+      },
+      'per-agent quotas on task events and stored results (what the coordinators record for an agent)',
+    ),
   },
 };

@@ -200,6 +200,19 @@ export interface AmfConfig {
     /** Artifact and evidence events one agent may hand in per minute (burst: one minute's worth). */
     readonly agentEventsPerMinute: number;
   };
+  /**
+   * An agent's task events (claims, progress, blocked, delegations, partials, direct finals) and
+   * stored results: handed to the coordinators on subjects named after its key, and recorded within
+   * these bounds (coordinator/taskEventIntake.ts, docs/security.md "Private and bounded").
+   */
+  readonly taskEvents: {
+    /** The largest task event or stored result taken from an agent. */
+    readonly maxEventBytes: number;
+    /** Bytes of task events and stored results one agent may send per minute (burst: a minute's worth). */
+    readonly agentBytesPerMinute: number;
+    /** Task events and stored results one agent may send per minute (burst: a minute's worth). */
+    readonly agentEventsPerMinute: number;
+  };
 }
 
 // Flags arrive from an argument parser as strings, so numeric, boolean and list leaves also accept

@@ -119,6 +119,8 @@ export class Coordinator {
   private readonly results: ResultIntake;
   /** Agents' artifacts and evidence: checked, held to each agent's quota, then published. */
   readonly artifacts: ArtifactIntake;
+  /** Agents' task events, taken from their own subjects and recorded within their quotas. */
+  readonly taskEvents: TaskEventIntake;
   private readonly work: WorkQueueWriter;
   private watcherService: WatcherService | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -232,6 +234,7 @@ export class Coordinator {
     this.lifecycle = path.lifecycle;
     this.dispatcher = path.dispatcher;
     this.results = path.results;
+    this.taskEvents = path.taskEvents;
     this.admission = new AdmissionPipeline({
       registry: this.registry,
       notices: this.notices,
@@ -443,6 +446,7 @@ export class Coordinator {
     this.dispatcher.start();
     await this.results.start();
     this.artifacts.start();
+    this.taskEvents.start();
     const { registry, work, bus, sender, log } = this;
     announceAgentChanges({ registry, work, bus, sender, log });
     this.sweepTimer = setInterval(() => this.registry.sweep(), 500);

@@ -8,7 +8,14 @@
  * - stored: when no decision came back (its coordinator is gone, NATS is down), the worker stores
  *   the final in AMF_RESULTS; one durable consumer shared by every coordinator takes it, and it is
  *   acknowledged only after a decision, so a result stored while no coordinator was running is
- *   delivered when one is back.
+ *   delivered when one is back. Once decided it is deleted from the stream, which then holds only
+ *   results waiting for a decision.
+ *
+ * An agent with its own NATS user stores on `amf.internal.result.<its key>.<task_id>` (agentUsers.ts),
+ * which only it may publish on: such a result counts against the agent's quota (`task_events.*`) and
+ * must speak for the agent bound to that key, or it is dropped and warned naming that agent. The
+ * stream refuses new results when full rather than evicting stored ones (jetstream.ts), so no agent
+ * can push another's result out; a refused worker keeps its result and retries.
  */
 import {
   AckPolicy,
@@ -21,7 +28,8 @@ import {
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { AmfEventOf } from '../events/cloudEvent.js';
 import { validateEvent } from '../events/validateEvent.js';
-import { resultSubject, SUBJECT_FINAL_PREFIX } from '../events/subjects.js';
+import { isTaskId, resultSubject, SUBJECT_FINAL_PREFIX } from '../events/subjects.js';
+import { agentResultSubject, isAgentNkey, RESULT_STORE_PREFIX } from '../fabric/agentUsers.js';
 import { RESULTS_CONSUMER, RESULTS_STREAM } from '../fabric/jetstream.js';
 import type { LogFn } from '../log.js';
 import { jsonBytes } from '../util/jsonBytes.js';
@@ -64,7 +72,30 @@ export interface ResultIntakeOptions {
   adopt?: (
     event: AmfEventOf<'amf.result.final'>,
   ) => Promise<'adopted' | 'ended' | 'unknown' | 'lost_race' | 'not_recorded'>;
+  /** Who may have stored a result on an agent's own subject, and within what (taskEventIntake.ts). */
+  senders?: StoredResultSenders;
   log: LogFn;
+}
+
+/** The checks of a result stored on an agent's own subject (TaskEventIntake implements them). */
+export interface StoredResultSenders {
+  /** True when `bytes` more are within the key's quota; otherwise refused and warned. */
+  admit(nkey: string, bytes: number, what: string): boolean;
+  agentWithKey(nkey: string): string | undefined;
+  /** True (and warned) when the event speaks for another agent than `agentId`. */
+  refuseForgery(
+    nkey: string,
+    agentId: string,
+    event: AmfEventOf<'amf.result.final'>,
+    intake: string,
+  ): boolean;
+}
+
+/** The key in a stored result's subject: `amf.internal.result.<nkey>.<task_id>` (undefined: the seed's form). */
+function storingKey(subject: string): string | undefined {
+  const rest = subject.slice(RESULT_STORE_PREFIX.length);
+  const dot = rest.indexOf('.');
+  return dot < 0 ? undefined : rest.slice(0, dot);
 }
 
 /**
@@ -84,9 +115,16 @@ function isStored(outcome: unknown): boolean {
  */
 type StoredVerdict = 'done' | 'retry' | 'keep';
 
-function settleStored(msg: JsMsg, verdict: StoredVerdict, lastDelivery: boolean): void {
-  if (verdict === 'keep' || (verdict === 'retry' && !lastDelivery)) msg.nak(UNKNOWN_TASK_DELAY_MS);
-  else msg.ack();
+function settleStored(
+  msg: JsMsg,
+  verdict: StoredVerdict,
+  lastDelivery: boolean,
+  jsm: JetStreamManager,
+): void {
+  if (verdict === 'keep' || (verdict === 'retry' && !lastDelivery)) return msg.nak(UNKNOWN_TASK_DELAY_MS);
+  msg.ack();
+  // Decided: the stream keeps only what waits for a decision, so it fills only while nobody decides.
+  void jsm.streams.deleteMessage(RESULTS_STREAM, msg.seq, false).catch(() => undefined);
 }
 
 export class ResultIntake {
@@ -141,10 +179,16 @@ export class ResultIntake {
             raw = undefined; // not JSON: reported as invalid below
           }
           const lastDelivery = msg.info.deliveryCount >= UNKNOWN_TASK_REDELIVERIES;
+          const sender = this.storedBy(msg, lastDelivery);
+          if (sender === null || sender === 'unlisted') {
+            // Unlisted: its agent may not be known here yet (this coordinator just started).
+            settleStored(msg, sender === null ? 'done' : 'retry', lastDelivery, this.options.jsm);
+            continue;
+          }
           // Decided here, but settled later when the decision waits for its task's record: the
           // results after it are not held up meanwhile.
-          void this.take(raw, msg.seq, lastDelivery).then(
-            (next) => settleStored(msg, next, lastDelivery),
+          void this.take(raw, msg.seq, lastDelivery, sender).then(
+            (next) => settleStored(msg, next, lastDelivery, this.options.jsm),
             () => msg.nak(UNKNOWN_TASK_DELAY_MS),
           );
         }
@@ -162,6 +206,30 @@ export class ResultIntake {
         this.options.log('warn', 'result intake not reopened yet', { err: String(err) });
       }
     }
+  }
+
+  /**
+   * Who stored `msg`: its agent and key when it came on an agent's own subject, undefined for the
+   * seed's subject (only the shared legacy user may publish there), null when it is dropped unread
+   * (beyond the agent's quota: warned by the checks), `unlisted` while no agent is bound to its key.
+   */
+  private storedBy(
+    msg: JsMsg,
+    lastDelivery: boolean,
+  ): { nkey: string; agentId: string } | undefined | null | 'unlisted' {
+    const senders = this.options.senders;
+    const nkey = storingKey(msg.subject);
+    if (nkey === undefined || !senders) return undefined;
+    if (!isAgentNkey(nkey)) return null;
+    // Counted once per result, not again on each redelivery.
+    if (msg.info.deliveryCount === 1 && !senders.admit(nkey, msg.data.length, 'a stored result')) return null;
+    const agentId = senders.agentWithKey(nkey);
+    if (agentId === undefined) {
+      if (lastDelivery)
+        this.options.log('warn', 'stored result of a key no agent is bound to dropped', { nats_user: nkey });
+      return 'unlisted';
+    }
+    return { nkey, agentId };
   }
 
   /**
@@ -219,7 +287,12 @@ export class ResultIntake {
    * Hands one stored result to the lifecycle and says what becomes of its message (see
    * {@link StoredVerdict}) once its task's record, when it waits for one, is settled.
    */
-  private async take(raw: unknown, seq: number, lastDelivery: boolean): Promise<StoredVerdict> {
+  private async take(
+    raw: unknown,
+    seq: number,
+    lastDelivery: boolean,
+    sender?: { nkey: string; agentId: string },
+  ): Promise<StoredVerdict> {
     const checked = validateEvent(raw);
     if (!checked.ok || checked.value.type !== 'amf.result.final') {
       this.options.log('warn', 'invalid result in the results stream dropped', {
@@ -229,6 +302,11 @@ export class ResultIntake {
       return 'done';
     }
     const event = checked.value;
+    if (
+      sender &&
+      this.options.senders?.refuseForgery(sender.nkey, sender.agentId, event, 'the results stream')
+    )
+      return 'done';
     try {
       const decision = this.options.accept(event, { path: 'stored', lastDelivery });
       // Refused too: it may be the copy its worker stored while this coordinator's record of the
@@ -257,11 +335,17 @@ export class ResultIntake {
     return this.options.recorded?.(subject.slice(SUBJECT_FINAL_PREFIX.length));
   }
 
-  /** The last result stored for `taskId`, if any (a direct read of the stream by subject). */
-  async storedResult(taskId: string): Promise<AmfEventOf<'amf.result.final'> | undefined> {
-    const msg = await this.options.jsm.streams
-      .getMessage(RESULTS_STREAM, { last_by_subj: resultSubject(taskId) })
-      .catch(() => undefined);
+  /**
+   * The last result stored for `taskId`, if any (a direct read of the stream by subject): on the
+   * agent's own subject when the key of the agent that holds it is known, else on the seed's.
+   */
+  async storedResult(taskId: string, nkey?: string): Promise<AmfEventOf<'amf.result.final'> | undefined> {
+    if (!isTaskId(taskId)) return undefined;
+    const read = (subject: string) =>
+      this.options.jsm.streams.getMessage(RESULTS_STREAM, { last_by_subj: subject }).catch(() => undefined);
+    const msg =
+      (isAgentNkey(nkey) ? await read(agentResultSubject(nkey, taskId)) : undefined) ??
+      (await read(resultSubject(taskId)));
     if (!msg) return undefined;
     let raw: unknown;
     try {

@@ -223,7 +223,7 @@ export class TaskLifecycle {
     const lookup = this.options.storedResult;
     if (lookup) {
       const held = [...this.active.values()].filter((t) => t.claimedBy === agentId);
-      const stored = await Promise.all(held.map((t) => lookup(t.taskId).catch(() => undefined)));
+      const stored = await Promise.all(held.map((t) => lookup(t.taskId, agentId).catch(() => undefined)));
       // Only tasks this coordinator announced: another coordinator's are decided by that one.
       for (const event of stored)
         if (event) this.results.accept(event, { path: 'stored', lastDelivery: false });
@@ -280,7 +280,9 @@ export class TaskLifecycle {
     );
     for (let i = 0; i < open.length; i += STORED_LOOKUPS_AT_ONCE) {
       const batch = open.slice(i, i + STORED_LOOKUPS_AT_ONCE);
-      const stored = await Promise.all(batch.map((t) => lookup(t.taskId).catch(() => undefined)));
+      const stored = await Promise.all(
+        batch.map((t) => lookup(t.taskId, t.claimedBy).catch(() => undefined)),
+      );
       if (this.closed) return;
       for (const event of stored)
         if (event && this.active.has(event.data.payload.task_id))
@@ -400,6 +402,19 @@ export class TaskLifecycle {
   }
 
   // --- fabric events -------------------------------------------------------------------------------
+
+  /** True while `taskId` is a task this coordinator announced and has not ended. */
+  owns(taskId: string): boolean {
+    return this.active.get(taskId)?.owned === true;
+  }
+
+  /**
+   * An agent's event about a task of this coordinator's, from the agent's own subject (taskEventIntake.ts):
+   * taken as if it had arrived on its shared subject, where its echo is then dropped.
+   */
+  takeAgentEvent(event: AnyAmfEvent): void {
+    if (!this.closed) this.onFabricEvent(event);
+  }
 
   private onFabricEvent(event: AnyAmfEvent): void {
     const inOrder = this.options.authenticateInOrder;

@@ -1,7 +1,8 @@
 /**
  * The coordinator's task path, wired: the authenticity check of agents' events, the task lifecycle,
- * the dispatcher that runs requesters' tasks, and the intake of workers' final results. Every
- * intake point asks the same EventAuthenticity (one signature check per event and intake).
+ * the dispatcher that runs requesters' tasks, the intake of workers' final results, and the intake of
+ * agents' task events from their own subjects. Every intake point asks the same EventAuthenticity
+ * (one signature check per event and intake).
  */
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
@@ -19,6 +20,7 @@ import { adoptOrphanResult } from './orphanResults.js';
 import type { TaskSnapshot } from './sharedState.js';
 import type { SharedLiveness } from './sharedLiveness.js';
 import { ResultIntake } from './resultIntake.js';
+import { TaskEventIntake } from './taskEventIntake.js';
 import { TaskDispatcher } from './taskDispatcher.js';
 import { TaskLifecycle, type LifecycleOptions } from './taskLifecycle.js';
 import { ed25519 } from '../identity/ed25519.js';
@@ -49,6 +51,7 @@ export interface TaskPath {
   lifecycle: TaskLifecycle;
   dispatcher: TaskDispatcher;
   results: ResultIntake;
+  taskEvents: TaskEventIntake;
 }
 
 /**
@@ -82,8 +85,9 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
     workerLossRetries: config.tasks.workerLossRetries,
     decideDelegation: (input) => policy.delegation(input),
     // A stored result counts only when it is the agent's own (the results stream is one intake).
-    storedResult: async (taskId) => {
-      const event = await results.storedResult(taskId);
+    storedResult: async (taskId, agentId) => {
+      const nkey = agentId === undefined ? undefined : registry.get(agentId)?.record.nkey;
+      const event = await results.storedResult(taskId, nkey);
       return event && authenticity.accept(event, 'the results stream') ? event : undefined;
     },
     workQueue: work,
@@ -101,8 +105,18 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
     (event, intake) => authenticity.accept(event, intake),
     inOrder,
   );
+  const taskEvents = new TaskEventIntake({
+    nc,
+    bus,
+    registry,
+    notices,
+    limits: config.taskEvents,
+    ownsTask: (taskId) => lifecycle.owns(taskId),
+    take: (event) => lifecycle.takeAgentEvent(event),
+  });
   const results: ResultIntake = new ResultIntake({
     nc,
+    senders: taskEvents,
     jsm: jsm,
     accept: (event, arrival) =>
       authenticity.accept(
@@ -124,7 +138,7 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
     },
     log: (level, message, fields) => log(level, message, fields),
   });
-  return { authenticity, lifecycle, dispatcher, results };
+  return { authenticity, lifecycle, dispatcher, results, taskEvents };
 }
 
 /** The lifecycle's questions to the shared registry (LifecycleOptions.confirmLive, confirmSilence). */
@@ -141,7 +155,7 @@ function livenessOptions(
  * Stops the task path: no more results taken, events still waiting for their signature check
  * dropped (their workers store their finals), requesters released, in-flight tasks ended.
  */
-export async function closeTaskPath(path: TaskPath): Promise<void> {
+export async function closeTaskPath(path: Omit<TaskPath, 'taskEvents'>): Promise<void> {
   await path.results.close();
   path.authenticity.close();
   path.dispatcher.close();

@@ -1,9 +1,9 @@
 /**
  * NATS users of individual agents and of the join door (docs/security.md, "Inside the mesh"). Each
  * admitted agent connects as its own nkey user, whose permissions allow only what that agent needs:
- * pulling from the work consumers of the tags it was admitted for, publishing its own task events,
- * heartbeats and results, handing its artifacts and evidence to the coordinators on subjects named
- * after its key, and reading its own inbox, its own subjects (`amf.agent.<nkey>.>`: the follow-ups of
+ * pulling from the work consumers of the tags it was admitted for, publishing heartbeats, handing its
+ * task events, stored results, artifacts and evidence to the coordinators on subjects named after
+ * its key (never on the shared subjects that streams record), and reading its own inbox, its own subjects (`amf.agent.<nkey>.>`: the follow-ups of
  * the tasks it holds), cancellations, policy notices and finals (the delegation client waits for its
  * children's). The join user may only publish advertisements: it is how an agent not yet admitted is
  * heard, and all it can be given is a judgement.
@@ -12,7 +12,7 @@
  * read (DESIGN.md §3, per-agent subjects beside the seed's): nats-server lets only that key's user
  * use them, whatever the message says.
  */
-import { workConsumerName } from '../events/subjects.js';
+import { isTaskId, workConsumerName } from '../events/subjects.js';
 import { JOIN_USER, type RoleCredential } from './credentials.js';
 import { WORK_STREAM } from './jetstream.js';
 import { WORKER_DENIED_STATE, type RolePermissions } from './natsConfig.js';
@@ -75,6 +75,39 @@ export function submissionSubject(kind: SubmissionKind, nkey: string): string {
   return `${SUBMISSION_PREFIXES[kind]}${checkedKey(nkey)}`;
 }
 
+/** Prefix of an agent's task-event subjects: `amf.internal.task.<nkey>.<route>`. */
+export const TASK_EVENT_PREFIX = 'amf.internal.task.';
+
+/**
+ * How a task event is recorded: `mesh` = a task a coordinator announced (the task's own coordinator
+ * records it, on the shared subject and the task's reply subject); `direct` = a task a caller sent
+ * straight to the agent (one coordinator of the queue group records it on the shared subject).
+ */
+export type TaskEventRoute = 'mesh' | 'direct';
+
+/**
+ * Where the agent with this key hands its claims, progress, blocked notices, delegations, partials
+ * and direct finals to the coordinators (coordinator/taskEventIntake.ts): only its own NATS user
+ * may publish there, so the subject names the real sender; a coordinator checks the event and the
+ * agent's quota before it records it on the shared subject (`amf.task.*`, `amf.result.*`).
+ */
+export function taskEventSubject(nkey: string, route: TaskEventRoute): string {
+  return `${TASK_EVENT_PREFIX}${checkedKey(nkey)}.${route}`;
+}
+
+/** Prefix of stored results (AMF_RESULTS); an agent's own are `amf.internal.result.<nkey>.<task_id>`. */
+export const RESULT_STORE_PREFIX = 'amf.internal.result.';
+
+/**
+ * Where the agent with this key stores a mesh task's final when its coordinator did not answer
+ * (AMF_RESULTS): only its own user may publish there, so the coordinators attribute, bound and
+ * check stored results by the subject's key, and AMF_RESULTS refuses (never evicts) once full.
+ */
+export function agentResultSubject(nkey: string, taskId: string): string {
+  if (!isTaskId(taskId)) throw new Error(`invalid task id ${JSON.stringify(taskId)}`);
+  return `${RESULT_STORE_PREFIX}${checkedKey(nkey)}.${taskId}`;
+}
+
 /** The permissions of one admitted agent (pure: the tags decide the work consumers). */
 export function agentPermissions(user: AgentUser): RolePermissions {
   const work = user.tags.flatMap((tag) => {
@@ -88,20 +121,16 @@ export function agentPermissions(user: AgentUser): RolePermissions {
   return {
     publish: {
       allow: [
-        'amf.task.claim',
-        'amf.task.progress',
-        'amf.task.blocked',
-        'amf.task.delegate',
-        'amf.result.partial',
-        'amf.result.final',
-        // Artifacts and evidence only on its own subjects: the coordinators check and keep them.
+        // Task events, stored results, artifacts and evidence only on its own subjects: the
+        // coordinators check, bound and record them. Never the shared `amf.task.*`, `amf.result.*`
+        // or reply subjects, which streams record and requesters read as they arrive.
+        `${TASK_EVENT_PREFIX}${checkedKey(user.nkey)}.*`,
+        `${RESULT_STORE_PREFIX}${user.nkey}.*`,
         submissionSubject('artifact', user.nkey),
         submissionSubject('evidence', user.nkey),
         'amf.discovery.agent.heartbeat',
-        'amf.internal.reply.>',
-        // Finals sent straight to the task's coordinator (request/reply), and their stored copies.
+        // Finals sent straight to the task's coordinator (request/reply): answered, never recorded.
         'amf.internal.final.>',
-        'amf.internal.result.>',
         ...work,
       ],
       deny: [...WORKER_DENIED_STATE],

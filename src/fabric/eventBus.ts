@@ -161,6 +161,17 @@ export class EventBus {
     else for (const subject of subjects) this.nc.publish(subject, bytes);
   }
 
+  /**
+   * As {@link publishOwn}, for bytes already encoded elsewhere (an agent's event a coordinator
+   * checked and now records unchanged): the echo on this connection's `dropOwnEchoes` subscriptions
+   * is dropped; `also` get the same bytes without an expected echo (subjects those do not read).
+   */
+  publishOwnBytes(subject: string, bytes: Uint8Array, ...also: string[]): void {
+    this.expectEcho(bytes);
+    this.nc.publish(subject, bytes);
+    for (const other of also) this.nc.publish(other, bytes);
+  }
+
   private expectEcho(bytes: Uint8Array): void {
     if (this.echoDroppers > 0) this.ownEchoes.expect(bytes);
   }

@@ -21,9 +21,12 @@ export const INTERNAL_STREAM = 'AMF_INTERNAL';
 export const AUDIT_STREAM = 'AMF_AUDIT';
 export const AUDIT_STREAM_SUBJECTS = ['amf.audit.>'];
 /**
- * Workers' final results of mesh tasks (`amf.internal.result.<task_id>`), kept until a coordinator
- * has taken them (one shared durable consumer), so a result survives a NATS blip or a coordinator
- * restart between the worker's publish and the coordinator's decision.
+ * Workers' final results of mesh tasks (`amf.internal.result.<nkey>.<task_id>`, a seed-mode worker's
+ * `amf.internal.result.<task_id>`), kept until a coordinator has decided on them (one shared durable
+ * consumer, which then deletes them), so a result survives a NATS blip or a coordinator restart
+ * between the worker's publish and the coordinator's decision. Full, the stream refuses new results
+ * (discard new) rather than evicting stored ones: a flood cannot push another agent's result out,
+ * and a refused worker keeps its result and retries.
  */
 export const RESULTS_STREAM = 'AMF_RESULTS';
 export const RESULTS_STREAM_SUBJECTS = ['amf.internal.result.>'];
@@ -139,13 +142,14 @@ async function ensureStream(
   /** Required, not defaulted: a stream left at 1 copy on a cluster is lost with its node. */
   replicas: number,
   retention: RetentionPolicy = RetentionPolicy.Limits,
+  discard: DiscardPolicy = DiscardPolicy.Old,
 ) {
   const config = {
     name,
     subjects,
     retention,
     storage: StorageType.File,
-    discard: DiscardPolicy.Old,
+    discard,
     max_age: limits.maxAgeSeconds * NANOS_PER_SECOND,
     max_msgs: limits.maxMessages,
     max_bytes: limits.maxBytes,
@@ -234,6 +238,8 @@ export async function ensureFabricStores(
       maxBytes: Math.min(retention.maxBytes, scaled(256 * 1024 * 1024)),
     },
     replicas,
+    RetentionPolicy.Limits,
+    DiscardPolicy.New,
   );
   await ensureStream(
     jsm,

@@ -27,6 +27,7 @@ import { HandlerError, type FollowUpMessage } from './handlerApi.js';
 import type { MeshWorkerOptions, RunTaskOptions, TaskInput } from './meshWorkerOptions.js';
 import { subscribeToOrders } from './coordinatorOrders.js';
 import { finalPayload, submitResult, type ResultSubmitter } from './resultSubmission.js';
+import { taskEventSubject } from '../fabric/agentUsers.js';
 
 export type { MeshWorkerOptions, RunTaskOptions, TaskInput };
 export { workerAgentId, workerAgentRecord, workerHeartbeat };
@@ -189,7 +190,10 @@ export class MeshWorker {
       ...(confidence !== undefined ? { confidence } : {}),
     });
     const event = signEvent(created, this.key);
-    if (reply) this.bus.publish(event, type, reply);
+    // On its own subject the coordinator of a mesh task records it and copies it to the reply subject.
+    if (this.options.ownSubjects)
+      this.bus.publish(event, taskEventSubject(this.key.publicKey, reply ? 'mesh' : 'direct'));
+    else if (reply) this.bus.publish(event, type, reply);
     else this.bus.publish(event);
   }
 
@@ -347,6 +351,7 @@ export class MeshWorker {
       key: this.key,
       agentId: this.agentId,
       name: this.options.name,
+      ownSubjects: this.options.ownSubjects === true,
       log: this.options.log,
       progress: (task, message) =>
         this.emit('amf.task.progress', task.taskId, task.traceId, {

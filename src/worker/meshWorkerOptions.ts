@@ -51,6 +51,13 @@ export interface MeshWorkerOptions {
    * count only when signed with it (coordinatorOrders.ts). Absent: the sender's role is checked only.
    */
   coordinatorKey?: string;
+  /**
+   * The worker's NATS connection is its key's own user (it joined, or its key was enrolled): its
+   * task events and stored results go on the subjects named after its key, which the coordinators
+   * check and record (coordinator/taskEventIntake.ts). Absent: the shared subjects, for a worker
+   * logged in as the legacy `specialist` user (seed mode).
+   */
+  ownSubjects?: boolean;
 }
 
 /** A task as it reaches the worker; the worker adds the signal, progress, delegate, tools and input. */

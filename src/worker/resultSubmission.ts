@@ -5,6 +5,7 @@
 import { createEvent, type EventSender } from '../events/cloudEvent.js';
 import type { FinalPayload, ResultArtifactPayload } from '../events/payloads.js';
 import { finalSubject, resultSubject } from '../events/subjects.js';
+import { agentResultSubject } from '../fabric/agentUsers.js';
 import { UNTIL_CLOSED, type EventBus } from '../fabric/eventBus.js';
 import type { AgentKey } from '../identity/agentKey.js';
 import { signEvent } from '../identity/eventSignature.js';
@@ -39,6 +40,8 @@ export interface ResultSubmitter {
   agentId: string;
   /** The worker's name (part of the stored result's message id). */
   name: string;
+  /** Stores on its key's own subject (MeshWorkerOptions.ownSubjects), else on the seed's. */
+  ownSubjects: boolean;
   log: LogFn | undefined;
   /** Publishes a progress event for `task` (a sign of life while storing waits). */
   progress: (task: TaskInput, message: string) => void;
@@ -113,8 +116,11 @@ export async function submitResult(
     DIRECT_FINAL_TIMEOUT_MS,
   );
   if (isFinalDecision(answer)) return;
+  const storeSubject = worker.ownSubjects
+    ? agentResultSubject(worker.key.publicKey, task.taskId)
+    : resultSubject(task.taskId);
   const store = (final: FinalPayload, conf?: number) =>
-    worker.bus.publishDurable(finalEvent(final, conf), resultSubject(task.taskId), {
+    worker.bus.publishDurable(finalEvent(final, conf), storeSubject, {
       msgId: `${task.taskId}.${task.attempt}.${worker.name}`,
       // Kept and retried for as long as the worker runs (a full disk, an outage of any length):
       // given up, the answer would be lost although the handler ran.

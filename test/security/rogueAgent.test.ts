@@ -2,12 +2,15 @@
 // another agent, to take work of a tag it was not admitted for, and to read what is not its own.
 // Real nats-server (its permissions), real OPA, real workers joining through the join door. Each
 // attempt must be refused AND reported as amf.policy.warning naming the rogue, and the honest task
-// must still complete with the honest answer.
+// must still complete with the honest answer. Task events are tried both ways an agent could send
+// them: on the shared subject (NATS refuses the publish: permission_violation) and on the agent's
+// own subject, where the coordinators' intake refuses them naming the connection's agent.
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jetstream } from '@nats-io/jetstream';
-import { createEvent, type EventSender } from '../../src/events/cloudEvent.js';
+import { createEvent, type AmfEvent, type EventSender } from '../../src/events/cloudEvent.js';
+import { agentResultSubject, taskEventSubject, type TaskEventRoute } from '../../src/fabric/agentUsers.js';
 import { connectAs, connectAsAgent } from '../../src/fabric/connect.js';
 import { EventBus } from '../../src/fabric/eventBus.js';
 import { JOIN_FILE, CREDENTIALS_FILE } from '../../src/fabric/credentials.js';
@@ -64,6 +67,26 @@ describe('a rogue agent with its own credential', () => {
       10_000,
       what,
     );
+  /**
+   * Sends `event` both ways the rogue could: on `shared` (its user may not publish there: NATS
+   * refuses, warned naming the rogue) and on its own task-event subject (the intake decides).
+   */
+  const sendBothWays = async (event: AmfEvent, route: TaskEventRoute, shared: string = event.type) => {
+    rogueBus.publish(event, shared);
+    rogueBus.publish(event, taskEventSubject(rogue.worker.key.publicKey, route));
+    await warned('permission_violation', `${shared} refused by NATS`, (e) =>
+      String(payloadOf(e).message).includes(shared),
+    );
+  };
+  /** The intake's refusal of an event in `claimed`'s name from the rogue's own connection. */
+  const forgedFromRogue = (what: string, extra: (e: ObservedEvent) => boolean = () => true) =>
+    warned(
+      'forged_event',
+      what,
+      (e) =>
+        (payloadOf(e).details as { claimed_agent?: string; nats_user?: string }).nats_user ===
+          rogue.worker.key.publicKey && extra(e),
+    );
 
   it('cannot answer, claim, delegate for or cancel the victim’s task, which still completes honestly', async () => {
     const updates: string[] = [];
@@ -91,38 +114,47 @@ describe('a rogue agent with its own credential', () => {
 
     // 1. A final in the victim's name, signed with the rogue's own key, on the core subject and on
     //    the durable results stream (the two intake points of results).
-    rogueBus.publish(signEvent(forgedFinal(), rogue.worker.key));
-    const stored = await rogueBus.publishDurable(
+    await sendBothWays(signEvent(forgedFinal(), rogue.worker.key), 'direct');
+    await forgedFromRogue('forged final refused', (e) =>
+      String(payloadOf(e).message).includes('result.final'),
+    );
+    // The seed's stored-result subject is not the rogue's to publish on; its own one is, but a
+    // result stored there in the victim's name is refused, naming the rogue.
+    const storedOnSeedSubject = await rogueBus.publishDurable(
       signEvent(forgedFinal(), rogue.worker.key),
       `amf.internal.result.${taskId}`,
-      { msgId: `forged-${taskId}`, giveUpMs: 5_000 },
+      { msgId: `forged-${taskId}`, giveUpMs: 3_000 },
+    );
+    expect(storedOnSeedSubject).toBe('gave_up');
+    await warned('permission_violation', 'the seed stored-result subject refused by NATS', (e) =>
+      String(payloadOf(e).message).includes(`amf.internal.result.${taskId}`),
+    );
+    const stored = await rogueBus.publishDurable(
+      signEvent(forgedFinal(), rogue.worker.key),
+      agentResultSubject(rogue.worker.key.publicKey, taskId),
+      { msgId: `forged-own-${taskId}`, giveUpMs: 5_000 },
     );
     expect(stored).toBe('stored');
-    await warned('forged_event', 'forged final refused', (e) => payloadOf(e).task_id === taskId);
-    await warned('forged_event', 'forged stored result refused', (e) =>
+    await forgedFromRogue('forged stored result refused', (e) =>
       String(payloadOf(e).message).includes('results stream'),
     );
-    // 1b. Unsigned: the victim signs everything, so an unsigned event in its name is no one's.
-    rogueBus.publish(forgedFinal());
-    await mesh.waitForEvent(
-      (e) =>
-        e.subject === 'amf.policy.warning' &&
-        payloadOf(e).reason === 'unsigned_event' &&
-        (payloadOf(e).details as { claimed_agent?: string }).claimed_agent === victimId(),
-      10_000,
+    // 1b. Unsigned: its connection still names the rogue, never the victim.
+    rogueBus.publish(forgedFinal(), taskEventSubject(rogue.worker.key.publicKey, 'direct'));
+    await forgedFromRogue(
       'unsigned final refused',
+      (e) => (payloadOf(e).details as { claimed_agent?: string }).claimed_agent === victimId(),
     );
-    // 1c. Dressed up as a coordinator's relayed final: the result signature is still the rogue's.
+    // 1c. Dressed up as a coordinator's relayed final: refused, naming the rogue all the same.
     const relayed = signResult(forgedFinal(), rogue.worker.key);
     relayed.amfagentrole = 'coordinator';
     relayed.data.auth_context.identity = 'spiffe://local/coordinator/evil';
-    rogueBus.publish(relayed);
-    await warned('forged_event', 'forged relayed final refused', (e) =>
-      String(payloadOf(e).message).includes('signed by'),
+    rogueBus.publish(relayed, taskEventSubject(rogue.worker.key.publicKey, 'direct'));
+    await forgedFromRogue('forged relayed final refused', (e) =>
+      String(payloadOf(e).message).includes('as a coordinator'),
     );
 
     // 2. A claim and progress in the victim's name; a claim naming the victim from the rogue itself.
-    rogueBus.publish(
+    await sendBothWays(
       signEvent(
         createEvent({
           type: 'amf.task.progress',
@@ -133,11 +165,12 @@ describe('a rogue agent with its own credential', () => {
         }),
         rogue.worker.key,
       ),
+      'mesh',
     );
-    await warned('forged_event', 'forged progress refused', (e) =>
+    await forgedFromRogue('forged progress refused', (e) =>
       String(payloadOf(e).message).includes('progress'),
     );
-    rogueBus.publish(
+    await sendBothWays(
       signEvent(
         createEvent({
           type: 'amf.task.claim',
@@ -148,11 +181,14 @@ describe('a rogue agent with its own credential', () => {
         }),
         rogue.worker.key,
       ),
+      'mesh',
     );
-    await warned('identity_mismatch', 'claim naming another agent refused');
+    await forgedFromRogue('claim naming another agent refused', (e) =>
+      String(payloadOf(e).message).includes('amf.task.claim'),
+    );
 
     // 2b. Stream chunks in the victim's name straight to the requester (the reply subject).
-    rogueBus.publish(
+    await sendBothWays(
       signEvent(
         createEvent({
           type: 'amf.result.partial',
@@ -163,17 +199,14 @@ describe('a rogue agent with its own credential', () => {
         }),
         rogue.worker.key,
       ),
+      'mesh',
       `amf.internal.reply.${taskId}`,
     );
-    await warned(
-      'forged_event',
-      'forged chunk on the reply subject refused',
-      (e) => (payloadOf(e).details as { intake?: string }).intake === 'the reply subject',
-    );
+    await forgedFromRogue('forged chunk refused', (e) => String(payloadOf(e).message).includes('partial'));
 
     // 3. A delegation in the victim's name: no child task may come of it.
     const childTaskId = `forged-child-${taskId.slice(0, 8)}`;
-    rogueBus.publish(
+    await sendBothWays(
       signEvent(
         createEvent({
           type: 'amf.task.delegate',
@@ -190,8 +223,9 @@ describe('a rogue agent with its own credential', () => {
         }),
         rogue.worker.key,
       ),
+      'direct',
     );
-    await warned('forged_event', 'forged delegation refused', (e) =>
+    await forgedFromRogue('forged delegation refused', (e) =>
       String(payloadOf(e).message).includes('delegate'),
     );
 
