@@ -202,7 +202,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
       key,
       ...(opts.log ? { log: opts.log } : {}),
       ...(hub ? { tools: (signal: AbortSignal) => bindTaskTools(hub, signal) } : {}),
-      // LOCKED #1: announcing MCP/ requires the mcp= URL, so both come together.
+      // docs/decisions.md #1: announcing MCP/ requires the mcp= URL, so both come together.
       ...(serveMcp ? { protocols: [MCP_PROTOCOL], mcpEndpoint: `${endpoint}/mcp` } : {}),
     };
     // Its own NATS user (joined or enrolled): task events and stored results on its key's subjects.
