@@ -367,9 +367,6 @@ export class Coordinator {
       ).catch((err: unknown) => {
         throw explainStoreFailure(err, config.dataDir, budget);
       });
-      const coordinator = new Coordinator(
-        config,
-        nc,
       // Before anything new is stored: what the store lost since it was last seen (storeIntegrity.ts).
       const integrity = new StoreIntegrity({
         jsm: stores.jsm,
@@ -378,6 +375,9 @@ export class Coordinator {
         log,
       });
       await integrity.check();
+      const coordinator = new Coordinator(
+        config,
+        nc,
         natsUrl,
         credentials,
         joinCredential,
@@ -391,10 +391,10 @@ export class Coordinator {
         signingKey,
       );
       coordinator.serverLog = serverLog;
+      coordinator.storeIntegrity = integrity.start();
       onServerEvent = (event) => {
         if (coordinator.closing) return;
         logServerEvent(event, log, options.onFatal ?? (() => void coordinator.close()));
-      coordinator.storeIntegrity = integrity.start();
       };
       onViolation = permissionViolationReporter(coordinator.registry, coordinator.notices);
       void followServerLogs(config.nats.url ? config.nats.serverLogs : [], onViolation, log, nc.closed());
@@ -598,13 +598,13 @@ export class Coordinator {
   /** What the spawned nats-server logged of its errors and its store (natsServerLog.ts). */
   serverLog: NatsServerLog | undefined;
 
+  /** Stored messages found lost, at start and while running (storeIntegrity.ts). */
+  storeIntegrity: StoreIntegrity | undefined;
+
   /**
    * Whether the fabric answers and its store takes writes (fabricCondition.ts): new tasks are
    * refused with the reason while it does not, and `/health` says so.
    */
-  /** Stored messages found lost, at start and while running (storeIntegrity.ts). */
-  storeIntegrity: StoreIntegrity | undefined;
-
   readonly condition: FabricCondition;
 
   /** The fabric as `/health` and `/metrics` report it. */
@@ -622,12 +622,12 @@ export class Coordinator {
     this.closing ??= (async () => {
       clearInterval(this.sweepTimer);
       this.condition.close();
+      // Written while the connection is up: the next start compares the streams with it.
+      await this.storeIntegrity?.close().catch(() => undefined);
       // Given back first, so another coordinator takes over the sweeps while this one drains.
       await this.sweeper.handOver();
       await this.mdnsDoor?.close().catch(() => undefined);
       this.heartbeatDoor.close();
-      // Written while the connection is up: the next start compares the streams with it.
-      await this.storeIntegrity?.close().catch(() => undefined);
       this.liveness.close();
       this.grants?.close();
       this.enrollments.close();
