@@ -64,6 +64,10 @@ if (role === 'worker') {
     () => events.close(),
     () => queue.close(),
   );
+  // Each waiting task adds a listener to the queue and the event stream until its answer: at c=64 more
+  // than Node's default of 10, which is the load, not a leak.
+  queue.setMaxListeners(0);
+  events.setMaxListeners(0);
   await queue.waitUntilReady();
   await events.waitUntilReady();
 

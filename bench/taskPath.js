@@ -56,6 +56,9 @@ const WORKER_CONCURRENCY = Math.round(envNumber('BENCH_WORKER_CONCURRENCY', 16, 
 const OUT = process.env.BENCH_TASKPATH_OUT ?? fileURLToPath(new URL('docs/benchmarks.md', ROOT));
 const NODE_FLAGS = (process.env.BENCH_CHILD_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const NATS_BIN = process.env.AMF_NATS_SERVER_BIN || 'nats-server';
+// Which AMF was measured: BENCH_AMF_REVISION when dist/ was built elsewhere, else this checkout's
+// commit, marked when the working tree differs from it (dist/ may hold uncommitted changes then).
+const AMF_REVISION = process.env.BENCH_AMF_REVISION ?? checkoutRevision();
 const TEXT = 'Hello from the AMF task-path benchmark: please echo this sentence back, word for word.';
 const FLOOR_SUBJECT = 'bench.floor';
 const AGENT = fileURLToPath(new URL('bullmqAgent.js', import.meta.url));
@@ -224,6 +227,15 @@ async function measure(system, concurrency) {
   return r;
 }
 
+/** `abc1234`, `abc1234 + uncommitted changes`, or `unknown` (no git, or not a checkout). */
+function checkoutRevision() {
+  const root = fileURLToPath(ROOT);
+  const head = spawnSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' });
+  if (head.status !== 0) return 'unknown';
+  const dirty = spawnSync('git', ['-C', root, 'status', '--porcelain', '--', 'src'], { encoding: 'utf8' });
+  return `${head.stdout.trim()}${dirty.stdout?.trim() ? ' + uncommitted changes in src/' : ''}`;
+}
+
 const median = (xs) => {
   const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   if (v.length === 0) return NaN;
@@ -371,6 +383,12 @@ function document(measured, table) {
     .loadavg()
     .map((x) => x.toFixed(2))
     .join(' ');
+  // Every process hop waits for a core on an oversubscribed machine, and AMF has more hops than BullMQ:
+  // say so next to the numbers.
+  const busy =
+    os.loadavg()[0] > cpus.length
+      ? `\n**The machine was oversubscribed during this run** (1-minute load average ${os.loadavg()[0].toFixed(1)} on ${cpus.length} cores, other work running): latency and throughput then measure scheduling as much as the systems, AMF's more than BullMQ's (more processes and hops per task); CPU per task is the steadier figure. Compare on a quiet machine.\n`
+      : '';
   const settings = Object.entries(AMF_NON_DEFAULTS)
     .map(([k, v]) => `\`${k}\` ${v}`)
     .join('; ');
@@ -382,6 +400,7 @@ c=1 run and a c=${HIGH} run of ${SECONDS} s each after ${WARMUP_SECONDS} s of wa
 at c=${HIGH} for every system before the first round); medians over rounds.
 Machine: ${cpus[0]?.model.trim() ?? 'unknown'} × ${cpus.length}, Node ${process.version}; ${measured.natsVersion};
 Redis ${measured.redisVersion.replace(/^Redis server v=(\S+).*$/, '$1')} (Debian); BullMQ 6.7.0 with ioredis 5.11.1;
+AMF at ${AMF_REVISION};
 load average ${load} at the end.
 
 "Send a durable task to a worker and wait for its answer", every server process separate, on the same
@@ -399,7 +418,7 @@ Disk per 1,000 kept tasks: what the JetStream store (AMF) or Redis's directory (
 as written) grew by over the run, over the tasks completed; AMF keeps task events and states by its
 stream limits (24 h, byte caps), BullMQ keeps every completed job (its default). AMF settings that
 differ from the defaults: ${settings}. Node flags of the AMF processes: \`${NODE_FLAGS.join(' ') || 'none'}\`.
-
+${busy}
 ${table}
 `;
 }
