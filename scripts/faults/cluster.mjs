@@ -18,8 +18,11 @@ import { startProcess } from './procs.mjs';
 
 const NODES = 3;
 
-/** The nats-server for clustered JetStream: $AMF_NATS_CLUSTER_BIN, else the pinned one (installed on first use). */
-async function clusterBinary() {
+/**
+ * The nats-server for clustered JetStream (and fault 18's store): $AMF_NATS_CLUSTER_BIN, else the
+ * pinned one (installed on first use).
+ */
+export async function clusterBinary() {
   if (process.env.AMF_NATS_CLUSTER_BIN) return process.env.AMF_NATS_CLUSTER_BIN;
   const { stdout } = await promisify(execFile)('bash', [join(REPO, 'scripts/install-nats.sh')], {
     timeout: 10 * 60_000,

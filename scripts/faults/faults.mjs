@@ -3,13 +3,15 @@
  * load with the fault injected at `p.faultAtMs`, and returns what the audit needs: the client's
  * records, the recovery probe, where the JetStream store is, and notes on what it observed.
  */
+import { Buffer } from 'node:buffer';
 import { execFile } from 'node:child_process';
-import { copyFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, open, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { clusterNodeAndCoordinator, clusterPartition } from './cluster.mjs';
-import { freePort, fromDist, startCoordinator, startExternalNats } from './mesh.mjs';
+import { isTerminal, readEventsLive, readRunLog } from './audit.mjs';
+import { clusterBinary, clusterNodeAndCoordinator, clusterPartition } from './cluster.mjs';
+import { freePort, fromDist, startCoordinator, startExternalNats, startWorker } from './mesh.mjs';
 import { processesMentioning } from './procs.mjs';
 
 const secs = (ms) => `${Math.round(ms / 100) / 10} s`;
@@ -148,7 +150,32 @@ export const FAULTS = [
     // A tmpfs of its own is mounted for the mesh's data dir: root only.
     ...(process.getuid?.() === 0 ? {} : { skip: () => 'not run: mounting a tmpfs needs root' }),
   },
+  {
+    id: 18,
+    name: 'a record of an AMF_EVENTS block overwritten while the mesh is stopped, then restarted (nats-server 2.12)',
+    run: corruptBlock,
+  },
+  {
+    id: 19,
+    name: 'SIGKILL the coordinator and its only worker with ~50 tasks queued, restart the coordinator; the worker returns after the tasks ended',
+    run: lateWorker,
+  },
+  {
+    id: 20,
+    name: 'a worker that is never admitted (its card unreachable) pulls work on external NATS with the shared user',
+    run: unadmittedWorker,
+  },
 ];
+
+/**
+ * Fault 19: how long the restarted coordinator may take to end the tasks left queued: the dead
+ * coordinator's presence TTL (10 s), a sweep, the work queue's ack wait (30 s) and twice the task TTL
+ * (fault 19 runs with a 10 s TTL), with room for a slow sweep on a loaded machine.
+ */
+export const LATE_WORKER_TTL_SECONDS = 10;
+export function lateWorkerDeadlineMs() {
+  return 100_000;
+}
 
 /** The spawned nats-server of `mesh`, found by its config path. */
 async function spawnedNatsPids(mesh) {
@@ -491,4 +518,213 @@ async function watchHolds(natsUrl, credentials, name) {
     },
     close: () => nc.close().catch(() => undefined),
   };
+}
+
+/** The `.blk` files of a stream in a spawned server's store (`<dataDir>/nats/jetstream/<account>/…`). */
+async function streamBlocks(dataDir, stream) {
+  const root = join(dataDir, 'nats', 'jetstream');
+  const found = [];
+  for (const account of await readdir(root).catch(() => [])) {
+    const dir = join(root, account, 'streams', stream, 'msgs');
+    for (const name of await readdir(dir).catch(() => []))
+      if (name.endsWith('.blk')) found.push(join(dir, name));
+  }
+  return found;
+}
+
+/**
+ * Overwrites the length of the middle record of `file` (nats-server's block format: each record
+ * starts with its length, u32 little-endian, the top bit flagging headers), as a torn write or a bad
+ * sector would: the server keeps what comes before it and drops the rest. Says which record.
+ */
+async function damageMiddleRecord(file) {
+  const buf = await readFile(file);
+  const starts = [];
+  for (let at = 0; at + 4 <= buf.length;) {
+    const length = buf.readUInt32LE(at) & 0x7fffffff;
+    if (length < 22) break;
+    starts.push(at);
+    at += length;
+  }
+  const k = Math.floor(starts.length / 2);
+  const fh = await open(file, 'r+');
+  try {
+    await fh.write(Buffer.from([0x47, 0x47, 0x47, 0x47]), 0, 4, starts[k]);
+  } finally {
+    await fh.close();
+  }
+  return { record: k + 1, records: starts.length };
+}
+
+/** `/health`'s store losses (storeIntegrity.ts), if the coordinator answers. */
+async function storeLosses(url) {
+  try {
+    const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(3000) });
+    return (await res.json()).nats?.store?.losses ?? [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Fault 18: the mesh is stopped cleanly mid-load, a record in the middle of AMF_EVENTS' block is
+ * overwritten, and the mesh is started again (on the pinned nats-server 2.12, which logs the damage):
+ * the events from that record on are gone. The coordinator must say so: `/health` names the stream,
+ * the count and the tasks that could be affected. A task left without a terminal event counts as
+ * lost unless it is among those named (reported, not silent).
+ */
+async function corruptBlock(ctx) {
+  const port = await freePort();
+  const natsPort = await freePort();
+  const env = { AMF_NATS_SERVER_BIN: await clusterBinary() };
+  const mesh = await ctx.spawnedMesh({ workers: 2, port, natsPort, coordinatorEnv: env });
+  const url = `http://127.0.0.1:${port}`;
+  const notes = [];
+  const records = await ctx.loadWithFault(
+    () => url,
+    async () => {
+      mesh.coordinator.proc.signal('SIGTERM');
+      await Promise.race([mesh.coordinator.proc.exited, delay(30_000)]);
+      // Its nats-server stops with it; one still running would rewrite the block.
+      const conf = join(mesh.dataDir, 'nats', 'nats-server.conf');
+      for (let i = 0; i < 100 && (await processesMentioning(conf)).length > 0; i++) await delay(100);
+      for (const p of await processesMentioning(conf)) ctx.run.signalPid(p.pid, 'SIGKILL');
+      const [block] = await streamBlocks(mesh.dataDir, 'AMF_EVENTS');
+      if (!block) throw new Error('no AMF_EVENTS block file found');
+      const { record, records: total } = await damageMiddleRecord(block);
+      notes.push(`record ${record} of ${total} of AMF_EVENTS' block overwritten`);
+      mesh.coordinator = await startCoordinator(ctx.run, {
+        dataDir: mesh.dataDir,
+        label: 'coordinator-2',
+        port,
+        natsPort,
+        env,
+      });
+      const losses = await storeLosses(url);
+      notes.push(
+        losses.length === 0
+          ? '/health names no loss'
+          : `/health: ${losses.map((l) => `${l.stream} lost ${l.msgs} message(s), ${l.tasks_total ?? '?'} task(s) could be affected`).join('; ')}`,
+      );
+    },
+  );
+  const probe = await ctx.probe(() => url);
+  // In-flight tasks ended at the clean stop: only the restarted mesh's tasks are left to settle.
+  await ctx.settle(() => mesh.liveNatsUrl(), mesh.credentials, records, 30_000);
+  const losses = await storeLosses(url);
+  const reportedLost = new Set(losses.flatMap((l) => l.tasks ?? []));
+  // Read live: the store is 2.12's, which the drill's own (PATH) nats-server may not read.
+  const events = await readEventsLive(await mesh.liveNatsUrl(), mesh.credentials);
+  if (events === undefined) throw new Error('could not read AMF_EVENTS after the restart');
+  return { records, probe, events, credentials: mesh.credentials, notes, reportedLost };
+}
+
+/**
+ * Fault 19: one worker with two slots, ~50 requests at once, so most tasks wait in the work queue;
+ * the coordinator and the worker are SIGKILLed together and the coordinator restarted alone. It must
+ * end every task (coordinator_lost, or expired) and withdraw its work; the worker, started again only
+ * after that, must run none of them (its runs are logged: one is `wrong`).
+ */
+async function lateWorker(ctx) {
+  const port = await freePort();
+  const natsPort = await freePort();
+  const mesh = await ctx.spawnedMesh({
+    workers: 1,
+    port,
+    natsPort,
+    taskTtlSeconds: LATE_WORKER_TTL_SECONDS,
+    yaml: 'worker:\n  concurrency: 2\n',
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const notes = [];
+  const queued = 52;
+  const records = await ctx.loadWithFault(
+    () => url,
+    async () => {
+      mesh.coordinator.proc.signal('SIGKILL');
+      await mesh.workers[0].kill();
+      await mesh.coordinator.proc.exited;
+      notes.push(`coordinator and worker SIGKILLed with ${queued} requests sent, 2 slots`);
+      mesh.coordinator = await startCoordinator(ctx.run, {
+        dataDir: mesh.dataDir,
+        label: 'coordinator-2',
+        port,
+        natsPort,
+      });
+    },
+    { requests: queued, concurrency: queued, faultAtMs: Math.min(ctx.p.faultAtMs, 4_000) },
+  );
+  await ctx.settle(() => mesh.liveNatsUrl(), mesh.credentials, records, lateWorkerDeadlineMs());
+  const lateLog = join(ctx.run.logDir, 'runs-late.log');
+  mesh.runLog = lateLog;
+  await ctx.addWorkers(mesh, 1);
+  notes.push('the worker started again after the tasks ended');
+  // Work is taken oldest first: had a queued task not been withdrawn, it would run before the probe.
+  const probe = await ctx.probe(() => url);
+  const events = await readEventsLive(await mesh.liveNatsUrl(), mesh.credentials);
+  if (events === undefined) throw new Error('could not read AMF_EVENTS');
+  const ours = new Set(
+    events
+      .filter((e) => e.type === 'amf.task.announce' && ctx.run.markerRe.test(JSON.stringify(e.payload)))
+      .map((e) => e.taskId),
+  );
+  // Ended without a result (coordinator_lost, expired): must never run afterwards.
+  const failed = new Set(
+    events
+      .filter((e) => isTerminal(e) && e.type !== 'amf.result.final' && ours.has(e.taskId))
+      .map((e) => e.taskId),
+  );
+  const late = await readRunLog(lateLog);
+  const wrong = [...late.keys()]
+    .filter((id) => failed.has(id))
+    .map((taskId) => ({ taskId, why: 'run by the worker that came back after the task was ended' }));
+  notes.push(`${failed.size} task(s) ended without a result before the worker came back`);
+  notes.push(`${late.size} task(s) run by the returning worker (the probe's included)`);
+  return { records, probe, events, credentials: mesh.credentials, notes, wrong };
+}
+
+/**
+ * Fault 20: on an external NATS, where workers share the legacy specialist user, a third worker
+ * whose card cannot be fetched (handler.mjs closes every connection to its edge) is never admitted,
+ * yet it heartbeats and pulls work. Its claims must be refused and its offers go elsewhere, never
+ * back to it: every handler run is logged, none may be the stray's and no task may run twice.
+ */
+async function unadmittedWorker(ctx) {
+  const runLog = join(ctx.run.logDir, 'runs.log');
+  const mesh = await ctx.externalMesh({ workers: 2, runLog });
+  const strayLog = join(ctx.run.logDir, 'runs-unadmitted.log');
+  const strayStarts = join(ctx.run.logDir, 'starts-unadmitted.log');
+  const name = `drill-f${ctx.run.id}-unadmitted`;
+  mesh.workers.push(
+    await startWorker(ctx.run, {
+      name,
+      coordinatorUrl: mesh.coordinator.url,
+      dataDir: mesh.dataDir,
+      sleepMs: ctx.p.sleepMs,
+      runLog: strayLog,
+      specialistPass: mesh.credentials.specialist.password,
+      env: { AMF_DRILL_CARD_UNREACHABLE: '1', AMF_DRILL_START_LOG: strayStarts },
+    }),
+  );
+  const notes = [];
+  const records = await ctx.loadWithFault(
+    () => mesh.coordinator.url,
+    async () => {
+      notes.push(`${name} up from the start, its card unreachable`);
+    },
+  );
+  const probe = await ctx.probe(() => mesh.coordinator.url);
+  await ctx.settle(() => mesh.nats.url, mesh.credentials, records);
+  const runs = await readRunLog(runLog);
+  const stray = await readRunLog(strayLog);
+  for (const [id, n] of stray) runs.set(id, (runs.get(id) ?? 0) + n);
+  const wrong = [...stray.keys()].map((taskId) => ({ taskId, why: 'run by the unadmitted worker' }));
+  const started = await readRunLog(strayStarts);
+  const coordinatorLog = await readFile(join(ctx.run.logDir, 'coordinator.log'), 'utf8').catch(() => '');
+  const unverified = coordinatorLog.split('\n').find((l) => l.includes(name) && l.includes('unverified'));
+  notes.push(
+    `${name} ${unverified ? `admitted unverified (${/"reason":"([^"]+)"/.exec(unverified)?.[1] ?? '?'}): offered nothing` : 'not listed as unverified'}`,
+    `${[...runs.values()].reduce((a, b) => a + b, 0)} handler runs to the end, ${stray.size} by the unadmitted worker (${started.size} started there and aborted when its claim was refused)`,
+  );
+  return { records, probe, storeDir: mesh.natsDir, credentials: mesh.credentials, notes, runs, wrong };
 }

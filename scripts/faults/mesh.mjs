@@ -28,18 +28,23 @@ export { freePort } from '../lib/freePort.mjs';
 
 /**
  * Starts `amf up` and resolves once it printed its URLs. `port`/`natsPort` default to 0 (any free
- * port); fixed ones are used where the fault restarts the coordinator as a user would.
+ * port); fixed ones are used where the fault restarts the coordinator as a user would. `env` adds to
+ * its environment (e.g. AMF_NATS_SERVER_BIN for the nats-server it spawns).
  */
 export async function startCoordinator(
   run,
-  { dataDir, label = 'coordinator', port = 0, natsPort = 0, natsUrl, demo = false },
+  { dataDir, label = 'coordinator', port = 0, natsPort = 0, natsUrl, demo = false, env = {} },
 ) {
   const args = [AMF_BIN, 'up', '--data-dir', dataDir, '--port', String(port)];
   if (natsUrl) args.push('--nats-url', natsUrl);
   else args.push('--nats-port', String(natsPort));
   if (demo) args.push('--demo');
   if (!run.mdns) args.push('--no-mdns');
-  const proc = startProcess(process.execPath, args, { label, logFile: join(run.logDir, `${label}.log`) });
+  const proc = startProcess(process.execPath, args, {
+    label,
+    env,
+    logFile: join(run.logDir, `${label}.log`),
+  });
   run.track(proc);
   try {
     const [, url] = await proc.waitFor(/AMF coordinator (http:\/\/\S+)/, 30_000);

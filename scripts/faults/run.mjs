@@ -28,14 +28,19 @@ coordinators on one NATS, SIGKILL one; 8 Ctrl-C on amf up --demo; 9 3-node NATS 
 node SIGKILLed and restarted, then 1 of 2 coordinators SIGKILLed; 10 SIGKILL the coordinator and
 1 of 2 workers together, restart the coordinator; 11 the same with its only worker, the
 coordinator restarted alone; 12 partition: coordinator B cut off from a 3-node cluster (30 s,
-quick 10 s) and healed, every handler run counted.
+quick 10 s) and healed, every handler run counted; 13 SIGSTOP the spawned nats-server; 14 SIGKILL a
+worker mid-stream; 15 a handler that never settles; 16 3 SIGTERM restarts of the coordinator; 17 the
+data disk fills (root); 18 a record of an AMF_EVENTS block overwritten, the mesh restarted (the loss
+must be named); 19 coordinator and only worker SIGKILLed with ~50 queued, the worker back after the
+tasks ended (none may run); 20 a worker never admitted (card unreachable) on external NATS with the
+shared user (none may run there, none twice).
 
 Options:
   --quick            ${QUICK.requests} requests, concurrency ${QUICK.concurrency}, ${QUICK.sleepMs / 1000} s handler, fault at ${QUICK.faultAtMs / 1000} s (CI)
                      (default: ${FULL.requests}, ${FULL.concurrency}, ${FULL.sleepMs / 1000} s, ${FULL.faultAtMs / 1000} s)
   --only 1,2,5       run these faults only
   --requests N  --concurrency C  --sleep SECONDS  --fault-at SECONDS   override the numbers
-  --lanes N          faults run at once, each on its own mesh (default 2; 1 = one after another)
+  --lanes N          faults run at once, each on its own mesh (default 3; 1 = one after another)
   --out FILE         also write the report (markdown) to FILE
   --keep             keep the temp dir with every process's log
   --help
@@ -53,7 +58,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string' },
     sleep: { type: 'string' },
     'fault-at': { type: 'string' },
-    lanes: { type: 'string', default: '2' },
+    lanes: { type: 'string', default: '3' },
     out: { type: 'string' },
     keep: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
