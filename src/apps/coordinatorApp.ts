@@ -269,6 +269,8 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     coordinator,
     () => url,
     (requested, message) => unknownTags.refused({ protocol: 'a2a', requested, message }),
+    // A task still working when the edge stops ends with a final failed status on its stream.
+    { stopping: stopping.signal },
   ).server.register(router);
   // AMP (also the merged A2A card / AMP manifest at /.well-known/agent.json) and Fabric /mcp/call.
   const amp = registerAmpRoutes(router, {

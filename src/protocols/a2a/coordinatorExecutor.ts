@@ -55,7 +55,16 @@ export interface CoordinatorExecutorOptions {
   sendInput: (meshTaskId: string, message: TaskInputMessage) => void;
   /** Told of each message no capability could be found for (the console shows these refusals). */
   onUnrouted?: (requested: string, message: string) => void;
+  /**
+   * Aborted when the coordinator's edge stops: every task still working ends on its client's stream
+   * with a final `failed` status saying so, rather than a cut connection.
+   */
+  stopping?: AbortSignal;
 }
+
+/** What a client whose task was still working reads when the coordinator stops. */
+const STOPPING_MESSAGE =
+  'the coordinator is stopping: the task ended before its answer; send it again once the coordinator is back';
 
 /** What an unroutable message asked for, as a person would name it. */
 function requestedBy(params: SendMessageRequest): string {
@@ -90,6 +99,27 @@ export class CoordinatorExecutor implements AgentExecutor {
       defaultAgent: opts.defaultAgent ?? null,
       contextTag: (contextId) => this.contexts.get(contextId),
     };
+    opts.stopping?.addEventListener('abort', () => this.endOnStop(), { once: true });
+  }
+
+  /**
+   * The coordinator stops: each task still working gets its final `failed` status (code
+   * UNAVAILABLE) on its bus, which the SDK sends on every stream of it (`message/stream`,
+   * `tasks/resubscribe`) before it closes them, and returns to a blocking `message/send`. A task
+   * waiting for input is left as it is.
+   */
+  private endOnStop(): void {
+    for (const entry of this.running.values()) {
+      const { session } = entry;
+      if (session.cancelled || session.isAwaitingInput) continue;
+      session.status(TaskState.TASK_STATE_FAILED, STOPPING_MESSAGE, {
+        code: 'UNAVAILABLE',
+        reason: 'coordinator_stopping',
+      });
+      // Nothing more goes on it: the wait released next ends in runToEnd without a second status.
+      session.cancelled = true;
+      entry.controller.abort();
+    }
   }
 
   private rememberContext(contextId: string, tag: string): void {

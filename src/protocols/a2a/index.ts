@@ -30,7 +30,8 @@ export function createCoordinatorA2a(
   coordinator: Coordinator,
   getUrl: () => string,
   onUnrouted?: (requested: string, message: string) => void,
-  options: { lightSendMessage?: boolean } = {},
+  /** `stopping`: aborted when the edge stops (CoordinatorExecutorOptions.stopping). */
+  options: { lightSendMessage?: boolean; stopping?: AbortSignal } = {},
 ): CoordinatorA2a {
   const { config } = coordinator;
   const store = new BoundedTaskStore(config.a2a.taskStoreSize);
@@ -44,6 +45,7 @@ export function createCoordinatorA2a(
     defaultAgent: config.a2a.defaultAgent,
     sendInput: (meshTaskId, message) => sendTaskInput(coordinator, meshTaskId, message),
     ...(onUnrouted ? { onUnrouted } : {}),
+    ...(options.stopping ? { stopping: options.stopping } : {}),
   });
   const server = new A2aServer({
     card: () => coordinatorAgentCard(coordinator, getUrl()),

@@ -11,9 +11,10 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
   ListToolsRequestSchema,
+  McpError,
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
-import { McpEndpoint, type McpSessionLimits } from './mcpEndpoint.js';
+import { McpEndpoint, STOPPING_ERROR, type McpSessionLimits } from './mcpEndpoint.js';
 import type { McpFederation } from './federation.js';
 import { CoordinatorMcpSession, federatedCapabilities } from './coordinatorMcpSession.js';
 import { plainToolCall } from './plainToolCall.js';
@@ -62,15 +63,25 @@ export function createCoordinatorMcpEndpoint(
                   .catch(() => undefined);
         const agentId = federation.catalog().get(request.params.name)?.agentId;
         const done = agentId === undefined ? undefined : session.track(agentId, extra);
+        // The endpoint stopping ends the call too, with an error answer (not a stream cut).
+        const stopping = endpoint.stopping;
         try {
-          return await federation.call(
+          const result = await federation.call(
             request.params.name,
             request.params.arguments ?? {},
             session.caller(extra.sessionId ?? null),
-            extra.signal,
+            AbortSignal.any([extra.signal, stopping]),
             relay,
             session.clientSupplier(),
           );
+          // The forward cut short by the stop fails as a tool error: the caller is told why instead.
+          if (result.isError === true && stopping.aborted && !extra.signal.aborted)
+            throw new McpError(STOPPING_ERROR.code, STOPPING_ERROR.message, STOPPING_ERROR.data);
+          return result;
+        } catch (err) {
+          if (stopping.aborted && !extra.signal.aborted)
+            throw new McpError(STOPPING_ERROR.code, STOPPING_ERROR.message, STOPPING_ERROR.data);
+          throw err;
         } finally {
           done?.();
         }

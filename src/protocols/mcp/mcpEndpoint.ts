@@ -33,7 +33,7 @@ import {
 } from '../../http/wireErrors.js';
 import { isLoopbackHost } from '../../net/hostRules.js';
 import { StatelessMcp, type McpToolSurface } from './statelessMcp.js';
-import { answerFast, asFastRequest, type FastRequestHandler } from './sessionFastPath.js';
+import { answerFast, asFastRequest, type FastAnswer, type FastRequestHandler } from './sessionFastPath.js';
 import { SessionEventStore, STANDALONE_STREAM_ID } from './sessionEventStore.js';
 
 export type { McpToolSurface } from './statelessMcp.js';
@@ -194,8 +194,30 @@ function isEventStream(headers: unknown): boolean {
  * An MCP endpoint: route POST, GET and DELETE of `/mcp` to `handle`. Session-based revisions always;
  * the stateless revision too when `tools` is given.
  */
+/** How long close() lets calls in flight answer their stopping error before the sessions close. */
+const STOP_ANSWER_WAIT_MS = 1_500;
+
+/**
+ * The JSON-RPC error a call still in flight gets when the endpoint stops, before its stream ends
+ * (rather than a stream cut with no answer).
+ */
+export const STOPPING_ERROR = {
+  code: JSONRPC_SERVER_ERROR,
+  message: 'the server is stopping: the call ended before its result; call again once it is back',
+  data: { reason: 'server_stopping' },
+} as const;
+
+/** A fast answer that failed: a JSON-RPC error, or a tool result marked isError. */
+function failed(answer: FastAnswer): boolean {
+  return 'error' in answer || (answer.result as { isError?: unknown } | null)?.isError === true;
+}
+
 export class McpEndpoint {
   private readonly sessions = new Map<string, Session>();
+  /** Aborted when close() begins: request handlers race it and answer STOPPING_ERROR. */
+  private readonly stopper = new AbortController();
+  /** POST responses of sessions still being answered, so close() can wait for their answers. */
+  private readonly answering = new Set<ServerResponse>();
   /** The open sessions of each client. */
   private readonly byClient = new Map<string, Set<Session>>();
   /** Initializations under way per client (counted against its share, so racing ones cannot overshoot). */
@@ -215,6 +237,11 @@ export class McpEndpoint {
     // overshoot small. Unref'd: an idle MCP endpoint must not keep the process alive.
     this.sweepTimer = setInterval(() => this.expireIdle(), Math.min(60_000, Math.max(25, this.idleMs / 4)));
     this.sweepTimer.unref();
+  }
+
+  /** Aborted once the endpoint stops: a call in flight answers STOPPING_ERROR (see close()). */
+  get stopping(): AbortSignal {
+    return this.stopper.signal;
   }
 
   /** Number of open sessions. */
@@ -290,14 +317,22 @@ export class McpEndpoint {
         session.open--;
         session.lastUsed = Date.now();
       });
+      if (req.method === 'POST') {
+        this.answering.add(res);
+        res.once('close', () => this.answering.delete(res));
+      }
       this.primeStreams(req, res, session);
       const fast = this.options.fastRequest && req.method === 'POST' ? asFastRequest(req, parsed) : undefined;
       if (fast) {
         const gone = new AbortController();
         res.once('close', () => gone.abort());
-        const pending = this.options.fastRequest!({ server: session.server, sessionId }, fast, gone.signal);
+        const signal = AbortSignal.any([gone.signal, this.stopper.signal]);
+        const pending = this.options.fastRequest!({ server: session.server, sessionId }, fast, signal);
         if (pending) {
-          await answerFast(res, sessionId, fast, pending);
+          const answer = pending.then((a) =>
+            this.stopper.signal.aborted && failed(a) ? { error: STOPPING_ERROR } : a,
+          );
+          await answerFast(res, sessionId, fast, answer);
           return;
         }
       }
@@ -495,10 +530,28 @@ export class McpEndpoint {
     }
   }
 
-  /** Closes every session (their SSE streams end). */
+  /** Resolves once every POST being answered is done, or after `ms`. */
+  private async answered(ms: number): Promise<void> {
+    if (this.answering.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all([...this.answering].map((res) => new Promise((resolve) => res.once('close', resolve)))),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, ms);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * Closes every session (their SSE streams end). A call still in flight is answered first with
+   * STOPPING_ERROR on its own response (an SSE stream or JSON), for at most STOP_ANSWER_WAIT_MS.
+   */
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.sweepTimer);
+    this.stopper.abort();
+    await this.answered(STOP_ANSWER_WAIT_MS);
     const all = [...this.sessions.values()];
     this.sessions.clear();
     this.byClient.clear();
