@@ -107,6 +107,17 @@ try {
     'agents',
     '#view-agents article pre.json',
   );
+  // An agent disabled from its card (still connected, no new work), then enabled again for the chat.
+  const echoId = 'spiffe://local/worker/demo-echo';
+  await page.goto(`${base}/#/agents/${encodeURIComponent(echoId)}`);
+  const echoCard = page.getByRole('article', { name: `Agent ${echoId}` });
+  await echoCard.getByRole('button', { name: 'Disable agent' }).click();
+  await echoCard.locator('.badge.s-disabled').waitFor();
+  await page.waitForTimeout(400);
+  await page.screenshot({ path: join(out, 'console-agent-disabled.png') });
+  console.log(`${out}/console-agent-disabled.png`);
+  await echoCard.getByRole('button', { name: 'Enable agent' }).click();
+  await echoCard.locator('.badge.s-live').waitFor();
   await shoot('#/tools/demo-calc__calc', 'tools', '#view-tools form button.primary');
   await page.getByLabel('text').fill('6 * 7');
   await page.getByRole('button', { name: 'Call demo-calc__calc' }).click();

@@ -128,7 +128,7 @@ export const agentsView = {
             a.unverified ? [h('dt', {}, 'Unverified'), h('dd', { class: 'reason' }, `${a.unverified.reason}: ${a.unverified.message}`)] : null),
           h('h3', {}, 'Tools'),
           a.tools.length ? h('ul', {}, a.tools.map((t) => h('li', {}, h('a', { href: `#/tools/${encodeURIComponent(t.wire_name)}` }, t.wire_name), ' ', h('span', { class: 'muted' }, t.description))))
-            : h('p', { class: 'muted' }, 'No MCP tools.'),
+            : h('p', { class: 'muted' }, a.disabled ? 'None in /mcp while it is disabled.' : 'No MCP tools.'),
           h('h3', {}, 'Admission decisions'),
           mine.length ? table(['Time', 'Decision', 'Risk', 'Reason'], mine.map((d) => h('tr', {}, h('td', {}, clock(d.time)), h('td', {}, badge(d.decision)), h('td', {}, risk(d)),
             h('td', { class: 'wrap' }, d.reasons.length ? d.reasons.join(', ') : d.risk_reason ?? ''))))
