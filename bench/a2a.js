@@ -250,7 +250,9 @@ function report({ procs, results, rssRounds }) {
         `added p50 over the worker's own /a2a at concurrency 1: ${ms(added)} (target ≤ 1.00 ms: ${added <= 1 ? 'PASS' : 'FAIL'})`,
       );
     }
-    verdicts.push(`throughput ratio coordinator / worker's own /a2a at concurrency ${c}: ${ratio.toFixed(2)}`);
+    verdicts.push(
+      `throughput ratio coordinator / worker's own /a2a at concurrency ${c}: ${ratio.toFixed(2)}`,
+    );
   }
   lines.push('');
   lines.push(`RSS (MB) after each round: ${names.join(' / ')}`);
