@@ -70,6 +70,7 @@ export const UNIT_TEST_FILES: readonly string[] = [
   'test/net/hostRules.test.ts',
   'test/net/httpServer.test.ts',
   'test/registry/agentNames.test.ts',
+  'test/registry/disablement.test.ts',
   'test/registry/keyBinding.test.ts',
   'test/registry/pendingAndEnrollment.test.ts',
   'test/registry/unknownTagNotices.test.ts',
