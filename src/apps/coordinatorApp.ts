@@ -265,13 +265,18 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
     stopping.signal,
   );
   // A2A: JSON-RPC at POST /a2a, HTTP+JSON under /a2a/rest/, tasks dispatched into the mesh.
-  createCoordinatorA2a(
+  const a2a = createCoordinatorA2a(
     coordinator,
     () => url,
     (requested, message) => unknownTags.refused({ protocol: 'a2a', requested, message }),
     // A task still working when the edge stops ends with a final failed status on its stream.
     { stopping: stopping.signal },
-  ).server.register(router);
+  );
+  a2a.server.register(router);
+  // Before any request: the tasks an earlier run left waiting for their client's input go on here.
+  const waitingTasks = await a2a.restoreWaiting();
+  if (waitingTasks > 0)
+    coordinator.log('info', 'A2A tasks waiting for input taken over', { tasks: waitingTasks });
   // AMP (also the merged A2A card / AMP manifest at /.well-known/agent.json) and Fabric /mcp/call.
   const amp = registerAmpRoutes(router, {
     coordinator,

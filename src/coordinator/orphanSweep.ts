@@ -179,6 +179,8 @@ export class OrphanSweep {
     const entry = await this.opts.tasks.get(key);
     const snap = entry?.operation === 'PUT' ? parseSnapshot(entry) : undefined;
     if (!entry || !snap || isTerminal(snap.state as TaskState)) return this.done(taskId, orphan);
+    // Taken over by a live coordinator (a task waiting for input, TaskLifecycle.adoptWaiting): no orphan.
+    if (snap.coordinator !== orphan.instance) return this.done(taskId, orphan);
     const holder = snap.claimed_by;
     if (holder && this.opts.agents.get(holder)?.status === 'live' && orphan.extensions < MAX_EXTENSIONS) {
       orphan.extensions += 1;

@@ -221,6 +221,53 @@ export class TaskDispatcher {
     });
   }
 
+  /**
+   * Waits for the end of a task this coordinator follows but did not submit in this run (a task it
+   * took over while it waits for input, TaskLifecycle.adoptWaiting), as `submit` waits for its own:
+   * updates from the reply subject, the result, or the error that ended it. Aborting `signal`
+   * cancels the task.
+   */
+  follow(
+    taskId: string,
+    req: Pick<SubmitRequest, 'signal' | 'onUpdate'> & { attempt?: number },
+  ): Promise<TaskResult> {
+    if (this.pending.has(taskId) || !this.lifecycle.get(taskId))
+      return Promise.reject(new AmfError('INVALID_REQUEST', `task ${taskId} is not followed here`));
+    if (req.signal?.aborted) return Promise.reject(new AmfError('INVALID_REQUEST', 'request was aborted'));
+    return new Promise<TaskResult>((resolve, reject) => {
+      let settled = false;
+      const cleanup = () => {
+        settled = true;
+        req.signal?.removeEventListener('abort', onAbort);
+        this.pending.delete(taskId);
+      };
+      const onAbort = () => {
+        if (settled) return;
+        cleanup();
+        this.lifecycle.cancel(taskId, 'requester_cancelled', 'the requester went away');
+        reject(new AmfError('INVALID_REQUEST', 'request was aborted', { task_id: taskId }));
+      };
+      this.pending.set(taskId, {
+        resolve: (r) => {
+          if (settled) return;
+          cleanup();
+          resolve(r);
+        },
+        reject: (e) => {
+          if (settled) return;
+          cleanup();
+          reject(e);
+        },
+        abandon: onAbort,
+        onUpdate: req.onUpdate,
+        nextSeq: 0,
+        held: new Map(),
+        attempt: req.attempt ?? 1,
+      });
+      req.signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
   private onReply(event: AnyAmfEvent, subject: string): void {
     const taskId = subject.slice(SUBJECT_REPLY_PREFIX.length);
     if (!this.pending.has(taskId)) return;

@@ -74,6 +74,8 @@ export class TaskLifecycle {
   private closed = false;
   /** Agents whose loss waits for the shared registry's word (silenceConfirmed), each with its wait. */
   private readonly silenceChecks = new Map<string, object>();
+  /** Owned tasks that outlive a stop while they wait for input (keepWhileWaiting). */
+  private readonly waitingKept = new Set<string>();
 
   constructor(
     private readonly bus: TaskFabric,
@@ -389,13 +391,56 @@ export class TaskLifecycle {
     return true;
   }
 
-  /** Stops timers and subscriptions; tasks still in flight are failed so none is left without an end. */
+  /**
+   * Lets an owned task outlive this coordinator's stop while it waits for its requester's next
+   * message (A2A input-required: a person may answer after a restart). `keep` false undoes it.
+   */
+  keepWhileWaiting(taskId: string, keep: boolean): void {
+    if (keep) this.waitingKept.add(taskId);
+    else this.waitingKept.delete(taskId);
+  }
+
+  /**
+   * Takes over, as its owner, a task an earlier run of a coordinator left waiting for input (its
+   * announcement, the agent holding it and the attempt, as the A2A edge stored them): the holder's
+   * next claim, its result and a cancel then go through this lifecycle as for a task announced here.
+   * Undefined when a task of that id is already followed here.
+   */
+  adoptWaiting(
+    announce: AmfEventOf<'amf.task.announce'>,
+    claimedBy: string,
+    attempt: number,
+  ): TaskRecord | undefined {
+    const taskId = announce.data.payload.task_id;
+    if (this.closed || this.table.get(taskId)) return undefined;
+    const task = taskRecordFromAnnouncement(announce, {
+      owned: true,
+      now: this.clock.now(),
+      workerLossRetries: this.options.workerLossRetries ?? 0,
+    });
+    task.state = 'blocked';
+    task.claimedBy = claimedBy;
+    task.attempt = attempt;
+    // Its holder took the work-queue message and acknowledges it itself when it answers.
+    task.answeredFromQueue = true;
+    task.stateRecorded = true;
+    this.active.set(taskId, task);
+    this.waitingKept.add(taskId);
+    this.table.changed(task);
+    return task;
+  }
+
+  /**
+   * Stops timers and subscriptions; tasks still in flight are failed so none is left without an end,
+   * except those kept while they wait for input (keepWhileWaiting), which the next run takes over.
+   */
   close(): void {
     if (this.closed) return;
     this.closed = true;
     for (const s of this.subs) s.unsubscribe();
     for (const task of [...this.active.values()]) {
-      if (task.owned)
+      const waits = task.state === 'blocked' && this.waitingKept.has(task.taskId);
+      if (task.owned && !waits)
         this.endings.fail(task, 'task_cancelled', 'coordinator shut down before the task finished');
       else this.timers.clear(task);
     }

@@ -9,6 +9,7 @@ import { coordinatorAgentCard, workerAgentCard, type WorkerCardOptions } from '.
 import { BoundedTaskStore } from './boundedTaskStore.js';
 import { CoordinatorExecutor } from './coordinatorExecutor.js';
 import { WorkerExecutor } from './workerExecutor.js';
+import { WaitingTasks } from './waitingTasks.js';
 
 export { A2aServer } from './a2aServer.js';
 export { BoundedTaskStore } from './boundedTaskStore.js';
@@ -23,6 +24,11 @@ export interface CoordinatorA2a {
   server: A2aServer;
   executor: CoordinatorExecutor;
   store: BoundedTaskStore;
+  /**
+   * Opens the bucket of tasks waiting for input (waitingTasks.ts) and takes over those an earlier
+   * run left; resolves with how many wait on. Until it is called, nothing is kept across a restart.
+   */
+  restoreWaiting(): Promise<number>;
 }
 
 /** The coordinator's A2A server: tasks dispatched into the mesh. `getUrl` is its bound base URL. */
@@ -46,6 +52,7 @@ export function createCoordinatorA2a(
     sendInput: (meshTaskId, message) => sendTaskInput(coordinator, meshTaskId, message),
     ...(onUnrouted ? { onUnrouted } : {}),
     ...(options.stopping ? { stopping: options.stopping } : {}),
+    log: coordinator.log,
   });
   const server = new A2aServer({
     card: () => coordinatorAgentCard(coordinator, getUrl()),
@@ -56,7 +63,9 @@ export function createCoordinatorA2a(
     awaitsInput: (taskId) => executor.awaitsInput(taskId),
     ...(options.lightSendMessage === false ? { lightSendMessage: false } : {}),
   });
-  return { server, executor, store };
+  const restoreWaiting = async (): Promise<number> =>
+    executor.restoreWaiting(await WaitingTasks.open(coordinator.nc, config.nats.replicas));
+  return { server, executor, store, restoreWaiting };
 }
 
 /** A worker's A2A server: tasks run by its own handler. */

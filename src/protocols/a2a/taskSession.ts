@@ -52,6 +52,16 @@ export class TaskSession {
     return this.shown;
   }
 
+  /** The message that started the task. */
+  get firstMessage(): Message {
+    return this.userMessage;
+  }
+
+  /** The task exists already (an earlier coordinator run showed it): nothing publishes it anew. */
+  markShown(): void {
+    this.shown = true;
+  }
+
   status(state: TaskState, text?: string, more?: Record<string, unknown>): void {
     if (this.cancelled) return;
     Object.assign(this.amf, more);
