@@ -20,7 +20,8 @@
  * Routes: `mesh` events (a task a coordinator announced) reach every coordinator and are recorded by
  * the task's own one, which also hands them to its lifecycle at once, in their arrival order with
  * the worker's direct final (resultIntake.ts); its lifecycle drops the echo. `direct` events (a task
- * a caller sent straight to the agent) go to one coordinator of a queue group.
+ * a caller sent straight to the agent, delegations) go to one coordinator of a queue group, which
+ * records them; one about a task it announced (the same id) goes to its lifecycle at once too.
  */
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { AnyAmfEvent } from '../events/cloudEvent.js';
@@ -248,19 +249,21 @@ export class TaskEventIntake {
     const taskId = (event.data.payload as { task_id?: unknown }).task_id;
     // Kept apart from the receive buffer: an echo waited for must not hold the whole read slab.
     const bytes = msg.data.slice();
-    if (route === 'direct') {
-      this.recorded += 1;
-      this.options.nc.publish(event.type, bytes);
-      return;
-    }
-    if (!isTaskId(taskId) || !this.options.ownsTask(taskId)) {
-      this.notOwned += 1;
+    const owned = isTaskId(taskId) && this.options.ownsTask(taskId);
+    if (!owned) {
+      if (route === 'mesh') this.notOwned += 1;
+      else {
+        this.recorded += 1;
+        this.options.nc.publish(event.type, bytes);
+      }
       return;
     }
     this.recorded += 1;
-    // The lifecycle first: in arrival order with the worker's direct final behind this event.
+    // The lifecycle first, in the order the worker sent its events (both routes and its direct
+    // final): a task of this coordinator's is judged on what arrived here, not on what came back.
     this.options.take(event);
-    this.options.bus.publishOwnBytes(event.type, bytes, replySubject(taskId));
+    if (route === 'mesh') this.options.bus.publishOwnBytes(event.type, bytes, replySubject(taskId));
+    else this.options.bus.publishOwnBytes(event.type, bytes);
   }
 
   /**

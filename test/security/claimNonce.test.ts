@@ -21,6 +21,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEvent, type EventSender } from '../../src/events/cloudEvent.js';
 import { finalSubject } from '../../src/events/subjects.js';
+import { taskEventSubject } from '../../src/fabric/agentUsers.js';
 import { connectAsAgent, type NatsConnection } from '../../src/fabric/connect.js';
 import { signEvent } from '../../src/identity/eventSignature.js';
 import type { RunningWorker } from '../../src/apps/workerApp.js';
@@ -148,8 +149,9 @@ describe('answer injection (H1)', () => {
       role: 'specialist',
       trustDomain: 'local',
     };
+    // On its own task-event subject: the shared one is not its user's to publish on.
     rogueNc.publish(
-      'amf.task.claim',
+      taskEventSubject(rogue.worker.key.publicKey, 'mesh'),
       JSON.stringify(
         signEvent(
           createEvent({

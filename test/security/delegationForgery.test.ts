@@ -14,7 +14,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEvent, type EventSender } from '../../src/events/cloudEvent.js';
 import { connectAsAgent, type NatsConnection } from '../../src/fabric/connect.js';
-import { agentInboxPrefix } from '../../src/fabric/agentUsers.js';
+import { agentInboxPrefix, taskEventSubject } from '../../src/fabric/agentUsers.js';
 import { signEvent, signResult } from '../../src/identity/eventSignature.js';
 import type { RunningWorker } from '../../src/apps/workerApp.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
@@ -84,10 +84,16 @@ describe('forged delegation results (H3)', () => {
         taskId: childId,
       });
     const publish = (subject: string, event: object) => rogueNc.publish(subject, JSON.stringify(event));
+    // Each final both ways an agent could send it: on the shared subject (NATS refuses the publish)
+    // and on its own task-event subject (the coordinators' intake records only its own-name ones).
+    const publishBothWays = (event: object) => {
+      publish('amf.result.final', event);
+      publish(taskEventSubject(rogue.worker.key.publicKey, 'direct'), event);
+    };
     // 1. Unsigned, in the child worker's name.
-    publish('amf.result.final', forged('FORGED unsigned', asRogue, child.worker.agentId));
+    publishBothWays(forged('FORGED unsigned', asRogue, child.worker.agentId));
     // 2. Signed by the rogue, in its own name.
-    publish('amf.result.final', signEvent(forged('FORGED signed', asRogue, rogueId), rogue.worker.key));
+    publishBothWays(signEvent(forged('FORGED signed', asRogue, rogueId), rogue.worker.key));
     // 3. Dressed as a coordinator's relayed final, with a valid result signature (the rogue's own).
     const asCoordinator: EventSender = {
       identity: mesh.coordinator.sender.identity,
@@ -95,21 +101,39 @@ describe('forged delegation results (H3)', () => {
       role: 'coordinator',
       trustDomain: 'local',
     };
-    publish(
-      'amf.result.final',
-      signResult(forged('FORGED relayed', asCoordinator, rogueId), rogue.worker.key),
-    );
+    publishBothWays(signResult(forged('FORGED relayed', asCoordinator, rogueId), rogue.worker.key));
     // 4. Straight into the delegator's own inbox, where its child's final is expected.
     const inbox = `${agentInboxPrefix(delegator.worker.key.publicKey)}.delegation.${childId}`;
     publish(inbox, signResult(forged('FORGED in the inbox', asCoordinator, rogueId), rogue.worker.key));
     await rogueNc.flush();
-    // The forgeries were on the fabric (the coordinator saw and refused those it could see)...
+    // The one in the rogue's own name reached the fabric (where the delegator must ignore it); the
+    // one in the child's name and the one dressed as a coordinator's were refused at the intake...
     await mesh.waitFor(
       () =>
-        mesh.events.filter((e) => e.subject === 'amf.result.final' && e.event.amftaskid === childId).length >=
-        3,
+        mesh.events.some(
+          (e) =>
+            e.subject === 'amf.result.final' &&
+            e.event.amftaskid === childId &&
+            (e.event.data.payload as { result?: { text?: string } }).result?.text === 'FORGED signed',
+        ),
       10_000,
-      'the forgeries on amf.result.final',
+      'the rogue’s own final on amf.result.final',
+    );
+    for (const what of ['in the name of ' + child.worker.agentId, 'as a coordinator'])
+      await mesh.waitForEvent(
+        (e) =>
+          e.subject === 'amf.policy.warning' &&
+          payloadOf(e).reason === 'forged_event' &&
+          payloadOf(e).agent_id === rogueId &&
+          String(payloadOf(e).message).includes(what),
+        10_000,
+        `the forged final ${what} refused at the intake`,
+      );
+    // ...NATS refused each on the shared subject...
+    await mesh.waitFor(
+      () => violations.some((v) => v.includes('Permissions Violation') && v.includes('amf.result.final')),
+      10_000,
+      'the publishes on amf.result.final refused by NATS',
     );
     // ...and NATS refused the one into another agent's inbox.
     await mesh.waitFor(

@@ -3,8 +3,9 @@
 // agent's data dir, connects to NATS as that agent's own user, and tries, in order: a final for
 // another agent's task (in that agent's name, on the direct and the core subject), taking work of a
 // tag it was not admitted for (a pull from that tag's work queue, a claim by task id, its own final
-// for such a task without a claim), and publishing
-// on coordinator-only subjects. It reports what it saw as one JSON line per attempt on stdout and
+// for such a task without a claim), and publishing on coordinator-only subjects. Task events go both
+// ways an agent could send them: on the shared subject (its user may not: NATS refuses) and on its
+// own task-event subject (the coordinators' intake judges them). It reports what it saw as one JSON line per attempt on stdout and
 // exits; the test checks that the coordinator refused and warned each. Runs the compiled code in dist/.
 //
 // Usage: node rogueProcess.mjs '<json: {natsUrl, keyFile, victimId, victimUrl, taskId, traceId,
@@ -16,6 +17,7 @@ const { loadOrCreateAgentKey } = await import(new URL('identity/agentKey.js', di
 const { connectAsAgent } = await import(new URL('fabric/connect.js', dist).href);
 const { createEvent } = await import(new URL('events/cloudEvent.js', dist).href);
 const { signEvent, signResult } = await import(new URL('identity/eventSignature.js', dist).href);
+const { taskEventSubject } = await import(new URL('fabric/agentUsers.js', dist).href);
 
 const args = JSON.parse(process.argv[2] ?? '{}');
 const report = (attempt, outcome) => process.stdout.write(`${JSON.stringify({ attempt, ...outcome })}\n`);
@@ -27,6 +29,11 @@ void (async () => {
   for await (const s of nc.status()) if (s.type === 'error') errors.push(String(s.error));
 })();
 const send = (subject, event) => nc.publish(subject, JSON.stringify(event));
+/** A task event on its shared subject and on this key's own task-event subject (`route`). */
+const sendBothWays = (subject, event, route) => {
+  send(subject, event);
+  send(taskEventSubject(key.publicKey, route), event);
+};
 report('connected', { as: key.publicKey });
 
 // 1. A final for the victim's task, in the victim's name, signed with the key this process stole.
@@ -55,7 +62,7 @@ try {
 } catch (err) {
   report('forged_final_direct', { error: String(err) });
 }
-send('amf.result.final', forgedFinal());
+sendBothWays('amf.result.final', forgedFinal(), 'direct');
 report('forged_final_core', { sent: true });
 
 // 2. Work of another tag: its work queue (closed by NATS), then a claim by task id (refused at intake).
@@ -67,7 +74,7 @@ try {
 } catch (err) {
   report('pull_other_tag', { error: String(err) });
 }
-send(
+sendBothWays(
   'amf.task.claim',
   signEvent(
     createEvent({
@@ -84,6 +91,7 @@ send(
     }),
     key,
   ),
+  'mesh',
 );
 report('claim_other_tag', { sent: true });
 // Then its own final for that still unclaimed task, skipping the claim: a result that overtakes its
@@ -113,7 +121,7 @@ const failedFinal = signedFinal(
 );
 failedFinal.data.payload.status = 'failed';
 failedFinal.data.payload.error = { code: 'rogue_failure', message: 'failed by a rogue' };
-send('amf.result.final', signEvent(signResult(failedFinal, key), key));
+sendBothWays('amf.result.final', signEvent(signResult(failedFinal, key), key), 'direct');
 report('failed_final_other_tag', { sent: true });
 
 // 3. Coordinator-only subjects: a cancel, an announcement and a policy deny.

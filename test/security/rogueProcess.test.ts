@@ -127,11 +127,19 @@ describe('a rogue agent in another OS process, with an admitted agent’s key fi
         10_000,
         what,
       );
-    // 1. The forged finals: refused at the direct final subject and the core subject.
+    // 1. The forged finals: refused at the direct final subject and the core subject (by NATS
+    //    there, and by the task-event intake on the rogue's own subject).
     await warned(
       'forged_event',
       'forged direct final refused',
       (e) => payloadOf(e).task_id === taskId && String(payloadOf(e).message).includes('amf.result.final'),
+    );
+    await warned(
+      'forged_event',
+      'forged final on its own task-event subject refused',
+      (e) =>
+        (payloadOf(e).details as { intake?: string }).intake === 'task event intake' &&
+        (payloadOf(e).details as { claimed_agent?: string }).claimed_agent === victimId,
     );
     // 2. Another tag's work: NATS refused the pull; the claim by task id is refused at intake.
     await warned('permission_violation', 'pull of another tag refused', (e) =>
@@ -163,7 +171,14 @@ describe('a rogue agent in another OS process, with an admitted agent’s key fi
       'failed final of another tag refused',
     );
     // 3. Coordinator-only subjects: NATS refused each publish, the coordinator reports it.
-    for (const subject of ['amf.task.cancel', 'amf.task.announce.secret', 'amf.policy.deny'])
+    //    And the shared task-event subjects, which only the coordinators record on.
+    for (const subject of [
+      'amf.task.cancel',
+      'amf.task.announce.secret',
+      'amf.policy.deny',
+      'amf.task.claim',
+      'amf.result.final',
+    ])
       await warned(
         'permission_violation',
         `publish on ${subject} refused`,
