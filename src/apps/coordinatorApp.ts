@@ -3,6 +3,7 @@
  * API and metrics. Who may call what is decided here once per request, by the route table of
  * routeAccess.ts, with the operator key (configured, or generated into the data dir).
  */
+import { setMaxListeners } from 'node:events';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AmfError } from '../errors.js';
 import { Coordinator } from '../coordinator/coordinator.js';
@@ -254,6 +255,8 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
   const unknownTags = new UnknownTagNotices(coordinator.notices);
   // Aborted when the edge closes: answers still streaming end cleanly rather than being cut.
   const stopping = new AbortController();
+  // Every answer in flight listens for the stop, so more than Node's default of ten is normal here.
+  setMaxListeners(0, stopping.signal);
   const router = buildRouter(
     coordinator,
     hub,
