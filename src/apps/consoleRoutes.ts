@@ -10,6 +10,7 @@ import { AmfError } from '../errors.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
 import { EVENTS_STREAM, kvKey } from '../fabric/jetstream.js';
 import { parseHistoryQuery, readHistory } from '../http/eventHistory.js';
+import { bodyValidator, validBody } from '../http/bodyValidator.js';
 import { decodePathSegment, readBody, sendJson, type Router } from '../http/httpKit.js';
 import type { McpFederation } from '../protocols/mcp/federation.js';
 import type { RegisteredAgent } from '../registry/agentRegistry.js';
@@ -19,6 +20,7 @@ import type { Disablement } from '../registry/disablements.js';
 import { ADMISSIONS_MAX_LIMIT, recentAdmissions } from './admissionLog.js';
 import { taskSnapshot } from '../coordinator/sharedState.js';
 import { listTasks, parseTaskListQuery } from './taskList.js';
+import { APPROVE_BODY_SCHEMA, type ApproveBody } from './routeBodySchemas.js';
 
 const AGENT_PREFIX = '/agents/';
 const APPROVE_SUFFIX = '/approve';
@@ -26,6 +28,7 @@ const DISABLE_SUFFIX = '/disable';
 const ENABLE_SUFFIX = '/enable';
 const MAX_AGENT_ID_CHARS = 512;
 const MAX_APPROVE_BODY_BYTES = 4096;
+const checkApproveBody = bodyValidator<ApproveBody>(APPROVE_BODY_SCHEMA);
 
 function boundedInt(raw: string | null, fallback: number, max: number, name: string): number {
   if (raw === null) return fallback;
@@ -188,10 +191,7 @@ export function registerConsoleRoutes(
       } catch {
         throw new AmfError('INVALID_REQUEST', 'the body must be JSON: {"nkey": "U…"} or nothing');
       }
-      const nkey = (parsed as { nkey?: unknown } | null)?.nkey;
-      if (typeof parsed !== 'object' || parsed === null || (nkey !== undefined && typeof nkey !== 'string'))
-        throw new AmfError('INVALID_REQUEST', 'the body must be {"nkey": "U…"} (the key the operator saw)');
-      expected = nkey;
+      expected = validBody(checkApproveBody, parsed).nkey;
     }
     const { agent, enrollment } = await coordinator.approveAgent(id, expected);
     sendJson(res, 200, {

@@ -6,6 +6,7 @@
  * already carries).
  */
 import { AmfError } from '../errors.js';
+import { bodyValidator, validBody } from '../http/bodyValidator.js';
 import { readJsonObject, sendJson, type Router } from '../http/httpKit.js';
 import {
   DEFAULT_INVITE_TTL_SECONDS,
@@ -18,8 +19,11 @@ import {
 import type { LogFn } from '../log.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';
 import { BoundedCache } from '../util/boundedCache.js';
+import { INVITE_BODY_SCHEMA, JOIN_BODY_SCHEMA, type InviteBody, type JoinBody } from './routeBodySchemas.js';
 
 const MAX_BODY_BYTES = 16 * 1024;
+const checkInviteBody = bodyValidator<InviteBody>(INVITE_BODY_SCHEMA);
+const checkJoinBody = bodyValidator<JoinBody>(JOIN_BODY_SCHEMA);
 
 export interface InviteRouteOptions extends InviteDeps {
   notices: PolicyNotices;
@@ -32,15 +36,8 @@ const WARN_WINDOW_MS = 10_000;
 export function registerInviteRoutes(router: Router, options: InviteRouteOptions): void {
   const warned = new BoundedCache<true>(10_000, WARN_WINDOW_MS);
   router.on('POST', '/invites', async (req, res) => {
-    const body = await readJsonObject(req, MAX_BODY_BYTES);
-    const ttlSeconds =
-      body.ttl === undefined
-        ? DEFAULT_INVITE_TTL_SECONDS
-        : typeof body.ttl === 'string' || typeof body.ttl === 'number'
-          ? parseInviteTtl(String(body.ttl))
-          : (() => {
-              throw new AmfError('INVALID_REQUEST', '"ttl" must be a duration such as "1h"');
-            })();
+    const body = validBody(checkInviteBody, await readJsonObject(req, MAX_BODY_BYTES));
+    const ttlSeconds = body.ttl === undefined ? DEFAULT_INVITE_TTL_SECONDS : parseInviteTtl(String(body.ttl));
     const { token, claims } = mintInvite(options, body.tags ?? [], ttlSeconds);
     // The token itself is a secret until redeemed: its id is logged, never the token.
     options.log('info', 'invite issued', {
@@ -58,7 +55,10 @@ export function registerInviteRoutes(router: Router, options: InviteRouteOptions
     });
   });
   router.on('POST', '/join', async (req, res) => {
-    const request = parseJoinRequest(await readJsonObject(req, MAX_BODY_BYTES));
+    // The schema checks the body's structure; parseJoinRequest the key's checksum and the tags.
+    const request = parseJoinRequest({
+      ...validBody(checkJoinBody, await readJsonObject(req, MAX_BODY_BYTES)),
+    });
     let claims;
     try {
       claims = await redeemInvite(options, request);

@@ -16,6 +16,7 @@ import {
   sendJson,
   type RequestDeadlines,
 } from '../http/httpKit.js';
+import { bodyValidator, validBody } from '../http/bodyValidator.js';
 import type { MeshWorker } from '../worker/meshWorker.js';
 import type { WorkerHandler } from '../worker/handlerApi.js';
 import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
@@ -23,6 +24,9 @@ import { legacyAgentCard, workerAgentCard } from '../protocols/a2a/agentCards.js
 import { cardRoute } from '../protocols/a2a/cardRoute.js';
 import { createWorkerA2a } from '../protocols/a2a/index.js';
 import type { RequestGate } from './svidGate.js';
+import { WORKER_TASK_BODY_SCHEMA, type WorkerTaskBody } from './routeBodySchemas.js';
+
+const checkWorkerTask = bodyValidator<WorkerTaskBody>(WORKER_TASK_BODY_SCHEMA);
 
 export { workerAgentCard };
 
@@ -78,21 +82,17 @@ export function workerRouter(worker: MeshWorker, opts: WorkerHttpOptions, endpoi
       }),
     )
     .on('POST', '/tasks/send', async (req, res) => {
-      const body = await readJsonObject(req, maxBody);
-      const text =
-        typeof body.text === 'string' ? body.text : typeof body.task === 'string' ? body.task : undefined;
+      const body = validBody(checkWorkerTask, await readJsonObject(req, maxBody));
+      const text = body.text ?? body.task;
       if (text === undefined)
-        throw new AmfError('INVALID_REQUEST', 'body needs "text" (or "task"): the task as a string');
-      const tag = typeof body.tag === 'string' ? body.tag : opts.tags[0]!;
+        throw new AmfError('INVALID_REQUEST', 'body needs "text" (or "task"): the task as a string', {
+          param: 'text',
+        });
+      const tag = body.tag ?? opts.tags[0]!;
       if (!opts.tags.includes(tag))
-        throw new AmfError('INVALID_REQUEST', `this worker serves ${opts.tags.join(', ')}, not "${tag}"`);
-      // A direct task never shares the mesh's task-id space: the worker names it, so no caller can
-      // make it run (and claim) a task under a mesh task's id.
-      if (body.id !== undefined)
-        throw new AmfError(
-          'INVALID_REQUEST',
-          '"id" is not accepted: the worker names a direct task itself (the answer carries its task_id)',
-        );
+        throw new AmfError('INVALID_REQUEST', `this worker serves ${opts.tags.join(', ')}, not "${tag}"`, {
+          param: 'tag',
+        });
       const taskId = randomUUID();
       const controller = new AbortController();
       // Abort only when the client went away before the answer (an abort builds a DOMException).

@@ -1,6 +1,6 @@
 /**
  * The configuration schema's validator: the one precompiled by the build (dist/config/
- * configValidator.generated.cjs, scripts/build-config-validator.mjs) when it was built from the
+ * configValidator.generated.cjs, scripts/build-validators.mjs) when it was built from the
  * current schema, else compiled here once per process. Compiling the schema at start was half of
  * `amf agents`' CPU (issue 14); ajv itself is only loaded for the fallback.
  */

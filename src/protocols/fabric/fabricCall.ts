@@ -8,9 +8,10 @@
  */
 import type { AgentRegistry, RegisteredAgent } from '../../registry/agentRegistry.js';
 import type { TaskDispatcher, TaskUpdate } from '../../coordinator/taskDispatcher.js';
-import { isCapabilityTag } from '../../events/subjects.js';
+import { bodyValidator } from '../../http/bodyValidator.js';
 import type { McpFederation } from '../mcp/federation.js';
 import { namesAgent } from '../amp/intentRouter.js';
+import { FABRIC_CALL_ARGUMENTS_SCHEMA, type FabricCallArguments } from './fabricCallSchema.js';
 import { FabricError } from './fabricErrors.js';
 import type { FabricTrace } from './fabricTrace.js';
 
@@ -45,13 +46,10 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function requiredString(args: Record<string, unknown>, key: string, max: number): string {
-  const v = args[key];
-  if (typeof v !== 'string' || v.trim() === '')
-    throw new FabricError('BAD_INPUT', `arguments.${key} is required: a non-empty string`);
-  if (v.length > max) throw new FabricError('BAD_INPUT', `arguments.${key} is longer than ${max} characters`);
-  return v;
-}
+const checkCallArguments = bodyValidator<FabricCallArguments>(FABRIC_CALL_ARGUMENTS_SCHEMA, {
+  prefix: 'arguments',
+  root: 'arguments',
+});
 
 function findAgent(registry: AgentRegistry, id: string): RegisteredAgent | undefined {
   return registry.get(id) ?? registry.list().find((a) => namesAgent(a, id));
@@ -63,25 +61,15 @@ async function callAgent(
   deps: FabricDeps,
   ctx: FabricCallContext,
 ): Promise<unknown> {
-  const agentId = requiredString(args, 'agent_id', 256);
-  const capability = requiredString(args, 'capability', 64);
-  const task = requiredString(args, 'task', deps.maxTaskBytes);
-  if (!isCapabilityTag(capability))
-    throw new FabricError('BAD_INPUT', 'arguments.capability must be a capability tag ([a-z0-9-]+)');
+  const checked = checkCallArguments(args);
+  if (!checked.ok) throw new FabricError('BAD_INPUT', checked.problem.message);
+  const { agent_id: agentId, capability, task, context } = checked.value;
   if (Buffer.byteLength(task) > deps.maxTaskBytes)
     throw new FabricError('BAD_INPUT', `arguments.task is larger than ${deps.maxTaskBytes} bytes`);
-  if (args.context !== undefined && args.context !== null && !isObject(args.context))
-    throw new FabricError('BAD_INPUT', 'arguments.context must be an object');
   // The context travels in the announcement on NATS, whose messages are bounded.
-  if (isObject(args.context) && Buffer.byteLength(JSON.stringify(args.context)) > MAX_CONTEXT_BYTES)
+  if (context && Buffer.byteLength(JSON.stringify(context)) > MAX_CONTEXT_BYTES)
     throw new FabricError('BAD_INPUT', `arguments.context is larger than ${MAX_CONTEXT_BYTES} bytes`);
-  let timeoutMs = deps.requestTimeoutMs;
-  if (args.timeout_ms !== undefined) {
-    const t = args.timeout_ms;
-    if (typeof t !== 'number' || !Number.isInteger(t) || t < 1000 || t > 300_000)
-      throw new FabricError('BAD_INPUT', 'arguments.timeout_ms must be a whole number from 1000 to 300000');
-    timeoutMs = t;
-  }
+  const timeoutMs = checked.value.timeout_ms ?? deps.requestTimeoutMs;
   // "*" asks for any agent with the capability; mesh dispatch is by capability either way, so a named
   // agent is checked here and the answering agent is reported in result.agent_id.
   if (agentId !== '*') {
@@ -123,7 +111,7 @@ async function callAgent(
         agent_id: agentId,
         span_id: ctx.trace.span_id,
         parent_span_id: ctx.trace.parent_span_id,
-        ...(isObject(args.context) ? { context: args.context } : {}),
+        ...(context ? { context } : {}),
       },
     },
     onAnnounced: (taskId) => ctx.onEvent?.('status', { state: 'submitted', task_id: taskId }),

@@ -7,9 +7,11 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Coordinator } from '../../coordinator/coordinator.js';
+import { bodyValidator } from '../../http/bodyValidator.js';
 import { readBody, sendJson, type Router } from '../../http/httpKit.js';
 import type { McpFederation } from '../mcp/federation.js';
 import { runFabricOperation, type FabricDeps } from './fabricCall.js';
+import { FABRIC_REQUEST_SCHEMA, type FabricRequestBody } from './fabricCallSchema.js';
 import { FabricError, fabricErrorReply } from './fabricErrors.js';
 import { newTrace, toTraceparent, traceForCall, type FabricTrace } from './fabricTrace.js';
 
@@ -20,10 +22,6 @@ export interface FabricRouteDeps {
   onUnknownCapability?: (capability: string, message: string) => void;
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 interface ParsedCall {
   name: string;
   args: Record<string, unknown>;
@@ -32,24 +30,33 @@ interface ParsedCall {
   stream: boolean;
 }
 
+const checkRequest = bodyValidator<FabricRequestBody>(FABRIC_REQUEST_SCHEMA);
+
+/** The caller's trace if one can be read from `body` (so even a refused call keeps its trace id). */
+function traceOf(body: unknown, traceparent: string | undefined): FabricTrace | undefined {
+  const b =
+    typeof body === 'object' && body !== null ? (body as { trace?: unknown; arguments?: unknown }) : {};
+  const args =
+    typeof b.arguments === 'object' && b.arguments !== null ? (b.arguments as { trace?: unknown }) : {};
+  const ctx = traceForCall(b.trace, args.trace, traceparent);
+  return ctx.ok ? ctx.trace : undefined;
+}
+
 function parseCall(body: unknown, traceparent: string | undefined): ParsedCall {
-  if (!isObject(body))
-    throw new FabricError('BAD_INPUT', 'a Fabric request must be a JSON object {name, arguments}');
-  const args = body.arguments ?? {};
-  if (!isObject(args)) throw new FabricError('BAD_INPUT', 'arguments must be a JSON object');
-  const ctx = traceForCall(body.trace, args.trace, traceparent);
+  const checked = checkRequest(body);
+  if (!checked.ok) {
+    const trace = traceOf(body, traceparent);
+    throw Object.assign(new FabricError('BAD_INPUT', checked.problem.message), trace ? { trace } : {});
+  }
+  const args = checked.value.arguments ?? {};
+  const ctx = traceForCall(checked.value.trace, args.trace, traceparent);
   if (!ctx.ok) throw new FabricError('BAD_INPUT', ctx.message);
-  if (typeof body.name !== 'string' || body.name.length === 0 || body.name.length > 256)
-    throw Object.assign(
-      new FabricError('BAD_INPUT', 'name is required: "fabric.call" or "fabric.tool.<category>.<name>"'),
-      {
-        trace: ctx.trace,
-      },
-    );
-  const stream = body.stream ?? args.stream ?? false;
+  const stream = checked.value.stream ?? args.stream ?? false;
   if (typeof stream !== 'boolean')
-    throw Object.assign(new FabricError('BAD_INPUT', 'stream must be a boolean'), { trace: ctx.trace });
-  return { name: body.name, args, trace: ctx.trace, flags: ctx.flags, stream };
+    throw Object.assign(new FabricError('BAD_INPUT', 'arguments.stream must be a boolean'), {
+      trace: ctx.trace,
+    });
+  return { name: checked.value.name, args, trace: ctx.trace, flags: ctx.flags, stream };
 }
 
 /** Registers `POST /mcp/call` on `router`. */

@@ -8,10 +8,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AmfError, toAmfError } from '../../errors.js';
 import type { ChatMessage, Usage } from '../../events/payloads.js';
 import { isCapabilityTag } from '../../events/subjects.js';
+import { bodyValidator } from '../../http/bodyValidator.js';
 import { readBody, sendJson } from '../../http/httpKit.js';
 import { httpStatusFor, openAiErrorBody } from '../../http/wireErrors.js';
 import type { TaskDispatcher, TaskResult } from '../../coordinator/taskDispatcher.js';
 import type { AgentRegistry } from '../../registry/agentRegistry.js';
+import { CHAT_REQUEST_SCHEMA, type ChatCompletionBody } from './chatRequestSchema.js';
 
 export interface OpenAiOptions {
   dispatcher: TaskDispatcher;
@@ -65,7 +67,6 @@ function whenStopping(signal: AbortSignal | undefined, onStop: () => void): () =
   return () => signal.removeEventListener('abort', onStop);
 }
 
-const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 const MODEL_PREFIX = 'amf/';
 
 /** Sends an error in OpenAI's shape: `{error: {message, type, param, code}}`. */
@@ -87,36 +88,17 @@ function invalid(message: string, param: string): AmfError {
   return new AmfError('INVALID_REQUEST', message, { param });
 }
 
-function contentText(content: unknown, index: number): string {
-  if (typeof content === 'string') return content;
-  if (content === null || content === undefined) return '';
-  if (Array.isArray(content)) {
-    return content
-      .map((part, j) => {
-        if (typeof part === 'object' && part !== null && (part as { type?: unknown }).type === 'text') {
-          const text = (part as { text?: unknown }).text;
-          if (typeof text === 'string') return text;
-        }
-        throw invalid(
-          `messages[${index}].content[${j}] must be a text part ({"type":"text","text":"..."})`,
-          `messages[${index}].content`,
-        );
-      })
-      .join('');
-  }
-  throw invalid(
-    `messages[${index}].content must be a string or an array of text parts`,
-    `messages[${index}].content`,
-  );
-}
+const checkChatBody = bodyValidator<ChatCompletionBody>(CHAT_REQUEST_SCHEMA);
 
-/** Validates a chat completion request body; every error names the offending parameter. */
+/**
+ * Validates a chat completion request body: its structure by the schema (chatRequestSchema.ts),
+ * then what only code knows (model naming, a live agent for the tag). Every error names the
+ * offending parameter.
+ */
 export function parseChatRequest(body: unknown, registry: AgentRegistry): ParsedRequest {
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw invalid('request body must be a JSON object', 'body');
-  const b = body as Record<string, unknown>;
-  if (typeof b.model !== 'string' || b.model.length === 0)
-    throw invalid('you must provide a model parameter', 'model');
+  const checked = checkChatBody(body);
+  if (!checked.ok) throw invalid(checked.problem.message, checked.problem.param);
+  const b = checked.value;
   const model = b.model;
   if (!model.startsWith(MODEL_PREFIX) || !isCapabilityTag(model.slice(MODEL_PREFIX.length)))
     throw new AmfError(
@@ -127,31 +109,10 @@ export function parseChatRequest(body: unknown, registry: AgentRegistry): Parsed
       },
     );
   const tag = model.slice(MODEL_PREFIX.length);
-  if (!Array.isArray(b.messages) || b.messages.length === 0)
-    throw invalid('messages must be a non-empty array', 'messages');
-  if (b.messages.length > 1000) throw invalid('messages has more than 1000 entries', 'messages');
-  const messages: ChatMessage[] = b.messages.map((m: unknown, i) => {
-    if (typeof m !== 'object' || m === null)
-      throw invalid(`messages[${i}] must be an object`, `messages[${i}]`);
-    const role = (m as { role?: unknown }).role;
-    if (typeof role !== 'string' || !ROLES.has(role))
-      throw invalid(
-        `messages[${i}].role must be one of system, developer, user, assistant, tool`,
-        `messages[${i}].role`,
-      );
-    return {
-      role: role === 'developer' ? 'system' : (role as ChatMessage['role']),
-      content: contentText((m as { content?: unknown }).content, i),
-    };
-  });
-  if (b.stream !== undefined && b.stream !== null && typeof b.stream !== 'boolean')
-    throw invalid('stream must be a boolean', 'stream');
-  let includeUsage = false;
-  if (b.stream_options !== undefined && b.stream_options !== null) {
-    if (typeof b.stream_options !== 'object')
-      throw invalid('stream_options must be an object', 'stream_options');
-    includeUsage = (b.stream_options as { include_usage?: unknown }).include_usage === true;
-  }
+  const messages: ChatMessage[] = b.messages.map((m) => ({
+    role: m.role === 'developer' ? 'system' : m.role,
+    content: typeof m.content === 'string' ? m.content : (m.content ?? []).map((part) => part.text).join(''),
+  }));
   const lastUser = [...messages].reverse().find((m) => m.role === 'user');
   const text = (lastUser ?? messages[messages.length - 1]!).content;
   if (!registry.servesTag(tag))
@@ -162,7 +123,14 @@ export function parseChatRequest(body: unknown, registry: AgentRegistry): Parsed
         param: 'model',
       },
     );
-  return { model, tag, messages, text, stream: b.stream === true, includeUsage };
+  return {
+    model,
+    tag,
+    messages,
+    text,
+    stream: b.stream === true,
+    includeUsage: b.stream_options?.include_usage === true,
+  };
 }
 
 /**
