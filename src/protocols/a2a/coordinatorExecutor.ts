@@ -63,6 +63,8 @@ export interface CoordinatorExecutorOptions {
   /** Told of each message no capability could be found for (the console shows these refusals). */
   onUnrouted?: (requested: string, message: string) => void;
   log?: LogFn;
+  /** Who keeps the tasks waiting for input: this coordinator's host and data dir (WaitingTask.owner). */
+  owner?: string;
   /**
    * Aborted when the coordinator's edge stops: every task still working ends on its client's stream
    * with a final `failed` status saying so, rather than a cut connection.
@@ -129,6 +131,12 @@ export class CoordinatorExecutor implements AgentExecutor {
   private readonly restored = new Map<string, Restored>();
   /** Where tasks waiting for input are kept across a restart (restoreWaiting); none: not kept. */
   private waiting: Pick<WaitingTasks, 'put' | 'remove' | 'all'> | undefined;
+
+  /** Who keeps this coordinator's waiting tasks (CoordinatorExecutorOptions.owner). */
+  private get owner(): string {
+    return this.opts.owner ?? '';
+  }
+
   /** When restoreWaiting took the waiting tasks over (an agent heard after it is back on NATS). */
   private restoredAt = 0;
 
@@ -377,6 +385,7 @@ export class CoordinatorExecutor implements AgentExecutor {
         tag: route.tag,
         routedVia: route.via,
         inputDeadline: Date.now() + this.opts.inputTtlMs,
+        owner: this.owner,
       });
       // A follow-up or an end that came while the entry was written: it must not outlive the wait.
       if (!entry.kept) await waiting.remove(taskId);
@@ -415,6 +424,8 @@ export class CoordinatorExecutor implements AgentExecutor {
       this.opts.log?.('warn', `kept input wait of task ${id} dropped: ${why}`, { task_id: id }),
     );
     for (const [taskId, w] of kept) {
+      // Another coordinator's (another data dir): it runs, or its own restart takes them over.
+      if (w.owner !== this.owner) continue;
       if (this.running.has(taskId) || this.restored.has(taskId)) continue;
       const task = Task.fromJSON(w.task);
       await this.opts.store.save(task, OWN_CONTEXT);

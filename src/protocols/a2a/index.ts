@@ -1,6 +1,8 @@
 /**
  * A2A servers of the coordinator and of workers, ready to register on their httpKit Routers.
  */
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 import type { Coordinator } from '../../coordinator/coordinator.js';
 import type { MeshWorker } from '../../worker/meshWorker.js';
 import { sendTaskInput } from '../../coordinator/taskInput.js';
@@ -53,6 +55,7 @@ export function createCoordinatorA2a(
     ...(onUnrouted ? { onUnrouted } : {}),
     ...(options.stopping ? { stopping: options.stopping } : {}),
     log: coordinator.log,
+    owner: `${hostname()}:${resolve(config.dataDir)}`,
   });
   const server = new A2aServer({
     card: () => coordinatorAgentCard(coordinator, getUrl()),

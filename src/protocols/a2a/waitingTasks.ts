@@ -4,7 +4,8 @@
  * person who answers hours later (`a2a.input_ttl_seconds`), and a restart in between must not lose
  * the task. One entry per waiting task, written when it turns input-required and deleted when a
  * follow-up moves it on or it ends; so the bucket holds only tasks that wait right now, at most as
- * many as the A2A task store holds running tasks.
+ * many as the A2A task store holds running tasks. Coordinators sharing one NATS share the bucket;
+ * each takes over only the entries of its own data dir (WaitingTask.owner).
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
@@ -32,6 +33,11 @@ export interface WaitingTask {
   routedVia: string;
   /** When the wait for the client's next message ends (ms since the epoch): the input TTL. */
   inputDeadline: number;
+  /**
+   * The coordinator that keeps it, as its host and data dir: only a coordinator of the same data
+   * dir takes it over, and the data dir's instance lock means the one that wrote it has stopped.
+   */
+  owner: string;
 }
 
 /** A stored entry as it must look; anything else is skipped (and deleted) on restore. */
@@ -50,7 +56,8 @@ export function isWaitingTask(value: unknown): value is WaitingTask {
     typeof v.tag === 'string' &&
     typeof v.routedVia === 'string' &&
     typeof v.inputDeadline === 'number' &&
-    Number.isFinite(v.inputDeadline)
+    Number.isFinite(v.inputDeadline) &&
+    typeof v.owner === 'string'
   );
 }
 
