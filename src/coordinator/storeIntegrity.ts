@@ -44,6 +44,8 @@ const MAX_TASKS_READ = 5_000;
 /** Streams and buckets of the mesh (KV buckets are streams named `KV_<bucket>`). */
 const OURS = /^(AMF_|KV_amf_)/;
 const MAX_MARKS_FILE_BYTES = 1024 * 1024;
+/** How long close() waits for its last look. */
+const CLOSE_WAIT_MS = 3_000;
 
 /** One loss of stored messages, as `/health` and `amf doctor` show it. */
 export interface StoreLoss {
@@ -126,8 +128,14 @@ export class StoreIntegrity {
   async close(): Promise<void> {
     if (this.closed) return;
     clearInterval(this.timer);
-    await this.checking;
-    await this.check();
+    // Bounded: with NATS gone, every JetStream request would wait out its own timeout first.
+    const last = (async () => {
+      await this.checking;
+      await this.check();
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([last, new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);
+    clearTimeout(timer);
     this.closed = true;
   }
 
@@ -208,7 +216,9 @@ export class StoreIntegrity {
       }
     }
     this.found.set(key, loss);
-    this.options.log('error', describeLoss(loss), { store_loss: loss });
+    this.options.log('error', describeLoss(loss), {
+      store_loss: { ...loss, ...(loss.tasks ? { tasks: loss.tasks.slice(0, MAX_TASKS_NAMED) } : {}) },
+    });
   }
 
   /**
