@@ -65,12 +65,17 @@ export function createCoordinatorMcpEndpoint(
         const done = agentId === undefined ? undefined : session.track(agentId, extra);
         // The endpoint stopping ends the call too, with an error answer (not a stream cut).
         const stopping = endpoint.stopping;
+        const call = new AbortController();
+        const abort = () => call.abort();
+        if (extra.signal.aborted) abort();
+        else extra.signal.addEventListener('abort', abort, { once: true });
+        const unlisten = endpoint.whenStopping(abort);
         try {
           const result = await federation.call(
             request.params.name,
             request.params.arguments ?? {},
             session.caller(extra.sessionId ?? null),
-            AbortSignal.any([extra.signal, stopping]),
+            call.signal,
             relay,
             session.clientSupplier(),
           );
@@ -83,6 +88,8 @@ export function createCoordinatorMcpEndpoint(
             throw new McpError(STOPPING_ERROR.code, STOPPING_ERROR.message, STOPPING_ERROR.data);
           throw err;
         } finally {
+          unlisten();
+          extra.signal.removeEventListener('abort', abort);
           done?.();
         }
       });

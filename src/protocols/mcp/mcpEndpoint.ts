@@ -218,6 +218,8 @@ export class McpEndpoint {
   private readonly stopper = new AbortController();
   /** POST responses of sessions still being answered, so close() can wait for their answers. */
   private readonly answering = new Set<ServerResponse>();
+  /** What calls in flight do when the endpoint stops (whenStopping). */
+  private readonly stopListeners = new Set<() => void>();
   /** The open sessions of each client. */
   private readonly byClient = new Map<string, Set<Session>>();
   /** Initializations under way per client (counted against its share, so racing ones cannot overshoot). */
@@ -242,6 +244,20 @@ export class McpEndpoint {
   /** Aborted once the endpoint stops: a call in flight answers STOPPING_ERROR (see close()). */
   get stopping(): AbortSignal {
     return this.stopper.signal;
+  }
+
+  /**
+   * Runs `stop` when the endpoint stops (at once if it has); returns what unregisters it. A call in
+   * flight aborts its own controller with it, rather than through AbortSignal.any over the
+   * endpoint-long `stopping` signal, which would keep a listener per call until the endpoint ends.
+   */
+  whenStopping(stop: () => void): () => void {
+    if (this.stopper.signal.aborted) {
+      stop();
+      return () => undefined;
+    }
+    this.stopListeners.add(stop);
+    return () => this.stopListeners.delete(stop);
   }
 
   /** Number of open sessions. */
@@ -326,14 +342,18 @@ export class McpEndpoint {
       if (fast) {
         const gone = new AbortController();
         res.once('close', () => gone.abort());
-        const signal = AbortSignal.any([gone.signal, this.stopper.signal]);
-        const pending = this.options.fastRequest!({ server: session.server, sessionId }, fast, signal);
-        if (pending) {
-          const answer = pending.then((a) =>
-            this.stopper.signal.aborted && failed(a) ? { error: STOPPING_ERROR } : a,
-          );
-          await answerFast(res, sessionId, fast, answer);
-          return;
+        const unlisten = this.whenStopping(() => gone.abort());
+        try {
+          const pending = this.options.fastRequest!({ server: session.server, sessionId }, fast, gone.signal);
+          if (pending) {
+            const answer = pending.then((a) =>
+              this.stopper.signal.aborted && failed(a) ? { error: STOPPING_ERROR } : a,
+            );
+            await answerFast(res, sessionId, fast, answer);
+            return;
+          }
+        } finally {
+          unlisten();
         }
       }
       await session.transport.handleRequest(req, res, parsed);
@@ -551,6 +571,8 @@ export class McpEndpoint {
     this.closed = true;
     clearInterval(this.sweepTimer);
     this.stopper.abort();
+    for (const stop of [...this.stopListeners]) stop();
+    this.stopListeners.clear();
     await this.answered(STOP_ANSWER_WAIT_MS);
     const all = [...this.sessions.values()];
     this.sessions.clear();
