@@ -27,7 +27,9 @@ import { parseCloudEventRequest } from '../events/cloudEventsHttp.js';
 import type { AgentRole, AmfEventType } from '../events/eventTypes.js';
 import { isTaskId } from '../events/subjects.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
+import { bodyValidator } from '../http/bodyValidator.js';
 import { readBody, sendJson } from '../http/httpKit.js';
+import { CANCEL_PAYLOAD_SCHEMA, type CancelPayload } from './routeBodySchemas.js';
 
 /** Who is publishing, as the edge authenticated it (never as the body says). */
 export interface PublishCaller {
@@ -115,6 +117,10 @@ export function stampWithCaller<T extends DataType>(
 }
 
 const MAX_CANCEL_MESSAGE = 500;
+const checkCancelPayload = bodyValidator<CancelPayload>(CANCEL_PAYLOAD_SCHEMA, {
+  prefix: 'data.payload',
+  root: 'data.payload',
+});
 
 /** Handles one `POST /publish` from `caller`. */
 export async function handlePublish(
@@ -239,11 +245,13 @@ function cancel(
   caller: PublishCaller,
   publishedAs: Record<string, string>,
 ): void {
-  // The envelope was validated, the payload not: read what the cancel needs defensively.
-  const payload: unknown = event.data.payload;
-  const fromPayload =
-    typeof payload === 'object' && payload !== null ? (payload as Record<string, unknown>) : {};
-  const taskId = typeof fromPayload.task_id === 'string' ? fromPayload.task_id : event.amftaskid;
+  // The envelope was validated by the event schemas; the payload is checked by its own.
+  const checked = checkCancelPayload(event.data.payload);
+  if (!checked.ok)
+    throw new AmfError('INVALID_REQUEST', checked.problem.message, {
+      reasons: [`/${checked.problem.param.replace(/\./g, '/')}: ${checked.problem.message}`],
+    });
+  const taskId = checked.value.task_id ?? event.amftaskid;
   if (taskId === undefined || !isTaskId(taskId))
     throw new AmfError(
       'INVALID_REQUEST',
@@ -254,8 +262,7 @@ function cancel(
     );
   const known = coordinator.lifecycle.get(taskId);
   if (!known) throw new AmfError('NOT_FOUND', `no task ${taskId} is known to this coordinator`);
-  const given =
-    typeof fromPayload.message === 'string' ? fromPayload.message.slice(0, MAX_CANCEL_MESSAGE) : '';
+  const given = checked.value.message?.slice(0, MAX_CANCEL_MESSAGE) ?? '';
   const message = `cancelled by ${caller.identity}${given ? `: ${given}` : ''}`;
   if (!coordinator.lifecycle.cancel(taskId, 'task_cancelled', message))
     throw new AmfError('INVALID_REQUEST', `task ${taskId} has already ended (${known.state})`, {

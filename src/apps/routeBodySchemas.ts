@@ -67,39 +67,59 @@ export interface JoinBody {
   tags: string[];
 }
 
+/**
+ * Fields checked one after the other, each for presence and then value, so the first problem named
+ * is that of the first field in this order (a plain `required` list would name every missing field
+ * before any malformed one).
+ */
+function inOrder(fields: ReadonlyArray<[name: string, node: BodySchemaNode]>): BodySchemaNode[] {
+  return fields.map(([name, node]) => ({ required: [name], properties: { [name]: node } }));
+}
+
 export const JOIN_BODY_SCHEMA: BodySchema = {
   name: 'joinRequest',
   schema: {
     type: 'object',
     'x-error': 'request body must be a JSON object',
-    required: ['invite', 'nkey', 'name', 'proof', 'tags'],
-    properties: {
-      invite: {
-        type: 'string',
-        maxLength: 8192,
-        'x-error': '"invite" must be the token `amf invite` printed',
-        'x-expected': 'the token `amf invite` printed',
-      },
-      nkey: {
-        type: 'string',
-        pattern: NKEY_USER_PATTERN.source,
-        'x-error': '"nkey" must be the agent\'s nkey public key (U…)',
-        'x-expected': "the agent's nkey public key (U…)",
-      },
-      name: {
-        type: 'string',
-        pattern: '^[A-Za-z0-9._-]{1,64}$',
-        'x-error': '"name" must be the agent name ([A-Za-z0-9._-]{1,64})',
-        'x-expected': 'the agent name ([A-Za-z0-9._-]{1,64})',
-      },
-      proof: {
-        type: 'string',
-        pattern: '^[A-Za-z0-9_-]{86}$',
-        'x-error': '"proof" must be an Ed25519 signature (base64url)',
-        'x-expected': 'an Ed25519 signature (base64url)',
-      },
-      tags: tags('"tags"'),
-    },
+    allOf: inOrder([
+      [
+        'invite',
+        {
+          type: 'string',
+          maxLength: 8192,
+          'x-error': '"invite" must be the token `amf invite` printed',
+          'x-expected': 'the token `amf invite` printed',
+        },
+      ],
+      [
+        'nkey',
+        {
+          type: 'string',
+          pattern: NKEY_USER_PATTERN.source,
+          'x-error': '"nkey" must be the agent\'s nkey public key (U…)',
+          'x-expected': "the agent's nkey public key (U…)",
+        },
+      ],
+      [
+        'name',
+        {
+          type: 'string',
+          pattern: '^[A-Za-z0-9._-]{1,64}$',
+          'x-error': '"name" must be the agent name ([A-Za-z0-9._-]{1,64})',
+          'x-expected': 'the agent name ([A-Za-z0-9._-]{1,64})',
+        },
+      ],
+      [
+        'proof',
+        {
+          type: 'string',
+          pattern: '^[A-Za-z0-9_-]{86}$',
+          'x-error': '"proof" must be an Ed25519 signature (base64url)',
+          'x-expected': 'an Ed25519 signature (base64url)',
+        },
+      ],
+      ['tags', tags('"tags"')],
+    ]),
   },
 };
 
@@ -126,6 +146,33 @@ export const WORKER_TASK_BODY_SCHEMA: BodySchema = {
         'x-error':
           '"id" is not accepted: the worker names a direct task itself (the answer carries its task_id)',
       },
+    },
+  },
+};
+
+/**
+ * The payload of an `amf.task.cancel` the operator sends to `POST /publish` (the CloudEvent around
+ * it is checked by the event schemas): which task, and why. The task id may instead be the event's
+ * `amftaskid`.
+ */
+export interface CancelPayload {
+  task_id?: string;
+  message?: string;
+}
+
+export const CANCEL_PAYLOAD_SCHEMA: BodySchema = {
+  name: 'publishCancelPayload',
+  schema: {
+    type: 'object',
+    'x-error': 'a cancel names its task: {param} must be an object {"task_id": "…", "message"?: "…"}',
+    properties: {
+      task_id: {
+        type: 'string',
+        pattern: '^[A-Za-z0-9-]{1,64}$',
+        'x-error': 'a cancel names its task: {param} ([A-Za-z0-9-]{1,64})',
+      },
+      // Longer messages are cut to 500 characters, not refused.
+      message: { type: 'string', 'x-expected': 'a string saying why' },
     },
   },
 };

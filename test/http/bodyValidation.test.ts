@@ -72,6 +72,7 @@ const SAMPLES: Record<string, unknown[]> = {
   agentApprove: [{}, { nkey: '' }, { nkey: 5 }, []],
   inviteRequest: [{ tags: ['echo'], ttl: '1h' }, { tags: ['Bad Tag'] }, { ttl: false }],
   joinRequest: [{ invite: 'x', nkey: 'U', name: 'n', proof: 'p' }, { invite: 'x' }],
+  publishCancelPayload: [{ task_id: 'abc-1' }, { task_id: 'a b' }, 'x', { message: 3 }],
   workerTaskSend: [{ text: 'x', tag: 'echo' }, { id: 'mine', text: 'x' }, { task: 7 }],
 };
 

@@ -3,10 +3,11 @@
  * is refused with its route family's error shape, the status of an invalid request, and the offending
  * parameter named: type errors, missing fields and oversized arrays, for OpenAI
  * (`/v1/chat/completions`), AMP (`/api/amp/message`), Fabric (`/mcp/call`) and AMF's own routes
- * (approve, invites, join, a worker's `/tasks/send`).
+ * (approve, invites, join, a worker's `/tasks/send`, the payload of a cancel sent to `/publish`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningWorker } from '../../src/apps/workerApp.js';
+import { createEvent } from '../../src/events/cloudEvent.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 
@@ -285,5 +286,41 @@ describe('AMF routes: the offending parameter in error.param', () => {
     const { error } = (await res.json()) as { error: { code: string; param: string; message: string } };
     expect(error).toMatchObject({ code: 'INVALID_REQUEST', param });
     expect(error.message).toMatch(message);
+  });
+});
+
+describe('POST /publish: the payload of a cancel', () => {
+  const sender = {
+    identity: 'amf:test',
+    source: 'urn:amf:test',
+    role: 'connector',
+    trustDomain: 'local',
+  } as const;
+  it.each<[string, Record<string, unknown>, RegExp, string]>([
+    [
+      'a task_id of the wrong type',
+      { task_id: 5 },
+      /^a cancel names its task: data\.payload\.task_id/,
+      '/data/payload/task_id',
+    ],
+    ['a malformed task_id', { task_id: 'a b' }, /^a cancel names its task/, '/data/payload/task_id'],
+    [
+      'a message of the wrong type',
+      { task_id: 'abc', message: 7 },
+      /^data\.payload\.message must be a string/,
+      '/data/payload/message',
+    ],
+  ])('%s → 400 naming it in message and reasons', async (_what, payload, message, pointer) => {
+    const event = createEvent({ type: 'amf.task.cancel', sender, payload: payload as never });
+    const res = await mesh.fetch('/publish', {
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents+json' },
+      body: JSON.stringify(event),
+    });
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { code: string; message: string; reasons: string[] } };
+    expect(error.code).toBe('INVALID_REQUEST');
+    expect(error.message).toMatch(message);
+    expect(error.reasons.some((r) => r.startsWith(`${pointer}: `))).toBe(true);
   });
 });
