@@ -142,7 +142,7 @@ OPA, both SDKs, the AFM runtime): 1.1–1.3 s of CPU for \`--version\`. Now \`bi
 \`--version\` from \`dist/version.js\` alone, and \`src/cli/main.ts\` imports a command's module inside
 its action. In \`amf agents\` half of what was left was ajv compiling the configuration schema, and
 most of the modules loaded were yaml's (72 CommonJS files): the build now writes the validator as
-standalone code (\`scripts/build-config-validator.mjs\` → \`dist/config/configValidator.generated.cjs\`,
+standalone code (\`scripts/build-validators.mjs\` → \`dist/config/configValidator.generated.cjs\`,
 used only when it was built from the current schema, else the schema is compiled as before), and
 yaml is loaded only when a configuration file exists. What is left is Node's own start-up (the
 floor row), commander, the compiled configuration schema and validator, and the GET of \`/agents\`

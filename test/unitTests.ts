@@ -54,6 +54,7 @@ export const UNIT_TEST_FILES: readonly string[] = [
   'test/events/validateEvent.test.ts',
   'test/fabric/fabricTrace.test.ts',
   'test/fabric/logFollower.test.ts',
+  'test/http/bodyValidation.test.ts',
   'test/http/routeAccess.test.ts',
   'test/identity/delegationChain.test.ts',
   'test/identity/ed25519.test.ts',
