@@ -268,6 +268,15 @@ export class TaskDispatcher {
     });
   }
 
+  /**
+   * A worker's output for a task waited on here, taken from the worker's own subject by this
+   * coordinator (taskEventIntake.ts) instead of the reply subject: handed over at once, so it
+   * reaches the requester before the final that follows it on the worker's connection.
+   */
+  takeReply(event: AnyAmfEvent, taskId: string): void {
+    if (this.pending.get(taskId)?.onUpdate !== undefined) this.onReply(event, SUBJECT_REPLY_PREFIX + taskId);
+  }
+
   private onReply(event: AnyAmfEvent, subject: string): void {
     const taskId = subject.slice(SUBJECT_REPLY_PREFIX.length);
     if (!this.pending.has(taskId)) return;

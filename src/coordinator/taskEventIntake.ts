@@ -13,20 +13,21 @@
  *   the key (its `auth_context.identity` and payload `agent_id`), not as a coordinator.
  *
  * What passes is recorded unchanged on the shared subject (`/events`, the history, the console and
- * seed subscribers see it as before), and for a coordinator's task on its reply subject too. The
+ * seed subscribers see it as before); output for a coordinator's task goes to its requester, which
+ * waits in that coordinator (what the reply subject carried). The
  * signature the worker put on it is still checked where the lifecycle takes it (eventAuthenticity.ts);
  * a forgery in another agent's name is refused here and warned naming the connection's agent.
  *
  * Routes: `mesh` events (a task a coordinator announced) reach every coordinator and are recorded by
- * the task's own one, which also hands them to its lifecycle at once, in their arrival order with
- * the worker's direct final (resultIntake.ts); its lifecycle drops the echo. `direct` events (a task
+ * the task's own one, which also hands them to its lifecycle and its requester at once, in their
+ * arrival order with the worker's direct final (resultIntake.ts); its lifecycle drops the echo. `direct` events (a task
  * a caller sent straight to the agent, delegations) go to one coordinator of a queue group, which
  * records them; one about a task it announced (the same id) goes to its lifecycle at once too.
  */
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { AnyAmfEvent } from '../events/cloudEvent.js';
 import type { AmfEventType } from '../events/eventTypes.js';
-import { isTaskId, replySubject } from '../events/subjects.js';
+import { isTaskId } from '../events/subjects.js';
 import { validateEvent } from '../events/validateEvent.js';
 import { isAgentNkey, TASK_EVENT_PREFIX, type TaskEventRoute } from '../fabric/agentUsers.js';
 import type { EventBus } from '../fabric/eventBus.js';
@@ -53,6 +54,8 @@ export interface TaskEventIntakeOptions {
   ownsTask: (taskId: string) => boolean;
   /** Hands a recorded event of an owned task to this coordinator's lifecycle. */
   take: (event: AnyAmfEvent) => void;
+  /** Hands worker output of an owned task to its requester waiting here (the reply subject's reader). */
+  takeReply: (event: AnyAmfEvent, taskId: string) => void;
   now?: () => number;
 }
 
@@ -95,7 +98,7 @@ export class TaskEventIntake {
   private readonly quota: RateQuota;
   private readonly warned: BoundedCache<true>;
   private readonly quotaWarned: BoundedCache<true>;
-  private readonly agents: BoundedCache<string | null>;
+  private readonly agents: BoundedCache<string>;
   private recorded = 0;
   private notOwned = 0;
   private readonly refusals = new Map<TaskEventRefusal, number>();
@@ -179,9 +182,10 @@ export class TaskEventIntake {
   /** The agent bound to `nkey`, if one is listed with it (only its own user sends on its subjects). */
   agentWithKey(nkey: string): string | undefined {
     const cached = this.agents.get(nkey);
-    if (cached !== undefined) return cached ?? undefined;
+    if (cached !== undefined) return cached;
     const found = this.options.registry.list().find((a) => a.record.nkey === nkey)?.record.agent_id;
-    this.agents.set(nkey, found ?? null);
+    // Only a found agent is remembered: one admitted a moment ago is found on its first event.
+    if (found !== undefined) this.agents.set(nkey, found);
     return found;
   }
 
@@ -262,8 +266,9 @@ export class TaskEventIntake {
     // The lifecycle first, in the order the worker sent its events (both routes and its direct
     // final): a task of this coordinator's is judged on what arrived here, not on what came back.
     this.options.take(event);
-    if (route === 'mesh') this.options.bus.publishOwnBytes(event.type, bytes, replySubject(taskId));
-    else this.options.bus.publishOwnBytes(event.type, bytes);
+    // Its requester is this coordinator's: handed over here, not sent round on the reply subject.
+    if (route === 'mesh') this.options.takeReply(event, taskId);
+    this.options.bus.publishOwnBytes(event.type, bytes);
   }
 
   /**

@@ -113,6 +113,7 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
     limits: config.taskEvents,
     ownsTask: (taskId) => lifecycle.owns(taskId),
     take: (event) => lifecycle.takeAgentEvent(event),
+    takeReply: (event, taskId) => dispatcher.takeReply(event, taskId),
   });
   const results: ResultIntake = new ResultIntake({
     nc,

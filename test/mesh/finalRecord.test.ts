@@ -10,7 +10,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AmfEvent } from '../../src/events/cloudEvent.js';
-import { resultSubject } from '../../src/events/subjects.js';
+import { agentResultSubject } from '../../src/fabric/agentUsers.js';
+import type { RunningWorker } from '../../src/apps/workerApp.js';
 import { EVENTS_STREAM, kvKey, RESULTS_CONSUMER, RESULTS_STREAM } from '../../src/fabric/jetstream.js';
 import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
@@ -38,10 +39,12 @@ async function readState(mesh: TestMesh, taskId: string): Promise<TaskSnapshot |
 
 describe('the record of a task ending', () => {
   let mesh: TestMesh;
+  /** The worker whose stored result is read back (on its key's own subject). */
+  let keeper: RunningWorker;
 
   beforeAll(async () => {
     mesh = await startTestMesh({ config: { tasks: { ttlSeconds: 30 } } });
-    await mesh.startWorker('record-first', ['echo'], echoHandler);
+    keeper = await mesh.startWorker('record-first', ['echo'], echoHandler);
   });
   afterAll(async () => {
     await mesh?.close();
@@ -71,7 +74,9 @@ describe('the record of a task ending', () => {
       const stored = await mesh.waitFor(
         () =>
           jsm.streams
-            .getMessage(RESULTS_STREAM, { last_by_subj: resultSubject(taskId) })
+            .getMessage(RESULTS_STREAM, {
+              last_by_subj: agentResultSubject(keeper.worker.key.publicKey, taskId),
+            })
             .then((m) => m?.json<AmfEvent>())
             .catch(() => undefined),
         15_000,

@@ -10,7 +10,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentRecord } from '../../src/events/agentRecord.js';
 import { createEvent, type AmfEvent, type EventSender } from '../../src/events/cloudEvent.js';
-import { resultSubject } from '../../src/events/subjects.js';
+import { agentResultSubject } from '../../src/fabric/agentUsers.js';
+import type { RunningWorker } from '../../src/apps/workerApp.js';
 import { EventBus } from '../../src/fabric/eventBus.js';
 import { EVENTS_STREAM, kvKey, RESULTS_CONSUMER, RESULTS_STREAM } from '../../src/fabric/jetstream.js';
 import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
@@ -44,11 +45,13 @@ async function readState(mesh: TestMesh, taskId: string): Promise<TaskSnapshot |
 
 describe('a task ending decided while the store refuses it for minutes', () => {
   let mesh: TestMesh;
+  /** The worker whose stored result is read back (on its key's own subject). */
+  let keeper: RunningWorker;
   let stopGhost = () => undefined as void;
 
   beforeAll(async () => {
     mesh = await startTestMesh({ config: { tasks: { ttlSeconds: 30 } } });
-    await mesh.startWorker('keeps-it', ['echo'], echoHandler);
+    keeper = await mesh.startWorker('keeps-it', ['echo'], echoHandler);
     // An admitted agent of tag `idle` that never pulls: its tasks expire.
     const nc = await mesh.connect('specialist', 'idle-ghost');
     const bus = new EventBus(nc);
@@ -111,7 +114,9 @@ describe('a task ending decided while the store refuses it for minutes', () => {
       await mesh.waitFor(
         () =>
           jsm.streams
-            .getMessage(RESULTS_STREAM, { last_by_subj: resultSubject(answeredId) })
+            .getMessage(RESULTS_STREAM, {
+              last_by_subj: agentResultSubject(keeper.worker.key.publicKey, answeredId),
+            })
             .catch(() => undefined),
         15_000,
         'the worker stores its unanswered result',
