@@ -88,4 +88,5 @@ export const UNIT_TEST_FILES: readonly string[] = [
   'test/watcher/watcherPool.test.ts',
   'test/web/ui.test.ts',
   'test/worker/handlerLoader.test.ts',
+  'test/worker/handlerTimeout.test.ts',
 ];

@@ -33,15 +33,50 @@ export type BoundedRun<T> =
   | { kind: 'timed_out'; stuck: boolean; running: Promise<unknown> };
 
 /**
- * Waits for `running` at most `timeoutMs`; past it calls `abort` and gives the handler
- * {@link ABORT_GRACE_MS} to settle before it is reported stuck. Timers are cleared either way.
+ * The time a handler spends waiting for its requester's next message (`ctx.requestInput`) is not
+ * its own: a person may answer hours later (the coordinator's `a2a.input_ttl_seconds` bounds that
+ * wait). A run's bound is paused while it waits, and counts on from where it stopped.
+ */
+export class RunPauses {
+  private waiting = 0;
+  private readonly listeners = new Set<(paused: boolean) => void>();
+
+  /** True while the handler waits for input. */
+  get paused(): boolean {
+    return this.waiting > 0;
+  }
+
+  /** The handler starts waiting for input; the returned function ends that wait. */
+  pause(): () => void {
+    let ended = false;
+    this.waiting += 1;
+    if (this.waiting === 1) for (const l of this.listeners) l(true);
+    return () => {
+      if (ended) return;
+      ended = true;
+      this.waiting -= 1;
+      if (this.waiting === 0) for (const l of this.listeners) l(false);
+    };
+  }
+
+  onChange(listener: (paused: boolean) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}
+
+/**
+ * Waits for `running` at most `timeoutMs` of the handler's own time (not counting what `pauses`
+ * holds); past it calls `abort` and gives the handler {@link ABORT_GRACE_MS} to settle before it
+ * is reported stuck. Timers are cleared either way.
  */
 export async function boundRun<T>(
   running: Promise<T>,
   timeoutMs: number,
   abort: () => void,
+  pauses?: RunPauses,
 ): Promise<BoundedRun<T>> {
-  const first = await raceTimer(running, timeoutMs);
+  const first = await raceTimer(running, timeoutMs, pauses);
   if (first.settled) return { kind: 'settled', value: first.value };
   abort();
   const after = await raceTimer(running, ABORT_GRACE_MS);
@@ -51,14 +86,32 @@ export async function boundRun<T>(
 async function raceTimer<T>(
   running: Promise<T>,
   ms: number,
+  pauses?: RunPauses,
 ): Promise<{ settled: true; value: T } | { settled: false }> {
   let timer: NodeJS.Timeout | undefined;
+  let stopListening = (): void => undefined;
   const timeout = new Promise<{ settled: false }>((resolve) => {
-    timer = setTimeout(() => resolve({ settled: false }), ms);
+    let left = ms;
+    let startedAt = 0;
+    const arm = () => {
+      startedAt = Date.now();
+      timer = setTimeout(() => resolve({ settled: false }), left);
+    };
+    if (pauses) {
+      stopListening = pauses.onChange((paused) => {
+        if (paused) {
+          clearTimeout(timer);
+          timer = undefined;
+          left = Math.max(0, left - (Date.now() - startedAt));
+        } else if (timer === undefined) arm();
+      });
+    }
+    if (!pauses?.paused) arm();
   });
   try {
     return await Promise.race([running.then((value) => ({ settled: true as const, value })), timeout]);
   } finally {
     clearTimeout(timer);
+    stopListening();
   }
 }

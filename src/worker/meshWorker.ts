@@ -17,7 +17,7 @@ import { EventBus } from '../fabric/eventBus.js';
 import type { TaskContext } from './handlerApi.js';
 import { CANCELLED, invokeHandler, type LocalOutcome } from './invokeHandler.js';
 import { TaskSlots } from './taskSlots.js';
-import { boundRun, HANDLER_TIMEOUT_CODE, handlerTimeoutMs } from './handlerTimeout.js';
+import { boundRun, HANDLER_TIMEOUT_CODE, handlerTimeoutMs, RunPauses } from './handlerTimeout.js';
 import { DelegationClient } from './delegationClient.js';
 import { workerAgentId, workerAgentRecord, workerHeartbeat } from './workerAdvertisement.js';
 import { createEphemeralAgentKey, type AgentKey } from '../identity/agentKey.js';
@@ -53,6 +53,8 @@ export class MeshWorker {
   private readonly slots: TaskSlots;
   private delegations: DelegationClient;
   private readonly inputs = new InputWaits();
+  /** The handler-timeout pauses of the runs in progress, by task id (a wait for input pauses it). */
+  private readonly pauses = new Map<string, RunPauses>();
   private readonly pullLoops: Promise<void>[] = [];
   private intake: WorkIntake | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
@@ -268,7 +270,15 @@ export class MeshWorker {
     let timedOut = false;
     if (!signal.aborted) {
       const limitMs = handlerTimeoutMs(this.options.handlerTimeouts, task.tag);
-      const run = await boundRun(this.invoke(task, signal, options), limitMs, () => controller.abort());
+      // Waits for the requester's input do not count against the handler's timeout (RunPauses).
+      const pauses = new RunPauses();
+      this.pauses.set(task.taskId, pauses);
+      const run = await boundRun(
+        this.invoke(task, signal, options),
+        limitMs,
+        () => controller.abort(),
+        pauses,
+      ).finally(() => this.pauses.delete(task.taskId));
       if (run.kind === 'settled') outcome = run.value;
       else {
         timedOut = true;
@@ -423,11 +433,12 @@ export class MeshWorker {
         'this task came through a protocol that cannot send input',
       );
     const waiting = this.inputs.wait(task.taskId, signal);
+    const resume = this.pauses.get(task.taskId)?.pause();
     const reason = prompt || 'input required';
     const payload = { task_id: task.taskId, agent_id: this.agentId, reason };
     this.emit('amf.task.blocked', task.taskId, task.traceId, payload, options.replySubject);
     options.onInputRequired?.(reason);
-    const message = await waiting;
+    const message = await waiting.finally(() => resume?.());
     this.emit(
       'amf.task.claim',
       task.taskId,
