@@ -64,7 +64,14 @@ let stopMesh = async () => {};
 
 // --- a minimal A2A JSON-RPC client (hot path) -------------------------------------------------------
 
-/** POSTs one JSON-RPC request; resolves with the status and the body text. */
+/**
+ * POSTs one JSON-RPC request; resolves with the status and the body text.
+ * @param {import('node:http').Agent} agent
+ * @param {string} url
+ * @param {unknown} message
+ * @param {Record<string, string>} [headers]
+ * @returns {Promise<{ status: number, text: string }>}
+ */
 function post(agent, url, message, headers = { 'a2a-version': '1.0' }) {
   const body = Buffer.from(JSON.stringify(message));
   return new Promise((resolve, reject) => {

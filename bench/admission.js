@@ -251,7 +251,7 @@ async function main() {
   const floodSeconds = (performance.now() - floodStart) / 1000;
   await sleep(5000);
   const rssAfter = rssMb(info.pid);
-  const health = await (await fetch(`${info.coordinatorUrl}/health`)).json();
+  const health = /** @type {any} */ (await (await fetch(`${info.coordinatorUrl}/health`)).json());
 
   await Promise.allSettled([agentNc.close(), floodNc.close(), observer.close()]);
   child.kill('SIGTERM');
@@ -259,7 +259,7 @@ async function main() {
   const fmt = (n) => (Number.isFinite(n) ? n.toFixed(1) : 'not admitted');
   const floodSorted = [...floodLatencies].sort((a, b) => a - b);
   const maxFlood = floodSorted[floodSorted.length - 1];
-  const cpuText = ([coordinator, nats]) =>
+  const cpuText = (/** @type {number[]} */ [coordinator, nats]) =>
     `CPU per admission: coordinator ${fmt(coordinator)} ms, nats-server ${fmt(nats)} ms`;
   const latencyRow = (label, { sorted, cpu }) => {
     const p50 = percentile(sorted, 50);

@@ -39,7 +39,7 @@ if (!binary)
 
 const port = await new Promise((resolve) => {
   const srv = createServer().listen(0, '127.0.0.1', () => {
-    const p = srv.address().port;
+    const p = /** @type {import('node:net').AddressInfo} */ (srv.address()).port;
     srv.close(() => resolve(p));
   });
 });

@@ -21,6 +21,15 @@ import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { runLoad } from './lib/load.js';
 
+/**
+ * Posts a message to the parent process over the IPC channel `fork` opened.
+ * @param {unknown} message
+ */
+const send = (message) => {
+  if (!process.send) throw new Error('no IPC channel: this script runs as a forked child');
+  process.send(message);
+};
+
 const QUEUE = 'amf-bench-echo';
 const TEXT = 'Hello from the AMF task-path benchmark: please echo this sentence back, word for word.';
 
@@ -84,11 +93,11 @@ if (role === 'worker') {
   };
   // One task end to end before reporting ready: the worker is consuming and events flow.
   await new Promise((resolve, reject) => issue((err) => (err ? reject(err) : resolve())));
-  process.on('message', async (msg) => {
+  process.on('message', async (/** @type {any} */ msg) => {
     if (msg?.cmd !== 'run') return;
     const { id, concurrency, seconds } = msg;
     const result = await runLoad({ concurrency, durationMs: seconds * 1000, issue });
-    process.send({
+    send({
       type: 'result',
       id,
       result: { ...result, firstError: result.firstError ? String(result.firstError.message) : undefined },

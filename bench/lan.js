@@ -5,7 +5,6 @@
  * one run, and the result is the ratio of the medians. Needs root (namespaces); prints a skip line
  * otherwise. `node bench/lan.js [--requests 300] [--rounds 4]`.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

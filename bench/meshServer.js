@@ -38,6 +38,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/**
+ * Posts a message to the parent process over the IPC channel `fork` opened.
+ * @param {unknown} message
+ */
+const send = (message) => {
+  if (!process.send) throw new Error('no IPC channel: this script runs as a forked child');
+  process.send(message);
+};
+
 const DIST = new URL('../dist/', import.meta.url);
 if (!existsSync(new URL('coordinator/coordinator.js', DIST))) {
   process.stderr.write('meshServer: dist/ is missing: run `npm run build` first\n');
@@ -70,7 +79,7 @@ async function runWorkerProcess() {
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   process.on('disconnect', stop);
-  process.on('message', async (msg) => {
+  process.on('message', async (/** @type {any} */ msg) => {
     if (msg?.cmd === 'shutdown') return stop();
     if (msg?.cmd !== 'start') return;
     try {
@@ -86,9 +95,9 @@ async function runWorkerProcess() {
         heartbeatSeconds: msg.heartbeatSeconds,
         concurrency: WORKER_CONCURRENCY,
       });
-      process.send({ type: 'ready', url: running.url, agentId: running.worker.agentId });
+      send({ type: 'ready', url: running.url, agentId: running.worker.agentId });
     } catch (err) {
-      process.send({ type: 'error', message: String(err?.stack ?? err) });
+      send({ type: 'error', message: String(/** @type {any} */ (err)?.stack ?? err) });
     }
   });
 }
@@ -128,7 +137,7 @@ async function runMeshProcess() {
   process.once('SIGTERM', () => void stop(0));
   process.once('SIGINT', () => void stop(0));
   process.on('disconnect', () => void stop(0));
-  process.on('message', (msg) => {
+  process.on('message', (/** @type {any} */ msg) => {
     if (msg?.cmd === 'shutdown') void stop(0);
     else if (msg?.cmd === 'memory') {
       if (msg.gc && typeof global.gc === 'function') {
@@ -141,7 +150,7 @@ async function runMeshProcess() {
       // 5–10 ms) is done, as it would be by the time anyone looks at a coordinator's memory.
       setTimeout(
         () =>
-          process.send({
+          send({
             type: 'memory',
             id: msg.id,
             gcAvailable: typeof global.gc === 'function',
@@ -228,7 +237,7 @@ async function runMeshProcess() {
         pid: process.pid,
         coordinatorUrl: http.url,
         workerUrl: worker.url,
-        bareUrl: `http://127.0.0.1:${bare.address().port}`,
+        bareUrl: `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (bare.address()).port}`,
         natsUrl: coordinator.natsUrl,
         // natsServer is private in the TypeScript API; its pid lets the parent make sure nothing is left.
         natsPid: coordinator.natsServer?.pid ?? null,
@@ -247,7 +256,7 @@ async function runMeshProcess() {
       }) + '\n',
     );
   } catch (err) {
-    process.stderr.write(`meshServer: could not start the mesh: ${err?.stack ?? err}\n`);
+    process.stderr.write(`meshServer: could not start the mesh: ${/** @type {any} */ (err)?.stack ?? err}\n`);
     await stop(1);
   }
 }
@@ -275,7 +284,7 @@ async function startSeparateWorker(options) {
   });
   const ready = await new Promise((resolve, reject) => {
     child.once('exit', (code, signal) => reject(new Error(`worker process exited (${signal ?? code})`)));
-    child.on('message', (msg) => {
+    child.on('message', (/** @type {any} */ msg) => {
       if (msg?.type === 'ready') resolve(msg);
       else if (msg?.type === 'error') reject(new Error(msg.message));
     });

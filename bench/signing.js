@@ -18,7 +18,7 @@ const key = createEphemeralAgentKey();
 const sender = {
   identity: 'spiffe://local/worker/bench',
   source: 'http://127.0.0.1:1',
-  role: 'specialist',
+  role: /** @type {const} */ ('specialist'),
   trustDomain: 'local',
 };
 

@@ -14,16 +14,22 @@ const STOP_GRACE_MS = 10_000;
  * Spawns `command args` and resolves with `{ child, pid, line, stop() }` once a stdout line matches
  * `ready` (a RegExp; `line` is that line), or rejects when the process exits or `timeoutMs` passes
  * first. Later stdout is drained; stderr goes to this process's stderr unless `quiet`.
+ * @param {string} command
+ * @param {readonly string[]} args
+ * @param {{ ready: RegExp, timeoutMs?: number, env?: NodeJS.ProcessEnv, quiet?: boolean, ipc?: boolean }} options
  */
 export function startChild(
   command,
   args,
   { ready, timeoutMs = 60_000, env = process.env, quiet = false, ipc = false },
 ) {
-  const child = spawn(command, args, {
-    env,
-    stdio: ['ignore', 'pipe', quiet ? 'ignore' : 'inherit', ...(ipc ? ['ipc'] : [])],
-  });
+  const stdio = /** @type {import('node:child_process').StdioOptions} */ ([
+    'ignore',
+    'pipe',
+    quiet ? 'ignore' : 'inherit',
+    ...(ipc ? ['ipc'] : []),
+  ]);
+  const child = spawn(command, args, { env, stdio });
   const alive = () => child.exitCode === null && child.signalCode === null;
   const kill = () => {
     if (alive()) child.kill('SIGKILL');
@@ -39,7 +45,8 @@ export function startChild(
     }
     process.off('exit', kill);
   };
-  const lines = createInterface({ input: child.stdout });
+  // stdout is a pipe (stdio above), never null.
+  const lines = createInterface({ input: /** @type {import('node:stream').Readable} */ (child.stdout) });
   const seen = [];
   return new Promise((resolve, reject) => {
     let settled = false;

@@ -42,6 +42,13 @@ export function percentile(sorted, p) {
  * Runs `issue(done)` from `concurrency` loops. `issue` must call `done(error?)` exactly once.
  * Stops after `durationMs` (no new requests after the deadline; in-flight ones are awaited) or once
  * `total` requests have been issued. Returns counts, exact latencies and the achieved rate.
+ * @param {{
+ *   concurrency: number,
+ *   durationMs?: number,
+ *   total?: number,
+ *   issue: (done: (error?: unknown) => void) => void,
+ *   onProgress?: (issued: number) => void,
+ * }} options
  */
 export function runLoad({ concurrency, durationMs, total, issue, onProgress }) {
   return new Promise((resolve) => {
@@ -97,7 +104,10 @@ export function runLoad({ concurrency, durationMs, total, issue, onProgress }) {
 
 /**
  * A POST client for one URL: `issue(done)` sends `body` and calls `done()` on a 200 answer whose body
- * was read in full, `done(error)` otherwise. `check(text)`, when given, is run on the first answer only.
+ * was read in full, `done(error)` otherwise.
+ * @param {string} url
+ * @param {string | Buffer} body
+ * @param {{ concurrency: number, headers?: Record<string, string> }} options
  */
 export function httpPoster(url, body, { concurrency, headers = {} }) {
   const u = new URL(url);

@@ -61,7 +61,8 @@ export function startMeshProcess({ childFlags = [], startTimeoutMs = 60_000 } = 
     await exited;
     clearTimeout(timer);
   };
-  const lines = createInterface({ input: child.stdout });
+  // stdout is a pipe, never null.
+  const lines = createInterface({ input: /** @type {import('node:stream').Readable} */ (child.stdout) });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`the mesh did not start within ${startTimeoutMs / 1000} s`)),
