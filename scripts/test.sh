@@ -21,6 +21,9 @@ npm run --silent build
 # `npm start` after `npm test` finds the build current (scripts/up.sh).
 touch dist/.amf-build-stamp
 npx tsc -p tsconfig.test.json --noEmit
+# The plain-JS parts, checked from their JSDoc: the benchmarks (Node) and the console's scripts (browser).
+npx tsc -p tsconfig.bench.json
+npx tsc -p tsconfig.console.json
 # Tracked files only: a scratch file of the user's in the checkout is not the project's to lint.
 git ls-files -z -- '*.ts' '*.js' '*.mjs' '*.cjs' | xargs -0 npx eslint --max-warnings=0 --no-warn-ignored
 git ls-files -z | xargs -0 npx prettier --check --ignore-unknown --log-level warn

@@ -89,6 +89,9 @@ const DATA_SCHEMA_URI = `https://amf.spec/schemas/event-envelope/${SCHEMA_VERSIO
  * Sends one AMF CloudEvent through `POST /publish` as the operator (the only caller that may
  * announce or cancel tasks there). Who sent it is stamped by the coordinator, not taken from here:
  * the source and auth context below are placeholders it replaces.
+ * @param {string} type
+ * @param {object} payload
+ * @param {{ taskId?: string, traceId?: string, ttlSeconds?: number }} [options]
  */
 export function publishEvent(type, payload, { taskId, traceId, ttlSeconds = 60 } = {}) {
   const event = {
@@ -165,7 +168,7 @@ export function openLiveEvents(onEvent, onState) {
         onState('warn', 'live: reconnecting…');
       } catch (err) {
         if (stopped) return;
-        onState('bad', `live: ${err.message}`);
+        onState('bad', `live: ${err instanceof Error ? err.message : String(err)}`);
       }
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(delay * 2, 15000);

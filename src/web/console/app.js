@@ -2,6 +2,7 @@
 // (#/tasks, #/tasks/<id>, #/agents/<id>, ...), and one event store fed by the JetStream history and
 // then the live stream, shared by every view.
 import { getJson, openLiveEvents, apiKey, setApiKey, takeKeyFromUrl, UNAUTHORIZED_EVENT } from './api.js';
+import { byId, messageOf } from './dom.js';
 import { tasksView } from './tasks.js';
 import { agentsView } from './agents.js';
 import { policyView } from './policy.js';
@@ -54,12 +55,12 @@ function setDot(dot, text, state, label) {
 }
 
 async function refreshHealth() {
-  const dot = document.getElementById('health-dot');
-  const text = document.getElementById('health-text');
+  const dot = byId('health-dot');
+  const text = byId('health-text');
   try {
     const res = await fetch('/health');
     const body = await res.json();
-    document.getElementById('version').textContent = `amf ${body.amf_version ?? '?'}`;
+    byId('version').textContent = `amf ${body.amf_version ?? '?'}`;
     const agents = body.agents ? `${body.agents.live} live agent${body.agents.live === 1 ? '' : 's'}` : '';
     const tasks = body.tasks ? `, ${body.tasks.active} active task${body.tasks.active === 1 ? '' : 's'}` : '';
     setDot(dot, text, body.status === 'ok' ? 'ok' : 'warn', `${body.status}: ${agents}${tasks}`);
@@ -74,15 +75,15 @@ async function loadHistory() {
     store.historyState = page.truncated ? 'partial' : 'complete';
     store.addHistory(page.events.map((e) => e.event));
   } catch (err) {
-    store.historyState = `unavailable: ${err.message}`;
+    store.historyState = `unavailable: ${messageOf(err)}`;
     store.addHistory([]);
   }
 }
 
 function startLive() {
   stopLive?.();
-  const dot = document.getElementById('live-dot');
-  const text = document.getElementById('live-text');
+  const dot = byId('live-dot');
+  const text = byId('live-text');
   stopLive = openLiveEvents(
     (event) => store.add(event),
     (state, label) => setDot(dot, text, state, label),
@@ -100,17 +101,18 @@ function parseRoute() {
 function route() {
   const { name, param } = parseRoute();
   for (const v of views) {
-    const section = document.getElementById(`view-${v.name}`);
+    const section = byId(`view-${v.name}`);
     if (v.name === name && !mounted.has(v.name)) {
       v.mount(section, { store });
       mounted.add(v.name);
     }
     section.hidden = v.name !== name;
   }
-  for (const a of document.querySelectorAll('nav a'))
+  for (const a of /** @type {NodeListOf<HTMLAnchorElement>} */ (document.querySelectorAll('nav a')))
     if (a.dataset.view === name) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   const view = views.find((v) => v.name === name);
+  if (!view) return; // parseRoute only names views that exist
   if (current !== view) current?.hide?.();
   current = view;
   view.show(param);
@@ -123,15 +125,15 @@ function route() {
  */
 function setupKey() {
   takeKeyFromUrl();
-  const input = document.getElementById('api-key');
-  const prompt = document.getElementById('key-prompt');
+  const input = /** @type {HTMLInputElement} */ (byId('api-key'));
+  const prompt = byId('key-prompt');
   input.value = apiKey();
   window.addEventListener(UNAUTHORIZED_EVENT, () => {
     if (!prompt.hidden) return;
     prompt.hidden = false;
     input.focus();
   });
-  document.getElementById('key-form').addEventListener('submit', (e) => {
+  byId('key-form').addEventListener('submit', (e) => {
     e.preventDefault();
     setApiKey(input.value.trim());
     prompt.hidden = true;

@@ -1,6 +1,6 @@
 // Chat: a multi-turn conversation with any amf/<tag> model through POST /v1/chat/completions,
 // streamed; the whole conversation is sent each turn (the OpenAI API is stateless).
-import { h, fill, errorBox } from './dom.js';
+import { h, fill, errorBox, messageOf } from './dom.js';
 import { call, getJson, sseData } from './api.js';
 
 export const chatView = {
@@ -41,7 +41,7 @@ export const chatView = {
       if (data.some((m) => m.id === keep)) this.model.value = keep;
       if (data.length === 0) fill(this.model, h('option', { value: '' }, 'no models: no live agent'));
     } catch (err) {
-      fill(this.model, h('option', { value: '' }, `models unavailable: ${err.message}`));
+      fill(this.model, h('option', { value: '' }, `models unavailable: ${messageOf(err)}`));
     }
   },
   reset() {
@@ -87,7 +87,7 @@ export const chatView = {
       }
       this.messages.push({ role: 'assistant', content });
     } catch (err) {
-      answer.replaceWith(errorBox(err.name === 'AbortError' ? 'stopped' : err));
+      answer.replaceWith(errorBox(err instanceof Error && err.name === 'AbortError' ? 'stopped' : err));
       if (content) this.messages.push({ role: 'assistant', content });
       else this.messages.pop();
     } finally {

@@ -93,6 +93,26 @@ export function table(headers, rows, caption) {
   );
 }
 
+/**
+ * The element of index.html with this id. A missing one is a broken page: said plainly, not as a
+ * TypeError on null further on.
+ * @param {string} id
+ * @returns {HTMLElement}
+ */
+export function byId(id) {
+  const el = document.getElementById(id);
+  if (!el) throw new Error(`console: the page has no #${id}`);
+  return el;
+}
+
+/**
+ * The text of something caught: an Error's message, else the value itself.
+ * @param {unknown} err
+ */
+export function messageOf(err) {
+  return err instanceof Error ? err.message : String(err);
+}
+
 export function empty(text) {
   return h('div', { class: 'empty' }, text);
 }

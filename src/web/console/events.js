@@ -59,9 +59,12 @@ export function summarize(e) {
   }
 }
 
+/** @typedef {{ e: any, chunks?: number, text?: string }} EventRow one event, or a task's folded chunks */
+
 /**
  * The events as rows: every streamed chunk (`amf.result.partial`) of a task folds into one row, at
  * the place of its latest chunk, with the count and the text streamed so far. Others are one row each.
+ * @returns {EventRow[]}
  */
 export function foldPartials(events) {
   const chunks = new Map();
@@ -74,6 +77,7 @@ export function foldPartials(events) {
     group.last = e;
     chunks.set(id, group);
   }
+  /** @type {EventRow[]} */
   const rows = [];
   for (const e of events) {
     if (e.type !== 'amf.result.partial') rows.push({ e });
@@ -135,11 +139,11 @@ export const eventsView = {
   },
   render() {
     // A re-render replaces the rows: the row that had keyboard focus gets it back.
-    const focused = document.activeElement?.dataset?.eventId;
+    const focused = /** @type {HTMLElement | null} */ (document.activeElement)?.dataset?.eventId;
     const q = this.filter.value.trim().toLowerCase();
     const all = this.store.events;
-    const summary = ({ e, chunks, text }) =>
-      chunks ? `${chunks} streamed chunk${chunks === 1 ? '' : 's'}: ${text.slice(0, 120)}` : summarize(e);
+    const summary = (/** @type {EventRow} */ { e, chunks, text }) =>
+      chunks ? `${chunks} streamed chunk${chunks === 1 ? '' : 's'}: ${(text ?? '').slice(0, 120)}` : summarize(e);
     const shown = foldPartials(all.filter((e) => this.heartbeats.checked || e.type !== HEARTBEAT))
       .filter((r) => !q || r.e.type.includes(q) || summary(r).toLowerCase().includes(q) || (r.e.amftaskid ?? '').includes(q))
       .slice(-SHOWN)

@@ -2,7 +2,7 @@
 // state timeline (announced, claimed by whom, progress, attempts, delegations, the terminal event),
 // with durations, rates per tag, filters, and one task opened from a link (#/tasks/<id>) with its
 // cancel (a running task) and retry (a failed one) actions.
-import { h, fill, badge, clock, clockMs, between, duration, shortId, agentName, table, empty, errorBox, json, throttle } from './dom.js';
+import { h, fill, badge, clock, clockMs, between, duration, shortId, agentName, table, empty, errorBox, json, throttle, messageOf } from './dom.js';
 import { getJson, publishEvent } from './api.js';
 import { rateChart } from './rates.js';
 
@@ -228,14 +228,14 @@ export const tasksView = {
       this.listed = (await getJson(`/tasks?limit=${LISTED}`)).tasks;
       this.listError = '';
     } catch (err) {
-      this.listError = err.message;
+      this.listError = messageOf(err);
     }
     this.render();
   },
   render() {
     this.tasks = mergeListed(foldTasks(this.store.events), this.listed);
     this.renderList();
-    this.renderDetail();
+    void this.renderDetail(); // its own fetches catch their errors; a newer render supersedes it (token)
   },
   renderList() {
     const all = [...this.tasks.values()];
@@ -291,7 +291,7 @@ export const tasksView = {
       }
     }
     if (this.token !== token) return;
-    if (!t && !snap) return fill(this.detail, errorBox(`task ${id}: ${snapError?.message ?? 'not found'}`));
+    if (!t && !snap) return fill(this.detail, errorBox(`task ${id}: ${snapError ? messageOf(snapError) : 'not found'}`));
     const state = snap?.state ?? t?.state;
     const reason = snap?.outcome ? `${snap.outcome.reason}: ${snap.outcome.message}` : t?.reason;
     const d = durations({ created: t?.created || snap?.created_at, claimed: t?.claimed, lastClaimed: t?.lastClaimed, ended: t?.ended || snap?.ended_at });
@@ -339,7 +339,7 @@ export const tasksView = {
       await publishEvent('amf.task.cancel', { task_id: id, reason: 'task_cancelled', message: 'from the console' }, { taskId: id });
       this.say(`Cancelled task ${id}.`);
     } catch (err) {
-      this.say(`Could not cancel task ${id}: ${err.message}`, true);
+      this.say(`Could not cancel task ${id}: ${messageOf(err)}`, true);
     }
   },
   async retry(id, tag, text) {
@@ -349,7 +349,7 @@ export const tasksView = {
       await publishEvent('amf.task.announce', { task_id: taskId, task: text, required_capability: tag }, { taskId });
       this.say(h('span', {}, `Retried task ${id.slice(0, 8)} as `, h('a', { href: `#/tasks/${taskId}` }, taskId), '.'));
     } catch (err) {
-      this.say(`Could not retry task ${id}: ${err.message}`, true);
+      this.say(`Could not retry task ${id}: ${messageOf(err)}`, true);
     }
   },
   say(content, bad = false) {
