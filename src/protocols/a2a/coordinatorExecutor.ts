@@ -438,17 +438,21 @@ export class CoordinatorExecutor implements AgentExecutor {
       const left = w.inputDeadline - Date.now();
       const seconds = Math.round(this.opts.inputTtlMs / 1000);
       const message = `no reply to the agent's request for input within ${seconds} s (a2a.input_ttl_seconds)`;
-      const expire = () => {
-        if (!this.restored.delete(taskId)) return;
+      const expire = async (): Promise<void> => {
+        // The lifecycle tells the worker and ends the mesh task with its one terminal event.
         this.opts.lifecycle.cancel(w.meshTaskId, 'requester_timeout', message);
-        void this.endRestored(taskId, task, w, message);
+        await this.endRestored(taskId, task, w, message);
       };
       if (left <= 0) {
-        this.restored.set(taskId, { waiting: w, timer: setTimeout(() => undefined, 0) });
-        expire();
+        await expire();
         continue;
       }
-      const timer = setTimeout(expire, Math.min(left, MAX_TIMER_MS));
+      const timer = setTimeout(
+        () => {
+          if (this.restored.delete(taskId)) void expire();
+        },
+        Math.min(left, MAX_TIMER_MS),
+      );
       timer.unref();
       this.restored.set(taskId, { waiting: w, timer });
     }
