@@ -70,7 +70,7 @@ let stopMesh = async () => {};
  * @param {string} url
  * @param {unknown} message
  * @param {Record<string, string>} [headers]
- * @returns {Promise<{ status: number, text: string }>}
+ * @returns {Promise<{ status: number | undefined, text: string }>}
  */
 function post(agent, url, message, headers = { 'a2a-version': '1.0' }) {
   const body = Buffer.from(JSON.stringify(message));

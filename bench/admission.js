@@ -66,7 +66,7 @@ function startMesh() {
       env: { ...process.env, BENCH_HEARTBEAT_SECONDS: '5' },
     });
     let out = '';
-    child.stdout.on('data', (d) => {
+    /** @type {import('node:stream').Readable} */ (child.stdout).on('data', (d) => {
       out += d.toString();
       const line = out.split('\n').find((l) => l.startsWith('{'));
       if (line) resolve({ child, info: JSON.parse(line) });

@@ -76,12 +76,14 @@ function freePort() {
 
 /** spire-server + join-token spire-agent, as test/identity/spireFixture.ts starts them. */
 async function startSpire() {
-  const bin =
+  // The last line install-spire.sh prints is the directory (split always yields one line at least).
+  const bin = /** @type {string} */ (
     process.env.AMF_SPIRE_DIR ??
-    (await run('bash', [fileURLToPath(new URL('scripts/install-spire.sh', ROOT))])).stdout
-      .trim()
-      .split('\n')
-      .pop();
+      (await run('bash', [fileURLToPath(new URL('scripts/install-spire.sh', ROOT))])).stdout
+        .trim()
+        .split('\n')
+        .pop()
+  );
   const dir = await mkdtemp(join(tmpdir(), 'amf-bench-spire-'));
   const port = await freePort();
   const ss = join(dir, 'server.sock');
@@ -96,9 +98,11 @@ KeyManager "memory" { plugin_data {} } NodeAttestor "join_token" { plugin_data {
     stdio: 'ignore',
   });
   await until(() => run(join(bin, 'spire-server'), ['healthcheck', '-socketPath', ss]).then(() => true));
-  const token = /Token:\s*(\S+)/.exec(
+  const tokenLine = /Token:\s*(\S+)/.exec(
     (await run(join(bin, 'spire-server'), ['token', 'generate', '-socketPath', ss])).stdout,
-  )[1];
+  );
+  if (!tokenLine) throw new Error('spire-server token generate printed no token');
+  const token = tokenLine[1];
   await writeFile(
     join(dir, 'agent.conf'),
     `agent { data_dir = "${dir}/ad" log_level = "ERROR" server_address = "127.0.0.1" server_port = "${port}" socket_path = "${as}" trust_domain = "${TD}" insecure_bootstrap = true }
@@ -114,9 +118,9 @@ plugins { NodeAttestor "join_token" { plugin_data {} } KeyManager "memory" { plu
   await until(() => run(join(bin, 'spire-agent'), ['healthcheck', '-socketPath', as]).then(() => true));
   const selectors = [
     '-selector',
-    `unix:uid:${process.getuid()}`,
+    `unix:uid:${process.getuid?.()}`,
     '-selector',
-    `unix:gid:${process.getgid()}`,
+    `unix:gid:${process.getgid?.()}`,
   ];
   for (const id of [COORDINATOR, AGENT])
     await run(join(bin, 'spire-server'), [
@@ -136,7 +140,12 @@ plugins { NodeAttestor "join_token" { plugin_data {} } KeyManager "memory" { plu
       agent.kill('SIGTERM');
       server.kill('SIGTERM');
       await Promise.all(
-        [agent, server].map((p) => new Promise((r) => (p.exitCode !== null ? r() : p.once('exit', r)))),
+        [agent, server].map(
+          (p) =>
+            /** @type {Promise<void>} */ (
+              new Promise((r) => (p.exitCode !== null ? r() : p.once('exit', () => r())))
+            ),
+        ),
       );
       await rm(dir, { recursive: true, force: true });
     },

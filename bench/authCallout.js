@@ -97,7 +97,7 @@ try {
     // The same key with nats.js's own authenticator (pure-JS Ed25519), for comparison.
     'agent key, nats.js signer': { servers: url, authenticator: nkeyAuthenticator(agent.seed) },
   };
-  const times = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
+  const times = Object.fromEntries(Object.keys(kinds).map((k) => [k, /** @type {number[]} */ ([])]));
   const once = async (opts) => {
     const t0 = performance.now();
     const nc = await connect({ ...opts, maxReconnectAttempts: 0 });

@@ -92,7 +92,9 @@ if (role === 'worker') {
       );
   };
   // One task end to end before reporting ready: the worker is consuming and events flow.
-  await new Promise((resolve, reject) => issue((err) => (err ? reject(err) : resolve())));
+  await /** @type {Promise<void>} */ (
+    new Promise((resolve, reject) => issue((err) => (err ? reject(err) : resolve())))
+  );
   process.on('message', async (/** @type {any} */ msg) => {
     if (msg?.cmd !== 'run') return;
     const { id, concurrency, seconds } = msg;

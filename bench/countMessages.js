@@ -40,7 +40,10 @@ try {
   await nc.flush();
   const body = JSON.stringify({ model: 'amf/echo', messages: [{ role: 'user', content: 'count me' }] });
   const poster = httpPoster(`${info.coordinatorUrl}/v1/chat/completions`, body, { concurrency: 1 });
-  const post = () => new Promise((resolve, reject) => poster.issue((err) => (err ? reject(err) : resolve())));
+  const post = () =>
+    /** @type {Promise<void>} */ (
+      new Promise((resolve, reject) => poster.issue((err) => (err ? reject(err) : resolve())))
+    );
   for (let i = 0; i < 20; i++) await post(); // warm-up, not counted
   await new Promise((r) => setTimeout(r, 300));
   counting = true;

@@ -28,7 +28,11 @@ const child = spawn(
   },
 );
 process.on('exit', () => child.kill('SIGKILL'));
-const info = JSON.parse(await new Promise((r) => createInterface({ input: child.stdout }).once('line', r)));
+const info = JSON.parse(
+  await new Promise((r) =>
+    createInterface({ input: /** @type {import('node:stream').Readable} */ (child.stdout) }).once('line', r),
+  ),
+);
 const credentials = await loadOrCreateCredentials(info.dataDir, {});
 const nc = await connectAs(info.natsUrl, credentials.coordinator, 'bench-hops-observer');
 
@@ -45,11 +49,14 @@ await nc.flush();
 const text = 'Hello from the AMF benchmark: please echo this sentence back, word for word.';
 const body = JSON.stringify({ model: 'amf/echo', messages: [{ role: 'user', content: text }] });
 const client = httpPoster(`${info.coordinatorUrl}/v1/chat/completions`, body, { concurrency: 1 });
+/** @type {Record<'announce' | 'claim' | 'final' | 'answer' | 'total', number[]>} */
 const gaps = { announce: [], claim: [], final: [], answer: [], total: [] };
 for (let i = 0; i < N + 200; i++) {
   seen = {};
   const t0 = performance.now();
-  await new Promise((resolve, reject) => client.issue((err) => (err ? reject(err) : resolve())));
+  await /** @type {Promise<void>} */ (
+    new Promise((resolve, reject) => client.issue((err) => (err ? reject(err) : resolve())))
+  );
   const t1 = performance.now();
   // The observer may see the last events just after the answer: give it a moment.
   if (seen.final === undefined) await new Promise((r) => setImmediate(r));

@@ -198,7 +198,12 @@ async function main() {
   } finally {
     for (const c of children) c.kill('SIGTERM');
     await Promise.all(
-      children.map((c) => new Promise((r) => (c.exitCode !== null ? r() : c.once('exit', r)))),
+      children.map(
+        (c) =>
+          /** @type {Promise<void>} */ (
+            new Promise((r) => (c.exitCode !== null ? r() : c.once('exit', () => r())))
+          ),
+      ),
     );
     lan.close();
     await rm(home, { recursive: true, force: true });

@@ -230,7 +230,7 @@ async function main() {
     callers.rawDirect = await rawMcpCaller(`${info.workerUrl}/mcp`, 'echo');
     callers.rawCoordinator = await rawMcpCaller(`${info.coordinatorUrl}/mcp`, WIRE_NAME);
     callers.a2aDirect = await a2aCaller(`${info.workerUrl}/a2a`);
-    const rounds = Object.fromEntries(PATHS.map((p) => [p, []]));
+    const rounds = Object.fromEntries(PATHS.map((p) => [p, /** @type {any[]} */ ([])]));
     for (let round = 0; round < ROUNDS; round++)
       for (const path of rotated(PATHS, round)) rounds[path].push(await measure(callers[path], procs));
     const results = PATHS.map((path) => ({

@@ -172,7 +172,7 @@ async function startMesh() {
   child = spawn(process.execPath, ['--expose-gc', ...CHILD_FLAGS, script], {
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
-  const lines = createInterface({ input: child.stdout });
+  const lines = createInterface({ input: /** @type {import('node:stream').Readable} */ (child.stdout) });
   const first = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the mesh did not start within 30 s')), 30_000);
     lines.once('line', (line) => {
@@ -276,20 +276,23 @@ function cpuSnapshot() {
  */
 function cpuAccount(before, after, ok) {
   const delta = (k) => (before[k] === undefined || after[k] === undefined ? undefined : after[k] - before[k]);
-  const per = (k, scale = 1000) => (delta(k) === undefined || ok === 0 ? undefined : (delta(k) * scale) / ok);
+  const per = (k, scale = 1000) => {
+    const d = delta(k);
+    return d === undefined || ok === 0 ? undefined : (d * scale) / ok;
+  };
   const wallMs = after.at - before.at;
   const ours = ['gen', 'mesh', 'worker', 'nats'].reduce((sum, k) => sum + (delta(k) ?? 0), 0);
+  const meshCpu = delta('mesh');
+  const machineCpu = delta('machine');
   return {
     gen: per('gen'),
     mesh: per('mesh'),
     worker: per('worker'),
     nats: per('nats'),
     meshSyscalls: per('meshSyscalls', 1),
-    meshUtilisation: delta('mesh') === undefined ? undefined : delta('mesh') / wallMs,
+    meshUtilisation: meshCpu === undefined ? undefined : meshCpu / wallMs,
     otherLoad:
-      delta('machine') === undefined
-        ? undefined
-        : Math.max(0, delta('machine') - ours) / (wallMs * os.cpus().length),
+      machineCpu === undefined ? undefined : Math.max(0, machineCpu - ours) / (wallMs * os.cpus().length),
   };
 }
 
@@ -659,7 +662,7 @@ function renderReport({ startedAt, results, paired, memory }) {
       `| coordinator process RSS (after GC; ${separateWorker() ? 'the coordinator alone, echo worker in its own process' : 'echo worker in the same process, as `amf up --demo`; BENCH_SEPARATE_WORKER=1 measures the coordinator alone'}) < ${mb(TARGETS.rssBytes)} MB at every checkpoint up to ${TASKS.toLocaleString('en-US')} tasks | ${mb(rssAfter)} MB at the end, ${mb(rssMax)} MB at most | ${verdict(rssMax === undefined ? undefined : rssMax < TARGETS.rssBytes)} |`,
     );
     targetRows.push(
-      `| heap after GC flat from ${firstSlice ? firstSlice.done.toLocaleString('en-US') : '?'} to ${last.done.toLocaleString('en-US')} tasks (growth ≤ max(5 MB, 10 %)) | ${heapGrowth === undefined ? 'n/a' : `${heapGrowth >= 0 ? '+' : ''}${mb(heapGrowth)} MB`} | ${verdict(heapGrowth === undefined ? undefined : heapGrowth <= flatLimit)} |`,
+      `| heap after GC flat from ${firstSlice ? firstSlice.done.toLocaleString('en-US') : '?'} to ${last.done.toLocaleString('en-US')} tasks (growth ≤ max(5 MB, 10 %)) | ${heapGrowth === undefined ? 'n/a' : `${heapGrowth >= 0 ? '+' : ''}${mb(heapGrowth)} MB`} | ${verdict(heapGrowth === undefined || flatLimit === undefined ? undefined : heapGrowth <= flatLimit)} |`,
     );
     const mem = [];
     mem.push(

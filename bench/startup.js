@@ -75,7 +75,8 @@ async function main() {
       check: (out) => out.includes('bench-echo'),
     },
   ];
-  const samples = new Map(commands.map((c) => [c.key, { wall: [], cpu: [] }]));
+  /** @type {Record<string, { wall: number[], cpu: number[] }>} */
+  const samples = Object.fromEntries(commands.map((c) => [c.key, { wall: [], cpu: [] }]));
   try {
     for (let i = 0; i < WARMUP; i++) for (const c of commands) runOnce(c);
     for (let i = 0; i < RUNS; i++) {
@@ -83,8 +84,8 @@ async function main() {
       const k = i % commands.length;
       for (const c of [...commands.slice(k), ...commands.slice(0, k)]) {
         const { wall, cpu } = runOnce(c);
-        samples.get(c.key).wall.push(wall);
-        samples.get(c.key).cpu.push(cpu);
+        samples[c.key].wall.push(wall);
+        samples[c.key].cpu.push(cpu);
       }
     }
   } finally {
@@ -94,14 +95,14 @@ async function main() {
 }
 
 const { commands, samples, loadAtStart } = await main();
-const floor = median(samples.get('node').wall);
+const floor = median(samples.node.wall);
 const lines = [
   '| command | wall p50 | wall min | CPU p50 (user + system) | wall p50 over the floor | target (wall) |',
   '|---|---|---|---|---|---|',
 ];
 const verdicts = [];
 for (const c of commands) {
-  const s = samples.get(c.key);
+  const s = samples[c.key];
   const wall = median(s.wall);
   const target = TARGETS[c.key];
   lines.push(

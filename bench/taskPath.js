@@ -268,7 +268,9 @@ async function main() {
       if (warm.errors > 0) throw new Error(`${LABELS[key]} warm-up: ${warm.errors} failed tasks`);
       systems[key].tasks += warm.ok;
     }
-    const rounds = Object.fromEntries(SYSTEMS.map((k) => [k, []]));
+    const rounds = Object.fromEntries(
+      SYSTEMS.map((k) => [k, /** @type {{ p50: number, throughput: number, cpuUs: number[] }[]} */ ([])]),
+    );
     for (let round = 0; round < ROUNDS; round++) {
       const order = rotated(SYSTEMS, round);
       for (const key of order) {
@@ -277,7 +279,7 @@ async function main() {
         rounds[key].push({ p50: low.p50, throughput: high.throughput, cpuUs: high.cpuUs });
       }
       const line = SYSTEMS.map((k) => {
-        const r = rounds[k].at(-1);
+        const r = rounds[k][rounds[k].length - 1]; // this round's, just pushed
         return `${LABELS[k]} ${r.p50.toFixed(2)} ms / ${Math.round(r.throughput)}/s / ${(sum(r.cpuUs) / 1000).toFixed(3)} s`;
       }).join(' · ');
       log(`  round ${round + 1}/${ROUNDS} (${order.map((k) => LABELS[k]).join(', ')}): ${line}`);

@@ -39,6 +39,7 @@ async function chat(url, text) {
  * Starts coordinator and worker; resolves with `{ url, coordinatorPid, workerPid, natsPid, dataDir,
  * storeBytes(), stop() }` once a chat completion for `amf/echo` comes back echoed. `nodeFlags` are
  * given to both node processes (as `npm start` gives AMF_NODE_FLAGS to the mesh).
+ * @param {{ nodeFlags?: string[], workerConcurrency?: number }} options
  */
 export async function startAmf({ nodeFlags = [], workerConcurrency = 16 }) {
   const dataDir = mkdtempSync(join(tmpdir(), 'amf-bench-taskpath-'));

@@ -42,6 +42,7 @@ export function envConcurrencies(name, fallback = '1,32') {
  * Starts bench/meshServer.js. The agent runs in a process of its own by default, as in a real mesh:
  * otherwise the coordinator path would be charged for the worker's CPU once per hop it shares.
  * Resolves with `{ info, stop }`; the child is killed if this process exits first.
+ * @param {{ childFlags?: string[], startTimeoutMs?: number }} [options]
  */
 export function startMeshProcess({ childFlags = [], startTimeoutMs = 60_000 } = {}) {
   const script = fileURLToPath(new URL('bench/meshServer.js', ROOT));
