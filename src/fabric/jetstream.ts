@@ -55,6 +55,7 @@ export const MAX_INVITE_TTL_SECONDS = 7 * 24 * 3600;
 export const ENROLLMENTS_BUCKET = 'amf_enrollments';
 /** Agents the operator disabled (registry/disablements.ts): one small key per agent id. */
 export const DISABLED_AGENTS_BUCKET = 'amf_disabled_agents';
+export const A2A_WAITING_BUCKET = 'amf_a2a_waiting';
 
 /**
  * Public fabric subjects that are persisted. Replies are not (they duplicate these), and neither are
@@ -84,21 +85,35 @@ export const INTERNAL_STREAM_SUBJECTS = ['amf.internal.raw', 'amf.internal.class
 export const MIN_STORE_BYTES = 1024 * 1024;
 
 /**
- * What the streams and buckets reserve in all with these limits and no scaling: JetStream counts a
+ * What each stream and bucket reserves with these limits and no scaling: JetStream counts a
  * stream's `max_bytes` against the server's store when the stream is made, used or not.
  */
+function reservations(retention: RetentionLimits, artifacts: RetentionLimits): number[] {
+  const MiB = 1024 * 1024;
+  const capped = (limit: number) => Math.min(retention.maxBytes, limit);
+  return [
+    ...[retention.maxBytes, retention.maxBytes, artifacts.maxBytes], // events, internal, artifacts
+    ...[capped(256 * MiB), capped(256 * MiB), capped(512 * MiB)], // audit, results, work
+    ...[64 * MiB, 256 * MiB, 16 * MiB, 16 * MiB], // agents, tasks, MCP pins, enrollments
+    ...[MiB, MiB, MiB], // leases, invites, disabled agents (fixed)
+    64 * MiB, // A2A tasks waiting for input
+  ];
+}
+
+/** What the streams and buckets reserve in all with these limits and no scaling. */
 export function fullReservation(
   retention: RetentionLimits = DEFAULT_EVENT_RETENTION,
   artifacts: RetentionLimits = DEFAULT_ARTIFACT_RETENTION,
 ): number {
-  const MiB = 1024 * 1024;
-  const streams =
-    retention.maxBytes * 2 + // events, internal
-    artifacts.maxBytes +
-    Math.min(retention.maxBytes, 256 * MiB) * 2 + // audit, results
-    Math.min(retention.maxBytes, 512 * MiB); // work
-  const buckets = (64 + 256 + 16 + 1 + 1 + 16 + 1) * MiB;
-  return streams + buckets;
+  return reservations(retention, artifacts).reduce((sum, bytes) => sum + bytes, 0);
+}
+
+/**
+ * The least the streams and buckets reserve however small the disk: each gets at least
+ * {@link MIN_STORE_BYTES}, so a budget must first cover these floors (storeBudget.ts).
+ */
+export function minimumReservation(): number {
+  return reservations(DEFAULT_EVENT_RETENTION, DEFAULT_ARTIFACT_RETENTION).length * MIN_STORE_BYTES;
 }
 
 export interface RetentionLimits {
@@ -132,6 +147,8 @@ export interface FabricStores {
   invites: KV;
   enrollments: KV;
   disabledAgents: KV;
+  /** A2A tasks waiting for their client's next message (protocols/a2a/waitingTasks.ts). */
+  a2aWaiting: KV;
 }
 
 async function ensureStream(
@@ -277,7 +294,10 @@ export async function ensureFabricStores(
   const enrollments = await bucket(ENROLLMENTS_BUCKET, { history: 1, max_bytes: scaled(16 * 1024 * 1024) });
   // A few hundred bytes per disabled agent: 1 MiB holds thousands.
   const disabledAgents = await bucket(DISABLED_AGENTS_BUCKET, { history: 1, max_bytes: 1024 * 1024 });
-  return { jsm, agents, tasks, mcpPins, leases, invites, enrollments, disabledAgents };
+  // A2A tasks waiting for their client's next message (protocols/a2a/waitingTasks.ts): one entry per
+  // waiting task with its history, bounded like the A2A bodies that made it.
+  const a2aWaiting = await bucket(A2A_WAITING_BUCKET, { history: 1, max_bytes: scaled(64 * 1024 * 1024) });
+  return { jsm, agents, tasks, mcpPins, leases, invites, enrollments, disabledAgents, a2aWaiting };
 }
 
 /** KV keys allow `[-/_=.a-zA-Z0-9]`; agent ids are URIs, so they are stored base64url-encoded. */

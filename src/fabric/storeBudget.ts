@@ -7,7 +7,7 @@
  * (jetstream.ts, `storeScale`). `amf up` says what it reserved.
  */
 import { statfs } from 'node:fs/promises';
-import { fullReservation, type RetentionLimits } from './jetstream.js';
+import { fullReservation, minimumReservation, type RetentionLimits } from './jetstream.js';
 
 export interface StoreBudget {
   /** Multiplier of every byte limit (1 = the defaults). */
@@ -43,7 +43,15 @@ export async function storeBudget(
   const source = configured !== null ? 'configured' : free !== undefined ? 'free space' : 'defaults';
   if (budget === undefined || budget >= full)
     return { scale: 1, reserved: full, ...(free !== undefined ? { free } : {}), source };
-  return { scale: budget / full, reserved: budget, ...(free !== undefined ? { free } : {}), source };
+  // Each stream and bucket gets at least MIN_STORE_BYTES: the share above those floors is what scales,
+  // so that floors and shares together stay within the budget (or at the floors, when it is smaller).
+  const floors = minimumReservation();
+  return {
+    scale: Math.max(0, budget - floors) / full,
+    reserved: Math.max(budget, floors),
+    ...(free !== undefined ? { free } : {}),
+    source,
+  };
 }
 
 /** `1.5 GiB`, `300 MiB`: for the log line. */

@@ -67,7 +67,7 @@ export function createCoordinatorA2a(
     ...(options.lightSendMessage === false ? { lightSendMessage: false } : {}),
   });
   const restoreWaiting = async (): Promise<number> =>
-    executor.restoreWaiting(await WaitingTasks.open(coordinator.nc, config.nats.replicas));
+    executor.restoreWaiting(new WaitingTasks(coordinator.stores.a2aWaiting));
   return { server, executor, store, restoreWaiting };
 }
 

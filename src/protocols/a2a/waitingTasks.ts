@@ -7,16 +7,10 @@
  * many as the A2A task store holds running tasks. Coordinators sharing one NATS share the bucket;
  * each takes over only the entries of its own data dir (WaitingTask.owner).
  */
-import { jetstreamManager } from '@nats-io/jetstream';
-import { Kvm, type KV } from '@nats-io/kv';
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { KV } from '@nats-io/kv';
 import type { AmfEventOf } from '../../events/cloudEvent.js';
-import { ensureKvBucket, kvKey } from '../../fabric/jetstream.js';
+import { kvKey } from '../../fabric/jetstream.js';
 import { jsonBytes } from '../../util/jsonBytes.js';
-
-export const WAITING_TASKS_BUCKET = 'amf_a2a_waiting';
-/** An entry holds one task with its history: bounded like the A2A request bodies that made it. */
-const BUCKET_BYTES = 64 * 1024 * 1024;
 
 /** What a new coordinator needs to answer for, and continue, one waiting task. */
 export interface WaitingTask {
@@ -63,20 +57,8 @@ export function isWaitingTask(value: unknown): value is WaitingTask {
 
 /** The bucket of waiting tasks, keyed by A2A task id. */
 export class WaitingTasks {
-  private constructor(private readonly kv: KV) {}
-
-  /** Opens (or creates) the bucket on the coordinator's connection, with the mesh's replica count. */
-  static async open(nc: NatsConnection, replicas: number): Promise<WaitingTasks> {
-    const jsm = await jetstreamManager(nc);
-    const kv = await ensureKvBucket(
-      jsm,
-      new Kvm(nc),
-      WAITING_TASKS_BUCKET,
-      { history: 1, max_bytes: BUCKET_BYTES },
-      replicas,
-    );
-    return new WaitingTasks(kv);
-  }
+  /** `kv`: the shared bucket, made with the other stores and sized from the store budget (jetstream.ts). */
+  constructor(private readonly kv: KV) {}
 
   async put(a2aTaskId: string, waiting: WaitingTask): Promise<void> {
     await this.kv.put(kvKey(a2aTaskId), jsonBytes(waiting));
