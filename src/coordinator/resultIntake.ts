@@ -8,8 +8,9 @@
  * - stored: when no decision came back (its coordinator is gone, NATS is down), the worker stores
  *   the final in AMF_RESULTS; one durable consumer shared by every coordinator takes it, and it is
  *   acknowledged only after a decision, so a result stored while no coordinator was running is
- *   delivered when one is back. Once decided it is deleted from the stream, which then holds only
- *   results waiting for a decision.
+ *   delivered when one is back. A result that decides nothing (beyond its agent's quota, forged,
+ *   invalid, for a task nobody knows) is deleted from the stream once settled; one that ended a
+ *   task is kept (a coordinator cut off meanwhile looks it up when it is back).
  *
  * An agent with its own NATS user stores on `amf.internal.result.<its key>.<task_id>` (agentUsers.ts),
  * which only it may publish on: such a result counts against the agent's quota (`task_events.*`) and
@@ -113,7 +114,7 @@ function isStored(outcome: unknown): boolean {
  * up; `keep` = decided, but its task's ending was not stored (this coordinator stopped first): it is
  * offered again, for the coordinator that adopts the task.
  */
-type StoredVerdict = 'done' | 'retry' | 'keep';
+type StoredVerdict = 'done' | 'retry' | 'keep' | 'drop';
 
 function settleStored(
   msg: JsMsg,
@@ -123,8 +124,9 @@ function settleStored(
 ): void {
   if (verdict === 'keep' || (verdict === 'retry' && !lastDelivery)) return msg.nak(UNKNOWN_TASK_DELAY_MS);
   msg.ack();
-  // Decided: the stream keeps only what waits for a decision, so it fills only while nobody decides.
-  void jsm.streams.deleteMessage(RESULTS_STREAM, msg.seq, false).catch(() => undefined);
+  // A result that decided nothing takes no room: a flood of them passes through the stream.
+  if (verdict === 'drop' || verdict === 'retry')
+    void jsm.streams.deleteMessage(RESULTS_STREAM, msg.seq, false).catch(() => undefined);
 }
 
 export class ResultIntake {
@@ -182,7 +184,7 @@ export class ResultIntake {
           const sender = this.storedBy(msg, lastDelivery);
           if (sender === null || sender === 'unlisted') {
             // Unlisted: its agent may not be known here yet (this coordinator just started).
-            settleStored(msg, sender === null ? 'done' : 'retry', lastDelivery, this.options.jsm);
+            settleStored(msg, sender === null ? 'drop' : 'retry', lastDelivery, this.options.jsm);
             continue;
           }
           // Decided here, but settled later when the decision waits for its task's record: the
@@ -299,14 +301,14 @@ export class ResultIntake {
         seq,
         errors: checked.ok ? [`type ${checked.value.type}`] : checked.errors,
       });
-      return 'done';
+      return 'drop';
     }
     const event = checked.value;
     if (
       sender &&
       this.options.senders?.refuseForgery(sender.nkey, sender.agentId, event, 'the results stream')
     )
-      return 'done';
+      return 'drop';
     try {
       const decision = this.options.accept(event, { path: 'stored', lastDelivery });
       // Refused too: it may be the copy its worker stored while this coordinator's record of the
@@ -345,7 +347,10 @@ export class ResultIntake {
       this.options.jsm.streams.getMessage(RESULTS_STREAM, { last_by_subj: subject }).catch(() => undefined);
     const msg =
       (isAgentNkey(nkey) ? await read(agentResultSubject(nkey, taskId)) : undefined) ??
-      (await read(resultSubject(taskId)));
+      (await read(resultSubject(taskId))) ??
+      (nkey === undefined
+        ? await this.anyAgentsSubject(taskId).then((s) => (s === undefined ? undefined : read(s)))
+        : undefined);
     if (!msg) return undefined;
     let raw: unknown;
     try {
@@ -355,6 +360,14 @@ export class ResultIntake {
     }
     const checked = validateEvent(raw);
     return checked.ok && checked.value.type === 'amf.result.final' ? checked.value : undefined;
+  }
+
+  /** The subject of a result for `taskId` some agent stored on its own subject (its holder unknown here). */
+  private async anyAgentsSubject(taskId: string): Promise<string | undefined> {
+    const info = await this.options.jsm.streams
+      .info(RESULTS_STREAM, { subjects_filter: `${RESULT_STORE_PREFIX}*.${taskId}` })
+      .catch(() => undefined);
+    return Object.keys(info?.state.subjects ?? {})[0];
   }
 
   async close(): Promise<void> {
