@@ -23,7 +23,7 @@ export const AUDIT_STREAM_SUBJECTS = ['amf.audit.>'];
 /**
  * Workers' final results of mesh tasks (`amf.internal.result.<nkey>.<task_id>`, a seed-mode worker's
  * `amf.internal.result.<task_id>`), kept until a coordinator has decided on them (one shared durable
- * consumer, which then deletes them), so a result survives a NATS blip or a coordinator restart
+ * consumer, which deletes those that decided nothing), so a result survives a NATS blip or a coordinator restart
  * between the worker's publish and the coordinator's decision. Full, the stream refuses new results
  * (discard new) rather than evicting stored ones: a flood cannot push another agent's result out,
  * and a refused worker keeps its result and retries.
