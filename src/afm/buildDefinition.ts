@@ -42,8 +42,11 @@ function deepFreeze<T>(value: T): T {
 }
 
 /** Copies only the defined keys (exactOptionalPropertyTypes-friendly, and no `undefined` in output). */
-function defined<T extends Obj>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+/** `value` without its undefined members (an optional member is absent, never undefined). */
+function defined<T extends Obj>(value: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as {
+    [K in keyof T]?: Exclude<T[K], undefined>;
+  };
 }
 
 function authentication(value: unknown): AfmAuthentication | undefined {

@@ -52,6 +52,7 @@ function fastSigner(seed: string): KeyPair {
   const pair = fromSeed(new TextEncoder().encode(seed));
   const publicKey = pair.getPublicKey();
   const x = anyPublicKeyObject(publicKey).export({ format: 'jwk' }).x;
+  if (x === undefined) throw new Error('an Ed25519 public key exported as JWK has no x');
   const d = Buffer.from(rawSeed(seed)).toString('base64url');
   const privateKey = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', d, x }, format: 'jwk' });
   // Derived once: the encoders ask for both on every JWT, and nkeys.js derives them anew each time.

@@ -18,7 +18,7 @@ export interface IdentityProvider {
   readonly agentId: string | undefined;
   readonly trustDomain: string | undefined;
   /** Shown to the operator when the mode is a fallback. */
-  readonly warning?: string;
+  readonly warning?: string | undefined;
   /** The newest X.509-SVID (SPIFFE only). */
   x509Svid(): X509Svid | undefined;
   /** X.509 CA certificates by trust domain (SPIFFE only). */

@@ -62,8 +62,8 @@ interface Answer {
   text: string;
   startedAt: number;
   status: number;
-  content?: string;
-  taskId?: string;
+  content?: string | undefined;
+  taskId?: string | undefined;
   error?: string;
 }
 

@@ -31,7 +31,7 @@ export interface DirectCall {
   tool: string;
   args: Record<string, unknown>;
   timeoutMs: number;
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** The request's `_meta` (who the caller is). */
   meta?: Record<string, unknown>;
 }

@@ -50,8 +50,8 @@ export interface FederatedAgentsOptions {
 /** One agent's link and what it last listed. */
 export interface AgentTools {
   endpoint: string;
-  client?: Client;
-  connecting?: Promise<Client>;
+  client?: Client | undefined;
+  connecting?: Promise<Client> | undefined;
   tools: Tool[];
   /** Everything else the agent offers (resources, templates, prompts, capabilities). */
   offer: AgentCatalog;
