@@ -108,14 +108,17 @@ export async function adoptOrphanResult(
     return 'ended' as const;
   };
   if (isTerminal(snap.state as TaskState)) {
-    // Ended with this very result by an adopter that died before its record was stored (it writes
-    // KV first, then the record, and acknowledges the result last): record it again. Within the
-    // stream's duplicate window the task's terminal message id makes this a no-op if it was stored.
-    // Only inside that window: later, the claimant (or anyone holding its key) could otherwise
-    // store a result again and have a second, different ending recorded for a task long over.
+    // Ended with this very result (its holder's, the same outcome) by a coordinator that died before
+    // its record was stored: it writes KV first, then the record, and tells the worker `accepted`
+    // only once the record is stored, so the worker stored the result itself. That holds for the
+    // task's own coordinator as for an adopter. Record it again: within the stream's duplicate
+    // window the task's terminal message id makes this a no-op if it was stored. Only inside that
+    // window: later, the claimant (or anyone holding its key) could otherwise store a result again
+    // and have a second, different ending recorded for a task long over.
     const endedAt = Date.parse(snap.ended_at ?? '');
     const recent = (deps.now ?? Date.now)() - endedAt < RECORD_AGAIN_WITHIN_MS;
-    if (snap.claimed_by === p.agent_id && snap.outcome?.message === ADOPTED_MESSAGE && recent)
+    const sameEnding = snap.claimed_by === p.agent_id && snap.state === p.status;
+    if (sameEnding && recent)
       return (await recordFinal(event, snap, deps)) === 'stored' ? 'ended' : 'not_recorded';
     return refuse('the task has ended');
   }

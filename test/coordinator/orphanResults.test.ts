@@ -110,6 +110,40 @@ describe('adopting the results of an orphaned task', () => {
     expect(await seen(old)).toBe(1);
   });
 
+  it('records the ending its own coordinator wrote to KV but died before recording, from the holder’s stored result', async () => {
+    const seen = async (taskId: string) => {
+      await bus.flush();
+      await new Promise((r) => setTimeout(r, 100));
+      return finals.filter((e) => e.amftaskid === taskId).length;
+    };
+    // The task's own coordinator ended it (KV) a moment ago and was killed before its record was
+    // stored; the worker, never told `accepted`, stored its result: recorded now, once.
+    const endedByOwner = async (state: 'completed' | 'failed', endedAt: Date) => {
+      const taskId = randomUUID();
+      const snap: TaskSnapshot = {
+        ...openTaskSnapshot(taskId, WORKER),
+        state,
+        ended_at: endedAt.toISOString(),
+        outcome: { reason: state, message: 'ended by its own coordinator' },
+      };
+      await tasks.put(kvKey(taskId), JSON.stringify(snap));
+      return taskId;
+    };
+    const unrecorded = await endedByOwner('completed', new Date());
+    expect(await adoptOrphanResult(result(unrecorded, OTHER), deps())).toBe('ended');
+    expect(await seen(unrecorded)).toBe(0);
+    expect(await adoptOrphanResult(result(unrecorded, WORKER), deps())).toBe('ended');
+    expect(await seen(unrecorded)).toBe(1);
+    // Another outcome than the one the task ended with, or an ending past the duplicate window: no
+    // second, different ending.
+    const failed = await endedByOwner('failed', new Date());
+    expect(await adoptOrphanResult(result(failed, WORKER), deps())).toBe('ended');
+    expect(await seen(failed)).toBe(0);
+    const old = await endedByOwner('completed', new Date(Date.now() - 10 * 60_000));
+    expect(await adoptOrphanResult(result(old, WORKER), deps())).toBe('ended');
+    expect(await seen(old)).toBe(0);
+  });
+
   it('takes the result of a redelivery once the holder is lost, never from an agent of another tag', async () => {
     const taskId = await openTask(WORKER);
     // The holder is live: its own result will come; this one is offered again later.
