@@ -10,7 +10,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,9 +82,29 @@ async function stopAll(): Promise<void> {
 }
 
 afterEach(stopAll);
+/**
+ * The nats-servers the coordinators of `dir` spawned: a clean stop leaves its server to the next run,
+ * and the server is not in the coordinator's process group, so the group kill does not reach it.
+ */
+async function killSpawnedNats(dir: string): Promise<void> {
+  const files = await readdir(join(dir, 'nats')).catch(() => [] as string[]);
+  for (const file of files) {
+    const pid = /^nats-server_(\d+)\.ports$/.exec(file)?.[1];
+    if (!pid) continue;
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
 afterAll(async () => {
   await stopAll();
-  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+  for (const d of dirs.splice(0)) {
+    await killSpawnedNats(d);
+    await rm(d, { recursive: true, force: true });
+  }
 });
 
 interface Mesh {
