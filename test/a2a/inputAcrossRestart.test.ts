@@ -10,7 +10,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +18,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SendMessageRequest, TaskState, type Task } from '@a2a-js/sdk';
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
 import { freePort } from '../../scripts/lib/freePort.mjs';
-import { AMF_BIN, cleanCliEnv } from '../helpers/amfCli.js';
+import { AMF_BIN, cleanCliEnv, killSpawnedNats } from '../helpers/amfCli.js';
 
 const HANDLER = fileURLToPath(new URL('./fixtures/askHandler.mjs', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -82,23 +82,6 @@ async function stopAll(): Promise<void> {
 }
 
 afterEach(stopAll);
-/**
- * The nats-servers the coordinators of `dir` spawned: a clean stop leaves its server to the next run,
- * and the server is not in the coordinator's process group, so the group kill does not reach it.
- */
-async function killSpawnedNats(dir: string): Promise<void> {
-  const files = await readdir(join(dir, 'nats')).catch(() => [] as string[]);
-  for (const file of files) {
-    const pid = /^nats-server_(\d+)\.ports$/.exec(file)?.[1];
-    if (!pid) continue;
-    try {
-      process.kill(Number(pid), 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-}
-
 afterAll(async () => {
   await stopAll();
   for (const d of dirs.splice(0)) {

@@ -1,6 +1,7 @@
 // The built `amf` CLI (bin/amf.js -> dist/) as a child process that keeps running (`amf events`,
 // `amf worker`, `amf send` while it streams): its output so far, waiting on a line, and its end.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -68,4 +69,23 @@ export function spawnAmf(args: string[], env: NodeJS.ProcessEnv): RunningCli {
       });
     },
   };
+}
+
+/**
+ * Kills the nats-servers that coordinators with `dataDir` spawned. A spawned server runs in its own
+ * process group and outlives a coordinator that is killed (the next `amf up` on the data dir takes
+ * it over), so a test that kills coordinators leaves it running unless it ends it too. The server
+ * names its pid in its ports file (`<dataDir>/nats/nats-server_<pid>.ports`).
+ */
+export async function killSpawnedNats(dataDir: string): Promise<void> {
+  const files = await readdir(join(dataDir, 'nats')).catch(() => [] as string[]);
+  for (const file of files) {
+    const pid = /^nats-server_(\d+)\.ports$/.exec(file)?.[1];
+    if (!pid) continue;
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
 }

@@ -21,7 +21,7 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { freePort } from '../../scripts/lib/freePort.mjs';
-import { AMF_BIN, cleanCliEnv } from '../helpers/amfCli.js';
+import { AMF_BIN, cleanCliEnv, killSpawnedNats } from '../helpers/amfCli.js';
 
 const HANDLER = fileURLToPath(new URL('../fixtures/slowHandler.mjs', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -77,7 +77,10 @@ afterAll(async () => {
     }
     await p.exited;
   }
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  if (dataDir) {
+    await killSpawnedNats(dataDir);
+    await rm(dataDir, { recursive: true, force: true });
+  }
 });
 
 /** Everything an A2A stream gave, and how it ended. */
