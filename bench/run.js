@@ -54,6 +54,18 @@ import {
 } from './lib/runSettings.js';
 
 const ROOT = new URL('../', import.meta.url);
+
+// The settings are environment variables (this file's header); arguments are only asked for help.
+const args = process.argv.slice(2);
+if (args.length > 0) {
+  const header = readFileSync(new URL(import.meta.url), 'utf8').match(/^\/\*\*([\s\S]*?)\*\//)?.[1] ?? '';
+  const help = header.replace(/^ \* ?/gm, '').trim();
+  const asked = args.every((a) => a === '--help' || a === '-h');
+  (asked ? process.stdout : process.stderr).write(
+    `${asked ? '' : `bench/run.js takes no arguments (got ${args.join(' ')}); its settings are environment variables:\n\n`}${help}\n`,
+  );
+  process.exit(asked ? 0 : 2);
+}
 const DIST = new URL('dist/', ROOT);
 const TEXT = 'Hello from the AMF benchmark: please echo this sentence back, word for word.';
 
