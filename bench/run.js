@@ -440,7 +440,6 @@ async function main() {
   log('bench: mesh stopped');
 
   const report = renderReport({
-    startedAt,
     results,
     paired,
     memory,
