@@ -15,6 +15,8 @@ import { AmfError } from '../errors.js';
 interface Client {
   res: ServerResponse;
   pattern: string;
+  /** Set once the stream has answered; events before that are not the client's to see. */
+  answered: boolean;
 }
 
 /** Limits of an {@link EventStreamHub} (`http.sse_max_clients`, `http.sse_max_buffered_bytes`). */
@@ -86,8 +88,11 @@ export class EventStreamHub {
     return this.limits.maxBufferedBytes;
   }
 
-  /** Serves one SSE client until it disconnects. */
-  handle(req: IncomingMessage, res: ServerResponse, url: URL): void {
+  /**
+   * Serves one SSE client until it disconnects. The stream answers only once the subscription is in
+   * place on the NATS server, so every event published after a client sees the answer reaches it.
+   */
+  async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const pattern = url.searchParams.get('subject') ?? 'amf.>';
     if (!isValidSubjectPattern(pattern))
       throw new AmfError(
@@ -112,6 +117,18 @@ export class EventStreamHub {
         { retry_after_seconds: RETRY_AFTER_SECONDS },
       );
     }
+    const client: Client = { res, pattern: pattern === '>' ? 'amf.>' : pattern, answered: false };
+    this.clients.add(client);
+    req.on('close', () => this.remove(client));
+    this.ensureSubscribed();
+    try {
+      await this.nc.flush();
+    } catch (err) {
+      this.remove(client);
+      throw err;
+    }
+    if (!this.clients.has(client)) return;
+    client.answered = true;
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
@@ -119,10 +136,6 @@ export class EventStreamHub {
       'x-accel-buffering': 'no',
     });
     res.write(': connected\n\n');
-    const client: Client = { res, pattern: pattern === '>' ? 'amf.>' : pattern };
-    this.clients.add(client);
-    this.ensureSubscribed();
-    req.on('close', () => this.remove(client));
   }
 
   private remove(client: Client): void {
@@ -162,7 +175,7 @@ export class EventStreamHub {
         let frame: string | undefined;
         let bytes = 0;
         for (const client of [...this.clients]) {
-          if (!subjectMatches(client.pattern, msg.subject)) continue;
+          if (!client.answered || !subjectMatches(client.pattern, msg.subject)) continue;
           if (frame === undefined) {
             // SSE frames are text; a newline inside the JSON would end the data line early.
             frame = `data: ${decoder.decode(msg.data).replace(/\n/g, '')}\n\n`;
@@ -179,7 +192,8 @@ export class EventStreamHub {
       },
     });
     this.keepalive = setInterval(() => {
-      for (const c of [...this.clients]) this.send(c, KEEPALIVE_FRAME, KEEPALIVE_FRAME.length);
+      for (const c of [...this.clients])
+        if (c.answered) this.send(c, KEEPALIVE_FRAME, KEEPALIVE_FRAME.length);
     }, KEEPALIVE_MS);
     this.keepalive.unref();
   }
@@ -187,7 +201,7 @@ export class EventStreamHub {
   /** Ends every stream (shutdown), each with {@link CLOSING_FRAME} so its client knows why. */
   close(): void {
     for (const c of [...this.clients]) {
-      if (!c.res.writableEnded && !c.res.destroyed) c.res.write(CLOSING_FRAME);
+      if (c.answered && !c.res.writableEnded && !c.res.destroyed) c.res.write(CLOSING_FRAME);
       this.remove(c);
     }
   }

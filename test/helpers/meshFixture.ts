@@ -225,9 +225,15 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
 }
 
 /** Events of `type` about task `taskId` seen so far. */
+/**
+ * Events of task `taskId` as the mesh records them, on shared subjects. An agent's own submission on
+ * `amf.internal.task.<key>.*` is left out: the coordinator records it again on the shared subject,
+ * so counting both would count each event twice.
+ */
 export function eventsFor(mesh: TestMesh, taskId: string, type?: string): ObservedEvent[] {
   return mesh.events.filter(
     (e) =>
+      !e.subject.startsWith('amf.internal.') &&
       (e.event.amftaskid === taskId || (e.event.data.payload as { task_id?: string }).task_id === taskId) &&
       (!type || e.event.type === type),
   );
@@ -251,8 +257,7 @@ export async function settledTerminalEvents(mesh: TestMesh, taskId: string): Pro
 export function terminalEventsFor(mesh: TestMesh, taskId: string): ObservedEvent[] {
   return eventsFor(mesh, taskId).filter(
     (e) =>
-      !e.subject.startsWith('amf.internal.') &&
-      (e.event.type === 'amf.result.final' ||
-        (e.event.data.payload as { terminal?: boolean }).terminal === true),
+      e.event.type === 'amf.result.final' ||
+      (e.event.data.payload as { terminal?: boolean }).terminal === true,
   );
 }

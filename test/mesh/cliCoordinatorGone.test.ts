@@ -37,9 +37,11 @@ describe('amf client commands when the coordinator stops', () => {
   it('amf events and a streaming amf send each name the stop and exit 1', async () => {
     const common = ['--coordinator', mesh.url, '--data-dir', mesh.config.dataDir];
     const events = spawnAmf(['events', ...common], cleanCliEnv(home));
-    const send = spawnAmf(['send', '--tag', 'held', ...common, 'wait', 'for', 'me'], cleanCliEnv(home));
-    spawned.push(events, send);
+    spawned.push(events);
+    // The stream answers once it is subscribed, so the task sent after this is on it.
     await events.waitFor('stderr', /amf events: amf\.> from /);
+    const send = spawnAmf(['send', '--tag', 'held', ...common, 'wait', 'for', 'me'], cleanCliEnv(home));
+    spawned.push(send);
     // The task is running (held by its handler) and its stream is open; the events stream has it.
     await events.waitFor('stdout', /amf\.task\.claim\s/);
     await mesh.waitFor(() => mesh.coordinator.lifecycle.activeCount === 1, 10_000, 'the held task');

@@ -1,13 +1,13 @@
 /**
  * A stuck handler is bounded. Worker A's handler ignores its abort signal and never settles on its
  * own; its handler timeout is 2 s. Past it, A's attempt ends (`handler_timeout`), the task goes to
- * worker B (never back to A) and is answered there, with one terminal event. A's only slot stays
+ * worker B (never back to A) and is answered there, with one terminal event. B is admitted first and
+ * kept busy meanwhile, so the order does not depend on how fast the machine is. A's only slot stays
  * taken by the stuck handler, so A claims nothing and says so in its heartbeat (`draining`), until
  * the handler ends and A is `active` again.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
-import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { settledTerminalEvents, startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 
 const TAG = 'stuck';
@@ -36,11 +36,30 @@ describe('a handler that ignores its abort signal', () => {
         return { text: 'too late' };
       },
     };
+    // B is admitted first and kept busy with a held task (one slot), so the task goes to A, and B
+    // is live for the retry however slowly the machine runs: no race between B's admission and A's
+    // handler timeout.
+    let release: () => void = () => undefined;
+    const gate = { wait: new Promise<void>((resolve) => (release = resolve)) };
+    let bRuns = 0;
+    const b = await mesh.startWorker(
+      'stuck-b',
+      [TAG],
+      {
+        name: 'echo-after-hold',
+        description: 'holds its first task until released, then echoes',
+        handle: async (ctx) => {
+          if (++bRuns === 1) await gate.wait;
+          return { text: ctx.text };
+        },
+      },
+      { concurrency: 1 },
+    );
+    const holding = mesh.coordinator.dispatcher.submit({ tag: TAG, task: 'hold B', timeoutMs: 25_000 });
+    await mesh.waitFor(() => bRuns === 1, 10_000, 'worker B holds the first task');
     const a = await mesh.startWorker('stuck-a', [TAG], stubborn, {
       concurrency: 1,
-      // Long enough for B to be admitted first on a loaded machine: with no other live worker the
-      // timed-out task fails instead of waiting (seen once at 2 s in CI rehearsal).
-      handlerTimeouts: { defaultSeconds: 8 },
+      handlerTimeouts: { defaultSeconds: 2 },
     });
     let taskId = '';
     const answer = mesh.coordinator.dispatcher.submit({
@@ -50,8 +69,8 @@ describe('a handler that ignores its abort signal', () => {
       onAnnounced: (id) => (taskId = id),
     });
     await mesh.waitFor(() => runs === 1, 10_000, 'worker A runs the handler');
-    // B arrives while A is stuck: the retry has somewhere else to go.
-    const b = await mesh.startWorker('stuck-b', [TAG], echoHandler);
+    release();
+    expect((await holding).text).toBe('hold B');
     const result = await answer;
     expect(result.text).toBe('finish me');
     expect(result.agentId).toBe(b.worker.agentId);
