@@ -42,7 +42,14 @@ export interface TaskFabric {
 /** What the lifecycle asks of the agent registry: who serves a tag, who is live, who went offline. */
 export type TaskAgents = Pick<
   AgentRegistry,
-  'servesTag' | 'isLive' | 'admittedFor' | 'onChange' | 'liveTags' | 'isDisabled' | 'disabledFor'
+  | 'servesTag'
+  | 'isLive'
+  | 'admittedFor'
+  | 'offeredFor'
+  | 'onChange'
+  | 'liveTags'
+  | 'isDisabled'
+  | 'disabledFor'
 >;
 
 /** The coordinator's warnings and denials, as the lifecycle sends them. */

@@ -143,12 +143,16 @@ export class TaskRetries {
     return true;
   }
 
-  /** True when a live agent serves the task's tag besides the ones it may not go to again. */
+  /**
+   * True when an agent taking new work serves the task's tag besides the ones it may not go to again.
+   * An excluded agent is subtracted only if it is counted: the worker that just timed out is often
+   * already draining (its one slot stuck), and subtracting it again hid the other worker.
+   */
   private servedByOthers(task: TaskRecord): boolean {
     const live = this.deps.agents.liveTags().get(task.tag) ?? 0;
     let excludedLive = 0;
     for (const agent of task.excludedAgents ?? [])
-      if (this.deps.agents.admittedFor(agent, task.tag)) excludedLive++;
+      if (this.deps.agents.offeredFor(agent, task.tag)) excludedLive++;
     return live > excludedLive;
   }
 

@@ -681,15 +681,28 @@ export class AgentRegistry {
     return agent?.status === 'live' && (agent.record.capability_tags ?? []).includes(tag);
   }
 
-  /** Number of live agents serving each tag. */
+  /** True when the agent counts in {@link liveTags} for `tag`: it is offered new work of that tag. */
+  offeredFor(agentId: string, tag: string): boolean {
+    const agent = this.agents.get(agentId);
+    return !!agent && this.takesNewWork(agent) && (agent.record.capability_tags ?? []).includes(tag);
+  }
+
+  // A draining agent finishes what it holds but claims nothing new, and neither does one the
+  // operator disabled: their tags are not offered.
+  private takesNewWork(agent: RegisteredAgent): boolean {
+    return (
+      agent.status === 'live' &&
+      agent.record.status !== 'draining' &&
+      !this.disabledAgents.has(agent.record.agent_id)
+    );
+  }
+
+  /** Number of live agents serving each tag (agents that take new work: not draining, not disabled). */
   liveTags(): ReadonlyMap<string, number> {
     if (!this.tagCache) {
       const tags = new Map<string, number>();
       for (const agent of this.agents.values()) {
-        // A draining agent finishes what it holds but claims nothing new, and neither does one the
-        // operator disabled: their tags are not offered.
-        if (agent.status !== 'live' || agent.record.status === 'draining') continue;
-        if (this.disabledAgents.has(agent.record.agent_id)) continue;
+        if (!this.takesNewWork(agent)) continue;
         for (const tag of agent.record.capability_tags ?? []) tags.set(tag, (tags.get(tag) ?? 0) + 1);
       }
       this.tagCache = tags;
