@@ -383,6 +383,11 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
         // (OpenAI) before the server closes its connection, and every event stream a last frame
         // saying why it ends.
         refuseNew();
+        // Requests still waiting for a task are answered and their tasks cancelled together first;
+        // the answers settle before the stop signal, so no handler answers "stopped" for a task
+        // that completed meanwhile.
+        coordinator.dispatcher.endForStop();
+        await new Promise((resolve) => setImmediate(resolve));
         stopping.abort();
         forgetWatch.stop();
         hub.close();

@@ -140,9 +140,14 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
     process.exit(1);
   }, STOP_DEADLINE_MS);
   deadline.unref();
-  // Nothing new is taken once stopping (kept-alive connections included) while the demo workers drain.
+  // Nothing new is taken once stopping (kept-alive connections included) while the demo workers
+  // drain and requests in flight get their answers; what is still running after that is cancelled
+  // and its requester told so (TaskDispatcher.endForStop), never told "stopped" and then run anyway.
   running.http.stopAccepting();
-  await Promise.all(workers.map((w) => w.close(WORKER_DRAIN_MS)));
+  await Promise.all([
+    ...workers.map((w) => w.close(WORKER_DRAIN_MS)),
+    running.coordinator.dispatcher.idle(WORKER_DRAIN_MS),
+  ]);
   await running.close();
   clearTimeout(deadline);
   removeHandlers();

@@ -75,6 +75,20 @@ interface Pending {
   attempt: number;
 }
 
+const IDLE_POLL_MS = 50;
+const STOPPED_MESSAGE = 'the coordinator stopped before the task finished';
+
+/** The error a request still waiting gets when the coordinator stops (its task is cancelled). */
+export function stoppingError(taskId: string): AmfError {
+  return new AmfError(
+    'UNAVAILABLE',
+    taskId
+      ? `the coordinator is stopping: the answer to task ${taskId} was cut off; ask again once it is back`
+      : 'the coordinator is stopping; ask again once it is back',
+    taskId ? { task_id: taskId } : undefined,
+  );
+}
+
 /** Submits tasks into the mesh and resolves them from their reply subjects. */
 export class TaskDispatcher {
   private readonly pending = new Map<string, Pending>();
@@ -131,6 +145,32 @@ export class TaskDispatcher {
     const p = this.pending.get(taskId);
     p?.abandon();
     return p !== undefined;
+  }
+
+  /**
+   * Resolves once no request waits here for a task that can end (a task kept while it waits for
+   * its requester's input does not count), or after `graceMs`. The stop's drain: what is running
+   * gets its answer before the rest is ended by {@link endForStop}.
+   */
+  async idle(graceMs: number): Promise<void> {
+    const deadline = Date.now() + graceMs;
+    const busy = () => [...this.pending.keys()].some((id) => !this.lifecycle.keptWhileWaiting(id));
+    while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, IDLE_POLL_MS));
+  }
+
+  /**
+   * The coordinator stops: every request still waiting for a task is answered UNAVAILABLE now and
+   * its task cancelled (its worker stops; the record says failed), in that order and at once, so no
+   * requester is told "stopped" about a task that then completes and would run twice when asked
+   * again. A task that ended before this keeps the answer it already has. Tasks kept while they
+   * wait for input are left to the next run.
+   */
+  endForStop(): void {
+    for (const [taskId, p] of [...this.pending]) {
+      if (this.lifecycle.keptWhileWaiting(taskId)) continue;
+      p.reject(stoppingError(taskId));
+      this.lifecycle.cancel(taskId, 'task_cancelled', STOPPED_MESSAGE);
+    }
   }
 
   close(): void {

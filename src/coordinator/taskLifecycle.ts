@@ -400,6 +400,12 @@ export class TaskLifecycle {
     else this.waitingKept.delete(taskId);
   }
 
+  /** True while `taskId` is kept past a stop, waiting for its requester's input. */
+  keptWhileWaiting(taskId: string): boolean {
+    const task = this.active.get(taskId);
+    return task?.state === 'blocked' && this.waitingKept.has(taskId);
+  }
+
   /**
    * Takes over, as its owner, a task an earlier run of a coordinator left waiting for input (its
    * announcement, the agent holding it and the attempt, as the A2A edge stored them): the holder's
@@ -439,8 +445,7 @@ export class TaskLifecycle {
     this.closed = true;
     for (const s of this.subs) s.unsubscribe();
     for (const task of [...this.active.values()]) {
-      const waits = task.state === 'blocked' && this.waitingKept.has(task.taskId);
-      if (task.owned && !waits)
+      if (task.owned && !this.keptWhileWaiting(task.taskId))
         this.endings.fail(task, 'task_cancelled', 'coordinator shut down before the task finished');
       else this.timers.clear(task);
     }

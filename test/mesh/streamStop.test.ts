@@ -2,9 +2,11 @@
 // streamed OpenAI answer gets an error chunk and `data: [DONE]`, a waiting non-streamed one a 503 in
 // OpenAI's error shape, instead of a connection cut. The worker's handler is held (gatedHandler) so
 // both tasks are still running when the coordinator stops as `amf up` stops it (edge, then core).
+// Each task is cancelled as its requester is told (TaskDispatcher.endForStop): the record says failed,
+// the worker's handler is aborted, so a client that asks again does not have it run twice.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
-import { gatedHandler } from '../helpers/gatedHandler.js';
+import type { WorkerHandler } from '../../src/worker/handlerApi.js';
+import { startTestMesh, terminalEventsFor, type TestMesh } from '../helpers/meshFixture.js';
 
 /** Frames of an SSE body (`data:` payloads), read as they come. */
 class SseReader {
@@ -47,14 +49,24 @@ class SseReader {
 
 describe('a coordinator stopping while answers are under way', () => {
   let mesh: TestMesh;
-  const gate = gatedHandler();
+  const aborted: string[] = [];
+  const held: WorkerHandler = {
+    name: 'held',
+    description: 'answers only when its task is cancelled',
+    handle: (ctx) =>
+      new Promise((_, reject) =>
+        ctx.signal.addEventListener('abort', () => {
+          aborted.push(ctx.taskId);
+          reject(new Error('cancelled'));
+        }),
+      ),
+  };
 
   beforeAll(async () => {
     mesh = await startTestMesh();
-    await mesh.startWorker('held', ['held'], gate.handler);
+    await mesh.startWorker('held', ['held'], held);
   });
   afterAll(async () => {
-    gate.release();
     await mesh?.close();
   });
 
@@ -92,6 +104,20 @@ describe('a coordinator stopping while answers are under way', () => {
     expect(answer.status).toBe(503);
     const body = (await answer.json()) as { error?: { message?: string; type?: string } };
     expect(body.error?.message).toMatch(/coordinator is stopping/);
+    const waitingTaskId =
+      answer.headers.get('x-amf-task-id') ?? body.error?.message?.match(/task (\S+) was/)?.[1];
+    expect(waitingTaskId).toBeTruthy();
     await stopped;
+
+    // Both tasks were cancelled as their requesters were told: failed on record, handlers aborted.
+    for (const id of [taskId!, waitingTaskId!]) {
+      await mesh.waitFor(() => terminalEventsFor(mesh, id).length > 0, 10_000, `the ending of ${id}`);
+      const endings = terminalEventsFor(mesh, id);
+      expect(endings).toHaveLength(1);
+      expect(endings[0]!.event.type).not.toBe('amf.result.final');
+      expect(endings[0]!.event.data.payload).toMatchObject({ reason: 'task_cancelled' });
+    }
+    await mesh.waitFor(() => aborted.length === 2, 10_000, 'both handlers aborted');
+    expect(aborted.sort()).toEqual([taskId!, waitingTaskId!].sort());
   });
 });

@@ -11,7 +11,7 @@ import { isCapabilityTag } from '../../events/subjects.js';
 import { bodyValidator } from '../../http/bodyValidator.js';
 import { readBody, sendJson } from '../../http/httpKit.js';
 import { httpStatusFor, openAiErrorBody } from '../../http/wireErrors.js';
-import type { TaskDispatcher, TaskResult } from '../../coordinator/taskDispatcher.js';
+import { stoppingError, type TaskDispatcher, type TaskResult } from '../../coordinator/taskDispatcher.js';
 import type { AgentRegistry } from '../../registry/agentRegistry.js';
 import { CHAT_REQUEST_SCHEMA, type ChatCompletionBody } from './chatRequestSchema.js';
 
@@ -40,17 +40,6 @@ export interface OpenAiOptions {
    * an error chunk and `[DONE]` (stopped as OpenAI ends a stream that failed), not cut off.
    */
   stopping?: AbortSignal;
-}
-
-/** The error a request still waiting gets when the coordinator stops. */
-function stoppingError(taskId: string): AmfError {
-  return new AmfError(
-    'UNAVAILABLE',
-    taskId
-      ? `the coordinator is stopping: the answer to task ${taskId} was cut off; ask again once it is back`
-      : 'the coordinator is stopping; ask again once it is back',
-    taskId ? { task_id: taskId } : undefined,
-  );
 }
 
 /**
