@@ -83,7 +83,7 @@ async function main() {
       nats: { port: 0 },
       heartbeat: { intervalSeconds: 1, offlineAfterMissed: 3 },
       mdns: { enabled: false },
-      // The suite calls the fixtures by their bare names (docs/mcp-server.md, "Bare names").
+      // The suite calls the fixtures by their bare names (docs/mcp.md, "Bare names").
       mcp: { bareNames: true },
     },
   });

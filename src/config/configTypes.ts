@@ -153,7 +153,7 @@ export interface AmfConfig {
     readonly maxSessionsPerClient: number;
     /**
      * The coordinator's `/mcp` also lists a federated tool, prompt or resource under its agent's own
-     * name when no other agent claims that name (first come, first served; docs/mcp-server.md).
+     * name when no other agent claims that name (first come, first served; docs/mcp.md).
      */
     readonly bareNames: boolean;
     /** `amf worker` also serves `servers`' tools, resources and prompts on its `/mcp` (docs/mcp.md). */

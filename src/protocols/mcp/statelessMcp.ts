@@ -2,7 +2,7 @@
  * The stateless MCP revision 2026-07-28 on an AMF `/mcp`, served by the official v2 SDK
  * (`@modelcontextprotocol/server`). `McpEndpoint` keeps the session-based 1.32.2 path for every
  * request the SDK classifies as legacy and hands the rest here (the "hybrid" form of
- * docs/mcp-server.md). The v2 handler answers with `legacy: 'reject'`: 2025-era serving stays with
+ * docs/decisions.md). The v2 handler answers with `legacy: 'reject'`: 2025-era serving stays with
  * the sessionful path, which keeps the 404 for unknown sessions and the list_changed broadcast.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
