@@ -1,7 +1,7 @@
 /**
  * Chat model providers behind one interface (`ChatModel`): OpenAI-compatible servers (OpenAI,
  * Ollama, vLLM, llama.cpp server, LM Studio) and Anthropic. `createChatModel(resolveModelSettings(
- * afm.model, process.env))` is all an agent needs; see docs/llm-providers.md.
+ * afm.model, process.env))` is all an agent needs; see docs/models.md.
  */
 import { AnthropicChatModel } from './anthropicChatModel.js';
 import type { ModelSettings } from './modelSettings.js';

@@ -3,7 +3,7 @@
  * signature when the subscription has a secret (401), JSON body (400), prompt template (400 naming the
  * missing field or header), then the agent runs.
  *
- * Response (decided here, see docs/afm-running.md): the agent runs inline and the delivery gets its
+ * Response (decided here, see docs/decisions.md): the agent runs inline and the delivery gets its
  * answer, 200 `{"result": "<text>"}` for a string output or the output object itself (the AFM
  * reference behaviour, handy for callers that want the result). A sender that cannot wait sends
  * `Prefer: respond-async` and gets 202 `{"status":"accepted","delivery":"<id>"}` at once (the spec's
