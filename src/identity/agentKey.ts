@@ -10,6 +10,7 @@ import { dirname } from 'node:path';
 import { nkeys } from '@nats-io/transport-node';
 import { ed25519 } from './ed25519.js';
 import { rawSeed, userPublicKey } from './nkeyPublic.js';
+import { AmfError } from '../errors.js';
 
 /** A loaded key pair; `seed` is what the nats.js nkey authenticator needs. */
 export interface AgentKey {
@@ -27,7 +28,8 @@ const SEED_PATTERN = /^SU[A-Z2-7]{56}$/;
 
 function fromSeedText(text: string, source: string): AgentKey {
   const seedText = text.trim();
-  if (!SEED_PATTERN.test(seedText)) throw new Error(`${source} does not hold an nkey user seed (SU…)`);
+  if (!SEED_PATTERN.test(seedText))
+    throw new AmfError('CONFIG_INVALID', `${source} does not hold an nkey user seed (SU…)`);
   const seed = new TextEncoder().encode(seedText);
   const pair = nkeys.fromSeed(seed);
   const publicKey = pair.getPublicKey();
@@ -38,7 +40,7 @@ function fromSeedText(text: string, source: string): AgentKey {
   try {
     sign = ed25519.signer(rawSeed(seedText), pub.raw);
   } catch {
-    throw new Error(`${source}: seed and public key do not match`);
+    throw new AmfError('CONFIG_INVALID', `${source}: seed and public key do not match`);
   }
   return {
     publicKey,

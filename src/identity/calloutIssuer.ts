@@ -10,6 +10,7 @@ import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { createAccount, createCurve, fromSeed, type KeyPair } from '@nats-io/jwt';
 import { anyPublicKeyObject, rawSeed } from './nkeyPublic.js';
+import { AmfError } from '../errors.js';
 
 /** Name of the issuer's seed file inside the data dir. */
 export const CALLOUT_KEY_FILE = 'callout.nkey';
@@ -52,7 +53,7 @@ function fastSigner(seed: string): KeyPair {
   const pair = fromSeed(new TextEncoder().encode(seed));
   const publicKey = pair.getPublicKey();
   const x = anyPublicKeyObject(publicKey).export({ format: 'jwk' }).x;
-  if (x === undefined) throw new Error('an Ed25519 public key exported as JWK has no x');
+  if (x === undefined) throw new AmfError('INTERNAL', 'an Ed25519 public key exported as JWK has no x');
   const d = Buffer.from(rawSeed(seed)).toString('base64url');
   const privateKey = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', d, x }, format: 'jwk' });
   // Derived once: the encoders ask for both on every JWT, and nkeys.js derives them anew each time.
@@ -85,7 +86,7 @@ async function readSeed(file: string, pattern: RegExp, what: string): Promise<st
   }
   if (((await stat(file)).mode & 0o077) !== 0) await chmod(file, 0o600);
   const seed = text.trim();
-  if (!pattern.test(seed)) throw new Error(`${file} does not hold ${what}`);
+  if (!pattern.test(seed)) throw new AmfError('CONFIG_INVALID', `${file} does not hold ${what}`);
   return seed;
 }
 

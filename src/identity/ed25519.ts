@@ -15,6 +15,7 @@ import {
   type KeyObject,
 } from 'node:crypto';
 import { createRequire } from 'node:module';
+import { AmfError } from '../errors.js';
 
 /** The part of sodium-native used here. */
 export interface Sodium {
@@ -56,7 +57,7 @@ export function createEd25519(sodium: Sodium | undefined): Ed25519 {
     backend: sodium ? 'libsodium' : 'node:crypto',
     signer: (seed, publicKey) => {
       if (seed.length !== 32 || publicKey.length !== 32)
-        throw new Error('an Ed25519 seed and key are 32 bytes');
+        throw new AmfError('INVALID_REQUEST', 'an Ed25519 seed and key are 32 bytes');
       return sodium ? sodiumSigner(sodium, seed, publicKey) : nodeSigner(seed, publicKey);
     },
     verify: (publicKey, data, signature) => {
@@ -80,7 +81,8 @@ function sodiumSigner(sodium: Sodium, seed: Uint8Array, publicKey: Uint8Array): 
   const pk = Buffer.alloc(sodium.crypto_sign_PUBLICKEYBYTES);
   const sk = secretKeyBuffer(sodium);
   sodium.crypto_sign_seed_keypair(pk, sk, Buffer.from(seed));
-  if (!pk.equals(Buffer.from(publicKey))) throw new Error('the Ed25519 seed does not match its public key');
+  if (!pk.equals(Buffer.from(publicKey)))
+    throw new AmfError('INVALID_REQUEST', 'the Ed25519 seed does not match its public key');
   return (data) => {
     const signature = Buffer.alloc(sodium.crypto_sign_BYTES);
     sodium.crypto_sign_detached(signature, asBuffer(data), sk);
@@ -107,7 +109,7 @@ function nodeSigner(seed: Uint8Array, publicKey: Uint8Array): (data: Uint8Array)
     format: 'jwk',
   });
   if (createPublicKey(privateKey).export({ format: 'jwk' }).x !== x)
-    throw new Error('the Ed25519 seed does not match its public key');
+    throw new AmfError('INVALID_REQUEST', 'the Ed25519 seed does not match its public key');
   return (data) => nodeSign(null, data, privateKey);
 }
 

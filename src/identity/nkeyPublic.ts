@@ -4,6 +4,7 @@
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { nkeys } from '@nats-io/transport-node';
+import { AmfError } from '../errors.js';
 
 /** The shape of an nkey user public key; the checksum is verified by {@link publicKeyObject}. */
 export const NKEY_USER_PATTERN = /^U[A-Z2-7]{55}$/;
@@ -35,7 +36,8 @@ export function isNkeyUser(value: unknown): boolean {
 export function userPublicKey(publicKey: string): UserPublicKey {
   const hit = cache.get(publicKey);
   if (hit) return hit;
-  if (!isNkeyUser(publicKey)) throw new Error(`not an nkey user public key: ${publicKey.slice(0, 64)}`);
+  if (!isNkeyUser(publicKey))
+    throw new AmfError('INVALID_REQUEST', `not an nkey user public key: ${publicKey.slice(0, 64)}`);
   // Decoded: one prefix byte, the 32 key bytes, a two-byte CRC (checked by nkeys.js above).
   const raw = base32Decode(publicKey).subarray(1, 33);
   let keyObject: KeyObject | undefined;

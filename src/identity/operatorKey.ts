@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, link, mkdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { AmfError } from '../errors.js';
 
 /** The key file's name inside the data dir. */
 export const OPERATOR_KEY_FILE = 'operator.key';
@@ -70,7 +71,10 @@ export async function loadOrCreateOperatorKey(dataDir: string): Promise<string> 
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     const theirs = await readOperatorKey(dataDir);
-    if (theirs === undefined) throw new Error(`${file} is empty: delete it and start again`, { cause: err });
+    if (theirs === undefined)
+      throw new AmfError('CONFIG_INVALID', `${file} is empty: delete it and start again`, undefined, {
+        cause: err,
+      });
     return theirs;
   } finally {
     await unlink(draft).catch(() => undefined);

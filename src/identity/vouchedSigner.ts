@@ -109,19 +109,19 @@ export async function verifyEnvelope(
   if (!svid.ok) return { ok: false, reason: 'svid_invalid', message: `signer SVID refused: ${svid.message}` };
   if (!signerAllowed(svid.spiffeId))
     return { ok: false, reason: 'signer_not_allowed', message: `${svid.spiffeId} may not sign this output` };
-  let jwk: JWK;
+  let header: ReturnType<typeof decodeProtectedHeader> | undefined;
   try {
-    const header = decodeProtectedHeader(envelope.jws);
-    if (header.alg !== 'EdDSA' || typeof header.jwk !== 'object' || header.jwk === null)
-      throw new Error('header');
-    jwk = header.jwk as JWK;
+    header = decodeProtectedHeader(envelope.jws);
   } catch {
+    header = undefined;
+  }
+  if (header?.alg !== 'EdDSA' || typeof header.jwk !== 'object' || header.jwk === null)
     return {
       ok: false,
       reason: 'bad_signature',
       message: 'the signature header is not EdDSA with an embedded key',
     };
-  }
+  const jwk = header.jwk as JWK;
   const thumbprint = await calculateJwkThumbprint(jwk).catch(() => '');
   if (!thumbprint || !svid.audience.includes(`${KEY_AUDIENCE_PREFIX}${thumbprint}`))
     return {
