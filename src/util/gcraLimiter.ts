@@ -3,6 +3,7 @@
  * timers, O(1) per decision. The key table is bounded; when full, the stalest key is forgotten,
  * which can only make the limiter more lenient for that key, never grow memory.
  */
+import { AmfError } from '../errors.js';
 export interface GcraOptions {
   /** Sustained rate allowed per key. */
   ratePerSecond: number;
@@ -22,7 +23,7 @@ export class GcraLimiter {
 
   constructor(options: GcraOptions) {
     if (!(options.ratePerSecond > 0) || !(options.burst >= 1))
-      throw new Error('GCRA needs ratePerSecond > 0 and burst >= 1');
+      throw new AmfError('CONFIG_INVALID', 'GCRA needs ratePerSecond > 0 and burst >= 1');
     this.intervalMs = 1000 / options.ratePerSecond;
     this.toleranceMs = this.intervalMs * (options.burst - 1);
     this.maxKeys = options.maxKeys ?? 10_000;

@@ -5,6 +5,7 @@
  * the least recently used key is forgotten, which can only make the quota more lenient for that
  * key, never grow memory.
  */
+import { AmfError } from '../errors.js';
 export interface RateQuotaOptions {
   eventsPerMinute: number;
   bytesPerMinute: number;
@@ -28,7 +29,7 @@ export class RateQuota {
 
   constructor(private readonly options: RateQuotaOptions) {
     if (!(options.eventsPerMinute > 0) || !(options.bytesPerMinute > 0))
-      throw new Error('a rate quota needs eventsPerMinute > 0 and bytesPerMinute > 0');
+      throw new AmfError('CONFIG_INVALID', 'a rate quota needs eventsPerMinute > 0 and bytesPerMinute > 0');
     this.maxKeys = options.maxKeys ?? 10_000;
     this.now = options.now ?? Date.now;
   }
