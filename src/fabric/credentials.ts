@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, link, mkdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { AmfError } from '../errors.js';
 
 /** The four NATS users of an AMF mesh; `amfagentrole` in events is advisory, these are enforced. */
 export type NatsRole = 'coordinator' | 'specialist' | 'watcher' | 'connector';
@@ -83,7 +84,8 @@ export async function readCredentials(dataDir: string): Promise<NatsCredentials>
   const file = join(dataDir, CREDENTIALS_FILE);
   const found = await readIfPresent(file);
   if (found === undefined) {
-    throw new Error(
+    throw new AmfError(
+      'CONFIG_INVALID',
       `NATS credentials file ${file} does not exist: start the coordinator (amf up) with this data dir first, ` +
         `or set AMF_DATA_DIR to the coordinator's data dir`,
     );
@@ -171,7 +173,8 @@ async function loadOrCreateSingleUser(
   const fromEnv = env[spec.passwordEnv];
   if (fromEnv !== undefined && fromEnv !== '') {
     const problem = passwordProblem(fromEnv);
-    if (problem !== undefined) throw new Error(`environment variable ${spec.passwordEnv} ${problem}`);
+    if (problem !== undefined)
+      throw new AmfError('CONFIG_INVALID', `environment variable ${spec.passwordEnv} ${problem}`);
   }
   const existing = await readSingleUserIfPresent(spec, file);
   if (existing === undefined) {
@@ -201,7 +204,8 @@ export async function readJoinCredential(
   const file = join(dataDir, JOIN_FILE);
   const found = await readSingleUserIfPresent(JOIN, file);
   if (found === undefined)
-    throw new Error(
+    throw new AmfError(
+      'CONFIG_INVALID',
       `join credential ${file} does not exist: start the coordinator (amf up) with this data dir first, ` +
         `or set ${JOIN_PASSWORD_ENV} to the password in the coordinator's ${JOIN_FILE}`,
     );
@@ -218,10 +222,16 @@ async function readSingleUserIfPresent(
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw new Error(`malformed ${spec.what} ${file}: not valid JSON (${(err as Error).message})`);
+    throw new AmfError(
+      'CONFIG_INVALID',
+      `malformed ${spec.what} ${file}: not valid JSON (${(err as Error).message})`,
+    );
   }
   if (!isObject(parsed) || parsed.user !== spec.user || passwordProblem(parsed.password) !== undefined)
-    throw new Error(`malformed ${spec.what} ${file}: expected {"user":"${spec.user}","password":"..."}`);
+    throw new AmfError(
+      'CONFIG_INVALID',
+      `malformed ${spec.what} ${file}: expected {"user":"${spec.user}","password":"..."}`,
+    );
   return { user: spec.user, password: parsed.password as string };
 }
 
@@ -243,7 +253,7 @@ export async function writePrivateFile(path: string, data: string): Promise<void
 /** Checks an untrusted parsed JSON value and returns it typed, or says what is wrong. */
 function parseCredentials(value: unknown, source: string): NatsCredentials {
   const fail = (what: string): never => {
-    throw new Error(`malformed NATS credentials file ${source}: ${what}`);
+    throw new AmfError('CONFIG_INVALID', `malformed NATS credentials file ${source}: ${what}`);
   };
   if (!isObject(value)) return fail(`expected a JSON object with keys ${NATS_ROLES.join(', ')}`);
   const result: Partial<NatsCredentials> = {};
@@ -280,7 +290,8 @@ function applyEnv(creds: NatsCredentials, env: NodeJS.ProcessEnv): NatsCredentia
     const value = env[name];
     if (value === undefined || value === '') continue;
     const problem = passwordProblem(value);
-    if (problem !== undefined) throw new Error(`environment variable ${name} ${problem}`);
+    if (problem !== undefined)
+      throw new AmfError('CONFIG_INVALID', `environment variable ${name} ${problem}`);
     out[role] = { user: ROLE_USERS[role], password: value };
   }
   return out;
@@ -322,7 +333,10 @@ async function readIfPresent(file: string): Promise<NatsCredentials | undefined>
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw new Error(`malformed NATS credentials file ${file}: not valid JSON (${(err as Error).message})`);
+    throw new AmfError(
+      'CONFIG_INVALID',
+      `malformed NATS credentials file ${file}: not valid JSON (${(err as Error).message})`,
+    );
   }
   return parseCredentials(parsed, file);
 }

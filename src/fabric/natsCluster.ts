@@ -9,6 +9,7 @@ import { createHmac } from 'node:crypto';
 import { join } from 'node:path';
 import type { NatsCredentials, RoleCredential } from './credentials.js';
 import { renderNatsConfig } from './natsConfig.js';
+import { AmfError } from '../errors.js';
 
 /** One node of a {@link ClusterPlan}. */
 export interface ClusterNode {
@@ -43,7 +44,10 @@ export const ROUTE_USER = 'amf-route';
 /** Lays out `clientPorts.length` nodes on one host (one machine; across machines, see docs/cluster.md). */
 export function planCluster(opts: PlanClusterOptions): ClusterPlan {
   if (opts.clientPorts.length !== opts.routePorts.length || opts.clientPorts.length < 1) {
-    throw new Error('planCluster: give as many route ports as client ports, at least one of each');
+    throw new AmfError(
+      'CONFIG_INVALID',
+      'planCluster: give as many route ports as client ports, at least one of each',
+    );
   }
   const host = opts.host ?? '127.0.0.1';
   const nodes = opts.clientPorts.map((clientPort, i) => {
@@ -83,7 +87,8 @@ export function renderClusterNodeConfig(
   options: { calloutIssuer?: string; calloutXkey?: string; systemUser?: RoleCredential } = {},
 ): string {
   const node = plan.nodes[index];
-  if (node === undefined) throw new Error(`no node ${index} in a cluster of ${plan.nodes.length}`);
+  if (node === undefined)
+    throw new AmfError('INVALID_REQUEST', `no node ${index} in a cluster of ${plan.nodes.length}`);
   return renderNatsConfig({
     host: node.host,
     port: node.clientPort,

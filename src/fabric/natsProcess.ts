@@ -10,6 +10,7 @@ import { delimiter, isAbsolute, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
 import { NatsPortInUseError, NatsServerMissingError, portOwnerOf } from './natsServerErrors.js';
+import { AmfError } from '../errors.js';
 
 /** How long a server is given to end after SIGTERM before it gets SIGKILL. */
 export const STOP_GRACE_MS = 5_000;
@@ -124,14 +125,18 @@ export async function waitForPortsFile(
       );
       if (bindFailure)
         throw new NatsPortInUseError(server.lastLines(), await portOwnerOf(server.lastLines()));
-      throw new Error(
+      throw new AmfError(
+        'UNAVAILABLE',
         `nats-server exited (${exit}) before it was ready; last output:\n${server.lastLines()}`,
       );
     }
     const port = await readPortsFile(dir, suffix);
     if (port !== undefined) return port;
     if (Date.now() > deadline) {
-      throw new Error(`nats-server was not ready after ${timeoutMs} ms; last output:\n${server.lastLines()}`);
+      throw new AmfError(
+        'TIMEOUT',
+        `nats-server was not ready after ${timeoutMs} ms; last output:\n${server.lastLines()}`,
+      );
     }
     await Promise.race([delay(POLL_MS), server.exited]);
   }

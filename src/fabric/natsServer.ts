@@ -16,6 +16,7 @@ import { resolveBinary, spawnServer, waitForPortsFile } from './natsProcess.js';
 import { endRecordedServer, NATS_PID_FILE, removePidFile } from './natsOrphans.js';
 import { userReloader } from './natsUserReloads.js';
 import { parseViolation, type PermissionViolation } from './natsViolations.js';
+import { AmfError, toAmfError } from '../errors.js';
 
 export { NatsPortInUseError, NatsServerMissingError } from './natsServerErrors.js';
 export type { PermissionViolation } from './natsViolations.js';
@@ -207,13 +208,14 @@ export async function superviseNatsServer(opts: SuperviseNatsServerOptions): Pro
     opts.onEvent?.({ kind: 'exited', how, pid });
     state = 'restarting';
     let backoff = initialBackoff;
-    let lastError: Error = new Error(`nats-server pid ${pid} exited (${how})`);
+    let lastError: Error = new AmfError('UNAVAILABLE', `nats-server pid ${pid} exited (${how})`);
     for (let attempt = 1; ; attempt++) {
       if (countFailure()) {
         state = 'failed';
         opts.onEvent?.({
           kind: 'gave-up',
-          error: new Error(
+          error: new AmfError(
+            'UNAVAILABLE',
             `nats-server failed ${failures.length} times within ${Math.round(windowMs / 1000)} s ` +
               `(last: ${firstLineOf(lastError.message)}); not restarting it again`,
           ),
@@ -235,7 +237,7 @@ export async function superviseNatsServer(opts: SuperviseNatsServerOptions): Pro
         watch(next);
         return;
       } catch (err) {
-        lastError = err instanceof Error ? err : new Error(String(err));
+        lastError = err instanceof Error ? err : toAmfError(err);
         opts.onEvent?.({ kind: 'restart-failed', error: lastError, attempt });
         backoff = Math.min(backoff * 2, maxBackoff);
       }

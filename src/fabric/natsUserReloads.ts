@@ -5,6 +5,7 @@
 import { writePrivateFile } from './credentials.js';
 import type { MeshUsers } from './agentUsers.js';
 import type { SpawnedServer } from './natsProcess.js';
+import { AmfError } from '../errors.js';
 
 /**
  * The `reloadUsers` of a server handle. `reloads` is the set of waiters the server's log lines are
@@ -27,12 +28,12 @@ export function userReloader(
     await writePrivateFile(configPath, render(users));
     const done = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
-        () => finish(new Error('nats-server did not confirm the reload in 5 s')),
+        () => finish(new AmfError('TIMEOUT', 'nats-server did not confirm the reload in 5 s')),
         5_000,
       );
       const waiter = (line: string): void => {
         if (/Reloaded server configuration/.test(line)) finish();
-        else if (/config reload failed|Failed to reload/i.test(line)) finish(new Error(line));
+        else if (/config reload failed|Failed to reload/i.test(line)) finish(new AmfError('INTERNAL', line));
       };
       const finish = (err?: Error): void => {
         clearTimeout(timer);

@@ -12,6 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { headers as natsHeaders, type Msg, type NatsConnection } from '@nats-io/transport-node';
+import { AmfError, toAmfError } from '../errors.js';
 
 /** The connection's inbox prefix (an agent may subscribe only under its own). */
 export function inboxPrefixOf(nc: NatsConnection): string {
@@ -81,7 +82,7 @@ export class ReplyInbox {
     return new Promise<Msg>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiting.delete(token);
-        reject(new Error(`timeout: no answer on ${subject} within ${options.timeoutMs} ms`));
+        reject(new AmfError('TIMEOUT', `timeout: no answer on ${subject} within ${options.timeoutMs} ms`));
       }, options.timeoutMs);
       timer.unref();
       this.waiting.set(token, { resolve, reject, timer });
@@ -97,7 +98,7 @@ export class ReplyInbox {
         }
       } catch (err) {
         this.settle(token);
-        reject(err instanceof Error ? err : new Error(String(err)));
+        reject(err instanceof Error ? err : toAmfError(err));
       }
     });
   }
@@ -139,7 +140,9 @@ export class ReplyInbox {
     const waiting = this.settle(token);
     if (!waiting) return; // timed out already, or an answer nobody asked for
     if (msg.headers?.code === 503)
-      waiting.reject(new Error(`no responders: nothing listens on the subject of this request`));
+      waiting.reject(
+        new AmfError('UNAVAILABLE', `no responders: nothing listens on the subject of this request`),
+      );
     else waiting.resolve(msg);
   }
 
@@ -189,7 +192,7 @@ export function parseStreamAck(msg: Msg, subject: string): StreamAck {
   try {
     body = JSON.parse(decoder.decode(msg.data)) as typeof body;
   } catch {
-    throw new Error(`publish to ${subject}: the answer is not a JetStream acknowledgement`);
+    throw new AmfError('UNAVAILABLE', `publish to ${subject}: the answer is not a JetStream acknowledgement`);
   }
   if (body.error !== undefined)
     throw new StreamRefusal(
@@ -199,7 +202,7 @@ export function parseStreamAck(msg: Msg, subject: string): StreamAck {
       body.error.code,
     );
   if (typeof body.stream !== 'string' || typeof body.seq !== 'number')
-    throw new Error(`publish to ${subject}: the answer is not a JetStream acknowledgement`);
+    throw new AmfError('UNAVAILABLE', `publish to ${subject}: the answer is not a JetStream acknowledgement`);
   return { stream: body.stream, seq: body.seq, duplicate: body.duplicate === true };
 }
 

@@ -12,6 +12,7 @@ import { workConsumerName, workSubject } from '../events/subjects.js';
 import { inboxPrefixOf, ReplyInbox } from './replyInbox.js';
 import { WORK_STREAM } from './jetstream.js';
 import { jsonBytes } from '../util/jsonBytes.js';
+import { toAmfError } from '../errors.js';
 
 /**
  * The header of a work-queue message that carries its offer nonce: the announcement's body is the
@@ -297,7 +298,7 @@ export class WorkQueueWriter {
       try {
         name = workConsumerName(tag);
       } catch (err) {
-        return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+        return Promise.reject(err instanceof Error ? err : toAmfError(err));
       }
       ready = this.jsm.consumers
         .info(WORK_STREAM, name)
