@@ -3,6 +3,7 @@
  * `path` records and GNU long names should a path ever exceed 100 bytes). Regular files only.
  */
 import { gunzipSync } from 'node:zlib';
+import { AmfError } from '../errors.js';
 
 const BLOCK = 512;
 
@@ -14,7 +15,7 @@ function field(header: Buffer, start: number, length: number): string {
 
 function octal(header: Buffer, start: number, length: number): number {
   const text = field(header, start, length).trim();
-  if (!/^[0-7]*$/.test(text)) throw new Error(`tar: bad octal field "${text}"`);
+  if (!/^[0-7]*$/.test(text)) throw new AmfError('INVALID_REQUEST', `tar: bad octal field "${text}"`);
   return text === '' ? 0 : parseInt(text, 8);
 }
 
@@ -48,7 +49,7 @@ export function readTarGz(archive: Buffer): Map<string, Buffer> {
     const size = octal(header, 124, 12);
     const type = String.fromCharCode(header[156] ?? 0);
     const bodyStart = offset + BLOCK;
-    if (bodyStart + size > tar.length) throw new Error('tar: archive is truncated');
+    if (bodyStart + size > tar.length) throw new AmfError('INVALID_REQUEST', 'tar: archive is truncated');
     const body = tar.subarray(bodyStart, bodyStart + size);
     offset = bodyStart + Math.ceil(size / BLOCK) * BLOCK;
     if (type === 'x') {
