@@ -4,9 +4,10 @@
  * (never on the raw text), so a variable's value can never change the structure of the front matter.
  * `$${` writes a literal `${`. Where each form may appear is decided by the caller's `context`.
  */
-import { lstatSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { lstatSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { AmfError } from '../errors.js';
 
 /** The most a `file:` or `secret:` value may hold. */
 export const MAX_VARIABLE_FILE_BYTES = 64 * 1024;
@@ -81,7 +82,10 @@ export function secretEnvName(name: string): string {
 function readBounded(file: string, what: string): string {
   const size = statSync(file).size;
   if (size > MAX_VARIABLE_FILE_BYTES)
-    throw new Error(`${what} is ${size} bytes; the limit is ${MAX_VARIABLE_FILE_BYTES}`);
+    throw new AmfError(
+      'INVALID_REQUEST',
+      `${what} is ${size} bytes; the limit is ${MAX_VARIABLE_FILE_BYTES}`,
+    );
   return readFileSync(file, 'utf8').replace(/\r?\n$/, '');
 }
 
@@ -89,65 +93,73 @@ function resolveFile(spec: string, sources: StaticSources): string {
   const hash = spec.indexOf('#');
   const rel = (hash < 0 ? spec : spec.slice(0, hash)).trim();
   const key = hash < 0 ? undefined : spec.slice(hash + 1).trim();
-  if (!rel) throw new Error('expected ${file:PATH} or ${file:PATH#key.path}');
+  if (!rel) throw new AmfError('INVALID_REQUEST', 'expected ${file:PATH} or ${file:PATH#key.path}');
   if (path.isAbsolute(rel))
-    throw new Error(`file path '${rel}' must be relative to the AFM file's directory`);
+    throw new AmfError('INVALID_REQUEST', `file path '${rel}' must be relative to the AFM file's directory`);
   const base = realpathSync(sources.baseDir);
   let target: string;
   try {
     target = realpathSync(path.resolve(base, rel));
   } catch {
-    throw new Error(`file '${rel}' not found next to the AFM file (${base})`);
+    throw new AmfError('INVALID_REQUEST', `file '${rel}' not found next to the AFM file (${base})`);
   }
   // Symlinks and `..` must not lead outside the agent's directory (a shared AFM file must not be able
   // to read, say, ~/.ssh into a model URL).
   if (target !== base && !target.startsWith(base + path.sep)) {
-    throw new Error(`file '${rel}' is outside the AFM file's directory`);
+    throw new AmfError('INVALID_REQUEST', `file '${rel}' is outside the AFM file's directory`);
   }
   const text = readBounded(target, `file '${rel}'`);
   if (key === undefined) return text;
   if (!/\.(json|ya?ml)$/i.test(target))
-    throw new Error(`file '${rel}': a #key needs a .json, .yaml or .yml file`);
+    throw new AmfError('INVALID_REQUEST', `file '${rel}': a #key needs a .json, .yaml or .yml file`);
   let data: unknown;
   try {
     data = /\.json$/i.test(target) ? JSON.parse(text) : parseYaml(text, { maxAliasCount: 100 });
   } catch (err) {
-    throw new Error(`file '${rel}' does not parse: ${(err as Error).message}`);
+    throw new AmfError('INVALID_REQUEST', `file '${rel}' does not parse: ${(err as Error).message}`);
   }
   let current = data;
   for (const part of key.split('.')) {
     if (current === null || typeof current !== 'object' || !Object.hasOwn(current, part)) {
-      throw new Error(`key '${key}' not found in file '${rel}'`);
+      throw new AmfError('INVALID_REQUEST', `key '${key}' not found in file '${rel}'`);
     }
     current = (current as Record<string, unknown>)[part];
   }
   if (typeof current === 'string' || typeof current === 'number' || typeof current === 'boolean')
     return String(current);
-  throw new Error(`key '${key}' in file '${rel}' is not a string, number or boolean`);
+  throw new AmfError('INVALID_REQUEST', `key '${key}' in file '${rel}' is not a string, number or boolean`);
 }
 
 function resolveSecret(name: string, sources: StaticSources): string {
   if (!SECRET_NAME.test(name))
-    throw new Error(`secret name '${name}' must be 1-128 characters of letters, digits, "_", "." or "-"`);
+    throw new AmfError(
+      'INVALID_REQUEST',
+      `secret name '${name}' must be 1-128 characters of letters, digits, "_", "." or "-"`,
+    );
   const envName = secretEnvName(name);
   const fromEnv = sources.env[envName];
   if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
   const file = path.join(sources.dataDir, 'secrets', name);
-  let mode: number;
+  let st: Stats | undefined;
   try {
-    const st = lstatSync(file);
-    if (!st.isFile()) throw new Error('not a regular file');
-    mode = st.mode;
+    st = lstatSync(file);
   } catch {
-    throw new Error(`secret '${name}' not found: set ${envName} or write it to ${file} (mode 0600)`);
+    st = undefined;
   }
+  if (!st?.isFile())
+    throw new AmfError(
+      'INVALID_REQUEST',
+      `secret '${name}' not found: set ${envName} or write it to ${file} (mode 0600)`,
+    );
+  const mode = st.mode;
   if ((mode & 0o077) !== 0) {
-    throw new Error(
+    throw new AmfError(
+      'INVALID_REQUEST',
       `secret file ${file} is readable by other users (mode ${(mode & 0o777).toString(8)}): chmod 600 it`,
     );
   }
   const value = readBounded(file, `secret file ${file}`);
-  if (!value) throw new Error(`secret file ${file} is empty`);
+  if (!value) throw new AmfError('INVALID_REQUEST', `secret file ${file} is empty`);
   return value;
 }
 
@@ -155,8 +167,13 @@ function resolveOne(ref: VariableRef, sources: StaticSources, asEnvName: string)
   if (ref.prefix === 'file') return resolveFile(ref.name, sources);
   if (ref.prefix === 'secret') return resolveSecret(ref.name.trim(), sources);
   const value = sources.env[asEnvName];
-  if (value === undefined) throw new Error(`environment variable ${asEnvName} is not set (${ref.source})`);
-  if (value === '') throw new Error(`environment variable ${asEnvName} is set but empty (${ref.source})`);
+  if (value === undefined)
+    throw new AmfError('INVALID_REQUEST', `environment variable ${asEnvName} is not set (${ref.source})`);
+  if (value === '')
+    throw new AmfError(
+      'INVALID_REQUEST',
+      `environment variable ${asEnvName} is set but empty (${ref.source})`,
+    );
   return value;
 }
 

@@ -8,6 +8,7 @@ import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from '../../log.js';
 import { sendJson } from '../../http/httpKit.js';
+import { AmfError } from '../../errors.js';
 
 export interface WebSubOptions {
   /** Hub URL; absent = subscribed manually (verification only). */
@@ -200,7 +201,8 @@ export class WebSubSubscription extends EventEmitter {
       signal: AbortSignal.timeout(this.opts.requestTimeoutMs ?? 10_000),
     });
     await res.body?.cancel();
-    if (res.status < 200 || res.status > 299) throw new Error(`hub answered HTTP ${res.status}`);
+    if (res.status < 200 || res.status > 299)
+      throw new AmfError('UNAVAILABLE', `hub answered HTTP ${res.status}`);
   }
 }
 
@@ -210,7 +212,7 @@ export function authenticationHeaders(auth: Record<string, unknown> | undefined)
   const str = (key: string): string => {
     const v = auth[key];
     if (typeof v !== 'string' || v === '')
-      throw new Error(`authentication type "${String(auth.type)}" needs "${key}"`);
+      throw new AmfError('INVALID_REQUEST', `authentication type "${String(auth.type)}" needs "${key}"`);
     return v;
   };
   switch (auth.type) {
@@ -223,6 +225,9 @@ export function authenticationHeaders(auth: Record<string, unknown> | undefined)
     case 'api-key':
       return { authorization: str('api_key') };
     default:
-      throw new Error(`authentication type "${String(auth.type)}" is not supported for WebSub hubs`);
+      throw new AmfError(
+        'INVALID_REQUEST',
+        `authentication type "${String(auth.type)}" is not supported for WebSub hubs`,
+      );
   }
 }
