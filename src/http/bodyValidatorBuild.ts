@@ -12,11 +12,12 @@ import {
   bodySchemaId,
   type BodySchema,
 } from './bodySchema.js';
+import { AmfError } from '../errors.js';
 
 /** CommonJS source of the module holding a validator for each of `bodies`. */
 export function bodyValidatorsSource(bodies: readonly BodySchema[]): string {
   const names = new Set(bodies.map((b) => b.name));
-  if (names.size !== bodies.length) throw new Error('two HTTP body schemas share a name');
+  if (names.size !== bodies.length) throw new AmfError('INTERNAL', 'two HTTP body schemas share a name');
   const ajv = new Ajv({ ...BODY_AJV_OPTIONS, code: { source: true, esm: false } });
   ajv.addVocabulary([...BODY_SCHEMA_ANNOTATIONS]);
   for (const body of bodies) ajv.addSchema({ ...body.schema, $id: bodySchemaId(body.name) });
