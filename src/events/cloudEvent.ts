@@ -12,6 +12,7 @@ import {
   type Visibility,
 } from './eventTypes.js';
 import type { AmfPayloadMap } from './payloads.js';
+import { AmfError } from '../errors.js';
 
 /** Who sent an event and under which authority (schema 1.1.0 adds the v0.2 delegation fields). */
 export interface AuthContext {
@@ -101,7 +102,7 @@ const ROLE_SCOPES: Record<AgentRole, string[]> = {
 /** Formats a confidence in [0, 1] as the CloudEvents string form ("0.85"). */
 export function formatConfidence(value: number): string {
   if (!Number.isFinite(value) || value < 0 || value > 1)
-    throw new Error(`confidence must be in [0, 1], got ${value}`);
+    throw new AmfError('INVALID_REQUEST', `confidence must be in [0, 1], got ${value}`);
   if (value === 1) return '1.0';
   if (value === 0) return '0.0';
   return String(Math.round(value * 1000) / 1000);

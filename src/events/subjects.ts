@@ -3,6 +3,7 @@
  * spliced into a subject, so a crafted tag can never widen a subscription (`*`, `>`, `.`).
  */
 import type { AmfEventType } from './eventTypes.js';
+import { AmfError } from '../errors.js';
 
 export const CAPABILITY_TAG_PATTERN = /^[a-z0-9-]{1,64}$/;
 const TASK_ID_PATTERN = /^[A-Za-z0-9-]{1,64}$/;
@@ -34,7 +35,10 @@ export function isTaskId(id: unknown): id is string {
 /** Subject on which a task for `tag` is announced. */
 export function announceSubject(tag: string): string {
   if (!isCapabilityTag(tag))
-    throw new Error(`invalid capability tag ${JSON.stringify(tag)}: expected [a-z0-9-]+`);
+    throw new AmfError(
+      'INVALID_REQUEST',
+      `invalid capability tag ${JSON.stringify(tag)}: expected [a-z0-9-]+`,
+    );
   return SUBJECT_ANNOUNCE_PREFIX + tag;
 }
 
@@ -45,25 +49,27 @@ export function workerQueueGroup(tag: string): string {
 
 /** The only reply subject a task may name (docs/decisions.md #8). */
 export function replySubject(taskId: string): string {
-  if (!isTaskId(taskId)) throw new Error(`invalid task id ${JSON.stringify(taskId)}`);
+  if (!isTaskId(taskId)) throw new AmfError('INVALID_REQUEST', `invalid task id ${JSON.stringify(taskId)}`);
   return SUBJECT_REPLY_PREFIX + taskId;
 }
 
 /** The work-queue subject of a task for `tag` (stream AMF_WORK, pulled by workers with a free slot). */
 export function workSubject(tag: string): string {
-  if (!isCapabilityTag(tag)) throw new Error(`invalid capability tag ${JSON.stringify(tag)}`);
+  if (!isCapabilityTag(tag))
+    throw new AmfError('INVALID_REQUEST', `invalid capability tag ${JSON.stringify(tag)}`);
   return `amf.work.${tag}`;
 }
 
 /** The durable consumer every AMF worker of `tag` pulls from (names may not contain dots). */
 export function workConsumerName(tag: string): string {
-  if (!isCapabilityTag(tag)) throw new Error(`invalid capability tag ${JSON.stringify(tag)}`);
+  if (!isCapabilityTag(tag))
+    throw new AmfError('INVALID_REQUEST', `invalid capability tag ${JSON.stringify(tag)}`);
   return `workers_${tag}`;
 }
 
 /** The durable subject of a worker's final result for `taskId` (docs/reliability.md). */
 export function resultSubject(taskId: string): string {
-  if (!isTaskId(taskId)) throw new Error(`invalid task id ${JSON.stringify(taskId)}`);
+  if (!isTaskId(taskId)) throw new AmfError('INVALID_REQUEST', `invalid task id ${JSON.stringify(taskId)}`);
   return SUBJECT_RESULT_PREFIX + taskId;
 }
 
@@ -73,7 +79,7 @@ export function resultSubject(taskId: string): string {
  * stores the result on {@link resultSubject} instead (docs/reliability.md).
  */
 export function finalSubject(taskId: string): string {
-  if (!isTaskId(taskId)) throw new Error(`invalid task id ${JSON.stringify(taskId)}`);
+  if (!isTaskId(taskId)) throw new AmfError('INVALID_REQUEST', `invalid task id ${JSON.stringify(taskId)}`);
   return SUBJECT_FINAL_PREFIX + taskId;
 }
 

@@ -19,12 +19,15 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { WatcherError } from './watcherError.js';
+import { AmfError } from '../errors.js';
 
 /** The context global holding the input, a JSON string `{ ad, facts }`. */
 export const RULES_INPUT_GLOBAL = 'AMF_RULES_INPUT';
 
 /** The modules linked into the script, dependencies first; paths relative to dist/, without `.js`. */
 export const RULES_MODULES = [
+  // events/subjects throws AmfErrors (for callers outside; the rules only test tags with it).
+  'errors',
   'discovery/advertisement',
   'events/subjects',
   'net/hostRules',
@@ -90,14 +93,19 @@ function linkModule(id: string, code: string, exportsOf: Map<string, Set<string>
     if (builtin) {
       const missing = names.filter((n) => !builtin.names.includes(n));
       if (missing.length > 0)
-        throw new Error(`rules script: ${id} imports ${missing.join(', ')} from ${specifier}`);
+        throw new AmfError('INTERNAL', `rules script: ${id} imports ${missing.join(', ')} from ${specifier}`);
       return `const { ${pattern} } = ${builtin.binding};`;
     }
     const target = resolveId(id, specifier);
     const exported = exportsOf.get(target);
-    if (!exported) throw new Error(`rules script: ${id} imports ${specifier}, which is not linked before it`);
+    if (!exported)
+      throw new AmfError(
+        'INTERNAL',
+        `rules script: ${id} imports ${specifier}, which is not linked before it`,
+      );
     const missing = names.filter((n) => !exported.has(n));
-    if (missing.length > 0) throw new Error(`rules script: ${target} does not export ${missing.join(', ')}`);
+    if (missing.length > 0)
+      throw new AmfError('INTERNAL', `rules script: ${target} does not export ${missing.join(', ')}`);
     return `const { ${pattern} } = __amfModules[${JSON.stringify(target)}];`;
   });
   const names = new Set<string>();
@@ -108,7 +116,10 @@ function linkModule(id: string, code: string, exportsOf: Map<string, Set<string>
   const leftover =
     /^(import|export)\b.*$/m.exec(body) ?? /\bimport\s*\(|\bimport\.meta\b|\brequire\s*\(/.exec(body);
   if (leftover)
-    throw new Error(`rules script: ${id} has "${leftover[0].slice(0, 60)}", which cannot be linked`);
+    throw new AmfError(
+      'INTERNAL',
+      `rules script: ${id} has "${leftover[0].slice(0, 60)}", which cannot be linked`,
+    );
   exportsOf.set(id, names);
   return `__amfModules[${JSON.stringify(id)}] = (() => {\n${body}\nreturn { ${[...names].join(', ')} };\n})();\n`;
 }
@@ -123,7 +134,8 @@ export function buildRulesScript(distRoot: URL): string {
   for (const id of RULES_MODULES) {
     parts.push(linkModule(id, readFileSync(new URL(`${id}.js`, distRoot), 'utf8'), exportsOf));
   }
-  if (!exportsOf.get(ENTRY.module)?.has(ENTRY.fn)) throw new Error(`rules script: no ${ENTRY.fn} to call`);
+  if (!exportsOf.get(ENTRY.module)?.has(ENTRY.fn))
+    throw new AmfError('INTERNAL', `rules script: no ${ENTRY.fn} to call`);
   parts.push(`__amfModules[${JSON.stringify(ENTRY.module)}].${ENTRY.fn}(__amfInput.ad);\n`);
   return parts.join('\n');
 }
@@ -141,7 +153,7 @@ export function loadRulesScript(distRoot: URL, scriptPath?: string): string {
   } catch (err) {
     throw new WatcherError(
       'WATCHER_THREAD_MISSING',
-      `DMZ watcher rules: ${String(err)} (npm run build first)`,
+      `DMZ watcher rules: ${err instanceof Error ? err.message : String(err)} (npm run build first)`,
       {
         cause: err,
       },

@@ -30,6 +30,7 @@ import {
   type WatcherThreadInput,
   type WatcherThreadReply,
 } from './threadProtocol.js';
+import { AmfError } from '../errors.js';
 
 /** Judges one advertisement: the rules in a fresh context, then the LLM (if configured), which can only raise the score. */
 async function judgeAdvertisement(
@@ -69,7 +70,7 @@ async function answer(
 ): Promise<void> {
   const m = message as Partial<WatcherThreadAd> | null;
   if (m?.kind !== THREAD_AD_KIND || typeof m.ad !== 'object' || m.ad === null)
-    throw new Error('watcher thread: a message is not an advertisement');
+    throw new AmfError('INTERNAL', 'watcher thread: a message is not an advertisement');
   const ad = m.ad;
   try {
     const { judged, summary } = await judgeAdvertisement(script, ad, input);
