@@ -109,7 +109,7 @@ export async function a2aSendCommand(
 function parseTimeout(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0 || n > 3600)
-    throw new Error(`invalid --timeout "${value}": expected seconds, 1..3600`);
+    throw new AmfError('INVALID_REQUEST', `invalid --timeout "${value}": expected seconds, 1..3600`);
   return n;
 }
 

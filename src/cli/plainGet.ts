@@ -6,6 +6,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import { AmfError } from '../errors.js';
 
 /** Largest answer read (a registry or audit listing is far smaller). */
 const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
@@ -32,7 +33,12 @@ export function plainGet(
       res.on('data', (chunk: Buffer) => {
         size += chunk.length;
         if (size > MAX_ANSWER_BYTES) {
-          req.destroy(new Error(`the answer from ${url.origin} is larger than ${MAX_ANSWER_BYTES} bytes`));
+          req.destroy(
+            new AmfError(
+              'PAYLOAD_TOO_LARGE',
+              `the answer from ${url.origin} is larger than ${MAX_ANSWER_BYTES} bytes`,
+            ),
+          );
           return;
         }
         chunks.push(chunk);
@@ -44,7 +50,7 @@ export function plainGet(
       res.on('error', reject);
     });
     req.on('timeout', () =>
-      req.destroy(new Error(`no answer from ${url.origin} within ${timeoutMs / 1000} s`)),
+      req.destroy(new AmfError('TIMEOUT', `no answer from ${url.origin} within ${timeoutMs / 1000} s`)),
     );
     req.on('error', reject);
   });

@@ -8,7 +8,7 @@
  */
 import { createServer } from 'node:net';
 import type { AmfConfig } from '../config/config.js';
-import { AmfError } from '../errors.js';
+import { AmfError, toAmfError } from '../errors.js';
 import { startCoordinator, type RunningCoordinator } from '../apps/coordinatorApp.js';
 import { createLogger } from '../log.js';
 import { startWorker, type RunningWorker } from '../apps/workerApp.js';
@@ -131,7 +131,7 @@ export async function runUp(config: AmfConfig, options: { demo: boolean }): Prom
       });
     }
   } catch (err) {
-    fatal ??= err instanceof Error ? err : new Error(String(err));
+    fatal ??= err instanceof Error ? err : toAmfError(err);
   }
 
   const deadline = setTimeout(() => {
