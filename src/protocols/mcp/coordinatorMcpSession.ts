@@ -44,6 +44,7 @@ import { randomUUID } from 'node:crypto';
 import { callerMeta, type McpCaller, type McpFederation } from './federation.js';
 import { SessionLogLevel } from './mcpLogLevel.js';
 import { MAX_SUBSCRIPTIONS_PER_SESSION, SessionSubscriptions } from './federatedSubscriptions.js';
+import { AmfError } from '../../errors.js';
 
 type Extra = RequestHandlerExtra<ServerRequest | ClientRequest, ServerNotification | ClientNotification>;
 
@@ -317,7 +318,7 @@ export class CoordinatorMcpSession {
     });
     if (this.closed) {
       await client.close();
-      throw new Error('session ended');
+      throw new AmfError('UNAVAILABLE', 'session ended');
     }
     if (this.level.level) await client.setLoggingLevel(this.level.level).catch(() => undefined);
     return client;

@@ -22,6 +22,7 @@ import {
   type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { AgentFetch, RawAnswer } from './callAuth.js';
+import { AmfError } from '../../errors.js';
 
 /** What one direct call needs. */
 export interface DirectCall {
@@ -84,16 +85,20 @@ export async function callToolDirect(call: DirectCall): Promise<CallToolResult |
     if (answer.status === 404) {
       // The agent ended the session (restart, idle expiry): a new client connects on the next call.
       void call.client.close().catch(() => undefined);
-      throw new Error(`the agent's MCP session ended (HTTP 404); the next call opens a new one`);
+      throw new AmfError(
+        'UNAVAILABLE',
+        `the agent's MCP session ended (HTTP 404); the next call opens a new one`,
+      );
     }
     if (answer.status < 200 || answer.status >= 300) {
       const text = (await readAll(answer.body, 300)).toString('utf8');
-      throw new Error(`HTTP ${answer.status} from the agent: ${text}`);
+      throw new AmfError('TASK_FAILED', `HTTP ${answer.status} from the agent: ${text}`);
     }
     await readAnswer(answer, id, transport, state);
     // An SSE answer that ended early: resume it where it stopped, as often as the agent ends it.
     for (let resumes = 0; !state.response && state.lastEventId !== undefined; resumes++) {
-      if (resumes >= MAX_RESUMES) throw new Error(`the agent ended the answer stream ${MAX_RESUMES} times`);
+      if (resumes >= MAX_RESUMES)
+        throw new AmfError('UNAVAILABLE', `the agent ended the answer stream ${MAX_RESUMES} times`);
       await sleep(Math.min(state.retryMs ?? 0, MAX_RESUME_DELAY_MS), abort.signal);
       const resumed = await call.fetch.fetch(call.endpoint, {
         method: 'GET',
@@ -101,7 +106,10 @@ export async function callToolDirect(call: DirectCall): Promise<CallToolResult |
         signal: abort.signal,
       });
       if (!resumed.ok || !resumed.body)
-        throw new Error(`HTTP ${resumed.status} from the agent when resuming the answer stream`);
+        throw new AmfError(
+          'TASK_FAILED',
+          `HTTP ${resumed.status} from the agent when resuming the answer stream`,
+        );
       const before = state.lastEventId;
       await readAnswer(
         {
@@ -130,14 +138,14 @@ export async function callToolDirect(call: DirectCall): Promise<CallToolResult |
     if (!state.response) abort.abort();
   }
   const response = state.response;
-  if (!response) throw new Error('the agent answered without a response to the call');
+  if (!response) throw new AmfError('TASK_FAILED', 'the agent answered without a response to the call');
   if (isObject(response.error)) {
     const { code, message, data } = response.error;
     throw new McpError(typeof code === 'number' ? code : -32603, String(message ?? 'error'), data);
   }
   const result = response.result;
   if (!isObject(result) || (result.content !== undefined && !Array.isArray(result.content)))
-    throw new Error('the agent answered tools/call with a malformed result');
+    throw new AmfError('TASK_FAILED', 'the agent answered tools/call with a malformed result');
   return { ...result, content: (result.content ?? []) as CallToolResult['content'] } as CallToolResult;
 }
 
@@ -188,7 +196,7 @@ async function readAnswer(
   for await (const chunk of answer.body) {
     size += chunk.byteLength;
     if (size > MAX_ANSWER_BYTES)
-      throw new Error(`the agent's answer is larger than ${MAX_ANSWER_BYTES} bytes`);
+      throw new AmfError('PAYLOAD_TOO_LARGE', `the agent's answer is larger than ${MAX_ANSWER_BYTES} bytes`);
     pending += decoder.decode(chunk, { stream: true });
     for (;;) {
       const end = /\r?\n\r?\n/.exec(pending);
@@ -218,7 +226,7 @@ async function readAll(body: AsyncIterable<Uint8Array>, max: number): Promise<Bu
     size += chunk.byteLength;
     if (size > max) {
       if (max < MAX_ANSWER_BYTES) break;
-      throw new Error(`the agent's answer is larger than ${max} bytes`);
+      throw new AmfError('PAYLOAD_TOO_LARGE', `the agent's answer is larger than ${max} bytes`);
     }
     chunks.push(Buffer.from(chunk));
   }
@@ -233,7 +241,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
       'abort',
       () => {
         clearTimeout(timer);
-        reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+        reject(signal.reason instanceof Error ? signal.reason : new AmfError('UNAVAILABLE', 'aborted'));
       },
       { once: true },
     );

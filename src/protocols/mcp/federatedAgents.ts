@@ -35,6 +35,7 @@ import {
 } from './tlsPins.js';
 import { EMPTY_CATALOG, listAgentCatalog, type AgentCatalog } from './agentCatalog.js';
 import type { LogFn } from '../../log.js';
+import { AmfError } from '../../errors.js';
 
 /** What the agent links need from the federation's options. */
 export interface FederatedAgentsOptions {
@@ -138,7 +139,8 @@ export class FederatedAgents {
   ): Promise<Client> {
     await this.clientFor(agentId);
     const state = this.agents.get(agentId);
-    if (!state?.fetch) throw new Error(`agent ${agentId} has no MCP endpoint in the federation`);
+    if (!state?.fetch)
+      throw new AmfError('NOT_FOUND', `agent ${agentId} has no MCP endpoint in the federation`);
     const client = new Client({ name: 'amf-coordinator', version: this.options.version }, { capabilities });
     setup(client);
     await client.connect(
@@ -176,7 +178,7 @@ export class FederatedAgents {
   /** The shared client of an agent (connects on first use). */
   async clientFor(agentId: string): Promise<Client> {
     const state = this.agents.get(agentId);
-    if (!state) throw new Error(`agent ${agentId} has no MCP endpoint in the federation`);
+    if (!state) throw new AmfError('NOT_FOUND', `agent ${agentId} has no MCP endpoint in the federation`);
     if (state.client) return state.client;
     state.connecting ??= this.connect(agentId, state).catch((err: unknown) => {
       state.connecting = undefined;
@@ -221,7 +223,7 @@ export class FederatedAgents {
     await client.connect(transport);
     if (this.agents.get(agentId) !== state || this.closed) {
       await client.close();
-      throw new Error(`agent ${agentId} left while connecting`);
+      throw new AmfError('UNAVAILABLE', `agent ${agentId} left while connecting`);
     }
     state.client = client;
     client.onclose = () => {

@@ -7,6 +7,7 @@ import { jetstream, type JetStreamClient, type JetStreamManager } from '@nats-io
 import { randomUUID } from 'node:crypto';
 import { headers, type NatsConnection } from '@nats-io/transport-node';
 import { AUDIT_STREAM } from '../../fabric/jetstream.js';
+import { AmfError } from '../../errors.js';
 
 /** Subject of MCP call audit records. */
 export const MCP_AUDIT_SUBJECT = 'amf.audit.mcp';
@@ -138,7 +139,7 @@ export class McpAuditLog {
     const delay = this.retryDelaysMs[attempt];
     if (delay === undefined) {
       for (const item of batch) {
-        this.onLost(item.data, new Error('not stored after the last retry'));
+        this.onLost(item.data, new AmfError('UNAVAILABLE', 'not stored after the last retry'));
         item.stored();
       }
       return;

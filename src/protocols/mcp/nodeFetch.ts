@@ -11,6 +11,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { AmfError } from '../../errors.js';
 
 function toHeaders(raw: NodeJS.Dict<string | string[]>): Headers {
   const headers = new Headers();
@@ -28,7 +29,12 @@ export function nodeFetch(agent: http.Agent): FetchLike {
     new Promise<Response>((resolve, reject) => {
       const url = new URL(input);
       if (url.protocol !== (secure ? 'https:' : 'http:')) {
-        reject(new Error(`this fetch serves ${secure ? 'https' : 'http'}:// only, got ${url.protocol}`));
+        reject(
+          new AmfError(
+            'INTERNAL',
+            `this fetch serves ${secure ? 'https' : 'http'}:// only, got ${url.protocol}`,
+          ),
+        );
         return;
       }
       const method = init.method ?? 'GET';
@@ -60,7 +66,7 @@ export function nodeFetch(agent: http.Agent): FetchLike {
       else if (typeof body === 'string' || body instanceof Uint8Array) req.end(body);
       else {
         req.destroy();
-        reject(new Error('this fetch sends string or byte bodies only'));
+        reject(new AmfError('INTERNAL', 'this fetch sends string or byte bodies only'));
       }
     });
 }

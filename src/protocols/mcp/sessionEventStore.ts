@@ -12,6 +12,7 @@
  */
 import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { AmfError } from '../../errors.js';
 
 /** Most events one session keeps for resumption. */
 export const MAX_EVENTS = 64;
@@ -68,7 +69,7 @@ export class SessionEventStore implements EventStore {
     this.prune();
     const index = this.events.findIndex((e) => e.id === lastEventId);
     // The SDK maps an unknown id through getStreamIdForEventId first and refuses it there.
-    if (index < 0) throw new Error(`event ${lastEventId} is not (or no longer) stored`);
+    if (index < 0) throw new AmfError('NOT_FOUND', `event ${lastEventId} is not (or no longer) stored`);
     const streamId = this.events[index]!.streamId;
     for (const event of this.events.slice(index + 1)) {
       // Priming events carry no message: nothing to replay.

@@ -146,14 +146,14 @@ export function probeCertificate(url: URL, timeoutMs = 5000): Promise<string> {
     const socket = tls.connect(connectOptions(url));
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new Error(`TLS handshake with ${url.host} did not finish within ${timeoutMs} ms`));
+      reject(new AmfError('TIMEOUT', `TLS handshake with ${url.host} did not finish within ${timeoutMs} ms`));
     }, timeoutMs);
     socket.once('secureConnect', () => {
       clearTimeout(timer);
       const fingerprint = socket.getPeerCertificate().fingerprint256;
       socket.end();
       if (fingerprint) resolve(fingerprint);
-      else reject(new Error(`${url.host} presented no TLS certificate`));
+      else reject(new AmfError('UNAVAILABLE', `${url.host} presented no TLS certificate`));
     });
     socket.once('error', (err) => {
       clearTimeout(timer);
