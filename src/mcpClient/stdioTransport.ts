@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { AmfError } from '../errors.js';
+import { AmfError, toAmfError } from '../errors.js';
 import { checkStdioCommand, MAX_MCP_MESSAGE_BYTES } from './limits.js';
 
 /** What starts one stdio MCP server. */
@@ -89,7 +89,7 @@ export class ClearedEnvStdioTransport implements Transport {
 
   /** Spawns the server; resolves once the process is running, rejects if it cannot start. */
   start(): Promise<void> {
-    if (this.child) throw new Error('ClearedEnvStdioTransport already started');
+    if (this.child) throw new AmfError('INTERNAL', 'ClearedEnvStdioTransport already started');
     const parentEnv = this.params.parentEnv ?? process.env;
     const command = resolveCommand(this.params.command, parentEnv);
     return new Promise((resolve, reject) => {
@@ -140,7 +140,7 @@ export class ClearedEnvStdioTransport implements Transport {
         message = this.buffer.readMessage();
       } catch (err) {
         // One malformed line (e.g. a stray print) is reported, not fatal.
-        this.onerror?.(err instanceof Error ? err : new Error(String(err)));
+        this.onerror?.(err instanceof Error ? err : toAmfError(err));
         continue;
       }
       if (message === null) break;
