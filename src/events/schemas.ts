@@ -1,7 +1,7 @@
 /**
  * The AMF JSON schemas 1.1.0 as TypeScript objects, so the validator needs no JSON copy step at build
  * time. `schemas/*.json` are the published artefacts; a test keeps them identical to these objects.
- * What changed from 1.0.0, and why, is in docs/schemas.md.
+ * What changed from 1.0.0, and why, is in docs/http-api.md ("Event schemas").
  */
 
 import { AMF_EVENT_TYPES } from './eventTypes.js';
