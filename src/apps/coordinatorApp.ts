@@ -7,8 +7,6 @@ import { setMaxListeners } from 'node:events';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AmfError } from '../errors.js';
 import { Coordinator } from '../coordinator/coordinator.js';
-import type { AmfConfig } from '../config/config.js';
-import type { LogFn } from '../log.js';
 import { startA2aBridges } from './a2aBridgeApp.js';
 import { CoordinatorMetrics } from '../coordinator/metrics.js';
 import { taskSnapshot } from '../coordinator/sharedState.js';
@@ -26,18 +24,14 @@ import { closeServer, listen, stopAccepting } from '../net/httpServer.js';
 import { advertisedUrl } from '../net/advertisedHost.js';
 import { createServer } from 'node:http';
 import { VERSION } from '../version.js';
-import { McpAuditLog } from '../protocols/mcp/mcpAudit.js';
+import type { McpAuditLog } from '../protocols/mcp/mcpAudit.js';
 import { coordinatorAgentCard, legacyAgentCard } from '../protocols/a2a/agentCards.js';
 import { cardRoute } from '../protocols/a2a/cardRoute.js';
 import { createCoordinatorA2a } from '../protocols/a2a/index.js';
 
 export { coordinatorAgentCard };
-import { McpFederation } from '../protocols/mcp/federation.js';
+import type { McpFederation } from '../protocols/mcp/federation.js';
 import { createCoordinatorMcpEndpoint } from '../protocols/mcp/coordinatorMcp.js';
-import { loadCoordinatorFingerprint } from '../protocols/mcp/coordinatorFingerprint.js';
-import { TlsPinStore } from '../protocols/mcp/tlsPins.js';
-import { coordinatorCallCredentials, type McpCallCredentials } from '../protocols/mcp/callAuth.js';
-import type { IdentityProvider } from '../identity/identityProvider.js';
 import { mcpSessionLimits, type McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
 import { registerAmpRoutes } from '../protocols/amp/ampRoutes.js';
 import { registerFabricRoutes } from '../protocols/fabric/fabricRoutes.js';
@@ -48,17 +42,25 @@ import { CONSOLE_PREFIX, registerConsoleAssets } from './consoleAssets.js';
 import { registerConsoleRoutes } from './consoleRoutes.js';
 import { registerInviteRoutes } from './inviteRoutes.js';
 import { UnknownTagNotices } from '../registry/unknownTagNotices.js';
-import { watchForgottenAgents } from './agentForgetWatch.js';
 import type { Disablement } from '../registry/disablements.js';
 import { ownAgentAccess } from '../coordinator/calloutWiring.js';
 import { EdgeAuth, ROUTE_ACCESS } from './routeAccess.js';
 import { loadOrCreateOperatorKey } from '../identity/operatorKey.js';
+import {
+  startCoordinatorRuntime,
+  startCoordinatorServices,
+  type CoordinatorRuntime,
+  type CoordinatorServices,
+  type StartCoordinatorOptions,
+} from './coordinatorRuntime.js';
+
+export type { StartCoordinatorOptions };
 
 export interface CoordinatorHttp {
   server: Server;
   url: string;
   metrics: CoordinatorMetrics;
-  /** The federated MCP catalog behind `/mcp`. */
+  /** The federated MCP catalog behind `/mcp`: the coordinator runtime's. */
   mcp: McpFederation;
   /**
    * The key operator routes take: `coordinator.api_key` when configured, else the one generated
@@ -212,8 +214,29 @@ function routeLabel(pathname: string): string {
     : 'other';
 }
 
-/** Starts the HTTP edge of `coordinator` on the configured host and port. */
-export async function startCoordinatorHttp(coordinator: Coordinator): Promise<CoordinatorHttp> {
+/**
+ * Starts the HTTP edge of a coordinator runtime on the configured host and port; it serves the
+ * runtime's federation and leaves it running when it closes. Given a bare Coordinator (composed by
+ * hand, as tests do), the edge starts the shared services itself and stops them when it closes.
+ */
+export async function startCoordinatorHttp(core: CoordinatorRuntime | Coordinator): Promise<CoordinatorHttp> {
+  if (!(core instanceof Coordinator)) return serveCoordinator(core.coordinator, core, undefined);
+  const owned = await startCoordinatorServices(core);
+  try {
+    return await serveCoordinator(core, owned, owned);
+  } catch (err) {
+    await owned.close();
+    throw err;
+  }
+}
+
+/** The edge itself; `owned`: services it started for a bare Coordinator, stopped when it closes. */
+
+async function serveCoordinator(
+  coordinator: Coordinator,
+  { federation, audit }: CoordinatorServices,
+  owned: { close(): Promise<void> } | undefined,
+): Promise<CoordinatorHttp> {
   const { config } = coordinator;
   // Never anonymous: with no key configured, one is generated for the owner (operatorKey.ts).
   const operatorKey = config.coordinator.apiKey ?? (await loadOrCreateOperatorKey(config.dataDir));
@@ -222,33 +245,6 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
   const metrics = new CoordinatorMetrics(coordinator);
   registerEventStreamMetrics(metrics.registry, hub);
   let url = '';
-  const audit = new McpAuditLog(
-    coordinator.nc,
-    coordinator.stores.jsm,
-    (err) => coordinator.log('warn', 'MCP audit record not stored yet, will try again', { err: String(err) }),
-    {
-      // The last resort after every retry failed: the whole record in the log, not lost silently.
-      onLost: (record, err) =>
-        coordinator.log('error', 'MCP audit record could not be stored', { err: String(err), record }),
-    },
-  );
-  const federation = new McpFederation({
-    registry: coordinator.registry,
-    policy: coordinator.policy,
-    notices: coordinator.notices,
-    audit,
-    version: VERSION,
-    pins: new TlsPinStore(coordinator.stores.mcpPins),
-    coordinatorFingerprint: await loadCoordinatorFingerprint(config.dataDir),
-    log: (level, message, fields) => coordinator.log(level, message, fields),
-    // Worker edges take a JWT-SVID under SPIFFE, else the coordinator's own signed bearer.
-    credentials:
-      coordinator.identity.mode === 'spiffe'
-        ? spiffeCallCredentials(coordinator.identity)
-        : coordinatorCallCredentials(coordinator.signingKey),
-    bareNames: config.mcp.bareNames,
-  });
-  federation.start();
   const mcpEndpoint = createCoordinatorMcpEndpoint(federation, VERSION, mcpSessionLimits(config));
   const isOperator = (req: IncomingMessage, u: URL) => auth.isOperator(req, u);
   // Requests refused for a model or tag nobody serves: warnings the console shows (rate-bounded).
@@ -357,17 +353,13 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
       config.mdns.interface ?? undefined,
     );
   } catch (err) {
-    // The federation already follows the registry: stop it when the edge never came up.
-    await federation.close();
+    // The edge never came up: what it started is stopped (an owned federation by the caller).
+    hub.close();
+    await amp.close();
+    await mcpEndpoint.close();
     throw err;
   }
   coordinator.setPublicUrl(url);
-  // An agent forgotten through another coordinator (its KV entry deleted) is forgotten here too.
-  const forgetWatch = await watchForgottenAgents(
-    coordinator.stores.agents,
-    coordinator.registry,
-    coordinator.log,
-  );
   let closing: Promise<void> | undefined;
   return {
     server,
@@ -389,31 +381,29 @@ export async function startCoordinatorHttp(coordinator: Coordinator): Promise<Co
         coordinator.dispatcher.endForStop();
         await new Promise((resolve) => setImmediate(resolve));
         stopping.abort();
-        forgetWatch.stop();
         hub.close();
         await amp.close();
         await mcpEndpoint.close();
-        await federation.close();
         await closeServer(server);
+        // A runtime's federation outlives its edge; one the edge started for itself ends with it.
+        await owned?.close();
       })();
       return closing;
     },
   };
 }
 
-export interface StartCoordinatorOptions {
-  config: AmfConfig;
-  log: LogFn;
-  /** Told when the coordinator cannot go on (its nats-server keeps dying); see CoordinatorOptions. */
-  onFatal?: (err: Error) => void;
-}
-
-/** A coordinator process: the core, its HTTP edge, discovery and the bridged external A2A agents. */
-export interface RunningCoordinator {
-  coordinator: Coordinator;
+/**
+ * A coordinator process: the runtime (core and federated MCP catalog), its HTTP edge, discovery and
+ * the bridged external A2A agents.
+ */
+export interface RunningCoordinator extends CoordinatorRuntime {
   http: CoordinatorHttp;
   url: string;
-  /** Stops in order: bridges, HTTP edge, then the core (which ends in-flight tasks and its nats-server). */
+  /**
+   * Stops in order: bridges, HTTP edge, the federation, then the core (which ends in-flight tasks
+   * and its nats-server).
+   */
   close(): Promise<void>;
 }
 
@@ -423,19 +413,18 @@ export interface RunningCoordinator {
  */
 export async function startCoordinator(options: StartCoordinatorOptions): Promise<RunningCoordinator> {
   const { config, log } = options;
-  const coordinator = await Coordinator.start({
-    config,
-    log,
-    ...(options.onFatal ? { onFatal: options.onFatal } : {}),
-  });
-  let http: CoordinatorHttp;
+  const runtime = await startCoordinatorRuntime(options);
+  const { coordinator } = runtime;
+  let http: CoordinatorHttp | undefined;
   try {
-    http = await startCoordinatorHttp(coordinator);
+    http = await startCoordinatorHttp(runtime);
     await coordinator.startDiscovery(http.url);
   } catch (err) {
-    await coordinator.close();
+    await http?.close();
+    await runtime.close();
     throw err;
   }
+  const edge = http;
   // External A2A agents are fetched in the background: an unreachable one is logged and retried.
   const bridges = startA2aBridges({
     agents: config.a2a.agents,
@@ -453,27 +442,18 @@ export async function startCoordinator(options: StartCoordinatorOptions): Promis
   let closing: Promise<void> | undefined;
   return {
     coordinator,
-    http,
-    url: http.url,
+    federation: runtime.federation,
+    audit: runtime.audit,
+    http: edge,
+    url: edge.url,
     close() {
       closing ??= (async () => {
-        http.stopAccepting();
+        edge.stopAccepting();
         await bridges.close();
-        await http.close();
-        await coordinator.close();
+        await edge.close();
+        await runtime.close();
       })();
       return closing;
     },
-  };
-}
-
-/**
- * The SPIFFE tier of MCP call authentication: a JWT-SVID for the agent's SPIFFE ID as bearer on
- * every call (the provider caches each token until half its lifetime, so this is cheap).
- */
-function spiffeCallCredentials(identity: IdentityProvider): McpCallCredentials {
-  return {
-    kind: 'spiffe',
-    headersFor: async (agentId) => ({ authorization: `Bearer ${await identity.jwtSvid([agentId])}` }),
   };
 }

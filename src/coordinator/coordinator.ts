@@ -3,8 +3,9 @@
  * callout, or an external one), the shared stores, the identity (SPIFFE or static), the policy engine
  * (real OPA), the DMZ watcher, the admission pipeline with its two doors (NATS heartbeats now, mDNS
  * once the HTTP edge is listening) and the task path. Several coordinators can share one fabric: the
- * holder of a leader lease runs the mesh-wide sweeps. It knows nothing of HTTP;
- * `startCoordinatorHttp` in `apps/coordinatorApp.ts` serves it.
+ * holder of a leader lease runs the mesh-wide sweeps. It knows nothing of HTTP nor of the protocol
+ * adapters: `startCoordinatorRuntime` (apps/coordinatorRuntime.ts) adds the federated MCP catalog,
+ * and `startCoordinatorHttp` (apps/coordinatorApp.ts) serves both.
  */
 import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -76,6 +77,7 @@ import { NatsServerLog } from './natsServerLog.js';
 import { StoreIntegrity, storeHealthWithLosses } from './storeIntegrity.js';
 import { FabricCondition } from './fabricCondition.js';
 import { AmfError } from '../errors.js';
+import { watchForgottenAgents, type AgentForgetWatch } from './agentForgetWatch.js';
 
 export { SWEEPER_LEASE_KEY };
 export type { CoordinatorOptions, FabricHealth };
@@ -123,6 +125,8 @@ export class Coordinator {
   readonly taskEvents: TaskEventIntake;
   private readonly work: WorkQueueWriter;
   private watcherService: WatcherService | undefined;
+  /** Agents forgotten through another coordinator (their shared entry deleted) are forgotten here too. */
+  private forgetWatch: AgentForgetWatch | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   /** Set once close() has begun. */
   closing: Promise<void> | undefined;
@@ -429,6 +433,7 @@ export class Coordinator {
     this.shared.attachLifecycle(this.lifecycle);
     await this.enrollments.start();
     await this.disablements.start();
+    this.forgetWatch = await watchForgottenAgents(this.stores.agents, this.registry, this.log);
     this.remindDisabledAgents();
     this.grants?.start();
     const { identity } = this.parts;
@@ -630,6 +635,7 @@ export class Coordinator {
       this.heartbeatDoor.close();
       this.liveness.close();
       this.grants?.close();
+      this.forgetWatch?.stop();
       this.enrollments.close();
       this.disablements.close();
       this.admission.close();
