@@ -10,8 +10,8 @@
  *   agent key   an admitted agent's nkey through the callout (nonce signature checked, JWT with tags),
  *               the nonce signed as AMF's agents sign it (libsodium), and again with nats.js's signer
  *
- * Environment: BENCH_CALLOUT_LOGINS (300), BENCH_CALLOUT_OUT (default docs/benchmarks-callout.md;
- * "-" writes none).
+ * Environment: BENCH_CALLOUT_LOGINS (300), BENCH_CALLOUT_OUT (the page whose section "NATS logins
+ * through the auth callout" it overwrites; default docs/performance.md; "-" writes none).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,9 +19,9 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { connect, nkeyAuthenticator } from '@nats-io/transport-node';
-import { ROOT, envNumber as envNumberOf, requireBuild } from './lib/meshProcess.js';
+import { PERFORMANCE_PAGE, docSection, writeSection } from './lib/docSection.js';
+import { envNumber as envNumberOf, requireBuild } from './lib/meshProcess.js';
 
 requireBuild('bench/authCallout.js');
 const { startAuthCallout } = await import('../dist/coordinator/authCallout.js');
@@ -32,7 +32,7 @@ const { createEphemeralAgentKey } = await import('../dist/identity/agentKey.js')
 const { agentAuthenticator } = await import('../dist/fabric/connect.js');
 
 const LOGINS = Math.round(envNumberOf('bench/authCallout.js', 'BENCH_CALLOUT_LOGINS', 300, 10));
-const OUT = process.env.BENCH_CALLOUT_OUT ?? fileURLToPath(new URL('docs/benchmarks-callout.md', ROOT));
+const OUT = process.env.BENCH_CALLOUT_OUT ?? PERFORMANCE_PAGE;
 const binary = process.env.AMF_NATS_CLUSTER_BIN;
 if (!binary)
   throw new Error('bench/authCallout.js: set AMF_NATS_CLUSTER_BIN (scripts/install-nats.sh prints it)');
@@ -116,10 +116,11 @@ try {
     const p50 = pct(xs, 50);
     return `| ${k} | ${p50.toFixed(2)} ms | ${pct(xs, 99).toFixed(2)} ms | ${(p50 / floor).toFixed(2)} | +${(p50 - floor).toFixed(2)} ms |`;
   });
+  // What a callout login adds is explained in the page's hand-written part.
   const text = [
-    '# Benchmark: NATS logins through the auth callout',
+    '### NATS logins through the auth callout',
     '',
-    `Produced by \`AMF_NATS_CLUSTER_BIN=… node bench/authCallout.js\` (bench/authCallout.js): ${LOGINS} sequential`,
+    `Made by \`AMF_NATS_CLUSTER_BIN=… node bench/authCallout.js\` (not part of \`npm run bench\`): ${LOGINS} sequential`,
     'logins of each kind, interleaved, each a full connect + close, on one nats-server configured as',
     "`scripts/cluster.sh` configures its nodes, the coordinator's callout responder in the bench process.",
     `Machine: ${os.cpus().length} cores, Node ${process.version}, load average ${os.loadavg()[0].toFixed(2)} at the end.`,
@@ -128,16 +129,9 @@ try {
     '| --- | --- | --- | --- | --- |',
     ...rows,
     '',
-    'A login through the callout adds one request/reply between the server and a coordinator, the',
-    "decoding and signature check of the server's request, and the signing of the user and response",
-    'JWTs (node:crypto Ed25519: the pure-JS Ed25519 of nkeys.js, used before, cost ~220 ms per login on',
-    'this loaded machine); for a key login also the nonce check, and on the client the nonce signature',
-    "(AMF agents sign it with their libsodium signer; nats.js's own authenticator signs with the pure-JS nkeys).",
-    'It is paid at connect and at each renewal (`nats.auth_callout_ttl_seconds`), never per message.',
-    '',
   ].join('\n');
   process.stdout.write(text);
-  if (OUT !== '-') writeFileSync(OUT, text);
+  if (OUT !== '-') await writeSection(OUT, docSection('auth-callout', 'bench/authCallout.js'), text);
   responder.close();
   await coordinator.close();
 } finally {

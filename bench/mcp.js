@@ -20,13 +20,13 @@
  *
  * Environment: BENCH_MCP_CONCURRENCY (default "1,32"), BENCH_SECONDS (5), BENCH_WARMUP_SECONDS (1),
  * BENCH_ROUNDS (3; medians over rotated rounds), BENCH_MCP_SESSION_ROUNDS (10),
- * BENCH_MCP_SESSIONS_PER_ROUND (200), BENCH_MCP_OUT (default docs/benchmarks-mcp.md; "-" writes
- * none), BENCH_CHILD_FLAGS (extra node flags for the mesh process, e.g. --cpu-prof).
+ * BENCH_MCP_SESSIONS_PER_ROUND (200), BENCH_MCP_OUT (the page whose section "MCP through the
+ * coordinator" it overwrites; default docs/performance.md; "-" writes none), BENCH_CHILD_FLAGS (extra
+ * node flags for the mesh process, e.g. --cpu-prof).
  */
-import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
+import { PERFORMANCE_PAGE, docSection, writeSection } from './lib/docSection.js';
 import { formatMs, formatRate, medianRow, runLoad } from './lib/load.js';
 import {
   cpuNow,
@@ -42,7 +42,6 @@ import {
   settingsList,
 } from './lib/rounds.js';
 import {
-  ROOT,
   envConcurrencies,
   envNumber as envNumberOf,
   requireBuild,
@@ -57,7 +56,7 @@ const WARMUP_SECONDS = envNumber('BENCH_WARMUP_SECONDS', 1);
 const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 3, 1));
 const SESSION_ROUNDS = Math.round(envNumber('BENCH_MCP_SESSION_ROUNDS', 10, 0));
 const SESSIONS_PER_ROUND = Math.round(envNumber('BENCH_MCP_SESSIONS_PER_ROUND', 200, 1));
-const OUT = process.env.BENCH_MCP_OUT ?? fileURLToPath(new URL('docs/benchmarks-mcp.md', ROOT));
+const OUT = process.env.BENCH_MCP_OUT ?? PERFORMANCE_PAGE;
 const CHILD_FLAGS = (process.env.BENCH_CHILD_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const TEXT = 'Hello from the AMF MCP benchmark: please echo this sentence back, word for word.';
 const PROTOCOL = '2025-11-25';
@@ -325,36 +324,53 @@ function report({ info, procs, results, rssRounds, churn }) {
       `throughput ratio at concurrency ${c}: ${ratio.toFixed(2)} (target ≥ ${TARGETS.throughputRatio}: ${ratio >= TARGETS.throughputRatio ? 'PASS' : 'FAIL'})`,
     );
   }
-  lines.push('');
-  lines.push(`RSS (MB) after each round: ${names.join(' / ')}`);
-  lines.push('');
-  lines.push('| concurrency | round | order | RSS |');
-  lines.push('|---|---|---|---|');
-  for (const r of rssRounds)
-    lines.push(
-      `| ${r.concurrency} | ${r.round} | ${r.order.join(', ')} | ${r.rss.map((x) => fmt(x, 0)).join(' / ')} |`,
-    );
+  // Every round's RSS goes to stdout only; the page keeps the verdict on it.
+  const rss = [
+    `RSS (MB) after each round: ${names.join(' / ')}`,
+    '',
+    '| concurrency | round | order | RSS |',
+    '|---|---|---|---|',
+    ...rssRounds.map(
+      (r) =>
+        `| ${r.concurrency} | ${r.round} | ${r.order.join(', ')} | ${r.rss.map((x) => fmt(x, 0)).join(' / ')} |`,
+    ),
+  ].join('\n');
   verdicts.push(...rssFlatVerdicts(procs, rssRounds));
-  for (const [where, rows] of Object.entries(churn)) {
-    verdicts.push(...churnFlatVerdict(where, rows, procs));
+  // The rounds at the worker ran first, then those at the coordinator: one table, side by side.
+  const sides = Object.entries(churn);
+  for (const [where, rows] of sides) verdicts.push(...churnFlatVerdict(where, rows, procs));
+  if (sides.length > 0) {
     lines.push('');
     lines.push(
-      `New MCP sessions at the ${where} (${SESSIONS_PER_ROUND} per round, never ended): RSS (MB) after each round, ${names.join(' / ')}`,
+      `New MCP sessions (${SESSIONS_PER_ROUND} per round, never ended), first at the worker, then at the coordinator: sessions opened / refused (table full), and RSS (MB) after each round, ${names.join(' / ')}`,
     );
     lines.push('');
-    lines.push('| round | opened | refused (table full) | RSS |');
-    lines.push('|---|---|---|---|');
-    for (const r of rows)
-      lines.push(`| ${r.round} | ${r.opened} | ${r.refused} | ${r.rss.map((x) => fmt(x, 0)).join(' / ')} |`);
+    lines.push(
+      `| round | ${sides.map(([where]) => `at the ${where}: opened / refused | RSS`).join(' | ')} |`,
+    );
+    lines.push(`|---|${sides.map(() => '---|---').join('|')}|`);
+    const count = Math.max(...sides.map(([, rows]) => rows.length));
+    for (let i = 0; i < count; i++) {
+      const cells = sides.map(([, rows]) => {
+        const r = rows[i];
+        return r ? `${r.opened} / ${r.refused} | ${r.rss.map((x) => fmt(x, 0)).join(' / ')}` : '– | –';
+      });
+      lines.push(`| ${i + 1} | ${cells.join(' | ')} |`);
+    }
   }
-  return { table: lines.join('\n'), verdicts, settings: settingsList(info, nodeFlagsSetting(CHILD_FLAGS)) };
+  return {
+    table: lines.join('\n'),
+    rss,
+    verdicts,
+    settings: settingsList(info, nodeFlagsSetting(CHILD_FLAGS)),
+  };
 }
 
 const measured = await main();
-const { table, verdicts, settings } = report(measured);
+const { table, rss, verdicts, settings } = report(measured);
 const load = loadPhrase();
 process.stdout.write(
-  `\n${table}\n\n${verdicts.map((v) => `- ${v}`).join('\n')}\n\nSettings that differ from the defaults:\n${settings}\n\n${load}\n`,
+  `\n${table}\n\n${rss}\n\n${verdicts.map((v) => `- ${v}`).join('\n')}\n\nSettings that differ from the defaults:\n${settings}\n\n${load}\n`,
 );
 if (OUT !== '-') {
   const cpus = os.cpus();
@@ -364,26 +380,12 @@ if (OUT !== '-') {
     os.loadavg()[0] > cpus.length
       ? `\n**The machine was oversubscribed during this run** (1-minute load average ${os.loadavg()[0].toFixed(1)} on ${cpus.length} cores): each process hop waits for a core, and the coordinator path has twice as many hops, so the added latency and the ratios above mostly measure scheduling. Compare on a quiet machine.\n`
       : '';
-  writeFileSync(
-    OUT,
-    `# MCP benchmark
+  // What the paths are is the page's hand-written method; the section holds this run's figures.
+  const section = `### MCP through the coordinator
 
-<!-- Generated by \`npm run bench\` (bench/mcp.js); every run overwrites this file. Findings: docs/benchmarks-protocols.md. -->
-
-Generated on ${new Date().toISOString()} by \`node bench/mcp.js\` (part of \`npm run bench\`, after \`npm run build\`);
-${SECONDS} s per measurement after ${WARMUP_SECONDS} s of warm-up, ${ROUNDS} round(s), the order of the paths rotated each round (medians).
-Machine: ${cpus[0]?.model.trim() ?? 'unknown'} × ${cpus.length}, Node ${process.version}; ${load} at the end.
-
-The same MCP \`tools/call\` (the echo worker's \`echo\` tool, ${TEXT.length} characters of text) made
-directly to the worker's \`/mcp\` and through the coordinator's federated \`/mcp\`, in one run. The
-worker runs in a process of its own (\`BENCH_SEPARATE_WORKER=${process.env.BENCH_SEPARATE_WORKER ?? '1'}\`), the
-coordinator (with nats-server as its child) in another; the load generator in a third. The
-coordinator path adds: its own MCP session and SDK server, the catalog lookup, an OPA (wasm)
-decision, the \`mcp_call_unauthenticated\` warning event (the worker serves plain http), the audit
-record stored in JetStream, and the forward over the coordinator's pooled SDK client to the worker.
-Each virtual client keeps one MCP session (2025-11-25) and sends its next call when the previous
-one is answered. CPU per call is each process's user + system time during the timed run divided by
-the calls answered (the coordinator and nats-server also run heartbeats, a few µs per call).
+Made by \`npm run bench\` (this section: \`node bench/mcp.js\`, after \`npm run build\`); ${SECONDS} s per
+measurement after ${WARMUP_SECONDS} s of warm-up, ${ROUNDS} round(s), the order of the paths rotated each round
+(medians). Machine: ${cpus[0]?.model.trim() ?? 'unknown'} × ${cpus.length}, Node ${process.version}; ${load} at the end.
 
 Settings of the bench mesh that differ from the defaults:
 
@@ -392,7 +394,7 @@ ${settings}
 ${table}
 
 ${verdicts.map((v) => `- ${v}`).join('\n')}
-${busy}`,
-  );
-  log(`bench/mcp.js: wrote ${OUT}`);
+${busy}`;
+  await writeSection(OUT, docSection('mcp', 'bench/mcp.js'), section);
+  log(`bench/mcp.js: wrote the "MCP through the coordinator" section of ${OUT}`);
 }

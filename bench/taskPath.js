@@ -21,11 +21,12 @@
  * (AMF) and Redis's working dir (after SAVE for RDB; the AOF as written) hold at the end, less what
  * they held after start-up, over every task completed (nothing ages out in a run this short).
  *
- * Writes the table to stdout and as the top section of docs/benchmarks.md (bench/lib/docSection.js).
+ * Writes the table to stdout and as the section "Task path against BullMQ" of docs/performance.md
+ * (bench/lib/docSection.js), which every run overwrites.
  *
  * Environment: BENCH_TASKPATH_ROUNDS (8), BENCH_TASKPATH_SECONDS (2; per measurement),
  * BENCH_TASKPATH_WARMUP_SECONDS (0.5; before each measurement), BENCH_TASKPATH_INITIAL_WARMUP_SECONDS
- * (4; every system at c=64 before the first round), BENCH_TASKPATH_OUT (default docs/benchmarks.md; "-" writes none),
+ * (4; every system at c=64 before the first round), BENCH_TASKPATH_OUT (default docs/performance.md; "-" writes none),
  * BENCH_WORKER_CONCURRENCY (16, both workers: `amf worker`'s default), BENCH_CHILD_FLAGS (node flags of
  * the AMF processes; `npm run bench` passes AMF_NODE_FLAGS as `npm start` does), AMF_NATS_SERVER_BIN.
  */
@@ -37,7 +38,7 @@ import { TextEncoder } from 'node:util';
 import { connect } from '@nats-io/transport-node';
 import { AMF_NON_DEFAULTS, startAmf } from './lib/amfCli.js';
 import { startChild } from './lib/children.js';
-import { writeSection } from './lib/docSection.js';
+import { PERFORMANCE_PAGE, docSection, writeSection } from './lib/docSection.js';
 import { httpPoster, natsRequester, runLoad } from './lib/load.js';
 import { envNumber as envNumberOf, requireBuild, ROOT } from './lib/meshProcess.js';
 import { cpuMs } from './lib/procstat.js';
@@ -53,7 +54,7 @@ const WARMUP_SECONDS = envNumber('BENCH_TASKPATH_WARMUP_SECONDS', 0.5, 0);
 // slower over its first few thousand tasks (JIT, first-use paths), which one round's warm-up does not cover.
 const INITIAL_WARMUP_SECONDS = envNumber('BENCH_TASKPATH_INITIAL_WARMUP_SECONDS', 4, 0);
 const WORKER_CONCURRENCY = Math.round(envNumber('BENCH_WORKER_CONCURRENCY', 16, 1));
-const OUT = process.env.BENCH_TASKPATH_OUT ?? fileURLToPath(new URL('docs/benchmarks.md', ROOT));
+const OUT = process.env.BENCH_TASKPATH_OUT ?? PERFORMANCE_PAGE;
 const NODE_FLAGS = (process.env.BENCH_CHILD_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const NATS_BIN = process.env.AMF_NATS_SERVER_BIN || 'nats-server';
 // Which AMF was measured: BENCH_AMF_REVISION when dist/ was built elsewhere, else this checkout's
@@ -394,32 +395,19 @@ function document(measured, table) {
   const settings = Object.entries(AMF_NON_DEFAULTS)
     .map(([k, v]) => `\`${k}\` ${v}`)
     .join('; ');
-  return `## Task path against BullMQ
+  // What each system is and how CPU and disk are counted is the page's hand-written method.
+  return `### Task path against BullMQ
 
-Made by \`npm run bench\` (this section: \`node bench/taskPath.js\`, after \`npm run build\`; every run
-overwrites it). ${ROUNDS} rounds, the systems in an order rotated each round; per system and round a
+Made by \`npm run bench\` (this section: \`node bench/taskPath.js\`, after \`npm run build\`).
+${ROUNDS} rounds, the systems in an order rotated each round; per system and round a
 c=1 run and a c=${HIGH} run of ${SECONDS} s each after ${WARMUP_SECONDS} s of warm-up (and ${INITIAL_WARMUP_SECONDS} s
 at c=${HIGH} for every system before the first round); medians over rounds.
 Machine: ${cpus[0]?.model.trim() ?? 'unknown'} × ${cpus.length}, Node ${process.version}; ${measured.natsVersion};
 Redis ${measured.redisVersion.replace(/^Redis server v=(\S+).*$/, '$1')} (Debian); BullMQ 6.7.0 with ioredis 5.11.1;
 AMF at ${AMF_REVISION};
 load average ${load} at the end.
-
-"Send a durable task to a worker and wait for its answer", every server process separate, on the same
-cores: **AMF** is \`amf up --no-mdns\` (the coordinator with the nats-server it spawns, JetStream on)
-and \`amf worker --handler echo --no-mdns\`, each task a non-streaming \`POST /v1/chat/completions\`
-(model \`amf/echo\`) from the bench process; **BullMQ** is a private redis-server (RDB snapshots, Redis's
-default), a BullMQ Worker process echoing the job and a producer process doing \`queue.add()\` +
-\`job.waitUntilFinished()\`; **BullMQ + AOF** adds \`appendonly yes\`, \`appendfsync everysec\` (BullMQ's
-production advice); **raw NATS** is \`nc.request()\` to a responder process through a plain nats-server,
-the fabric's own floor. Both workers take ${WORKER_CONCURRENCY} tasks at once (\`amf worker\`'s default).
-Server CPU is utime + stime of each server process (/proc/<pid>/stat, 10 ms ticks) during the c=${HIGH}
-run over the tasks completed; the HTTP client of AMF and the requester of raw NATS are not counted, the
-BullMQ producer is (its \`queue.add()\` and event wait are BullMQ's work; its load loop adds a few µs).
-Disk per 1,000 kept tasks: what the JetStream store (AMF) or Redis's directory (after \`SAVE\`; the AOF
-as written) grew by over the run, over the tasks completed; AMF keeps task events and states by its
-stream limits (24 h, byte caps), BullMQ keeps every completed job (its default). AMF settings that
-differ from the defaults: ${settings}. Node flags of the AMF processes: \`${NODE_FLAGS.join(' ') || 'none'}\`.
+Both workers take ${WORKER_CONCURRENCY} tasks at once. AMF settings that differ from the defaults: ${settings}.
+Node flags of the AMF processes: \`${NODE_FLAGS.join(' ') || 'none'}\`.
 ${busy}
 ${table}
 `;
@@ -429,6 +417,6 @@ const measured = await main();
 const table = report(measured);
 process.stdout.write(`\n${table}\n`);
 if (OUT !== '-') {
-  writeSection(OUT, document(measured, table));
+  await writeSection(OUT, docSection('task-path-vs-bullmq', 'bench/taskPath.js'), document(measured, table));
   log(`bench/taskPath.js: wrote the "Task path against BullMQ" section of ${OUT}`);
 }

@@ -3,9 +3,7 @@
  * unreadable value stops the run with a message and exit code 2 before anything starts. The
  * variables are listed in bench/run.js's header.
  */
-import { fileURLToPath } from 'node:url';
-
-const ROOT = new URL('../../', import.meta.url);
+import { PERFORMANCE_PAGE } from './docSection.js';
 
 function envNumber(name, fallback, { min = 0 } = {}) {
   const raw = process.env[name];
@@ -44,7 +42,7 @@ const ALL_PATHS = ['bare', 'nats', 'direct', 'mesh'];
 export const PATHS = (process.env.BENCH_PATHS ?? ALL_PATHS.join(',')).split(',').map((s) => s.trim());
 for (const p of PATHS)
   if (!ALL_PATHS.includes(p)) fail(`BENCH_PATHS: unknown path "${p}" (expected ${ALL_PATHS.join(', ')})`);
-export const OUT = process.env.BENCH_OUT ?? fileURLToPath(new URL('docs/benchmarks.md', ROOT));
+export const OUT = process.env.BENCH_OUT ?? PERFORMANCE_PAGE;
 export const CHILD_FLAGS = (process.env.BENCH_CHILD_FLAGS ?? '').split(/\s+/).filter(Boolean);
 
 export const TARGETS = {
