@@ -45,8 +45,8 @@ with_progress() {
 }
 
 # Spawns the pinned nats-server of scripts/install-nats.sh when it is installed and the caller has not
-# chosen one: Debian's 2.9 slows a long-running mesh down as its streams fill (docs/benchmarks.md,
-# "…late"; `amf up` warns about it), the pinned release stays flat.
+# chosen one: Debian's 2.9 slows a long-running mesh down as its streams fill (docs/performance.md;
+# `amf up` warns about it), the pinned release stays flat.
 use_pinned_nats_server_if_installed() {
   local pinned
   if [ -z "${AMF_NATS_SERVER_BIN:-}" ] && pinned="$(bash scripts/install-nats.sh --if-installed)"; then
@@ -57,9 +57,8 @@ use_pinned_nats_server_if_installed() {
 
 # Node flags of the mesh process that `npm start` runs (and `npm run bench` measures). V8's young
 # generation grows to 2 × 16 MB under load and stays committed after every GC; capped at 2 × 8 MB the
-# coordinator's RSS is 20–50 MB lower after load, for about 2.5 % of the main thread in GC at
-# concurrency 64 (docs/benchmarks.md, "…after midnight"). Set AMF_NODE_FLAGS (empty for none) to
-# choose others.
+# coordinator's RSS is lower after load, for a little more of the main thread in GC
+# (docs/performance.md). Set AMF_NODE_FLAGS (empty for none) to choose others.
 AMF_NODE_FLAGS="${AMF_NODE_FLAGS---max-semi-space-size=8}"
 
 # Installs the npm packages unless the stamp says this lock file (and this Node ABI) is installed:
