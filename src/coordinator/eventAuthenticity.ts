@@ -14,6 +14,7 @@ import {
   checkEventSignatureAsync,
   checkResultSignature,
   checkResultSignatureAsync,
+  SIGNER_ATTRIBUTE,
   type SignatureCheck,
 } from '../identity/eventSignature.js';
 import type { AgentRegistry } from '../registry/agentRegistry.js';
@@ -72,6 +73,9 @@ export interface EventAuthenticityOptions {
   freshness?: EventFreshnessOptions;
 }
 
+/** Events whose sender their subject proves (see {@link EventAuthenticity.vouch}): event → key. */
+const vouched = new WeakMap<AmfEvent, string>();
+
 /** Identical refusals are reported once per window, so a flood of forgeries is not a flood of warnings. */
 const WARNING_WINDOW_MS = 10_000;
 
@@ -94,6 +98,18 @@ export class EventAuthenticity {
   }
 
   /**
+   * Records that `event` came on a subject only the user of key `nkey` may publish on, and was
+   * checked there to speak for that key's agent (taskEventIntake.ts, resultIntake.ts). Its sender is
+   * then proven by the connection, so no Ed25519 check is made for it: the verdict is as if it were
+   * signed by `nkey` (the agent's bound key is still compared, and freshness still checked). An
+   * event that names another signer is not vouched for: its signature decides, as anywhere else.
+   */
+  vouch(event: AmfEvent, nkey: string): void {
+    const signer = (event as unknown as Record<string, unknown>)[SIGNER_ATTRIBUTE];
+    if (signer === undefined || signer === nkey) vouched.set(event, nkey);
+  }
+
+  /**
    * The same decision as {@link accept}, for the hot intakes (claims, progress, finals): the Ed25519
    * check runs in libuv's thread pool, and `then` gets the verdict once this event and every event
    * handed in before it are decided, so events are still acted on in the order they arrived (a
@@ -102,14 +118,17 @@ export class EventAuthenticity {
    */
   acceptInOrder(event: AmfEvent, intake: string, then: (ok: boolean) => void): void {
     const relayed = isRelayedFinal(event);
-    const signature =
-      this.inOrder.pending >= (this.options.maxPending ?? 1024) || this.options.offload?.() === false
-        ? relayed
-          ? checkResultSignature(event)
-          : checkEventSignature(event)
-        : relayed
-          ? checkResultSignatureAsync(event)
-          : checkEventSignatureAsync(event);
+    const boundTo = vouched.get(event);
+    const signature: SignatureCheck | Promise<SignatureCheck> =
+      boundTo !== undefined
+        ? { ok: true, signer: boundTo }
+        : this.inOrder.pending >= (this.options.maxPending ?? 1024) || this.options.offload?.() === false
+          ? relayed
+            ? checkResultSignature(event)
+            : checkEventSignature(event)
+          : relayed
+            ? checkResultSignatureAsync(event)
+            : checkEventSignatureAsync(event);
     this.inOrder.add(signature, (check) => then(this.conclude(event, intake, this.judge(event, check))));
   }
 
@@ -179,8 +198,14 @@ export class EventAuthenticity {
     const identity = event.data.auth_context.identity;
     const payloadAgent = (event.data.payload as { agent_id?: unknown }).agent_id;
     const claimed = typeof payloadAgent === 'string' ? payloadAgent : identity;
+    const boundTo = vouched.get(event);
     const signature: SignatureCheck =
-      checked ?? (relayed ? checkResultSignature(event) : checkEventSignature(event));
+      checked ??
+      (boundTo !== undefined
+        ? { ok: true, signer: boundTo }
+        : relayed
+          ? checkResultSignature(event)
+          : checkEventSignature(event));
     // Looked up only on refusal: the agent whose key signed it, else the key. Nothing else proves
     // a sender: an unsigned event, or one whose signature fails, may name anyone (the victim too),
     // and on a shared subject nothing names the connection it came from.

@@ -2,7 +2,8 @@
  * The one place where a worker's final result enters the coordinator, by either of its two paths,
  * and is handed to the task lifecycle, which accepts at most one per task:
  *
- * - direct: the worker sends its final as a core NATS request on `amf.internal.final.<task_id>`; the
+ * - direct: the worker sends its final as a core NATS request on `amf.internal.final.<its key>.<task_id>`
+ *   (the seed's form without the key is still taken, and judged by its signature alone); the
  *   coordinator that announced the task answers with its decision after acting on it (the canonical
  *   final is published before the answer, on the same connection). Other coordinators stay silent.
  * - stored: when no decision came back (its coordinator is gone, NATS is down), the worker stores
@@ -14,7 +15,9 @@
  *
  * An agent with its own NATS user stores on `amf.internal.result.<its key>.<task_id>` (agentUsers.ts),
  * which only it may publish on: such a result counts against the agent's quota (`task_events.*`) and
- * must speak for the agent bound to that key, or it is dropped and warned naming that agent. The
+ * must speak for the agent bound to that key, or it is dropped and warned naming that agent. On
+ * either path, a final on its agent's own subject needs no Ed25519 check: the subject proves who
+ * sent it (EventAuthenticity.vouch). The
  * stream refuses new results when full rather than evicting stored ones (jetstream.ts), so no agent
  * can push another's result out; a refused worker keeps its result and retries.
  */
@@ -27,7 +30,7 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import type { AmfEventOf } from '../events/cloudEvent.js';
+import type { AmfEventOf, AnyAmfEvent } from '../events/cloudEvent.js';
 import { validateEvent } from '../events/validateEvent.js';
 import { isTaskId, resultSubject, SUBJECT_FINAL_PREFIX } from '../events/subjects.js';
 import { agentResultSubject, isAgentNkey, RESULT_STORE_PREFIX } from '../fabric/agentUsers.js';
@@ -75,6 +78,8 @@ export interface ResultIntakeOptions {
   ) => Promise<'adopted' | 'ended' | 'unknown' | 'lost_race' | 'not_recorded'>;
   /** Who may have stored a result on an agent's own subject, and within what (taskEventIntake.ts). */
   senders?: StoredResultSenders;
+  /** Tells the authenticity check that a stored result's subject proves its sender (EventAuthenticity.vouch). */
+  vouch?: (event: AnyAmfEvent, nkey: string) => void;
   log: LogFn;
 }
 
@@ -132,6 +137,7 @@ function settleStored(
 export class ResultIntake {
   private messages: ConsumerMessages | undefined;
   private direct: Subscription | undefined;
+  private directKeyed: Subscription | undefined;
   private loop: Promise<void> | undefined;
   private closed = false;
 
@@ -141,6 +147,9 @@ export class ResultIntake {
   async start(): Promise<void> {
     const { jsm, nc } = this.options;
     this.direct = nc.subscribe(`${SUBJECT_FINAL_PREFIX}*`, { callback: (_err, msg) => this.onDirect(msg) });
+    this.directKeyed = nc.subscribe(`${SUBJECT_FINAL_PREFIX}*.*`, {
+      callback: (_err, msg) => this.onDirect(msg),
+    });
     try {
       await jsm.consumers.info(RESULTS_STREAM, RESULTS_CONSUMER);
     } catch {
@@ -260,6 +269,11 @@ export class ResultIntake {
         );
       else respond(decision);
     };
+    // On an agent's own subject (agentFinalSubject), its sender is known before it is read.
+    const sender = this.sentBy(msg.subject);
+    if (sender === null) return answer('refused');
+    // No agent bound to the key here yet (just admitted elsewhere): silence, so the worker stores it.
+    if (sender === 'unlisted') return;
     let event: AmfEventOf<'amf.result.final'>;
     try {
       const checked = validateEvent(msg.json<unknown>());
@@ -274,6 +288,11 @@ export class ResultIntake {
     } catch (err) {
       this.options.log('warn', 'direct result not processed', { subject: msg.subject, err: String(err) });
       return answer('refused');
+    }
+    if (sender) {
+      if (this.options.senders?.refuseForgery(sender.nkey, sender.agentId, event, 'the direct final subject'))
+        return answer('refused');
+      this.options.vouch?.(event, sender.nkey);
     }
     if (this.options.acceptDirect) return this.options.acceptDirect(event, answer);
     let decision: ResultDecision = 'refused';
@@ -304,11 +323,12 @@ export class ResultIntake {
       return 'drop';
     }
     const event = checked.value;
-    if (
-      sender &&
-      this.options.senders?.refuseForgery(sender.nkey, sender.agentId, event, 'the results stream')
-    )
-      return 'drop';
+    if (sender) {
+      if (this.options.senders?.refuseForgery(sender.nkey, sender.agentId, event, 'the results stream'))
+        return 'drop';
+      // Stored on its agent's own subject and checked to speak for it: no signature check needed.
+      this.options.vouch?.(event, sender.nkey);
+    }
     try {
       const decision = this.options.accept(event, { path: 'stored', lastDelivery });
       // Refused too: it may be the copy its worker stored while this coordinator's record of the
@@ -332,9 +352,25 @@ export class ResultIntake {
     }
   }
 
-  /** The record promise of the task a direct final's subject names. */
+  /** The record promise of the task a direct final's subject names (its last token). */
   private recordOf(subject: string): Promise<unknown> | undefined {
-    return this.options.recorded?.(subject.slice(SUBJECT_FINAL_PREFIX.length));
+    return this.options.recorded?.(subject.slice(subject.lastIndexOf('.') + 1));
+  }
+
+  /**
+   * Who sent a direct final: undefined on the seed's subject (`amf.internal.final.<task>`, judged by
+   * its signature), the agent and key on an agent's own one, null when refused unread (not a key, or
+   * beyond its quota: warned), `unlisted` while no agent is bound to the key here.
+   */
+  private sentBy(subject: string): { nkey: string; agentId: string } | undefined | null | 'unlisted' {
+    const rest = subject.slice(SUBJECT_FINAL_PREFIX.length);
+    const dot = rest.indexOf('.');
+    if (dot < 0) return undefined;
+    const senders = this.options.senders;
+    const nkey = rest.slice(0, dot);
+    if (!senders || !isAgentNkey(nkey)) return null;
+    const agentId = senders.agentWithKey(nkey);
+    return agentId === undefined ? 'unlisted' : { nkey, agentId };
   }
 
   /**
@@ -373,6 +409,7 @@ export class ResultIntake {
   async close(): Promise<void> {
     this.closed = true;
     this.direct?.unsubscribe();
+    this.directKeyed?.unsubscribe();
     await this.messages?.close().catch(() => undefined);
     await this.loop;
   }

@@ -14,9 +14,10 @@
  *
  * What passes is recorded unchanged on the shared subject (`/events`, the history, the console and
  * seed subscribers see it as before); output for a coordinator's task goes to its requester, which
- * waits in that coordinator (what the reply subject carried). The
- * signature the worker put on it is still checked where the lifecycle takes it (eventAuthenticity.ts);
- * a forgery in another agent's name is refused here and warned naming the connection's agent.
+ * waits in that coordinator (what the reply subject carried). Since the subject proves the sender,
+ * the lifecycle takes it without an Ed25519 check of the signature the worker put on it
+ * (EventAuthenticity.vouch; the bound key and freshness are still checked there); a forgery in
+ * another agent's name is refused here and warned naming the connection's agent.
  *
  * Routes: `mesh` events (a task a coordinator announced) reach every coordinator and are recorded by
  * the task's own one, which also hands them to its lifecycle and its requester at once, in their
@@ -56,6 +57,8 @@ export interface TaskEventIntakeOptions {
   take: (event: AnyAmfEvent) => void;
   /** Hands worker output of an owned task to its requester waiting here (the reply subject's reader). */
   takeReply: (event: AnyAmfEvent, taskId: string) => void;
+  /** Tells the authenticity check that the subject proves this event's sender (EventAuthenticity.vouch). */
+  vouch?: (event: AnyAmfEvent, nkey: string) => void;
   now?: () => number;
 }
 
@@ -207,6 +210,7 @@ export class TaskEventIntake {
       claimed,
       // Warned apart: each intake, and a coordinator's role, is another attempt worth naming.
       `${intake}|${event.amfagentrole}`,
+      taskOf(event),
     );
     return true;
   }
@@ -263,6 +267,8 @@ export class TaskEventIntake {
       return;
     }
     this.recorded += 1;
+    // Its sender is proven by the subject and checked above: no signature check needed after this.
+    this.options.vouch?.(event, nkey);
     // The lifecycle first, in the order the worker sent its events (both routes and its direct
     // final): a task of this coordinator's is judged on what arrived here, not on what came back.
     this.options.take(event);
@@ -282,9 +288,11 @@ export class TaskEventIntake {
     message: (sender: string) => string,
     claimed?: string,
     scope = '',
+    taskId?: string,
   ): void {
     this.refusals.set(reason, (this.refusals.get(reason) ?? 0) + 1);
     const seen = reason === 'quota_exceeded' ? this.quotaWarned : this.warned;
+    // Not per task: a flood of forgeries naming ever new tasks is still one warning a window.
     const key = `${reason}|${nkey}|${claimed ?? ''}|${what}|${scope}`;
     if (seen.get(key) !== undefined) return;
     seen.set(key, true);
@@ -293,6 +301,7 @@ export class TaskEventIntake {
       reason,
       message: message(sender),
       agent_id: sender.slice(0, 256),
+      ...(taskId !== undefined ? { task_id: taskId } : {}),
       details: {
         intake: 'task event intake',
         event_type: what,
@@ -301,4 +310,10 @@ export class TaskEventIntake {
       },
     });
   }
+}
+
+/** The task an event is about (its payload's `task_id`), when it names a valid one. */
+function taskOf(event: AnyAmfEvent): string | undefined {
+  const taskId = (event.data.payload as { task_id?: unknown }).task_id;
+  return isTaskId(taskId) ? taskId : undefined;
 }

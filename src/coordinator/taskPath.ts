@@ -114,10 +114,12 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
     ownsTask: (taskId) => lifecycle.owns(taskId),
     take: (event) => lifecycle.takeAgentEvent(event),
     takeReply: (event, taskId) => dispatcher.takeReply(event, taskId),
+    vouch: (event, nkey) => authenticity.vouch(event, nkey),
   });
   const results: ResultIntake = new ResultIntake({
     nc,
     senders: taskEvents,
+    vouch: (event, nkey) => authenticity.vouch(event, nkey),
     jsm: jsm,
     accept: (event, arrival) =>
       authenticity.accept(

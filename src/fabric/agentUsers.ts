@@ -12,7 +12,7 @@
  * read (DESIGN.md §3, per-agent subjects beside the seed's): nats-server lets only that key's user
  * use them, whatever the message says.
  */
-import { isTaskId, workConsumerName } from '../events/subjects.js';
+import { isTaskId, SUBJECT_FINAL_PREFIX, workConsumerName } from '../events/subjects.js';
 import { JOIN_USER, type RoleCredential } from './credentials.js';
 import { WORK_STREAM } from './jetstream.js';
 import { WORKER_DENIED_STATE, type RolePermissions } from './natsConfig.js';
@@ -108,6 +108,17 @@ export function agentResultSubject(nkey: string, taskId: string): string {
   return `${RESULT_STORE_PREFIX}${checkedKey(nkey)}.${taskId}`;
 }
 
+/**
+ * Where the agent with this key sends a mesh task's final straight to its coordinator (request/reply,
+ * `amf.internal.final.<nkey>.<task_id>`): only its own user may publish there, so the subject proves
+ * the sender and the coordinator need not check the final's signature (resultIntake.ts). The seed's
+ * form, `amf.internal.final.<task_id>`, stays for agents without their own user.
+ */
+export function agentFinalSubject(nkey: string, taskId: string): string {
+  if (!isTaskId(taskId)) throw new Error(`invalid task id ${JSON.stringify(taskId)}`);
+  return `${SUBJECT_FINAL_PREFIX}${checkedKey(nkey)}.${taskId}`;
+}
+
 /** The permissions of one admitted agent (pure: the tags decide the work consumers). */
 export function agentPermissions(user: AgentUser): RolePermissions {
   const work = user.tags.flatMap((tag) => {
@@ -129,8 +140,8 @@ export function agentPermissions(user: AgentUser): RolePermissions {
         submissionSubject('artifact', user.nkey),
         submissionSubject('evidence', user.nkey),
         'amf.discovery.agent.heartbeat',
-        // Finals sent straight to the task's coordinator (request/reply): answered, never recorded.
-        'amf.internal.final.>',
+        // Finals sent straight to the task's coordinator (request/reply), on its own subject.
+        `${SUBJECT_FINAL_PREFIX}${checkedKey(user.nkey)}.*`,
         ...work,
       ],
       deny: [...WORKER_DENIED_STATE],

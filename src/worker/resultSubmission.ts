@@ -5,7 +5,7 @@
 import { createEvent, type EventSender } from '../events/cloudEvent.js';
 import type { FinalPayload, ResultArtifactPayload } from '../events/payloads.js';
 import { finalSubject, resultSubject } from '../events/subjects.js';
-import { agentResultSubject } from '../fabric/agentUsers.js';
+import { agentFinalSubject, agentResultSubject } from '../fabric/agentUsers.js';
 import { UNTIL_CLOSED, type EventBus } from '../fabric/eventBus.js';
 import type { AgentKey } from '../identity/agentKey.js';
 import { signEvent } from '../identity/eventSignature.js';
@@ -112,7 +112,7 @@ export async function submitResult(
     );
   const answer = await worker.bus.request(
     finalEvent(payload, confidence),
-    finalSubject(task.taskId),
+    worker.ownSubjects ? agentFinalSubject(worker.key.publicKey, task.taskId) : finalSubject(task.taskId),
     DIRECT_FINAL_TIMEOUT_MS,
   );
   if (isFinalDecision(answer)) return;

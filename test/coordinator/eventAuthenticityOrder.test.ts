@@ -163,3 +163,45 @@ describe('EventAuthenticity.acceptInOrder', () => {
     expect(verdicts).toEqual([]);
   });
 });
+
+describe('EventAuthenticity.vouch (a subject only the key may publish on proves the sender)', () => {
+  /** A claim signed with `key` whose signature bytes are then broken: only Ed25519 would notice. */
+  const brokenSignature = (agentId: string, key: AgentKey, taskId: string): AmfEvent => {
+    const event = claim(agentId, key, taskId) as AmfEvent & { amfsignature: string };
+    const last = event.amfsignature.at(-2) === 'A' ? 'B' : 'A';
+    event.amfsignature = `${event.amfsignature.slice(0, -2)}${last}${event.amfsignature.slice(-1)}`;
+    return event;
+  };
+
+  it('takes a vouched event without checking its signature, still bound to the agent', async () => {
+    const { authenticity, warnings } = checker();
+    const unvouched = brokenSignature('spiffe://local/worker/alice', alice, 'v1');
+    const vouched = brokenSignature('spiffe://local/worker/alice', alice, 'v2');
+    authenticity.vouch(vouched, alice.publicKey);
+    expect(authenticity.accept(vouched, 'task events')).toBe(true);
+    expect(authenticity.accept(unvouched, 'amf.task.claim')).toBe(false);
+    expect(warnings.map((w) => w.reason)).toEqual(['bad_signature']);
+    // In order too, and with no Ed25519 check to wait for.
+    const verdicts: boolean[] = [];
+    const again = brokenSignature('spiffe://local/worker/alice', alice, 'v3');
+    authenticity.vouch(again, alice.publicKey);
+    authenticity.acceptInOrder(again, 'task events', (ok) => verdicts.push(ok));
+    await expect.poll(() => verdicts).toEqual([true]);
+  });
+
+  it("does not vouch for an event naming another signer, nor take one vouched by another agent's key", () => {
+    const { authenticity, warnings } = checker();
+    // Signed (stated) by alice's key but vouched for by mallory's subject: not vouched, and the
+    // broken signature is refused.
+    const stated = brokenSignature('spiffe://local/worker/alice', alice, 'v4');
+    authenticity.vouch(stated, mallory.publicKey);
+    expect(authenticity.accept(stated, 'task events')).toBe(false);
+    // An unsigned event in alice's name on mallory's subject: mallory's key is not alice's.
+    const unsigned = claim('spiffe://local/worker/alice', alice, 'v5') as AmfEvent & Record<string, unknown>;
+    delete unsigned.amfsignature;
+    delete unsigned.amfsigner;
+    authenticity.vouch(unsigned, mallory.publicKey);
+    expect(authenticity.accept(unsigned, 'task events')).toBe(false);
+    expect(warnings.map((w) => w.reason)).toEqual(['bad_signature', 'forged_event']);
+  });
+});

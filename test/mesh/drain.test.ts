@@ -36,10 +36,10 @@ const heartbeatOf = (agentId: string, status: string) => (e: ObservedEvent) =>
 const claimBy = (agentId: string) => (e: ObservedEvent) =>
   e.subject === 'amf.task.claim' && (e.event.data.payload as { agent_id?: string }).agent_id === agentId;
 
-/** A worker's final for `taskId` on its way to the coordinator: sent straight, or stored (on its key's subject). */
+/** A worker's final for `taskId` on its way to the coordinator: sent straight or stored, on its key's subject. */
 const handedOver = (taskId: string) => (e: ObservedEvent) =>
-  e.subject === `amf.internal.final.${taskId}` ||
-  (e.subject.startsWith('amf.internal.result.') && e.subject.endsWith(`.${taskId}`));
+  (e.subject.startsWith('amf.internal.final.') || e.subject.startsWith('amf.internal.result.')) &&
+  e.subject.endsWith(`.${taskId}`);
 
 /** Records why agents went offline. */
 function offlineReasons(mesh: TestMesh, agentId: string): string[] {

@@ -20,7 +20,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEvent, type EventSender } from '../../src/events/cloudEvent.js';
-import { finalSubject } from '../../src/events/subjects.js';
+import { agentFinalSubject } from '../../src/fabric/agentUsers.js';
 import { taskEventSubject } from '../../src/fabric/agentUsers.js';
 import { connectAsAgent, type NatsConnection } from '../../src/fabric/connect.js';
 import { signEvent } from '../../src/identity/eventSignature.js';
@@ -188,9 +188,13 @@ describe('answer injection (H1)', () => {
         }),
         rogue.worker.key,
       );
-      const decision = await rogueNc.request(finalSubject(victimId), JSON.stringify(forged), {
-        timeout: 5000,
-      });
+      const decision = await rogueNc.request(
+        agentFinalSubject(rogue.worker.key.publicKey, victimId),
+        JSON.stringify(forged),
+        {
+          timeout: 5000,
+        },
+      );
       expect(decision.json<{ decision: string }>().decision, `offer ${offer}`).toBe('refused');
     }
     expect(mesh.coordinator.lifecycle.get(victimId)?.state).toBe('announced');

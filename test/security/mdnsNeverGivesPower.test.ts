@@ -231,6 +231,8 @@ describe.skipIf(!onlyLoopback())('mDNS never gives power (private network namesp
       heartbeatSeconds: 1,
       concurrency: 4,
       key: stranger.key,
+      // Logged in as its key's own user: its task events and finals go on its key's subjects.
+      ownSubjects: true,
     });
     workers.push(worker);
     await worker.start();

@@ -55,12 +55,22 @@ const signedFinal = (sender, taskId, agentId, text) =>
   );
 const forgedFinal = () => signedFinal(victim, args.taskId, args.victimId, 'FORGED by another process');
 try {
-  const reply = await nc.request(`amf.internal.final.${args.taskId}`, JSON.stringify(forgedFinal()), {
-    timeout: 5_000,
-  });
+  // On this key's own direct-final subject, the only one its user may send finals straight on.
+  const reply = await nc.request(
+    `amf.internal.final.${key.publicKey}.${args.taskId}`,
+    JSON.stringify(forgedFinal()),
+    { timeout: 5_000 },
+  );
   report('forged_final_direct', { reply: new TextDecoder().decode(reply.data).slice(0, 500) });
 } catch (err) {
   report('forged_final_direct', { error: String(err) });
+}
+try {
+  // The seed's keyless form: closed to agents with their own user (NATS refuses the publish).
+  await nc.request(`amf.internal.final.${args.taskId}`, JSON.stringify(forgedFinal()), { timeout: 2_000 });
+  report('forged_final_seed_subject', { reply: 'answered' });
+} catch (err) {
+  report('forged_final_seed_subject', { error: String(err) });
 }
 sendBothWays('amf.result.final', forgedFinal(), 'direct');
 report('forged_final_core', { sent: true });
@@ -103,9 +113,11 @@ const ownFinal = signedFinal(
   'ROGUE answer to a tag it was not admitted for',
 );
 try {
-  const reply = await nc.request(`amf.internal.final.${args.otherTaskId}`, JSON.stringify(ownFinal), {
-    timeout: 5_000,
-  });
+  const reply = await nc.request(
+    `amf.internal.final.${key.publicKey}.${args.otherTaskId}`,
+    JSON.stringify(ownFinal),
+    { timeout: 5_000 },
+  );
   report('final_other_tag', { reply: new TextDecoder().decode(reply.data).slice(0, 500) });
 } catch (err) {
   report('final_other_tag', { error: String(err) });

@@ -104,6 +104,7 @@ describe('a rogue agent in another OS process, with an admitted agent’s key fi
     expect(attempts.map((a) => a.attempt)).toEqual([
       'connected',
       'forged_final_direct',
+      'forged_final_seed_subject',
       'forged_final_core',
       'pull_other_tag',
       'claim_other_tag',
@@ -116,6 +117,9 @@ describe('a rogue agent in another OS process, with an admitted agent’s key fi
     expect(attempts[0]!.as).toBe(rogue.worker.key.publicKey);
     // The pull of another tag's work gets nothing: NATS refuses the consumer's API to this user.
     expect(attempts.find((a) => a.attempt === 'pull_other_tag')!.error).toBeDefined();
+    // A forged direct final on its own subject is answered refused; the seed's form is closed to it.
+    expect(attempts.find((a) => a.attempt === 'forged_final_direct')!.reply).toBe('{"decision":"refused"}');
+    expect(attempts.find((a) => a.attempt === 'forged_final_seed_subject')!.error).toBeDefined();
 
     const warned = (reason: string, what: string, extra: (e: ObservedEvent) => boolean = () => true) =>
       mesh.waitForEvent(
@@ -132,7 +136,10 @@ describe('a rogue agent in another OS process, with an admitted agent’s key fi
     await warned(
       'forged_event',
       'forged direct final refused',
-      (e) => payloadOf(e).task_id === taskId && String(payloadOf(e).message).includes('amf.result.final'),
+      (e) =>
+        payloadOf(e).task_id === taskId &&
+        String(payloadOf(e).message).includes('amf.result.final') &&
+        String(payloadOf(e).message).includes('the direct final subject'),
     );
     await warned(
       'forged_event',
