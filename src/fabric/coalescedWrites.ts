@@ -4,8 +4,8 @@
  * nats.js queues every command (PUB, HPUB, SUB, PING, acks) in its outbound buffer and writes the
  * buffer to the socket from a microtask. A task's claim, its final, a JetStream offer and acks are
  * made in different callbacks of the same turn, so each became its own write() — and a write on a
- * loopback socket runs the whole TCP stack in the sender (measured at 50–100 µs of CPU each, a fifth
- * of a direct task's cost). Here the write is moved to `setImmediate`, the end of the current turn:
+ * loopback socket runs the whole TCP stack in the sender, a large share of a direct task's cost
+ * (docs/performance.md). Here the write is moved to `setImmediate`, the end of the current turn:
  * everything queued meanwhile leaves in one write, in the same order. Nothing else changes: the
  * buffer is written at once when it reaches nats.js's own threshold, `flush()` and `drain()` send
  * everything before they resolve, and `close()` drops what is unsent as nats.js always did.

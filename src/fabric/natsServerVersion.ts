@@ -1,8 +1,8 @@
 /**
  * What the mesh knows about nats-server versions. Debian's nats-server (2.9.x) runs the mesh, but
- * its file store gets slower as a long-running mesh's streams fill: over 60,000 tasks at
- * concurrency 64 its CPU per task grew until throughput fell from 908 to 388 completions/s, while
- * 2.12.15 stayed at about 1,100/s (docs/benchmarks.md, "…late"). Operators are told, not refused.
+ * its file store gets slower as a long-running mesh's streams fill: its CPU per task keeps growing
+ * and the mesh's throughput falls, while 2.12 stays flat (docs/performance.md). Operators are told,
+ * not refused.
  */
 
 /** Releases older than this slow down as task states and events accumulate. */

@@ -46,8 +46,8 @@ export function calloutKeyFile(dataDir: string, env: NodeJS.ProcessEnv = process
 
 /**
  * The issuer's key pair for `@nats-io/jwt`, signing with node:crypto: the pure-JS Ed25519 of
- * nkeys.js took about 95 ms per signature on a loaded 2-core machine, and every login needs two
- * (bench/authCallout.js). The key is the same; everything else is delegated.
+ * nkeys.js is far slower, and every login needs two signatures (bench/authCallout.js,
+ * docs/performance.md). The key is the same; everything else is delegated.
  */
 function fastSigner(seed: string): KeyPair {
   const pair = fromSeed(new TextEncoder().encode(seed));

@@ -9,10 +9,10 @@
  * server challenged it with) and `user_nkey`, a key the server made for this connection: the user
  * JWT must be issued to it. The response's audience is the server's key, its subject `user_nkey`.
  *
- * Ed25519 runs on node:crypto, not on the pure-JS code inside `@nats-io/jwt` (about 30 ms per
- * verification and 95 ms per signature on a loaded 2-core machine, i.e. a login every ~250 ms):
- * the request's signature is checked here before its claims are parsed, and the issuer key pair
- * handed to the encoders signs with node:crypto (calloutIssuer.ts).
+ * Ed25519 runs on node:crypto, not on the pure-JS code inside `@nats-io/jwt`, which is too slow for
+ * a check and two signatures on every login (docs/performance.md): the request's signature is
+ * checked here before its claims are parsed, and the issuer key pair handed to the encoders signs
+ * with node:crypto (calloutIssuer.ts).
  */
 import { verify as edVerify } from 'node:crypto';
 import {

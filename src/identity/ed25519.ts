@@ -1,8 +1,8 @@
 /**
  * Ed25519 signing and verification for the task path, where every claim and final is signed by its
  * worker and checked by the coordinator (docs/security.md). libsodium (sodium-native, prebuilt for
- * the common platforms) does both about twice as fast as node:crypto's OpenSSL 3.0: on the 2-core
- * machine of docs/benchmarks.md a verification takes 51 µs against 113, a signature 20 against 39.
+ * the common platforms) does both faster than node:crypto's OpenSSL 3.0, and the task path spends
+ * much of its CPU on them (docs/performance.md, "What dominates the cost").
  * Where the native module cannot load, node:crypto does the same work. Ed25519 signatures are
  * deterministic, so both give the same bytes. libsodium also refuses a few degenerate signatures
  * that OpenSSL accepts (small-order keys and points); none can be made without the private key.

@@ -70,7 +70,7 @@ export async function openIdentity(
   if (decision.mode === 'static') return new StaticIdentity(decision.warning);
   const spiffeId = options.spiffeId ?? env.AMF_SPIFFE_ID;
   try {
-    // Loaded only here: the Workload API client brings gRPC and protobuf.js (~15 MB resident).
+    // Loaded only here: the Workload API client brings gRPC and protobuf.js (docs/performance.md).
     const { SpiffeIdentity } = await import('./spiffeIdentity.js');
     return await SpiffeIdentity.open({
       socket: decision.socket,

@@ -3,12 +3,12 @@
  *
  * What Node allocates outside the V8 heap (HTTP bodies copied out of the parser, socket read
  * buffers, `writev` lists, the NATS client's chunks, compilers' scratch space) comes from glibc's
- * malloc, which keeps the pages it freed inside its arenas. After 20,000 tasks at concurrency 64 the
- * coordinator's RSS stayed 35–50 MB above its start with the V8 heap unchanged (docs/benchmarks.md,
- * "Runs of 2026-11-28, morning"). `malloc_trim(0)` returns every free page of every arena. Node does
- * not expose it, so it is called through koffi (a foreign-function library with prebuilt binaries
- * for the common platforms), in libuv's thread pool, after each full garbage collection — the moment
- * V8 has just freed the buffers it held — and at most once per `minIntervalMs`.
+ * malloc, which keeps the pages it freed inside its arenas: after a burst of tasks the coordinator's
+ * RSS stayed tens of MB above its start with the V8 heap unchanged (docs/performance.md).
+ * `malloc_trim(0)` returns every free page of every arena. Node does not expose it, so it is
+ * called through koffi (a foreign-function library with prebuilt binaries for the common
+ * platforms), in libuv's thread pool, after each full garbage collection — the moment V8 has just
+ * freed the buffers it held — and at most once per `minIntervalMs`.
  *
  * Only Linux with glibc has `malloc_trim`. Anywhere else, with `AMF_MALLOC_TRIM=0`, or when koffi
  * cannot load, nothing is done and `description` says why.
@@ -56,8 +56,8 @@ export function loadMallocTrim(
 
 export interface MemoryTrimmerOptions {
   /**
-   * Trims at most this often (default 100 ms). A trim costs 5–10 ms of a thread-pool thread; under
-   * load full collections come every half second or so, back to back only near the heap's limit.
+   * Trims at most this often (default 100 ms): a trim occupies a thread-pool thread, and full
+   * collections come back to back near the heap's limit.
    */
   minIntervalMs?: number;
   env?: NodeJS.ProcessEnv;

@@ -22,13 +22,13 @@ export const LLM_DEADLINE_MARGIN_MS = 1000;
 export const DEFAULT_IDLE_RETIRE_MS = 30_000;
 /**
  * Advertisements a thread judges (each in its own context) before it is recycled. Recycling costs a
- * thread start and warm-up (about 100 ms of CPU); at 256 that is about 0.4 ms per advertisement
- * instead of 1.5 ms at 64, while the heap bound (`DEFAULT_RECYCLE_HEAP_BYTES`) still recycles a
+ * thread start and warm-up, far more CPU than a judgement, so it is spread over many advertisements
+ * (docs/performance.md), while the heap bound (`DEFAULT_RECYCLE_HEAP_BYTES`) still recycles a
  * thread whose heap grew early. Isolation does not change with it: every advertisement has its own
  * context, and the memory limit has always been the thread's.
  */
 export const DEFAULT_RECYCLE_AFTER = 256;
-/** The `vm` timeout of the rules for one advertisement (they take about 1 ms). */
+/** The `vm` timeout of the rules for one advertisement (far above what the rules take). */
 export const DEFAULT_RULES_TIMEOUT_MS = 1000;
 /** Heap in use after a judgement above which a thread is recycled: 3/4 of the default old space. */
 export const DEFAULT_RECYCLE_HEAP_BYTES = 24 * 1024 * 1024;

@@ -6,7 +6,7 @@
  * bound. Nothing is shared between advertisements at the JavaScript level; what they share is the
  * thread's isolate and heap, for at most `recycleAfter` of them (docs/admission.md).
  *
- * Starting a thread costs tens of ms of CPU and a context about 1.5 ms, so threads are started
+ * Starting a thread costs far more CPU than a context (docs/performance.md), so threads are started
  * ahead of need (a few on standby) and reused; with an LLM scorer configured (network I/O, and the
  * settings carry an API key) each thread judges one advertisement only, as before.
  *

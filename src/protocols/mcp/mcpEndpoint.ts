@@ -488,10 +488,9 @@ export class McpEndpoint {
       sessionIdGenerator: () => randomUUID(),
       // Answers are SSE streams, never the SDK's JSON mode (`enableJsonResponse`): in SDK 1.32.2
       // that mode keeps every answered POST of a session (its stream entry, the resolved Response)
-      // until the session ends, about 5 KB per call, without bound on a long session such as the
-      // coordinator's link to a worker (typescript-sdk issue 2559, fixed only on its v2 line). SSE
-      // answers measured as fast (docs/benchmarks-protocols.md); test/mcp/mcpSessions.test.ts
-      // checks that a long session's calls leave the heap flat.
+      // until the session ends, without bound on a long session such as the coordinator's link to
+      // a worker (typescript-sdk issue 2559, fixed only on its v2 line). SSE answers are as fast;
+      // test/mcp/mcpSessions.test.ts checks that a long session's calls leave the heap flat.
       eventStore: events,
       retryInterval: this.options.sseRetryMs ?? DEFAULT_SSE_RETRY_MS,
       onsessioninitialized: (id) => {

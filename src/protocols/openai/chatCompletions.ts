@@ -194,8 +194,8 @@ export async function handleChatCompletion(
   if (!parsed.stream) {
     let id = '';
     let taskId = '';
-    // A client that hangs up cancels its task (no AbortController per request: it is 2 % of the
-    // mesh's CPU at concurrency 64, docs/benchmarks.md).
+    // A client that hangs up cancels its task (no AbortController per request: it showed in the
+    // mesh's CPU profile, docs/performance.md).
     res.once('close', () => {
       if (!res.writableFinished && taskId) opts.dispatcher.abandon(taskId);
     });
