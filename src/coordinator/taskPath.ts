@@ -56,9 +56,8 @@ export interface TaskPath {
 
 /**
  * Tasks in flight from which claims' and finals' signature checks go to the thread pool, when
- * node:crypto checks them (113 µs each here). libsodium's check (51 µs, ed25519.ts) costs less than
- * handing it to a pool thread and back: inline it served more tasks a second at concurrency 64
- * (docs/benchmarks.md, "…night").
+ * node:crypto checks them. libsodium's check (ed25519.ts) costs less than handing it to a pool
+ * thread and back: inline it served more tasks a second at concurrency 64 (docs/performance.md).
  */
 export const OFFLOAD_FROM_ACTIVE_TASKS = 4;
 const offloadSignatureChecks = ed25519.backend === 'node:crypto';
