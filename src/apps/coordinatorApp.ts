@@ -34,6 +34,7 @@ import type { McpFederation } from '../protocols/mcp/federation.js';
 import { createCoordinatorMcpEndpoint } from '../protocols/mcp/coordinatorMcp.js';
 import { mcpSessionLimits, type McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
 import { registerAmpRoutes } from '../protocols/amp/ampRoutes.js';
+import { AMP_IN_A2A } from '../protocols/amp/ampA2a.js';
 import { registerFabricRoutes } from '../protocols/fabric/fabricRoutes.js';
 import { HttpGuard, sendFamilyError } from './httpGuards.js';
 import { eventStreamLimits, registerEventStreamMetrics, requestDeadlines } from './edgeLimits.js';
@@ -268,8 +269,9 @@ async function serveCoordinator(
     coordinator,
     () => url,
     (requested, message) => unknownTags.refused({ protocol: 'a2a', requested, message }),
-    // A task still working when the edge stops ends with a final failed status on its stream.
-    { stopping: stopping.signal },
+    // A task still working when the edge stops ends with a final failed status on its stream; AMP
+    // requests travel in A2A messages as an extension.
+    { stopping: stopping.signal, extensions: [AMP_IN_A2A] },
   );
   a2a.server.register(router);
   // Before any request: the tasks an earlier run left waiting for their client's input go on here.

@@ -11,7 +11,8 @@ import {
   type AmpRequest,
 } from '../../src/protocols/amp/ampMessage.js';
 import { extractAmpMessage } from '../../src/protocols/amp/ampA2a.js';
-import { routeAmpMessage, routeIntent } from '../../src/protocols/amp/intentRouter.js';
+import { routeAmpMessage } from '../../src/protocols/amp/ampRouting.js';
+import { routeIntent } from '../../src/registry/intentRouter.js';
 import { isReadOnlyCapability, trustRefusal } from '../../src/protocols/amp/trustLevels.js';
 import { addressRefusal, resolveCallback } from '../../src/protocols/amp/callbackDelivery.js';
 import { ampOutcome } from '../../src/protocols/amp/ampService.js';

@@ -1,7 +1,8 @@
 /**
- * The layering of src/ (docs/architecture.md): an inner layer never imports an outer one, and no two
- * folders import each other, directly or around a cycle. Read from the import statements themselves,
- * so a new folder must be placed in LAYERS before it can be imported.
+ * The layering of src/ (docs/architecture.md): an inner layer never imports an outer one, no two
+ * folders import each other, directly or around a cycle, and no protocol adapter imports another
+ * (what two adapters share sits in an inner layer, or is wired by apps/). Read from the import
+ * statements themselves, so a new folder must be placed in LAYERS before it can be imported.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -79,6 +80,13 @@ function importEdges(): Edge[] {
   return edges;
 }
 
+/** Imports from one protocols/* adapter into another, as sentences. */
+function adapterToAdapter(edges: Edge[]): string[] {
+  return edges
+    .filter((e) => e.from.startsWith('protocols/') && e.to.startsWith('protocols/'))
+    .map((e) => `${e.file} (${e.from}) imports ${e.to}`);
+}
+
 /** Every folder cycle, as the list of units around it. */
 function folderCycles(edges: Edge[]): string[][] {
   const next = new Map<string, Set<string>>();
@@ -123,6 +131,10 @@ describe('the layers of src/', () => {
     expect(outward).toEqual([]);
   });
 
+  it('never lets one protocol adapter import another', () => {
+    expect(adapterToAdapter(edges)).toEqual([]);
+  });
+
   it('has no folder cycle', () => {
     expect(folderCycles(edges).map((c) => c.join(' -> '))).toEqual([]);
   });
@@ -134,5 +146,14 @@ describe('the layers of src/', () => {
     ];
     expect(folderCycles(planted)).toHaveLength(1);
     expect(LAYERS['apps']! > LAYERS['worker']!).toBe(true);
+  });
+
+  it('finds an adapter importing another adapter, and leaves an adapter importing a runtime alone', () => {
+    const planted: Edge[] = [
+      { from: 'protocols/a2a', to: 'protocols/amp', file: 'protocols/a2a/x.ts' },
+      { from: 'protocols/a2a', to: 'registry', file: 'protocols/a2a/y.ts' },
+      { from: 'apps', to: 'protocols/amp', file: 'apps/z.ts' },
+    ];
+    expect(adapterToAdapter(planted)).toEqual(['protocols/a2a/x.ts (protocols/a2a) imports protocols/amp']);
   });
 });

@@ -27,8 +27,7 @@ import type { TaskLifecycle } from '../../coordinator/taskLifecycle.js';
 import type { TaskInputMessage } from '../../coordinator/taskInput.js';
 import { toAmfError } from '../../errors.js';
 import { REJECTED_CODE } from '../../worker/handlerApi.js';
-import { ampOutcome } from '../amp/ampService.js';
-import { AMP_EXTENSION_URI } from './agentCards.js';
+import type { A2aExtension } from './a2aExtension.js';
 import { STREAMING_KEY } from './a2aServer.js';
 import { persistTaskEvents } from './taskPersistence.js';
 import { messageInput, resultArtifact, traceIdForContext, UUID_PATTERN } from './messageParts.js';
@@ -58,6 +57,8 @@ export interface CoordinatorExecutorOptions {
   inputTtlMs: number;
   /** `a2a.default_agent`: where a message nothing else routes goes. */
   defaultAgent?: string | null;
+  /** Extensions whose requests messages may carry (AMP), routed before intents and skills. */
+  extensions?: readonly A2aExtension[];
   /** Hands a follow-up message to the worker holding a mesh task (src/coordinator/taskInput.ts). */
   sendInput: (meshTaskId: string, message: TaskInputMessage) => void;
   /** Told of each message no capability could be found for (the console shows these refusals). */
@@ -144,6 +145,7 @@ export class CoordinatorExecutor implements AgentExecutor {
     this.routing = {
       defaultAgent: opts.defaultAgent ?? null,
       contextTag: (contextId) => this.contexts.get(contextId),
+      ...(opts.extensions ? { extensions: opts.extensions } : {}),
     };
     opts.stopping?.addEventListener('abort', () => this.endOnStop(), { once: true });
   }
@@ -555,10 +557,10 @@ export class CoordinatorExecutor implements AgentExecutor {
     };
     if (result.usage) metadata.usage = result.usage;
     const extensions: string[] = [];
-    if (route.amp) {
-      // AMP's answer fields (status, confidence, uncertainty) keyed by the extension URI.
-      metadata[AMP_EXTENSION_URI] = { in_reply_to: route.amp.id, ...ampOutcome(result) };
-      extensions.push(AMP_EXTENSION_URI);
+    if (route.extension) {
+      // The extension's answer fields (AMP: status, confidence, uncertainty) keyed by its URI.
+      metadata[route.extension.uri] = route.extension.answer(result);
+      extensions.push(route.extension.uri);
     }
     return resultArtifact(artifactId, result.text, result.data, metadata, extensions);
   }

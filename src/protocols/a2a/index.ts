@@ -12,11 +12,13 @@ import { BoundedTaskStore } from './boundedTaskStore.js';
 import { CoordinatorExecutor } from './coordinatorExecutor.js';
 import { WorkerExecutor } from './workerExecutor.js';
 import { WaitingTasks } from './waitingTasks.js';
+import type { A2aExtension } from './a2aExtension.js';
 
 export { A2aServer } from './a2aServer.js';
 export { BoundedTaskStore } from './boundedTaskStore.js';
 export { CoordinatorExecutor } from './coordinatorExecutor.js';
 export { WorkerExecutor } from './workerExecutor.js';
+export type { A2aExtension, ExtensionRoute } from './a2aExtension.js';
 export * from './agentCards.js';
 
 /** Default size of a worker's task store (workers keep fewer tasks than the coordinator). */
@@ -38,8 +40,11 @@ export function createCoordinatorA2a(
   coordinator: Coordinator,
   getUrl: () => string,
   onUnrouted?: (requested: string, message: string) => void,
-  /** `stopping`: aborted when the edge stops (CoordinatorExecutorOptions.stopping). */
-  options: { lightSendMessage?: boolean; stopping?: AbortSignal } = {},
+  /**
+   * `stopping`: aborted when the edge stops (CoordinatorExecutorOptions.stopping); `extensions`: the
+   * A2A extensions messages may carry requests of (AMP), from the composition root.
+   */
+  options: { lightSendMessage?: boolean; stopping?: AbortSignal; extensions?: readonly A2aExtension[] } = {},
 ): CoordinatorA2a {
   const { config } = coordinator;
   const store = new BoundedTaskStore(config.a2a.taskStoreSize);
@@ -54,6 +59,7 @@ export function createCoordinatorA2a(
     sendInput: (meshTaskId, message) => sendTaskInput(coordinator, meshTaskId, message),
     ...(onUnrouted ? { onUnrouted } : {}),
     ...(options.stopping ? { stopping: options.stopping } : {}),
+    ...(options.extensions ? { extensions: options.extensions } : {}),
     log: coordinator.log,
     owner: `${hostname()}:${resolve(config.dataDir)}`,
   });

@@ -1,24 +1,22 @@
 /**
  * Which capability tag an A2A message goes to on the mesh, for AMF-aware and plain clients alike:
- * `metadata.tag` (on the message or the request), else an AMP request carried by the message (its
- * routing and trust rules, from src/protocols/amp), else `metadata.intent`, else the tag its
- * conversation (`contextId`) went to before, else the skill whose words the message's text matches
- * (the AMP intent router), else the only capability the mesh serves, else the configured default
- * agent (`a2a.default_agent`). A message none of these places is refused with an A2A error that
- * lists the skills and says what to send.
+ * `metadata.tag` (on the message or the request), else a request of an A2A extension carried by the
+ * message (AMP: its routing and trust rules, plugged in as an A2aExtension), else `metadata.intent`,
+ * else the tag its conversation (`contextId`) went to before, else the skill whose words the
+ * message's text matches (registry/intentRouter.ts), else the only capability the mesh serves, else
+ * the configured default agent (`a2a.default_agent`). A message none of these places is refused
+ * with an A2A error that lists the skills and says what to send.
  */
 import { Message as WireMessage, type Message, type SendMessageRequest } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import type { AgentRegistry } from '../../registry/agentRegistry.js';
 import { isCapabilityTag } from '../../events/subjects.js';
-import { extractAmpMessage } from '../amp/ampA2a.js';
-import type { AmpRequest } from '../amp/ampMessage.js';
-import { namesAgent, routeAmpMessage, routeIntent } from '../amp/intentRouter.js';
-import { trustRefusal } from '../amp/trustLevels.js';
+import { namesAgent, routeIntent } from '../../registry/intentRouter.js';
+import type { A2aExtension, ExtensionRoute } from './a2aExtension.js';
 import { messageInput, type MessageInput } from './messageParts.js';
 
-export type RouteVia =
-  'metadata' | 'amp' | 'intent' | 'context' | 'skill' | 'only-capability' | 'default-agent';
+/** How a message was routed, when no extension carried it (then: the extension's name). */
+export type RouteVia = 'metadata' | 'intent' | 'context' | 'skill' | 'only-capability' | 'default-agent';
 
 /** What routing needs besides the message and the registry. */
 export interface RoutingOptions {
@@ -26,14 +24,23 @@ export interface RoutingOptions {
   defaultAgent?: string | null;
   /** The tag the conversation `contextId` went to last, when it is known. */
   contextTag?: (contextId: string) => string | undefined;
+  /** Extensions whose requests a message may carry (AMP), tried in order after `metadata.tag`. */
+  extensions?: readonly A2aExtension[];
+}
+
+/** The extension that routed a message, and how it answers. */
+export interface RoutedExtension {
+  uri: string;
+  answer: ExtensionRoute['answer'];
 }
 
 /** A message routed to a tag, with the task text and input the mesh task gets. */
 export interface A2aRoute extends MessageInput {
   tag: string;
-  via: RouteVia;
-  /** The AMP request when the message carried one (its answer gets AMP fields). */
-  amp?: AmpRequest;
+  /** A {@link RouteVia}, or the name of the extension that carried the request. */
+  via: string;
+  /** The extension whose request the message carried (its answer gets the extension's fields). */
+  extension?: RoutedExtension;
 }
 
 function metadataString(metadata: Record<string, unknown> | undefined, key: string): string | undefined {
@@ -84,6 +91,29 @@ function liveTagList(registry: AgentRegistry): string {
     : `live capabilities: ${live.slice(0, 50).join(', ')}`;
 }
 
+/** The route of the first extension whose request `message` carries; throws when it refuses. */
+function routeByExtension(
+  message: Message,
+  registry: AgentRegistry,
+  extensions: readonly A2aExtension[],
+): A2aRoute | undefined {
+  if (extensions.length === 0) return undefined;
+  const json = WireMessage.toJSON(message);
+  for (const extension of extensions) {
+    const route = extension.route(json, registry);
+    if (!route) continue;
+    if ('refused' in route) throw new RequestMalformedError(route.refused);
+    return {
+      text: route.text,
+      ...(route.data ? { data: route.data } : {}),
+      tag: route.tag,
+      via: extension.name,
+      extension: { uri: extension.uri, answer: (result) => route.answer(result) },
+    };
+  }
+  return undefined;
+}
+
 /** Routes a SendMessage request; throws RequestMalformedError when no capability fits. */
 export function routeA2aMessage(
   request: SendMessageRequest,
@@ -94,22 +124,8 @@ export function routeA2aMessage(
   const tag = metadataString(message.metadata, 'tag') ?? metadataString(request.metadata, 'tag');
   if (tag !== undefined) return { ...messageInput(message), tag: servedTag(tag, registry), via: 'metadata' };
 
-  const amp = extractAmpMessage(WireMessage.toJSON(message));
-  if (amp && !amp.ok) throw new RequestMalformedError(`invalid AMP message (${amp.code}): ${amp.message}`);
-  if (amp?.ok) {
-    const routing = routeAmpMessage(amp.message, registry);
-    if (!routing.ok) throw new RequestMalformedError(`AMP ${routing.code}: ${routing.message}`);
-    const refusal = trustRefusal(amp.message.trust, routing.tag, registry);
-    if (refusal) throw new RequestMalformedError(`AMP trust_insufficient: ${refusal}`);
-    const context = amp.message.context;
-    return {
-      text: amp.message.intent,
-      ...(context ? { data: context } : {}),
-      tag: routing.tag,
-      via: 'amp',
-      amp: amp.message,
-    };
-  }
+  const carried = routeByExtension(message, registry, options.extensions ?? []);
+  if (carried) return carried;
 
   const input = messageInput(message);
   const intent = metadataString(message.metadata, 'intent') ?? metadataString(request.metadata, 'intent');

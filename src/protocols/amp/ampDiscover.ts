@@ -5,7 +5,7 @@
  */
 import type { AgentRegistry, RegisteredAgent } from '../../registry/agentRegistry.js';
 import { AMP_VERSION } from './ampMessage.js';
-import { intentWords } from './intentRouter.js';
+import { intentWords } from '../../registry/intentRouter.js';
 import { agentDeclaresReadOnly } from './trustLevels.js';
 
 /** Parsed discover query, or the problem with it. */

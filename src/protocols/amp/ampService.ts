@@ -14,7 +14,7 @@ import { makeAmpResponse, type AmpRequest, type AmpResponse, type AmpUncertainty
 import { discoverAgents } from './ampDiscover.js';
 import { AmpJobStore, type AmpJob } from './ampJobs.js';
 import { deliverCallback, resolveCallback, type CallbackPolicy } from './callbackDelivery.js';
-import { routeAmpMessage } from './intentRouter.js';
+import { routeAmpMessage } from './ampRouting.js';
 import { trustRefusal } from './trustLevels.js';
 import type { LogFn } from '../../log.js';
 

@@ -6,11 +6,11 @@
  * `fabric.agent.list`, `fabric.tool.list` and `fabric.health` are the reference node's read-only
  * helpers. Everything returns the `result` of the envelope or throws a FabricError.
  */
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AgentRegistry, RegisteredAgent } from '../../registry/agentRegistry.js';
 import type { TaskDispatcher, TaskUpdate } from '../../coordinator/taskDispatcher.js';
 import { bodyValidator } from '../../http/bodyValidator.js';
-import type { McpFederation } from '../mcp/federation.js';
-import { namesAgent } from '../amp/intentRouter.js';
+import { namesAgent } from '../../registry/intentRouter.js';
 import { FABRIC_CALL_ARGUMENTS_SCHEMA, type FabricCallArguments } from './fabricCallSchema.js';
 import { FabricError } from './fabricErrors.js';
 import type { FabricTrace } from './fabricTrace.js';
@@ -19,11 +19,37 @@ const TOOL_PREFIX = 'fabric.tool.';
 const WIRE_SEPARATOR = '__';
 const MAX_CONTEXT_BYTES = 64 * 1024;
 
+/** One tool of the federated MCP catalog. */
+export interface FabricTool {
+  /** Name on the MCP wire (`<prefix>__<tool>`). */
+  wireName: string;
+  agentId: string;
+  /** The tool's name at the agent. */
+  tool: string;
+  definition: Tool;
+}
+
+/**
+ * The federated MCP catalog as Fabric uses it: the coordinator runtime's federation (protocols/mcp),
+ * handed in by the composition root, as adapters import no other adapter.
+ */
+export interface FabricToolCatalog {
+  /** The tools of the live agents, by wire name. */
+  catalog(): ReadonlyMap<string, FabricTool>;
+  /** Calls a tool through the federation, which makes the OPA decision and writes the audit record. */
+  call(
+    wireName: string,
+    args: Record<string, unknown>,
+    who: { caller: string; sessionId: null },
+    signal?: AbortSignal,
+  ): Promise<CallToolResult>;
+}
+
 /** What the Fabric operations need from the coordinator. */
 export interface FabricDeps {
   dispatcher: TaskDispatcher;
   registry: AgentRegistry;
-  federation: McpFederation;
+  federation: FabricToolCatalog;
   /** Default (and upper bound) of `fabric.call`'s wait when `timeout_ms` is not given. */
   requestTimeoutMs: number;
   maxTaskBytes: number;
@@ -130,7 +156,7 @@ async function callAgent(
 }
 
 /** The federated wire name a `fabric.tool.<category>.<name>` call means, if the catalog has it. */
-export function resolveToolName(name: string, federation: McpFederation): string | undefined {
+export function resolveToolName(name: string, federation: FabricToolCatalog): string | undefined {
   const rest = name.slice(TOOL_PREFIX.length);
   const catalog = federation.catalog();
   if (rest.includes(WIRE_SEPARATOR) && catalog.has(rest)) return rest;

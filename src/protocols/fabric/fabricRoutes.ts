@@ -9,8 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Coordinator } from '../../coordinator/coordinator.js';
 import { bodyValidator } from '../../http/bodyValidator.js';
 import { readBody, sendJson, type Router } from '../../http/httpKit.js';
-import type { McpFederation } from '../mcp/federation.js';
-import { runFabricOperation, type FabricDeps } from './fabricCall.js';
+import { runFabricOperation, type FabricDeps, type FabricToolCatalog } from './fabricCall.js';
 import { FABRIC_REQUEST_SCHEMA, type FabricRequestBody } from './fabricCallSchema.js';
 import { FabricError, fabricErrorReply } from './fabricErrors.js';
 import { newTrace, toTraceparent, traceForCall, type FabricTrace } from './fabricTrace.js';
@@ -18,7 +17,7 @@ import { newTrace, toTraceparent, traceForCall, type FabricTrace } from './fabri
 /** What the Fabric route needs. */
 export interface FabricRouteDeps {
   coordinator: Coordinator;
-  federation: McpFederation;
+  federation: FabricToolCatalog;
   onUnknownCapability?: (capability: string, message: string) => void;
 }
 
