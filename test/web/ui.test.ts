@@ -14,7 +14,7 @@ const scripts = [...code].filter(([name]) => name.endsWith('.js'));
 describe('src/web (the console)', () => {
   it('is a small page with its own stylesheet and one module entry point', () => {
     expect(html.trimStart().toLowerCase().startsWith('<!doctype html>')).toBe(true);
-    expect(html).toContain('<link rel="stylesheet" href="/console/console.css">');
+    expect(html).toContain('<link rel="stylesheet" href="/console/console.css" />');
     expect(html).toContain('<script type="module" src="/console/app.js"></script>');
     let total = 0;
     for (const name of assets) {

@@ -48,8 +48,7 @@ export async function call(path, init = {}) {
   const key = apiKey();
   const headers = key ? { ...init.headers, authorization: `Bearer ${key}` } : init.headers;
   const res = await fetch(path, { ...init, headers });
-  if (res.status === 401 && key === apiKey())
-    window.dispatchEvent(new CustomEvent(UNAUTHORIZED_EVENT));
+  if (res.status === 401 && key === apiKey()) window.dispatchEvent(new CustomEvent(UNAUTHORIZED_EVENT));
   return res;
 }
 

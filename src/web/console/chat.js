@@ -9,11 +9,25 @@ export const chatView = {
   mount(section) {
     this.messages = [];
     this.model = h('select', { id: 'chat-model', 'aria-label': 'Model' });
-    this.log = h('div', { class: 'chat-log panel', role: 'log', 'aria-live': 'polite', 'aria-label': 'Conversation' });
-    this.input = h('textarea', { id: 'chat-input', 'aria-label': 'Message', placeholder: 'Ask the mesh… (Enter sends, Shift+Enter for a new line)' });
+    this.log = h('div', {
+      class: 'chat-log panel',
+      role: 'log',
+      'aria-live': 'polite',
+      'aria-label': 'Conversation',
+    });
+    this.input = h('textarea', {
+      id: 'chat-input',
+      'aria-label': 'Message',
+      placeholder: 'Ask the mesh… (Enter sends, Shift+Enter for a new line)',
+    });
     this.send = h('button', { type: 'submit', class: 'primary' }, 'Send');
     this.stop = h('button', { type: 'button', disabled: true, onclick: () => this.abort?.abort() }, 'Stop');
-    const form = h('form', { class: 'chat-form', 'aria-label': 'Send a message' }, this.input, h('div', { class: 'stack' }, this.send, this.stop));
+    const form = h(
+      'form',
+      { class: 'chat-form', 'aria-label': 'Send a message' },
+      this.input,
+      h('div', { class: 'stack' }, this.send, this.stop),
+    );
     form.addEventListener('submit', (e) => {
       e.preventDefault();
       void this.ask();
@@ -24,11 +38,20 @@ export const chatView = {
         void this.ask();
       }
     });
-    fill(section, h('h2', { id: 'h-chat' }, 'Chat'),
-      h('div', { class: 'toolbar' }, h('label', { for: 'chat-model' }, 'Model'), this.model,
+    fill(
+      section,
+      h('h2', { id: 'h-chat' }, 'Chat'),
+      h(
+        'div',
+        { class: 'toolbar' },
+        h('label', { for: 'chat-model' }, 'Model'),
+        this.model,
         h('button', { type: 'button', onclick: () => this.loadModels() }, 'Reload models'),
-        h('button', { type: 'button', onclick: () => this.reset() }, 'New conversation')),
-      this.log, form);
+        h('button', { type: 'button', onclick: () => this.reset() }, 'New conversation'),
+      ),
+      this.log,
+      form,
+    );
   },
   show() {
     void this.loadModels();
@@ -37,7 +60,10 @@ export const chatView = {
     const keep = this.model.value;
     try {
       const { data } = await getJson('/v1/models');
-      fill(this.model, data.map((m) => h('option', { value: m.id }, m.id)));
+      fill(
+        this.model,
+        data.map((m) => h('option', { value: m.id }, m.id)),
+      );
       if (data.some((m) => m.id === keep)) this.model.value = keep;
       if (data.length === 0) fill(this.model, h('option', { value: '' }, 'no models: no live agent'));
     } catch (err) {

@@ -39,7 +39,11 @@ export function clock(iso) {
   if (!iso) return '';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return String(iso);
-  return h('time', { datetime: d.toISOString(), title: d.toLocaleString() }, d.toLocaleTimeString([], { hour12: false }));
+  return h(
+    'time',
+    { datetime: d.toISOString(), title: d.toLocaleString() },
+    d.toLocaleTimeString([], { hour12: false }),
+  );
 }
 
 /** hh:mm:ss.mmm of an ISO time (local clock), for timelines where steps are milliseconds apart. */
@@ -48,7 +52,11 @@ export function clockMs(iso) {
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return String(iso);
   const ms = String(d.getMilliseconds()).padStart(3, '0');
-  return h('time', { datetime: d.toISOString(), title: d.toLocaleString() }, `${d.toLocaleTimeString([], { hour12: false })}.${ms}`);
+  return h(
+    'time',
+    { datetime: d.toISOString(), title: d.toLocaleString() },
+    `${d.toLocaleTimeString([], { hour12: false })}.${ms}`,
+  );
 }
 
 /** Milliseconds between two ISO times, or undefined when either is missing or unreadable. */
@@ -88,7 +96,19 @@ export function table(headers, rows, caption) {
     'table',
     {},
     caption ? h('caption', { class: 'muted' }, caption) : null,
-    h('thead', {}, h('tr', {}, headers.map((x) => (typeof x === 'object' ? h('th', { scope: 'col', class: x.class }, x.label) : h('th', { scope: 'col' }, x))))),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        headers.map((x) =>
+          typeof x === 'object'
+            ? h('th', { scope: 'col', class: x.class }, x.label)
+            : h('th', { scope: 'col' }, x),
+        ),
+      ),
+    ),
     h('tbody', {}, rows),
   );
 }

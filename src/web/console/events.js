@@ -44,18 +44,31 @@ const TASK_TONES = {
 export function summarize(e) {
   const p = e.data?.payload ?? e.data ?? {};
   switch (e.type) {
-    case 'amf.task.announce': return `${p.required_capability}: ${String(p.task ?? '').slice(0, 100)}`;
-    case 'amf.task.claim': return `claimed by ${agentName(p.agent_id)}`;
-    case 'amf.task.progress': return `${agentName(p.agent_id)} ${p.percent ?? ''}${p.percent !== undefined ? '%' : ''} ${p.message ?? ''}`;
-    case 'amf.task.input': return `follow-up for ${agentName(p.agent_id)}: ${String(p.text ?? '').slice(0, 100)}`;
-    case 'amf.task.delegate': return `${agentName(p.agent_id)} delegated to ${p.required_capability}`;
-    case 'amf.result.partial': return `chunk ${p.seq}: ${String(p.delta ?? '').slice(0, 80)}`;
-    case 'amf.result.final': return p.status === 'failed' ? `failed: ${p.error?.code} ${p.error?.message ?? ''}` : `completed: ${String(p.result?.text ?? '').slice(0, 100)}`;
-    case 'amf.discovery.capability.advertise': return `${agentName(p.agent_id)} ${p.change ?? ''} [${(p.capability_tags ?? []).join(', ')}]`;
-    case HEARTBEAT: return `${agentName(p.agent_id)} alive`;
+    case 'amf.task.announce':
+      return `${p.required_capability}: ${String(p.task ?? '').slice(0, 100)}`;
+    case 'amf.task.claim':
+      return `claimed by ${agentName(p.agent_id)}`;
+    case 'amf.task.progress':
+      return `${agentName(p.agent_id)} ${p.percent ?? ''}${p.percent !== undefined ? '%' : ''} ${p.message ?? ''}`;
+    case 'amf.task.input':
+      return `follow-up for ${agentName(p.agent_id)}: ${String(p.text ?? '').slice(0, 100)}`;
+    case 'amf.task.delegate':
+      return `${agentName(p.agent_id)} delegated to ${p.required_capability}`;
+    case 'amf.result.partial':
+      return `chunk ${p.seq}: ${String(p.delta ?? '').slice(0, 80)}`;
+    case 'amf.result.final':
+      return p.status === 'failed'
+        ? `failed: ${p.error?.code} ${p.error?.message ?? ''}`
+        : `completed: ${String(p.result?.text ?? '').slice(0, 100)}`;
+    case 'amf.discovery.capability.advertise':
+      return `${agentName(p.agent_id)} ${p.change ?? ''} [${(p.capability_tags ?? []).join(', ')}]`;
+    case HEARTBEAT:
+      return `${agentName(p.agent_id)} alive`;
     case 'amf.policy.warning':
-    case 'amf.policy.deny': return `${reasonText(p.reason)}: ${p.message ?? ''}${p.agent_id ? ` (agent ${agentName(p.agent_id)})` : ''}`;
-    default: return p.message ?? p.reason ?? '';
+    case 'amf.policy.deny':
+      return `${reasonText(p.reason)}: ${p.message ?? ''}${p.agent_id ? ` (agent ${agentName(p.agent_id)})` : ''}`;
+    default:
+      return p.message ?? p.reason ?? '';
   }
 }
 
@@ -91,7 +104,13 @@ export function foldPartials(events) {
 
 function tone(e) {
   const p = e.data?.payload ?? {};
-  if (e.type === 'amf.policy.deny' || isSecurityNotice(e) || (e.type === 'amf.result.final' && p.status === 'failed') || e.type === 'amf.task.cancel') return 'failed';
+  if (
+    e.type === 'amf.policy.deny' ||
+    isSecurityNotice(e) ||
+    (e.type === 'amf.result.final' && p.status === 'failed') ||
+    e.type === 'amf.task.cancel'
+  )
+    return 'failed';
   if (e.type === 'amf.result.final') return 'completed';
   if (e.type === 'amf.policy.warning') return 'unverified';
   return TASK_TONES[e.type] ?? 'info';
@@ -103,16 +122,35 @@ export const eventsView = {
   mount(section, { store }) {
     this.store = store;
     this.heartbeats = h('input', { type: 'checkbox', id: 'show-heartbeats' });
-    this.filter = h('input', { type: 'search', placeholder: 'type or text, e.g. amf.task', 'aria-label': 'Filter events', size: 26 });
-    this.pause = h('button', { type: 'button', 'aria-pressed': 'false', onclick: () => this.togglePause() }, 'Pause');
+    this.filter = h('input', {
+      type: 'search',
+      placeholder: 'type or text, e.g. amf.task',
+      'aria-label': 'Filter events',
+      size: 26,
+    });
+    this.pause = h(
+      'button',
+      { type: 'button', 'aria-pressed': 'false', onclick: () => this.togglePause() },
+      'Pause',
+    );
     this.count = h('span', { class: 'muted', role: 'status' });
     this.list = h('div', { class: 'panel' });
     this.open = new Set();
     for (const el of [this.heartbeats, this.filter]) el.addEventListener('input', () => this.render());
-    fill(section, h('h2', { id: 'h-events' }, 'Events'),
-      h('div', { class: 'toolbar' }, this.filter, h('label', { for: 'show-heartbeats' }, this.heartbeats, ' show heartbeats'), this.pause,
-        h('span', { class: 'grow' }), this.count),
-      this.list);
+    fill(
+      section,
+      h('h2', { id: 'h-events' }, 'Events'),
+      h(
+        'div',
+        { class: 'toolbar' },
+        this.filter,
+        h('label', { for: 'show-heartbeats' }, this.heartbeats, ' show heartbeats'),
+        this.pause,
+        h('span', { class: 'grow' }),
+        this.count,
+      ),
+      this.list,
+    );
     const again = throttle(() => this.visible && !this.paused && this.render(), 250);
     store.subscribe((e) => {
       if (!e || e.type !== HEARTBEAT || this.heartbeats.checked) again();
@@ -143,14 +181,26 @@ export const eventsView = {
     const q = this.filter.value.trim().toLowerCase();
     const all = this.store.events;
     const summary = (/** @type {EventRow} */ { e, chunks, text }) =>
-      chunks ? `${chunks} streamed chunk${chunks === 1 ? '' : 's'}: ${(text ?? '').slice(0, 120)}` : summarize(e);
+      chunks
+        ? `${chunks} streamed chunk${chunks === 1 ? '' : 's'}: ${(text ?? '').slice(0, 120)}`
+        : summarize(e);
     const shown = foldPartials(all.filter((e) => this.heartbeats.checked || e.type !== HEARTBEAT))
-      .filter((r) => !q || r.e.type.includes(q) || summary(r).toLowerCase().includes(q) || (r.e.amftaskid ?? '').includes(q))
+      .filter(
+        (r) =>
+          !q ||
+          r.e.type.includes(q) ||
+          summary(r).toLowerCase().includes(q) ||
+          (r.e.amftaskid ?? '').includes(q),
+      )
       .slice(-SHOWN)
       .reverse();
     this.shownCount = shown.length;
     this.count.textContent = this.countText();
-    if (shown.length === 0) return fill(this.list, empty(this.store.historyState === 'loading' ? 'Loading history…' : 'Waiting for events…'));
+    if (shown.length === 0)
+      return fill(
+        this.list,
+        empty(this.store.historyState === 'loading' ? 'Loading history…' : 'Waiting for events…'),
+      );
     const rows = shown.flatMap((r) => {
       const { e, chunks } = r;
       const toggle = () => {
@@ -158,11 +208,36 @@ export const eventsView = {
         else this.open.add(e.id);
         this.render();
       };
-      const row = h('tr', { class: `ev-row ${tone(e) === 'failed' ? 'failed' : ''}`, tabindex: '0', 'data-event-id': e.id, 'aria-expanded': String(this.open.has(e.id)),
-        onclick: toggle, onkeydown: (k) => (k.key === 'Enter' || k.key === ' ') && (k.preventDefault(), toggle()) },
-        h('td', {}, clock(e.time)), h('td', {}, badge(tone(e), e.type.replace(/^amf\./, '')), chunks ? [' ', h('span', { class: 'count', title: 'chunks' }, `×${chunks}`)] : null),
-        h('td', {}, e.amftaskid ? h('a', { href: `#/tasks/${encodeURIComponent(e.amftaskid)}`, onclick: (c) => c.stopPropagation() }, e.amftaskid.slice(0, 8)) : ''),
-        h('td', { class: 'wrap' }, summary(r)));
+      const row = h(
+        'tr',
+        {
+          class: `ev-row ${tone(e) === 'failed' ? 'failed' : ''}`,
+          tabindex: '0',
+          'data-event-id': e.id,
+          'aria-expanded': String(this.open.has(e.id)),
+          onclick: toggle,
+          onkeydown: (k) => (k.key === 'Enter' || k.key === ' ') && (k.preventDefault(), toggle()),
+        },
+        h('td', {}, clock(e.time)),
+        h(
+          'td',
+          {},
+          badge(tone(e), e.type.replace(/^amf\./, '')),
+          chunks ? [' ', h('span', { class: 'count', title: 'chunks' }, `×${chunks}`)] : null,
+        ),
+        h(
+          'td',
+          {},
+          e.amftaskid
+            ? h(
+                'a',
+                { href: `#/tasks/${encodeURIComponent(e.amftaskid)}`, onclick: (c) => c.stopPropagation() },
+                e.amftaskid.slice(0, 8),
+              )
+            : '',
+        ),
+        h('td', { class: 'wrap' }, summary(r)),
+      );
       return this.open.has(e.id) ? [row, h('tr', {}, h('td', { colspan: '4' }, json(e)))] : [row];
     });
     fill(this.list, table(['Time', 'Type', 'Task', 'Summary'], rows));

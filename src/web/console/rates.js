@@ -38,7 +38,16 @@ export function ratesByTag(tasks, keyOf = RATE_KEYS.tag) {
   for (const t of timed) {
     const key = keyOf(t);
     let row = tags.get(key);
-    if (!row) tags.set(key, (row = { tag: key, total: 0, failed: 0, buckets: Array.from({ length: BUCKETS }, () => ({ ok: 0, failed: 0 })) }));
+    if (!row)
+      tags.set(
+        key,
+        (row = {
+          tag: key,
+          total: 0,
+          failed: 0,
+          buckets: Array.from({ length: BUCKETS }, () => ({ ok: 0, failed: 0 })),
+        }),
+      );
     const i = Math.min(BUCKETS - 1, Math.floor((Date.parse(t.created) - from) / (width || 1)));
     const failed = FAILED.has(t.state);
     row.total += 1;
@@ -55,13 +64,34 @@ function chart(row, span) {
     const okH = (b.ok / peak) * HEIGHT;
     const badH = (b.failed / peak) * HEIGHT;
     return [
-      b.ok ? svg('rect', { class: 'bar-ok', x: i * bar + 1, y: HEIGHT - okH - badH, width: bar - 2, height: okH }) : null,
-      b.failed ? svg('rect', { class: 'bar-bad', x: i * bar + 1, y: HEIGHT - badH, width: bar - 2, height: badH }) : null,
+      b.ok
+        ? svg('rect', {
+            class: 'bar-ok',
+            x: i * bar + 1,
+            y: HEIGHT - okH - badH,
+            width: bar - 2,
+            height: okH,
+          })
+        : null,
+      b.failed
+        ? svg('rect', { class: 'bar-bad', x: i * bar + 1, y: HEIGHT - badH, width: bar - 2, height: badH })
+        : null,
     ].filter(Boolean);
   });
   const label = `${row.tag}: ${row.total} tasks over ${duration(span)}, ${row.failed} failed`;
-  return svg('svg', { class: 'rate-chart', viewBox: `0 0 ${WIDTH} ${HEIGHT}`, width: WIDTH, height: HEIGHT, role: 'img', 'aria-label': label },
-    svg('line', { class: 'axis', x1: 0, y1: HEIGHT - 0.5, x2: WIDTH, y2: HEIGHT - 0.5 }), ...rects);
+  return svg(
+    'svg',
+    {
+      class: 'rate-chart',
+      viewBox: `0 0 ${WIDTH} ${HEIGHT}`,
+      width: WIDTH,
+      height: HEIGHT,
+      role: 'img',
+      'aria-label': label,
+    },
+    svg('line', { class: 'axis', x1: 0, y1: HEIGHT - 0.5, x2: WIDTH, y2: HEIGHT - 0.5 }),
+    ...rects,
+  );
 }
 
 /** The rates panel: a table of tags (or agents) with their rate, error rate and chart. */
@@ -69,14 +99,44 @@ export function rateChart(tasks, by = 'tag') {
   const { span, tags } = ratesByTag(tasks, RATE_KEYS[by] ?? RATE_KEYS.tag);
   if (tags.length === 0) return h('p', { class: 'muted' }, 'No tasks to chart yet.');
   const minutes = span / 60_000;
-  const rows = tags.map((r) => h('tr', { class: r.failed ? 'has-errors' : '' },
-    h('td', {}, by === 'agent' ? r.tag : h('span', { class: 'tag' }, r.tag)),
-    h('td', { class: 'num' }, String(r.total)),
-    h('td', { class: 'num' }, `${(r.total / minutes).toFixed(r.total / minutes < 10 ? 2 : 1)}/min`),
-    h('td', { class: `num ${r.failed ? 'reason' : ''}` }, `${Math.round((r.failed / r.total) * 100)}% (${r.failed})`),
-    h('td', {}, chart(r, span))));
-  return h('div', { class: 'panel' }, h('table', { 'aria-label': `Rates per ${by}` },
-    h('caption', { class: 'muted' }, `Tasks created per ${by} over the last ${duration(span)} (${BUCKETS} slices; failed in red)`),
-    h('thead', {}, h('tr', {}, [by === 'agent' ? 'Agent' : 'Tag', 'Tasks', 'Rate', 'Errors', 'Over time'].map((x) => h('th', { scope: 'col' }, x)))),
-    h('tbody', {}, rows)));
+  const rows = tags.map((r) =>
+    h(
+      'tr',
+      { class: r.failed ? 'has-errors' : '' },
+      h('td', {}, by === 'agent' ? r.tag : h('span', { class: 'tag' }, r.tag)),
+      h('td', { class: 'num' }, String(r.total)),
+      h('td', { class: 'num' }, `${(r.total / minutes).toFixed(r.total / minutes < 10 ? 2 : 1)}/min`),
+      h(
+        'td',
+        { class: `num ${r.failed ? 'reason' : ''}` },
+        `${Math.round((r.failed / r.total) * 100)}% (${r.failed})`,
+      ),
+      h('td', {}, chart(r, span)),
+    ),
+  );
+  return h(
+    'div',
+    { class: 'panel' },
+    h(
+      'table',
+      { 'aria-label': `Rates per ${by}` },
+      h(
+        'caption',
+        { class: 'muted' },
+        `Tasks created per ${by} over the last ${duration(span)} (${BUCKETS} slices; failed in red)`,
+      ),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          [by === 'agent' ? 'Agent' : 'Tag', 'Tasks', 'Rate', 'Errors', 'Over time'].map((x) =>
+            h('th', { scope: 'col' }, x),
+          ),
+        ),
+      ),
+      h('tbody', {}, rows),
+    ),
+  );
 }

@@ -2,7 +2,23 @@
 // state timeline (announced, claimed by whom, progress, attempts, delegations, the terminal event),
 // with durations, rates per tag, filters, and one task opened from a link (#/tasks/<id>) with its
 // cancel (a running task) and retry (a failed one) actions.
-import { h, fill, badge, clock, clockMs, between, duration, shortId, agentName, table, empty, errorBox, json, throttle, messageOf } from './dom.js';
+import {
+  h,
+  fill,
+  badge,
+  clock,
+  clockMs,
+  between,
+  duration,
+  shortId,
+  agentName,
+  table,
+  empty,
+  errorBox,
+  json,
+  throttle,
+  messageOf,
+} from './dom.js';
 import { getJson, publishEvent } from './api.js';
 import { rateChart } from './rates.js';
 
@@ -12,8 +28,25 @@ const TERMINAL = new Set(['completed', 'failed', 'expired', 'cancelled']);
 function taskFor(tasks, id, e) {
   let t = tasks.get(id);
   if (!t) {
-    t = { id, tag: '', text: '', trace: e.amftraceid ?? '', state: 'announced', claimedBy: '', attempts: 0,
-      parent: '', children: [], timeline: [], partials: 0, created: e.time, claimed: '', lastClaimed: '', ended: '', reason: '', result: '' };
+    t = {
+      id,
+      tag: '',
+      text: '',
+      trace: e.amftraceid ?? '',
+      state: 'announced',
+      claimedBy: '',
+      attempts: 0,
+      parent: '',
+      children: [],
+      timeline: [],
+      partials: 0,
+      created: e.time,
+      claimed: '',
+      lastClaimed: '',
+      ended: '',
+      reason: '',
+      result: '',
+    };
     tasks.set(id, t);
   }
   if (!t.trace && e.amftraceid) t.trace = e.amftraceid;
@@ -64,7 +97,12 @@ export function foldTasks(events) {
       case 'amf.task.input': {
         if (!id) break;
         const t = taskFor(tasks, id, e);
-        step(t, e, `follow-up message for ${agentName(p.agent_id)}: ${String(p.text ?? '').slice(0, 200)}`, 'input');
+        step(
+          t,
+          e,
+          `follow-up message for ${agentName(p.agent_id)}: ${String(p.text ?? '').slice(0, 200)}`,
+          'input',
+        );
         break;
       }
       case 'amf.task.blocked': {
@@ -80,7 +118,11 @@ export function foldTasks(events) {
         const child = taskFor(tasks, p.child_task_id, e);
         child.parent = p.parent_task_id;
         child.tag = child.tag || p.required_capability;
-        step(parent, e, `delegated to ${p.required_capability} as ${String(p.child_task_id).slice(0, 8)} by ${agentName(p.agent_id)}`);
+        step(
+          parent,
+          e,
+          `delegated to ${p.required_capability} as ${String(p.child_task_id).slice(0, 8)} by ${agentName(p.agent_id)}`,
+        );
         break;
       }
       case 'amf.result.partial': {
@@ -98,7 +140,12 @@ export function foldTasks(events) {
           step(t, e, `failed — ${t.reason}`, 'bad');
         } else {
           t.result = p.result?.text ?? '';
-          step(t, e, `completed by ${agentName(p.agent_id)}${t.partials ? ` (${t.partials} streamed chunks)` : ''}`, 'ok');
+          step(
+            t,
+            e,
+            `completed by ${agentName(p.agent_id)}${t.partials ? ` (${t.partials} streamed chunks)` : ''}`,
+            'ok',
+          );
         }
         break;
       }
@@ -121,7 +168,12 @@ export function foldTasks(events) {
           t.reason = `${p.reason}: ${p.message}`;
         }
         const deny = e.type === 'amf.policy.deny';
-        step(t, e, `${deny ? 'policy deny' : 'warning'} ${p.reason}: ${p.message}${p.retrying ? ' (retrying)' : ''}`, deny || p.terminal ? 'bad' : 'warn');
+        step(
+          t,
+          e,
+          `${deny ? 'policy deny' : 'warning'} ${p.reason}: ${p.message}${p.retrying ? ' (retrying)' : ''}`,
+          deny || p.terminal ? 'bad' : 'warn',
+        );
         break;
       }
       default:
@@ -139,13 +191,20 @@ const ENDED = new Set([...TERMINAL, ...FAILED]);
  * and total (announced until its end). Any of them is undefined when the events to tell are missing.
  */
 export function durations(t) {
-  return { queued: between(t.created, t.claimed), ran: between(t.lastClaimed, t.ended), total: between(t.created, t.ended) };
+  return {
+    queued: between(t.created, t.claimed),
+    ran: between(t.lastClaimed, t.ended),
+    total: between(t.created, t.ended),
+  };
 }
 
 function tookCell(t) {
   const d = durations(t);
   if (d.total === undefined) return h('td', { class: 'hide-sm muted' }, ENDED.has(t.state) ? '—' : '…');
-  const parts = [d.queued !== undefined ? `queued ${duration(d.queued)}` : '', d.ran !== undefined ? `ran ${duration(d.ran)}` : ''].filter(Boolean);
+  const parts = [
+    d.queued !== undefined ? `queued ${duration(d.queued)}` : '',
+    d.ran !== undefined ? `ran ${duration(d.ran)}` : '',
+  ].filter(Boolean);
   return h('td', { class: 'hide-sm num', title: parts.join(', ') }, duration(d.total));
 }
 /** Tasks asked of the coordinator's task list (GET /tasks), newest first. */
@@ -166,9 +225,23 @@ export function mergeListed(tasks, listed) {
       continue;
     }
     tasks.set(s.task_id, {
-      id: s.task_id, tag: s.tag, text: '', trace: s.trace_id ?? '', state: s.state, claimedBy: s.claimed_by ?? '',
-      attempts: s.attempt ?? 1, parent: s.parent_task_id ?? '', children: [], timeline: [], partials: 0,
-      created: s.created_at, claimed: '', lastClaimed: '', ended: s.ended_at ?? '', reason: s.outcome ? `${s.outcome.reason}: ${s.outcome.message}` : '', result: '',
+      id: s.task_id,
+      tag: s.tag,
+      text: '',
+      trace: s.trace_id ?? '',
+      state: s.state,
+      claimedBy: s.claimed_by ?? '',
+      attempts: s.attempt ?? 1,
+      parent: s.parent_task_id ?? '',
+      children: [],
+      timeline: [],
+      partials: 0,
+      created: s.created_at,
+      claimed: '',
+      lastClaimed: '',
+      ended: s.ended_at ?? '',
+      reason: s.outcome ? `${s.outcome.reason}: ${s.outcome.message}` : '',
+      result: '',
     });
   }
   for (const t of tasks.values()) {
@@ -179,7 +252,11 @@ export function mergeListed(tasks, listed) {
 }
 
 function options(select, label, values, keep) {
-  fill(select, h('option', { value: '' }, `all ${label}`), [...values].sort().map((v) => h('option', { value: v }, v)));
+  fill(
+    select,
+    h('option', { value: '' }, `all ${label}`),
+    [...values].sort().map((v) => h('option', { value: v }, v)),
+  );
   select.value = values.has(keep) ? keep : '';
 }
 
@@ -192,18 +269,39 @@ export const tasksView = {
       state: h('select', { 'aria-label': 'Filter by state' }),
       tag: h('select', { 'aria-label': 'Filter by tag' }),
       agent: h('select', { 'aria-label': 'Filter by agent' }),
-      trace: h('input', { type: 'search', placeholder: 'trace or task id', 'aria-label': 'Filter by trace or task id', size: 20 }),
+      trace: h('input', {
+        type: 'search',
+        placeholder: 'trace or task id',
+        'aria-label': 'Filter by trace or task id',
+        size: 20,
+      }),
     };
     this.count = h('span', { class: 'muted', role: 'status' });
     this.list = h('div', { class: 'panel', id: 'task-list' });
     this.detail = h('div');
     this.notice = h('div');
-    this.ratesBy = h('select', { 'aria-label': 'Group rates by' }, h('option', { value: 'tag' }, 'per tag'), h('option', { value: 'agent' }, 'per agent'));
+    this.ratesBy = h(
+      'select',
+      { 'aria-label': 'Group rates by' },
+      h('option', { value: 'tag' }, 'per tag'),
+      h('option', { value: 'agent' }, 'per agent'),
+    );
     this.ratesBy.addEventListener('input', () => this.renderList());
     for (const f of Object.values(this.filters)) f.addEventListener('input', () => this.renderList());
-    fill(section, h('h2', { id: 'h-tasks' }, 'Tasks'), this.detail,
-      h('div', { class: 'toolbar', role: 'group', 'aria-label': 'Task filters' }, ...Object.values(this.filters), h('span', { class: 'grow' }), this.count),
-      this.list, this.rates = h('div', { role: 'region', 'aria-labelledby': 'h-rates' }));
+    fill(
+      section,
+      h('h2', { id: 'h-tasks' }, 'Tasks'),
+      this.detail,
+      h(
+        'div',
+        { class: 'toolbar', role: 'group', 'aria-label': 'Task filters' },
+        ...Object.values(this.filters),
+        h('span', { class: 'grow' }),
+        this.count,
+      ),
+      this.list,
+      (this.rates = h('div', { role: 'region', 'aria-labelledby': 'h-rates' })),
+    );
     this.listed = [];
     const again = throttle(() => this.render(), 300);
     const reload = throttle(() => this.visible && this.loadList(), 2000);
@@ -242,7 +340,12 @@ export const tasksView = {
     const f = Object.fromEntries(Object.entries(this.filters).map(([k, el]) => [k, el.value.trim()]));
     options(this.filters.state, 'states', new Set(all.map((t) => t.state)), f.state);
     options(this.filters.tag, 'tags', new Set(all.map((t) => t.tag).filter(Boolean)), f.tag);
-    options(this.filters.agent, 'agents', new Set(all.map((t) => agentName(t.claimedBy)).filter(Boolean)), f.agent);
+    options(
+      this.filters.agent,
+      'agents',
+      new Set(all.map((t) => agentName(t.claimedBy)).filter(Boolean)),
+      f.agent,
+    );
     const shown = all
       .filter((t) => (!f.state || t.state === f.state) && (!f.tag || t.tag === f.tag))
       .filter((t) => !f.agent || agentName(t.claimedBy) === f.agent)
@@ -250,22 +353,70 @@ export const tasksView = {
       .sort((a, b) => (a.created < b.created ? 1 : -1));
     this.count.textContent = `${shown.length} of ${all.length} tasks${this.listError ? ` (task list: ${this.listError})` : ''}`;
     if (all.length === 0) {
-      fill(this.list, empty(this.store.historyState === 'loading' ? 'Loading history…' : 'No tasks yet. Ask the mesh in Chat, or run: amf send --tag echo hello'));
+      fill(
+        this.list,
+        empty(
+          this.store.historyState === 'loading'
+            ? 'Loading history…'
+            : 'No tasks yet. Ask the mesh in Chat, or run: amf send --tag echo hello',
+        ),
+      );
       return;
     }
     const rows = shown.map((t) =>
-      h('tr', { class: FAILED.has(t.state) ? 'failed' : '' },
+      h(
+        'tr',
+        { class: FAILED.has(t.state) ? 'failed' : '' },
         h('td', {}, badge(t.state)),
-        h('td', {}, h('a', { href: `#/tasks/${encodeURIComponent(t.id)}`, 'aria-label': `task ${t.id}` }, t.id.slice(0, 8))),
+        h(
+          'td',
+          {},
+          h(
+            'a',
+            { href: `#/tasks/${encodeURIComponent(t.id)}`, 'aria-label': `task ${t.id}` },
+            t.id.slice(0, 8),
+          ),
+        ),
         h('td', {}, t.tag ? h('span', { class: 'tag' }, t.tag) : ''),
         h('td', { class: 'hide-sm' }, agentName(t.claimedBy)),
         h('td', { class: 'hide-sm' }, String(t.attempts || 1)),
-        h('td', { class: 'wrap result' }, FAILED.has(t.state) ? h('span', { class: 'reason' }, t.reason) : (t.result || t.text).slice(0, 120)),
+        h(
+          'td',
+          { class: 'wrap result' },
+          FAILED.has(t.state) ? h('span', { class: 'reason' }, t.reason) : (t.result || t.text).slice(0, 120),
+        ),
         tookCell(t),
         h('td', { class: 'hide-sm' }, shortId(t.trace)),
-        h('td', { class: 'hide-sm' }, clock(t.created))));
-    fill(this.list, table(['State', 'Task', 'Tag', { label: 'Claimed by', class: 'hide-sm' }, { label: 'Attempts', class: 'hide-sm' }, 'Result or reason', { label: 'Took', class: 'hide-sm' }, { label: 'Trace', class: 'hide-sm' }, { label: 'Created', class: 'hide-sm' }], rows));
-    fill(this.rates, h('div', { class: 'toolbar rates-head' }, h('h3', { id: 'h-rates', class: 'flush' }, 'Rates and errors'), this.ratesBy), rateChart(all, this.ratesBy.value));
+        h('td', { class: 'hide-sm' }, clock(t.created)),
+      ),
+    );
+    fill(
+      this.list,
+      table(
+        [
+          'State',
+          'Task',
+          'Tag',
+          { label: 'Claimed by', class: 'hide-sm' },
+          { label: 'Attempts', class: 'hide-sm' },
+          'Result or reason',
+          { label: 'Took', class: 'hide-sm' },
+          { label: 'Trace', class: 'hide-sm' },
+          { label: 'Created', class: 'hide-sm' },
+        ],
+        rows,
+      ),
+    );
+    fill(
+      this.rates,
+      h(
+        'div',
+        { class: 'toolbar rates-head' },
+        h('h3', { id: 'h-rates', class: 'flush' }, 'Rates and errors'),
+        this.ratesBy,
+      ),
+      rateChart(all, this.ratesBy.value),
+    );
   },
   async renderDetail() {
     const id = this.param;
@@ -285,40 +436,96 @@ export const tasksView = {
       try {
         const page = await getJson(`/events/history?task=${encodeURIComponent(id)}&limit=500`);
         const own = foldTasks(page.events.map((e) => e.event)).get(id);
-        if (own) t = { ...own, tag: own.tag || t?.tag || '', children: t?.children.length ? t.children : own.children };
+        if (own)
+          t = {
+            ...own,
+            tag: own.tag || t?.tag || '',
+            children: t?.children.length ? t.children : own.children,
+          };
       } catch {
         /* the snapshot, if any, is shown alone */
       }
     }
     if (this.token !== token) return;
-    if (!t && !snap) return fill(this.detail, errorBox(`task ${id}: ${snapError ? messageOf(snapError) : 'not found'}`));
+    if (!t && !snap)
+      return fill(this.detail, errorBox(`task ${id}: ${snapError ? messageOf(snapError) : 'not found'}`));
     const state = snap?.state ?? t?.state;
     const reason = snap?.outcome ? `${snap.outcome.reason}: ${snap.outcome.message}` : t?.reason;
-    const d = durations({ created: t?.created || snap?.created_at, claimed: t?.claimed, lastClaimed: t?.lastClaimed, ended: t?.ended || snap?.ended_at });
+    const d = durations({
+      created: t?.created || snap?.created_at,
+      claimed: t?.claimed,
+      lastClaimed: t?.lastClaimed,
+      ended: t?.ended || snap?.ended_at,
+    });
     const start = Date.parse(t?.timeline[0]?.time ?? '');
-    const since = (time) => (Number.isNaN(start) ? '' : h('span', { class: 'muted num' }, ` +${duration(Date.parse(time) - start)}`));
-    fill(this.detail, h('article', { class: 'card', 'aria-label': `Task ${id}` },
-      h('div', { class: 'toolbar' }, h('h3', { class: 'flush' }, `Task ${id}`), badge(state), h('span', { class: 'grow' }),
-        this.actions(id, state, snap?.tag ?? t?.tag, t), h('a', { href: '#/tasks' }, 'Close')),
-      this.notice,
-      h('div', { class: 'split' },
-        h('div', {},
-          h('dl', { class: 'kv' },
-            h('dt', {}, 'Tag'), h('dd', {}, snap?.tag ?? t?.tag ?? ''),
-            h('dt', {}, 'Claimed by'), h('dd', {}, snap?.claimed_by ?? t?.claimedBy ?? '—'),
-            h('dt', {}, 'Attempts'), h('dd', {}, String(snap?.attempt ?? t?.attempts ?? 1)),
-            h('dt', {}, 'Queued'), h('dd', { 'aria-label': 'Queued for' }, d.queued === undefined ? '—' : duration(d.queued)),
-            h('dt', {}, 'Ran'), h('dd', { 'aria-label': 'Ran for' }, d.ran === undefined ? '—' : duration(d.ran)),
-            h('dt', {}, 'Total'), h('dd', { 'aria-label': 'Total time' }, d.total === undefined ? '—' : duration(d.total)),
-            h('dt', {}, 'Trace'), h('dd', { class: 'mono' }, snap?.trace_id ?? t?.trace ?? ''),
-            h('dt', {}, 'Task'), h('dd', {}, t?.text ?? ''),
-            FAILED.has(state) ? [h('dt', {}, 'Reason'), h('dd', { class: 'reason' }, reason ?? '')] : null,
-            t?.result ? [h('dt', {}, 'Result'), h('dd', {}, t.result)] : null),
-          h('h3', {}, 'Delegations'), this.tree(id)),
-        h('div', {}, h('h3', {}, 'Timeline'),
-          t ? h('ol', { class: 'timeline' }, t.timeline.map((s) => h('li', { class: s.kind }, clockMs(s.time), since(s.time), ' ', s.text)))
-            : empty('No events of this task are in the loaded history.'))),
-      snap ? h('details', {}, h('summary', {}, 'Coordinator snapshot (GET /tasks/<id>)'), json(snap)) : null));
+    const since = (time) =>
+      Number.isNaN(start) ? '' : h('span', { class: 'muted num' }, ` +${duration(Date.parse(time) - start)}`);
+    fill(
+      this.detail,
+      h(
+        'article',
+        { class: 'card', 'aria-label': `Task ${id}` },
+        h(
+          'div',
+          { class: 'toolbar' },
+          h('h3', { class: 'flush' }, `Task ${id}`),
+          badge(state),
+          h('span', { class: 'grow' }),
+          this.actions(id, state, snap?.tag ?? t?.tag, t),
+          h('a', { href: '#/tasks' }, 'Close'),
+        ),
+        this.notice,
+        h(
+          'div',
+          { class: 'split' },
+          h(
+            'div',
+            {},
+            h(
+              'dl',
+              { class: 'kv' },
+              h('dt', {}, 'Tag'),
+              h('dd', {}, snap?.tag ?? t?.tag ?? ''),
+              h('dt', {}, 'Claimed by'),
+              h('dd', {}, snap?.claimed_by ?? t?.claimedBy ?? '—'),
+              h('dt', {}, 'Attempts'),
+              h('dd', {}, String(snap?.attempt ?? t?.attempts ?? 1)),
+              h('dt', {}, 'Queued'),
+              h('dd', { 'aria-label': 'Queued for' }, d.queued === undefined ? '—' : duration(d.queued)),
+              h('dt', {}, 'Ran'),
+              h('dd', { 'aria-label': 'Ran for' }, d.ran === undefined ? '—' : duration(d.ran)),
+              h('dt', {}, 'Total'),
+              h('dd', { 'aria-label': 'Total time' }, d.total === undefined ? '—' : duration(d.total)),
+              h('dt', {}, 'Trace'),
+              h('dd', { class: 'mono' }, snap?.trace_id ?? t?.trace ?? ''),
+              h('dt', {}, 'Task'),
+              h('dd', {}, t?.text ?? ''),
+              FAILED.has(state) ? [h('dt', {}, 'Reason'), h('dd', { class: 'reason' }, reason ?? '')] : null,
+              t?.result ? [h('dt', {}, 'Result'), h('dd', {}, t.result)] : null,
+            ),
+            h('h3', {}, 'Delegations'),
+            this.tree(id),
+          ),
+          h(
+            'div',
+            {},
+            h('h3', {}, 'Timeline'),
+            t
+              ? h(
+                  'ol',
+                  { class: 'timeline' },
+                  t.timeline.map((s) =>
+                    h('li', { class: s.kind }, clockMs(s.time), since(s.time), ' ', s.text),
+                  ),
+                )
+              : empty('No events of this task are in the loaded history.'),
+          ),
+        ),
+        snap
+          ? h('details', {}, h('summary', {}, 'Coordinator snapshot (GET /tasks/<id>)'), json(snap))
+          : null,
+      ),
+    );
   },
   /**
    * Cancel for a task still running, retry for one that failed: both behind the operator key
@@ -329,14 +536,28 @@ export const tasksView = {
       return h('button', { type: 'button', class: 'danger', onclick: () => this.cancel(id) }, 'Cancel task');
     if (FAILED.has(state) && tag) {
       const text = t?.text ?? '';
-      return h('button', { type: 'button', disabled: !text, title: text ? undefined : 'the task text is not in the loaded history', onclick: () => this.retry(id, tag, text) }, 'Retry as a new task');
+      return h(
+        'button',
+        {
+          type: 'button',
+          disabled: !text,
+          title: text ? undefined : 'the task text is not in the loaded history',
+          onclick: () => this.retry(id, tag, text),
+        },
+        'Retry as a new task',
+      );
     }
     return null;
   },
   async cancel(id) {
-    if (!confirm(`Cancel task ${id}? Its agent is told to stop and the task fails with task_cancelled.`)) return;
+    if (!confirm(`Cancel task ${id}? Its agent is told to stop and the task fails with task_cancelled.`))
+      return;
     try {
-      await publishEvent('amf.task.cancel', { task_id: id, reason: 'task_cancelled', message: 'from the console' }, { taskId: id });
+      await publishEvent(
+        'amf.task.cancel',
+        { task_id: id, reason: 'task_cancelled', message: 'from the console' },
+        { taskId: id },
+      );
       this.say(`Cancelled task ${id}.`);
     } catch (err) {
       this.say(`Could not cancel task ${id}: ${messageOf(err)}`, true);
@@ -346,8 +567,20 @@ export const tasksView = {
     if (!confirm(`Send the text of task ${id} to ${tag} again, as a new task?`)) return;
     const taskId = crypto.randomUUID();
     try {
-      await publishEvent('amf.task.announce', { task_id: taskId, task: text, required_capability: tag }, { taskId });
-      this.say(h('span', {}, `Retried task ${id.slice(0, 8)} as `, h('a', { href: `#/tasks/${taskId}` }, taskId), '.'));
+      await publishEvent(
+        'amf.task.announce',
+        { task_id: taskId, task: text, required_capability: tag },
+        { taskId },
+      );
+      this.say(
+        h(
+          'span',
+          {},
+          `Retried task ${id.slice(0, 8)} as `,
+          h('a', { href: `#/tasks/${taskId}` }, taskId),
+          '.',
+        ),
+      );
     } catch (err) {
       this.say(`Could not retry task ${id}: ${messageOf(err)}`, true);
     }
@@ -365,8 +598,22 @@ export const tasksView = {
     const node = (tid, depth) => {
       const t = this.tasks.get(tid);
       const label = h('a', { href: `#/tasks/${encodeURIComponent(tid)}` }, tid.slice(0, 8));
-      return h('li', {}, tid === id ? h('strong', {}, label) : label, ' ', t ? badge(t.state) : '', ' ', t?.tag ?? '',
-        t && t.children.length && depth < 10 ? h('ul', { class: 'tree' }, t.children.map((c) => node(c, depth + 1))) : null);
+      return h(
+        'li',
+        {},
+        tid === id ? h('strong', {}, label) : label,
+        ' ',
+        t ? badge(t.state) : '',
+        ' ',
+        t?.tag ?? '',
+        t && t.children.length && depth < 10
+          ? h(
+              'ul',
+              { class: 'tree' },
+              t.children.map((c) => node(c, depth + 1)),
+            )
+          : null,
+      );
     };
     const r = this.tasks.get(root);
     if (!r || (r.children.length === 0 && root === id)) return h('p', { class: 'muted' }, 'No delegations.');
