@@ -2,22 +2,24 @@
  * The public API of the `amf-mesh` package: what handler authors and embedders use. Everything else
  * under src/ is internal and may change between releases.
  *
- * - Start a coordinator (`startCoordinator`), a worker with a TypeScript handler (`startWorker`), or an
- *   AFM agent from its markdown file (`startAfmAgent`), in your own process.
+ * - Start a coordinator (`startCoordinator`; `startCoordinatorRuntime` without its HTTP edge), a worker
+ *   with a TypeScript handler (`startWorker`), or an AFM agent from its markdown file
+ *   (`startAfmAgent`), in your own process.
  * - Write handlers against `WorkerHandler` / `TaskContext`, failing tasks with `HandlerError`.
  * - Load configuration the way the CLI does (`loadConfig`) and AFM files (`loadAfmFile`).
  * - Every error AMF raises on purpose is an `AmfError` with a stable `code`.
  */
+// A coordinator is started by these functions and handled through their interfaces, not the
+// Coordinator class: a class started by hand lacks what the composition adds (the federated MCP
+// catalog, the HTTP edge, mDNS, the A2A bridges), and its constructor and internals are no contract.
+export { startCoordinator, type RunningCoordinator, type CoordinatorHttp } from './apps/coordinatorApp.js';
 export {
-  startCoordinator,
-  startCoordinatorHttp,
+  startCoordinatorRuntime,
   type StartCoordinatorOptions,
-  type RunningCoordinator,
-  type CoordinatorHttp,
-} from './apps/coordinatorApp.js';
+  type CoordinatorRuntime,
+} from './apps/coordinatorRuntime.js';
 export { startWorker, type StartWorkerOptions, type RunningWorker } from './apps/workerApp.js';
 export { startAfmAgent, type StartAfmAgentOptions, type RunningAgent } from './apps/afmAgentApp.js';
-export { Coordinator, type CoordinatorOptions } from './coordinator/coordinator.js';
 export {
   HandlerError,
   TaskRejectedError,
