@@ -16,6 +16,7 @@ import { isTaskId, SUBJECT_FINAL_PREFIX, workConsumerName } from '../events/subj
 import { JOIN_USER, type RoleCredential } from './credentials.js';
 import { WORK_STREAM } from './jetstream.js';
 import { WORKER_DENIED_STATE, type RolePermissions } from './natsConfig.js';
+import { AmfError } from '../errors.js';
 
 /** One admitted agent as the NATS server knows it: its nkey and the tags it may take work of. */
 export interface AgentUser {
@@ -38,7 +39,7 @@ export function isAgentNkey(nkey: unknown): nkey is string {
 }
 
 function checkedKey(nkey: string): string {
-  if (!isAgentNkey(nkey)) throw new Error(`invalid agent nkey ${JSON.stringify(nkey)}`);
+  if (!isAgentNkey(nkey)) throw new AmfError('INVALID_REQUEST', `invalid agent nkey ${JSON.stringify(nkey)}`);
   return nkey;
 }
 
@@ -104,7 +105,7 @@ export const RESULT_STORE_PREFIX = 'amf.internal.result.';
  * check stored results by the subject's key, and AMF_RESULTS refuses (never evicts) once full.
  */
 export function agentResultSubject(nkey: string, taskId: string): string {
-  if (!isTaskId(taskId)) throw new Error(`invalid task id ${JSON.stringify(taskId)}`);
+  if (!isTaskId(taskId)) throw new AmfError('INVALID_REQUEST', `invalid task id ${JSON.stringify(taskId)}`);
   return `${RESULT_STORE_PREFIX}${checkedKey(nkey)}.${taskId}`;
 }
 
@@ -115,7 +116,7 @@ export function agentResultSubject(nkey: string, taskId: string): string {
  * form, `amf.internal.final.<task_id>`, stays for agents without their own user.
  */
 export function agentFinalSubject(nkey: string, taskId: string): string {
-  if (!isTaskId(taskId)) throw new Error(`invalid task id ${JSON.stringify(taskId)}`);
+  if (!isTaskId(taskId)) throw new AmfError('INVALID_REQUEST', `invalid task id ${JSON.stringify(taskId)}`);
   return `${SUBJECT_FINAL_PREFIX}${checkedKey(nkey)}.${taskId}`;
 }
 
