@@ -45,6 +45,7 @@ export const UNIT_TEST_FILES: readonly string[] = [
   'test/coordinator/forgeryOffender.test.ts',
   'test/coordinator/sharedLiveness.test.ts',
   'test/discovery/txtRecord.test.ts',
+  'test/errors/intentionalThrows.test.ts',
   'test/events/agentRecord.test.ts',
   'test/events/announcement.test.ts',
   'test/events/cloudEventsHttp.test.ts',
