@@ -1,7 +1,8 @@
 /**
  * The coordinator's HTTP edge: UI, event stream, publish, registry, agent card, health, the OpenAI
  * API and metrics. Who may call what is decided here once per request, by the route table of
- * routeAccess.ts, with the operator key (configured, or generated into the data dir).
+ * routeAccess.ts, with the operator key (configured, or generated into the data dir). It serves the
+ * runtime's federated MCP catalog (coordinatorRuntime.ts); `startCoordinator` composes the process.
  */
 import { setMaxListeners } from 'node:events';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -232,7 +233,6 @@ export async function startCoordinatorHttp(core: CoordinatorRuntime | Coordinato
 }
 
 /** The edge itself; `owned`: services it started for a bare Coordinator, stopped when it closes. */
-
 async function serveCoordinator(
   coordinator: Coordinator,
   { federation, audit }: CoordinatorServices,
@@ -355,7 +355,7 @@ async function serveCoordinator(
       config.mdns.interface ?? undefined,
     );
   } catch (err) {
-    // The edge never came up: what it started is stopped (an owned federation by the caller).
+    // The edge never came up: what it started is stopped (owned services by startCoordinatorHttp).
     hub.close();
     await amp.close();
     await mcpEndpoint.close();
