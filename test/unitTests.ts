@@ -72,6 +72,7 @@ export const UNIT_TEST_FILES: readonly string[] = [
   'test/net/guardedFetch.test.ts',
   'test/net/hostRules.test.ts',
   'test/net/httpServer.test.ts',
+  'test/package/apiSnapshot.test.ts',
   'test/registry/agentNames.test.ts',
   'test/registry/disablement.test.ts',
   'test/registry/keyBinding.test.ts',

@@ -18,7 +18,7 @@ const NEEDS_MORE_THAN_NODE = [
   /\/(signingBus|takeOffer|streamRefusal|mdnsTestKit)\.js$/,
   /\/fabric\/natsServer\.js$/,
   /\/coordinator\/coordinator\.js$/,
-  /\/apps\/(coordinatorApp|workerApp|a2aBridgeApp)\.js$/,
+  /\/apps\/(coordinatorApp|coordinatorRuntime|workerApp|a2aBridgeApp)\.js$/,
   /\/discovery\/mdns[A-Za-z]*\.js$/,
 ];
 
