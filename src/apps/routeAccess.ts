@@ -173,7 +173,8 @@ export class EdgeAuth {
   private readonly identity: IdentityProvider | undefined;
 
   constructor(options: EdgeAuthOptions) {
-    if (options.operatorKey === '') throw new Error('the operator key must not be empty');
+    if (options.operatorKey === '')
+      throw new AmfError('CONFIG_INVALID', 'the operator key must not be empty');
     this.expected = sha256(options.operatorKey);
     this.identity = options.identity?.mode === 'spiffe' ? options.identity : undefined;
   }

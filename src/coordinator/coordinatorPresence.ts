@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { KV } from '@nats-io/kv';
+import { AmfError } from '../errors.js';
 
 const KEY_PREFIX = 'coordinator.';
 export const DEFAULT_PRESENCE_RENEW_MS = 1_000;
@@ -58,7 +59,10 @@ export class CoordinatorPresence {
     this.joinDigest = opts.joinDigest;
     this.onJoinMismatch = opts.onJoinMismatch ?? (() => undefined);
     if (!(this.ttlMs >= 3 * this.renewIntervalMs))
-      throw new Error(`presence ttlMs (${this.ttlMs}) must be at least 3 × renewIntervalMs`);
+      throw new AmfError(
+        'CONFIG_INVALID',
+        `presence ttlMs (${this.ttlMs}) must be at least 3 × renewIntervalMs`,
+      );
   }
 
   /** Writes this coordinator's entry now and then every renew interval. */

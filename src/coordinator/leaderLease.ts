@@ -17,6 +17,7 @@
 import type { LogFn } from '../log.js';
 import { performance } from 'node:perf_hooks';
 import type { KV, KvEntry } from '@nats-io/kv';
+import { AmfError } from '../errors.js';
 
 /** Options of {@link LeaderLease}. */
 export interface LeaderLeaseOptions {
@@ -76,7 +77,8 @@ export class LeaderLease {
     if (!(this.renewIntervalMs > 0) || !(this.ttlMs >= 3 * this.renewIntervalMs)) {
       // Below 3 × renew the holder's validity window (ttl - renew) leaves less than one renewal
       // of slack, so a single slow round trip would make it step down while it is healthy.
-      throw new Error(
+      throw new AmfError(
+        'CONFIG_INVALID',
         `lease ${opts.key}: ttlMs (${this.ttlMs}) must be at least 3 × renewIntervalMs (${this.renewIntervalMs})`,
       );
     }

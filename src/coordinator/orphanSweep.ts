@@ -34,6 +34,7 @@ import type { PolicyNotices } from '../registry/policyNotices.js';
 import type { CoordinatorPresence } from './coordinatorPresence.js';
 import type { TaskSnapshot } from './sharedState.js';
 import { jsonBytes } from '../util/jsonBytes.js';
+import { AmfError } from '../errors.js';
 
 const MAX_EXTENSIONS = 3;
 /** Bounds the read of the task bucket (its entries arrive as fast as the server sends them). */
@@ -284,7 +285,7 @@ function parseSnapshot(entry: KvEntry): TaskSnapshot | undefined {
 async function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new AmfError('TIMEOUT', `${what} took longer than ${ms} ms`)), ms);
     timer.unref();
   });
   try {

@@ -12,6 +12,7 @@
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { LogFn } from '../log.js';
+import { AmfError } from '../errors.js';
 
 /** Subject every server answers with its connections (filtered by the request's options). */
 const CONNZ_ALL_SERVERS = '$SYS.REQ.SERVER.PING.CONNZ';
@@ -144,7 +145,8 @@ export class RevocationKicks {
       // Gone between the listing and the kick (the agent's own goodbye): nothing left to close.
       if (error && /no such client/i.test(String(error.description))) continue;
       if (error)
-        throw new Error(
+        throw new AmfError(
+          'UNAVAILABLE',
           `server ${t.serverId} refused to close connection ${t.cid}: ${String(error.description)}`,
         );
       kicked += 1;

@@ -20,6 +20,7 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import { AGENTS_BUCKET, kvKey } from '../fabric/jetstream.js';
 import type { LogFn } from '../log.js';
 import type { AgentRegistry, RegisteredAgent } from '../registry/agentRegistry.js';
+import { AmfError } from '../errors.js';
 
 /**
  * What the shared registry says of an agent marked offline for silence here: `lost` (gone for the
@@ -280,7 +281,7 @@ function merge(
 async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new AmfError('TIMEOUT', `no answer within ${ms} ms`)), ms);
     timer.unref();
   });
   try {

@@ -10,6 +10,7 @@ import { kvKey, TASKS_BUCKET } from '../fabric/jetstream.js';
 import type { AgentRegistry, RegisteredAgent, RegistryChange } from '../registry/agentRegistry.js';
 import type { TaskLifecycle, TaskRecord } from './taskLifecycle.js';
 import { jsonBytes } from '../util/jsonBytes.js';
+import { AmfError } from '../errors.js';
 
 export interface TaskSnapshot {
   task_id: string;
@@ -198,7 +199,10 @@ export class SharedState {
       },
     );
     if (outcome === 'gave_up' && !this.closed)
-      throw new Error(`state of task ${snap.task_id} not stored within ${DURABLE_STATE_GIVE_UP_MS} ms`);
+      throw new AmfError(
+        'UNAVAILABLE',
+        `state of task ${snap.task_id} not stored within ${DURABLE_STATE_GIVE_UP_MS} ms`,
+      );
   }
 
   private markDirty(snap: TaskSnapshot): void {

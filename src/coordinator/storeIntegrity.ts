@@ -24,6 +24,7 @@ import { writePrivateFile } from '../fabric/credentials.js';
 import { EVENTS_STREAM, RESULTS_STREAM } from '../fabric/jetstream.js';
 import type { LogFn } from '../log.js';
 import type { StoreHealth } from './natsServerLog.js';
+import { AmfError } from '../errors.js';
 
 /** How often the streams are looked at while running. */
 export const INTEGRITY_CHECK_INTERVAL_MS = 5_000;
@@ -319,10 +320,12 @@ async function readMarks(file: string, log: LogFn): Promise<Map<string, StreamMa
   }
   const marks = new Map<string, StreamMark>();
   try {
-    if (text.length > MAX_MARKS_FILE_BYTES) throw new Error(`larger than ${MAX_MARKS_FILE_BYTES} bytes`);
+    if (text.length > MAX_MARKS_FILE_BYTES)
+      throw new AmfError('CONFIG_INVALID', `larger than ${MAX_MARKS_FILE_BYTES} bytes`);
     const parsed = JSON.parse(text) as { streams?: unknown };
     const streams = parsed.streams;
-    if (typeof streams !== 'object' || streams === null) throw new Error('no "streams" object');
+    if (typeof streams !== 'object' || streams === null)
+      throw new AmfError('CONFIG_INVALID', 'no "streams" object');
     for (const [name, value] of Object.entries(streams as Record<string, unknown>)) {
       const m = value as Partial<StreamMark> | null;
       if (

@@ -17,6 +17,7 @@ import type { EventBus } from '../fabric/eventBus.js';
 import { inboxPrefixOf } from '../fabric/replyInbox.js';
 import type { LogFn } from '../log.js';
 import { HandlerError } from './handlerApi.js';
+import { AmfError } from '../errors.js';
 
 export interface DelegationRequest {
   parentTaskId: string;
@@ -58,7 +59,7 @@ export class DelegationClient {
     return new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.forget(childId);
-        reject(new Error(`delegated task ${childId} (${request.tag}) gave no result in time`));
+        reject(new AmfError('TIMEOUT', `delegated task ${childId} (${request.tag}) gave no result in time`));
       }, request.timeoutMs ?? 60_000);
       timer.unref();
       this.ensureSubscription();

@@ -28,6 +28,7 @@ import type { MeshWorkerOptions, RunTaskOptions, TaskInput } from './meshWorkerO
 import { subscribeToOrders } from './coordinatorOrders.js';
 import { finalPayload, submitResult, type ResultSubmitter } from './resultSubmission.js';
 import { taskEventSubject } from '../fabric/agentUsers.js';
+import { AmfError } from '../errors.js';
 
 export type { MeshWorkerOptions, RunTaskOptions, TaskInput };
 export { workerAgentId, workerAgentRecord, workerHeartbeat };
@@ -96,7 +97,7 @@ export class MeshWorker {
    */
   useConnection(nc: NatsConnection): void {
     if (this.subs.length > 0 || this.pullLoops.length > 0)
-      throw new Error('useConnection() must come before start()');
+      throw new AmfError('INTERNAL', 'useConnection() must come before start()');
     this.bus = new EventBus(nc);
     this.delegations = this.delegationClient();
   }

@@ -48,6 +48,7 @@ import type {
   HandlerMcpTool,
   McpRequestContext,
 } from './handlerMcp.js';
+import { AmfError } from '../errors.js';
 
 /**
  * A session of a worker's `/mcp`. What it sets (a log level, subscriptions) holds for every caller
@@ -319,7 +320,7 @@ class ServerSessions {
       await client.subscribeResource({ uri }).catch(() => undefined);
     if (upstream.closed) {
       void endSession(client);
-      throw new Error('the caller left');
+      throw new AmfError('UNAVAILABLE', 'the caller left');
     }
     return client;
   }

@@ -9,6 +9,7 @@ import type { Task } from '@a2a-js/sdk';
 import type { TaskStore } from '@a2a-js/sdk/server';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import { isTerminalTaskState } from './messageParts.js';
+import { AmfError } from '../../errors.js';
 
 interface PageCursor {
   t: string;
@@ -60,7 +61,8 @@ export class BoundedTaskStore implements TaskStore {
   private evictedCount = 0;
 
   constructor(readonly maxTasks: number) {
-    if (!Number.isInteger(maxTasks) || maxTasks < 1) throw new Error('maxTasks must be a positive integer');
+    if (!Number.isInteger(maxTasks) || maxTasks < 1)
+      throw new AmfError('CONFIG_INVALID', 'maxTasks must be a positive integer');
   }
 
   async load(taskId: string): Promise<Task | undefined> {

@@ -20,6 +20,7 @@ import {
 } from '@a2a-js/sdk/server';
 import { HTTP_EXTENSION_HEADER } from '@a2a-js/sdk';
 import { A2A_ERROR_CODE } from '@a2a-js/sdk/errors';
+import { AmfError } from '../../errors.js';
 
 /** The A2A-Version this path serves (the SDK's JSON-RPC route takes 0.3 when the header is absent). */
 const LIGHT_VERSION = '1.0';
@@ -70,7 +71,7 @@ export class LightSendMessage {
       validateVersion(LIGHT_VERSION, await this.handler.getAgentCard(), 'JSONRPC');
       const response = await this.transport.handle(body, context);
       if (typeof (response as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function')
-        throw new Error('SendMessage answered with a stream');
+        throw new AmfError('INTERNAL', 'SendMessage answered with a stream');
       answer = response;
       if (context.activatedExtensions)
         res.setHeader(HTTP_EXTENSION_HEADER, Array.from(context.activatedExtensions));
