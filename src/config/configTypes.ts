@@ -203,7 +203,7 @@ export interface AmfConfig {
   /**
    * An agent's task events (claims, progress, blocked, delegations, partials, direct finals) and
    * stored results: handed to the coordinators on subjects named after its key, and recorded within
-   * these bounds (coordinator/taskEventIntake.ts, docs/security.md "Private and bounded").
+   * these bounds (coordinator/tasks/eventIntake.ts, docs/security.md "Private and bounded").
    */
   readonly taskEvents: {
     /** The largest task event or stored result taken from an agent. */

@@ -43,10 +43,10 @@ import { SWEEPER_LEASE_KEY, type LeaderLease } from './leaderLease.js';
 import { SweeperDuties } from './sweeperDuties.js';
 import { SharedState } from './sharedState.js';
 import { readAgentFromLeader, SharedLiveness } from './sharedLiveness.js';
-import type { TaskDispatcher } from './taskDispatcher.js';
-import type { TaskLifecycle } from './taskLifecycle.js';
-import type { ResultIntake } from './resultIntake.js';
-import { closeTaskPath, createTaskPath } from './taskPath.js';
+import type { TaskDispatcher } from './tasks/dispatcher.js';
+import type { TaskLifecycle } from './tasks/lifecycle.js';
+import type { ResultIntake } from './tasks/resultIntake.js';
+import { closeTaskPath, createTaskPath } from './tasks/path.js';
 import {
   announceAgentChanges,
   logServerEvent,
@@ -58,7 +58,7 @@ import { spiffeAdmission } from './spiffeAdmission.js';
 import { fabricHealthOf, type CoordinatorOptions, type FabricHealth } from './coordinatorOptions.js';
 import { WorkQueueWriter } from '../fabric/workQueue.js';
 import { ReplyInbox } from '../fabric/replyInbox.js';
-import type { EventAuthenticity } from './eventAuthenticity.js';
+import type { EventAuthenticity } from './tasks/eventAuthenticity.js';
 import { AgentGrants, permissionViolationReporter } from './agentGrants.js';
 import { EnrollmentStore } from './enrollmentStore.js';
 import { DisablementStore } from './disablementStore.js';
@@ -67,7 +67,7 @@ import { signOrders } from './signedOrders.js';
 import type { Enrollment, EnrollmentRequest } from '../registry/enrollments.js';
 import type { RegisteredAgent } from '../registry/agentRegistry.js';
 import { ArtifactIntake } from './artifactIntake.js';
-import type { TaskEventIntake } from './taskEventIntake.js';
+import type { TaskEventIntake } from './tasks/eventIntake.js';
 import type { LogFn } from '../log.js';
 import type { AgentKey } from '../identity/agentKey.js';
 import { loadOrCreateCoordinatorKey } from '../identity/coordinatorKey.js';

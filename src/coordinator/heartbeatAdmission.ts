@@ -1,7 +1,7 @@
 /**
  * The NATS door of discovery: AgentRecords arriving as `amf.discovery.agent.heartbeat`. Each is
  * checked against the schema and the sender's identity, signed with its key and fresh (a replayed
- * heartbeat or goodbye is refused and warned: eventAuthenticity.ts), then mapped to the same TXT keys
+ * heartbeat or goodbye is refused and warned: tasks/eventAuthenticity.ts), then mapped to the same TXT keys
  * an mDNS record carries and handed to the admission pipeline, which judges it like any
  * advertisement. This is the proven door: only a holder of the data dir's join credential or of an
  * enrolled key's own login can publish here, so what it passes on may make an agent live, bind its
@@ -18,7 +18,7 @@ import { agentRecordToTxt } from '../discovery/txtRecord.js';
 import type { DenialReporter } from '../admission/denialReporter.js';
 import { checkEventSignature } from '../identity/eventSignature.js';
 import type { AgentRegistry } from '../registry/agentRegistry.js';
-import type { EventAuthenticity } from './eventAuthenticity.js';
+import type { EventAuthenticity } from './tasks/eventAuthenticity.js';
 
 /** What the door needs to bind heartbeats to keys (absent: unit tests of the door alone). */
 export interface HeartbeatBinding {
@@ -85,7 +85,7 @@ export class HeartbeatDoor {
     const keylessComingBack = bound === undefined && known?.status === 'offline';
     const keylessStaysKeyless = bound === undefined && nkey === undefined;
     const checkedAsBound = (known || bound !== undefined) && !keylessComingBack && !keylessStaysKeyless;
-    // The bound key's signature and the event's freshness (eventAuthenticity.ts).
+    // The bound key's signature and the event's freshness (tasks/eventAuthenticity.ts).
     if (checkedAsBound && !this.binding.authenticity.accept(event, 'the heartbeat door')) return false;
     if (nkey === undefined) return true;
     const signature = checkEventSignature(event);

@@ -1,7 +1,7 @@
 /**
  * Brings to an end the tasks a stopped coordinator left open, whether or not a result ever comes.
  *
- * A result stored for such a task ends it through adoption (orphanResults.ts). But when the
+ * A result stored for such a task ends it through adoption (tasks/orphanResults.ts). But when the
  * coordinator died together with the task's worker, and no other worker of the tag runs the
  * redelivered work item, no result ever comes; nothing else follows the task (KV holds its state,
  * not its text, and its requester left with the coordinator). So the coordinator holding the

@@ -8,7 +8,7 @@ import { storeUntilAcknowledged, type ReplyInbox } from '../fabric/replyInbox.js
 import { isTerminal } from '../events/taskStateMachine.js';
 import { kvKey, TASKS_BUCKET } from '../fabric/jetstream.js';
 import type { AgentRegistry, RegisteredAgent, RegistryChange } from '../registry/agentRegistry.js';
-import type { TaskLifecycle, TaskRecord } from './taskLifecycle.js';
+import type { TaskLifecycle, TaskRecord } from './tasks/lifecycle.js';
 import { jsonBytes } from '../util/jsonBytes.js';
 import { AmfError } from '../errors.js';
 
@@ -139,7 +139,7 @@ export class SharedState {
    * periodic KV writes. The first leaves in the same socket write as the task's announcement and
    * work offer: a worker can only take a task whose state exists, so a coordinator killed right after
    * announcing leaves a task that another coordinator can adopt with its stored result
-   * (orphanResults.ts). Both ends are acknowledged and retried (`streamWriter`): a replicated bucket
+   * (tasks/orphanResults.ts). Both ends are acknowledged and retried (`streamWriter`): a replicated bucket
    * electing its leader drops a plain write silently, and a task whose first state is missing
    * cannot be adopted, while one whose ending is missing would be failed again by the sweep of a
    * dead coordinator's tasks (orphanSweep.ts). What lies between may be lost: it is only progress.
@@ -155,7 +155,7 @@ export class SharedState {
       }
       if (!isTerminal(task.state)) return this.markDirty(snap);
       // The ending goes to KV only once its terminal event is on record: an adopter that finds a
-      // task ended in KV can count on AMF_EVENTS holding its ending (orphanResults.ts).
+      // task ended in KV can count on AMF_EVENTS holding its ending (tasks/orphanResults.ts).
       const write = () => {
         this.dirtyTasks.delete(snap.task_id); // an older state must not land after it
         this.writeEnd(snap, 'terminal');

@@ -32,7 +32,7 @@ export interface AnnouncePayload {
   message_id?: string;
   /**
    * SHA-256 (base64url) of this announcement's offer nonce, which travels only in its work-queue
-   * message: a claim counts only when it names the nonce (coordinator/offerNonce.ts).
+   * message: a claim counts only when it names the nonce (coordinator/tasks/offerNonce.ts).
    */
   offer_digest?: string;
 }

@@ -88,7 +88,7 @@ export type TaskEventRoute = 'mesh' | 'direct';
 
 /**
  * Where the agent with this key hands its claims, progress, blocked notices, delegations, partials
- * and direct finals to the coordinators (coordinator/taskEventIntake.ts): only its own NATS user
+ * and direct finals to the coordinators (coordinator/tasks/eventIntake.ts): only its own NATS user
  * may publish there, so the subject names the real sender; a coordinator checks the event and the
  * agent's quota before it records it on the shared subject (`amf.task.*`, `amf.result.*`).
  */
@@ -112,7 +112,7 @@ export function agentResultSubject(nkey: string, taskId: string): string {
 /**
  * Where the agent with this key sends a mesh task's final straight to its coordinator (request/reply,
  * `amf.internal.final.<nkey>.<task_id>`): only its own user may publish there, so the subject proves
- * the sender and the coordinator need not check the final's signature (resultIntake.ts). The seed's
+ * the sender and the coordinator need not check the final's signature (coordinator/tasks/resultIntake.ts). The seed's
  * form, `amf.internal.final.<task_id>`, stays for agents without their own user.
  */
 export function agentFinalSubject(nkey: string, taskId: string): string {

@@ -78,7 +78,7 @@ export function signedText(event: object): string {
  * at the key's first signature in this process, larger than any earlier run's as long as the clock
  * does not go back), and `amfseq`, a counter of that run's signatures (a CloudEvents Integer). With
  * the event's `time`, a reader can refuse what it has seen before and what an earlier run of the
- * same key said (a replayed goodbye, an old heartbeat): coordinator/eventFreshness.ts.
+ * same key said (a replayed goodbye, an old heartbeat): coordinator/tasks/eventFreshness.ts.
  */
 export const EPOCH_ATTRIBUTE = 'amfepoch';
 export const SEQUENCE_ATTRIBUTE = 'amfseq';
@@ -208,7 +208,7 @@ export type SignatureCheck =
 /**
  * Checks the event's signature against the key it names (`amfsigner`). Whether that key is the one
  * bound to the agent the event speaks for is the caller's question (see the coordinator's
- * eventAuthenticity.ts); this only says whether the named key really signed these bytes.
+ * coordinator/tasks/eventAuthenticity.ts); this only says whether the named key really signed these bytes.
  */
 export function checkEventSignature(event: object): SignatureCheck {
   const { request, verified } = eventSignatureRequest(event);

@@ -54,7 +54,7 @@ export interface MeshWorkerOptions {
   /**
    * The worker's NATS connection is its key's own user (it joined, or its key was enrolled): its
    * task events and stored results go on the subjects named after its key, which the coordinators
-   * check and record (coordinator/taskEventIntake.ts). Absent: the shared subjects, for a worker
+   * check and record (coordinator/tasks/eventIntake.ts). Absent: the shared subjects, for a worker
    * logged in as the legacy `specialist` user (seed mode).
    */
   ownSubjects?: boolean;

@@ -1,12 +1,12 @@
 /**
  * The shared task state names the worker holding a task. Adoption after a coordinator dies decides
- * by it whose stored result may end the task (orphanResults.ts), so the claimed state must reach KV
+ * by it whose stored result may end the task (coordinator/tasks/orphanResults.ts), so the claimed state must reach KV
  * with its claimant. Real nats-server, KV, EventBus and TaskLifecycle.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KV } from '@nats-io/kv';
 import { SharedState, type TaskSnapshot } from '../../src/coordinator/sharedState.js';
-import type { TaskLifecycle } from '../../src/coordinator/taskLifecycle.js';
+import type { TaskLifecycle } from '../../src/coordinator/tasks/lifecycle.js';
 import { createEvent, type AnyAmfEvent, type EventSender } from '../../src/events/cloudEvent.js';
 import { EventBus } from '../../src/fabric/eventBus.js';
 import { ensureFabricStores, kvKey } from '../../src/fabric/jetstream.js';

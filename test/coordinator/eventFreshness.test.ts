@@ -4,8 +4,8 @@
 // refused; reordered events and the reply-subject copy of a claim are not.
 import { describe, expect, it } from 'vitest';
 import { createEvent, type AmfEvent } from '../../src/events/cloudEvent.js';
-import { EventFreshness } from '../../src/coordinator/eventFreshness.js';
-import { EventAuthenticity } from '../../src/coordinator/eventAuthenticity.js';
+import { EventFreshness } from '../../src/coordinator/tasks/eventFreshness.js';
+import { EventAuthenticity } from '../../src/coordinator/tasks/eventAuthenticity.js';
 import { createEphemeralAgentKey } from '../../src/identity/agentKey.js';
 import { signEvent } from '../../src/identity/eventSignature.js';
 import { AgentRegistry } from '../../src/registry/agentRegistry.js';

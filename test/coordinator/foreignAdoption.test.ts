@@ -8,9 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import type { KV } from '@nats-io/kv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adoptOrphanResult } from '../../src/coordinator/orphanResults.js';
+import { adoptOrphanResult } from '../../src/coordinator/tasks/orphanResults.js';
 import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
-import type { TaskLifecycle } from '../../src/coordinator/taskLifecycle.js';
+import type { TaskLifecycle } from '../../src/coordinator/tasks/lifecycle.js';
 import { createEvent, type AnyAmfEvent, type EventSender } from '../../src/events/cloudEvent.js';
 import { announceSubject } from '../../src/events/subjects.js';
 import type { PolicyPayload } from '../../src/events/payloads.js';

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { createEvent, type AmfEvent } from '../../src/events/cloudEvent.js';
 import { createEphemeralAgentKey, type AgentKey } from '../../src/identity/agentKey.js';
 import { SIGNATURE_ATTRIBUTE, SIGNER_ATTRIBUTE } from '../../src/identity/eventSignature.js';
-import { EventAuthenticity } from '../../src/coordinator/eventAuthenticity.js';
+import { EventAuthenticity } from '../../src/coordinator/tasks/eventAuthenticity.js';
 import { AgentRegistry } from '../../src/registry/agentRegistry.js';
 import type { PolicyNotices } from '../../src/registry/policyNotices.js';
 import { signElsewhere } from '../helpers/signElsewhere.js';

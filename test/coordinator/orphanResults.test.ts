@@ -11,7 +11,7 @@ import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
 import { ensureFabricStores, kvKey } from '../../src/fabric/jetstream.js';
 import { EventBus } from '../../src/fabric/eventBus.js';
 import { createEvent, type AnyAmfEvent, type EventSender } from '../../src/events/cloudEvent.js';
-import { adoptOrphanResult } from '../../src/coordinator/orphanResults.js';
+import { adoptOrphanResult } from '../../src/coordinator/tasks/orphanResults.js';
 import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
 import { openTaskSnapshot, registryWith } from '../helpers/lifecycleFixture.js';
 

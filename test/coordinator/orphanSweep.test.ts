@@ -14,7 +14,7 @@ import type { PolicyPayload } from '../../src/events/payloads.js';
 import { PolicyNotices } from '../../src/registry/policyNotices.js';
 import { CoordinatorPresence, joinPasswordDigest } from '../../src/coordinator/coordinatorPresence.js';
 import { OrphanSweep } from '../../src/coordinator/orphanSweep.js';
-import { adoptOrphanResult } from '../../src/coordinator/orphanResults.js';
+import { adoptOrphanResult } from '../../src/coordinator/tasks/orphanResults.js';
 import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
 import { openTaskSnapshot, registryWith } from '../helpers/lifecycleFixture.js';
 import { createEvent } from '../../src/events/cloudEvent.js';

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { KV } from '@nats-io/kv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SharedState, type TaskSnapshot } from '../../src/coordinator/sharedState.js';
-import type { TaskRecord } from '../../src/coordinator/taskRecord.js';
+import type { TaskRecord } from '../../src/coordinator/tasks/record.js';
 import type { NatsConnection } from '../../src/fabric/connect.js';
 import { ensureFabricStores, kvKey } from '../../src/fabric/jetstream.js';
 import { startTestNats, type TestNats } from '../helpers/natsFixture.js';

@@ -12,7 +12,7 @@ import {
   type TaskNotices,
   type TerminalInfo,
   type TimerHandle,
-} from '../../src/coordinator/taskLifecycle.js';
+} from '../../src/coordinator/tasks/lifecycle.js';
 import {
   createEvent,
   type AmfEvent,

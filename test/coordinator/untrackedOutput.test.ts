@@ -6,8 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TaskLifecycle, TaskNotices } from '../../src/coordinator/taskLifecycle.js';
-import { isOutputOfUntrackedTask, outputTaskId } from '../../src/coordinator/untrackedOutput.js';
+import type { TaskLifecycle, TaskNotices } from '../../src/coordinator/tasks/lifecycle.js';
+import { isOutputOfUntrackedTask, outputTaskId } from '../../src/coordinator/tasks/untrackedOutput.js';
 import { createEvent, type AnyAmfEvent, type EventSender } from '../../src/events/cloudEvent.js';
 import type { PolicyPayload } from '../../src/events/payloads.js';
 import { EventBus } from '../../src/fabric/eventBus.js';

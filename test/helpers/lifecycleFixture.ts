@@ -3,9 +3,9 @@
  * registry with the agents the test admits, and lifecycle options with test defaults.
  */
 import type { TaskSnapshot } from '../../src/coordinator/sharedState.js';
-import { TaskLifecycle, type TaskNotices } from '../../src/coordinator/taskLifecycle.js';
-import type { LifecycleOptions, TaskFabric } from '../../src/coordinator/taskRecord.js';
-import { EventAuthenticity } from '../../src/coordinator/eventAuthenticity.js';
+import { TaskLifecycle, type TaskNotices } from '../../src/coordinator/tasks/lifecycle.js';
+import type { LifecycleOptions, TaskFabric } from '../../src/coordinator/tasks/record.js';
+import { EventAuthenticity } from '../../src/coordinator/tasks/eventAuthenticity.js';
 import type { AmfEvent, EventSender } from '../../src/events/cloudEvent.js';
 import type { AgentKey } from '../../src/identity/agentKey.js';
 import type { PolicyNotices } from '../../src/registry/policyNotices.js';

@@ -1,6 +1,6 @@
 /**
  * Takes the next announcement of `tag` from the work queue, as a worker with a free slot does: the
- * item carries the offer nonce a claim of that task must name (coordinator/offerNonce.ts).
+ * item carries the offer nonce a claim of that task must name (coordinator/tasks/offerNonce.ts).
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { workConsumerName } from '../../src/events/subjects.js';

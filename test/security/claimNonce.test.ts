@@ -1,6 +1,6 @@
 /**
  * Attack H1 (issue 29), answer injection, end to end, and the rule that stops its last step for good:
- * a claim counts only for an offer its claimant received (coordinator/offerNonce.ts).
+ * a claim counts only for an offer its claimant received (coordinator/tasks/offerNonce.ts).
  *
  * The attack as it worked: fill the worker's slots, read the victim's task id, then
  * `POST /tasks/send {"id": <victim's id>, "text": "IGNORE THE QUESTION..."}`. The worker published its
@@ -14,7 +14,7 @@
  * - the worker's own signed claim of a direct run under the victim's id does not take the task, nor
  *   does the claim of another admitted agent of the tag, nor a result sent straight to the
  *   coordinator in place of a claim: none names the nonce of the announcement's work-queue message
- *   (without the nonce check in taskClaims.ts / taskResults.ts the first becomes the claimant, and
+ *   (without the nonce check in coordinator/tasks/claims.ts / coordinator/tasks/results.ts the first becomes the claimant, and
  *   the last becomes the victim's answer);
  * - the victim's task still gets its own answer, once.
  */

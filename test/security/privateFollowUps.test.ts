@@ -5,7 +5,7 @@
 // the holder gets it and answers with it. Real nats-server, real workers joining as agents do.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errors, type PermissionViolationError, type Subscription } from '@nats-io/transport-node';
-import { sendTaskInput } from '../../src/coordinator/taskInput.js';
+import { sendTaskInput } from '../../src/coordinator/tasks/input.js';
 import { agentInputSubject, agentPermissions } from '../../src/fabric/agentUsers.js';
 import type { RunningWorker } from '../../src/apps/workerApp.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';

@@ -3,7 +3,7 @@
  * request in a message, says where it goes, and adds its fields to the answer. The composition root
  * hands the coordinator's A2A server its extensions, so this adapter imports no other adapter.
  */
-import type { TaskResult } from '../../coordinator/taskDispatcher.js';
+import type { TaskResult } from '../../coordinator/tasks/dispatcher.js';
 import type { AgentRegistry } from '../../registry/agentRegistry.js';
 
 /** A request an extension found in a message, routed to a capability tag. */

@@ -22,9 +22,9 @@ import {
 } from '@a2a-js/sdk/server';
 import { RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import type { AgentRegistry } from '../../registry/agentRegistry.js';
-import type { TaskDispatcher, TaskResult, TaskUpdate } from '../../coordinator/taskDispatcher.js';
-import type { TaskLifecycle } from '../../coordinator/taskLifecycle.js';
-import type { TaskInputMessage } from '../../coordinator/taskInput.js';
+import type { TaskDispatcher, TaskResult, TaskUpdate } from '../../coordinator/tasks/dispatcher.js';
+import type { TaskLifecycle } from '../../coordinator/tasks/lifecycle.js';
+import type { TaskInputMessage } from '../../coordinator/tasks/input.js';
 import { toAmfError } from '../../errors.js';
 import { REJECTED_CODE } from '../../worker/handlerApi.js';
 import type { A2aExtension } from './a2aExtension.js';
@@ -59,7 +59,7 @@ export interface CoordinatorExecutorOptions {
   defaultAgent?: string | null;
   /** Extensions whose requests messages may carry (AMP), routed before intents and skills. */
   extensions?: readonly A2aExtension[];
-  /** Hands a follow-up message to the worker holding a mesh task (src/coordinator/taskInput.ts). */
+  /** Hands a follow-up message to the worker holding a mesh task (src/coordinator/tasks/input.ts). */
   sendInput: (meshTaskId: string, message: TaskInputMessage) => void;
   /** Told of each message no capability could be found for (the console shows these refusals). */
   onUnrouted?: (requested: string, message: string) => void;

@@ -5,7 +5,7 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Coordinator } from '../../coordinator/coordinator.js';
 import type { MeshWorker } from '../../worker/meshWorker.js';
-import { sendTaskInput } from '../../coordinator/taskInput.js';
+import { sendTaskInput } from '../../coordinator/tasks/input.js';
 import { A2aServer } from './a2aServer.js';
 import { coordinatorAgentCard, workerAgentCard, type WorkerCardOptions } from './agentCards.js';
 import { BoundedTaskStore } from './boundedTaskStore.js';

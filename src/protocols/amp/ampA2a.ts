@@ -5,7 +5,7 @@
  * {@link AMP_IN_A2A} as one of its extensions (by the composition root: adapters import no other
  * adapter) and asks it about every incoming message; a request found is routed by its intent.
  */
-import type { TaskResult } from '../../coordinator/taskDispatcher.js';
+import type { TaskResult } from '../../coordinator/tasks/dispatcher.js';
 import type { AgentRegistry } from '../../registry/agentRegistry.js';
 import { AMP_EXTENSION_URI, AMP_LIMITS, validateAmpMessage, type AmpValidation } from './ampMessage.js';
 import { routeAmpMessage } from './ampRouting.js';

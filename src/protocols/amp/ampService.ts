@@ -6,7 +6,7 @@
  * the final response is stored for polling and POSTed to `reply_to`.
  */
 import type { AgentRegistry } from '../../registry/agentRegistry.js';
-import type { TaskDispatcher, TaskResult } from '../../coordinator/taskDispatcher.js';
+import type { TaskDispatcher, TaskResult } from '../../coordinator/tasks/dispatcher.js';
 import type { ChatMessage } from '../../events/payloads.js';
 import { toAmfError } from '../../errors.js';
 import { wireErrorFor } from '../../http/wireErrors.js';

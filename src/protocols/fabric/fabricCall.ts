@@ -8,7 +8,7 @@
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AgentRegistry, RegisteredAgent } from '../../registry/agentRegistry.js';
-import type { TaskDispatcher, TaskUpdate } from '../../coordinator/taskDispatcher.js';
+import type { TaskDispatcher, TaskUpdate } from '../../coordinator/tasks/dispatcher.js';
 import { bodyValidator } from '../../http/bodyValidator.js';
 import { namesAgent } from '../../registry/intentRouter.js';
 import { FABRIC_CALL_ARGUMENTS_SCHEMA, type FabricCallArguments } from './fabricCallSchema.js';

@@ -11,7 +11,7 @@ import { isCapabilityTag } from '../../events/subjects.js';
 import { bodyValidator } from '../../http/bodyValidator.js';
 import { readBody, sendJson } from '../../http/httpKit.js';
 import { httpStatusFor, openAiErrorBody } from '../../http/wireErrors.js';
-import { stoppingError, type TaskDispatcher, type TaskResult } from '../../coordinator/taskDispatcher.js';
+import { stoppingError, type TaskDispatcher, type TaskResult } from '../../coordinator/tasks/dispatcher.js';
 import type { AgentRegistry } from '../../registry/agentRegistry.js';
 import { CHAT_REQUEST_SCHEMA, type ChatCompletionBody } from './chatRequestSchema.js';
 

@@ -4,13 +4,13 @@
  * subscription serves every pending request, so a request costs no SUB/UNSUB round trips.
  */
 import type { Subscription } from '@nats-io/transport-node';
-import type { AmfEventOf, AnyAmfEvent } from '../events/cloudEvent.js';
-import type { ChatMessage, PartialPayload, ResultArtifactPayload, Usage } from '../events/payloads.js';
-import { SUBJECT_REPLY_PREFIX } from '../events/subjects.js';
-import type { EventBus } from '../fabric/eventBus.js';
-import { AmfError } from '../errors.js';
-import type { TaskLifecycle } from './taskLifecycle.js';
-import type { InOrderCheck } from './taskRecord.js';
+import type { AmfEventOf, AnyAmfEvent } from '../../events/cloudEvent.js';
+import type { ChatMessage, PartialPayload, ResultArtifactPayload, Usage } from '../../events/payloads.js';
+import { SUBJECT_REPLY_PREFIX } from '../../events/subjects.js';
+import type { EventBus } from '../../fabric/eventBus.js';
+import { AmfError } from '../../errors.js';
+import type { TaskLifecycle } from './lifecycle.js';
+import type { InOrderCheck } from './record.js';
 
 /** What a requester sees while its task runs. */
 
@@ -99,7 +99,7 @@ export class TaskDispatcher {
     private readonly lifecycle: TaskLifecycle,
     /** The coordinator's check that worker output comes from the agent it names (eventAuthenticity.ts). */
     private readonly authenticate?: (event: AnyAmfEvent, intake: string) => boolean,
-    /** The same check in arrival order, after the canonical copies handed to it before (taskRecord.ts). */
+    /** The same check in arrival order, after the canonical copies handed to it before (record.ts). */
     private readonly authenticateInOrder?: InOrderCheck,
   ) {}
 
@@ -310,7 +310,7 @@ export class TaskDispatcher {
 
   /**
    * A worker's output for a task waited on here, taken from the worker's own subject by this
-   * coordinator (taskEventIntake.ts) instead of the reply subject: handed over at once, so it
+   * coordinator (eventIntake.ts) instead of the reply subject: handed over at once, so it
    * reaches the requester before the final that follows it on the worker's connection.
    */
   takeReply(event: AnyAmfEvent, taskId: string): void {
@@ -388,7 +388,7 @@ export class TaskDispatcher {
    * Delivers stream chunks in `seq` order, all from one execution: chunks held from an earlier
    * attempt are dropped when a retry's arrive, and once a chunk has been sent the task is marked
    * (`streamStarted`), so that losing its worker ends it instead of retrying: a retry's chunks would
-   * be spliced after the ones the requester already has (taskRetries.ts).
+   * be spliced after the ones the requester already has (retries.ts).
    */
   private onPartial(p: Pending, taskId: string, partial: PartialPayload): void {
     if (typeof partial.delta !== 'string' || !Number.isInteger(partial.seq)) return;

@@ -11,16 +11,16 @@
  * the unacknowledged item to another worker after the ack wait.
  */
 import type { KV } from '@nats-io/kv';
-import { carryResultSignature } from '../identity/eventSignature.js';
-import { createEvent, type AmfEventOf, type EventSender } from '../events/cloudEvent.js';
-import { RECORD_AGAIN_WITHIN_MS, replySubject, terminalEventMsgId } from '../events/subjects.js';
-import { isTerminal, type TaskState } from '../events/taskStateMachine.js';
-import { UNTIL_CLOSED, type EventBus } from '../fabric/eventBus.js';
-import { kvKey } from '../fabric/jetstream.js';
-import type { LogFn } from '../log.js';
-import type { AgentRegistry } from '../registry/agentRegistry.js';
-import type { TaskSnapshot } from './sharedState.js';
-import { jsonBytes } from '../util/jsonBytes.js';
+import { carryResultSignature } from '../../identity/eventSignature.js';
+import { createEvent, type AmfEventOf, type EventSender } from '../../events/cloudEvent.js';
+import { RECORD_AGAIN_WITHIN_MS, replySubject, terminalEventMsgId } from '../../events/subjects.js';
+import { isTerminal, type TaskState } from '../../events/taskStateMachine.js';
+import { UNTIL_CLOSED, type EventBus } from '../../fabric/eventBus.js';
+import { kvKey } from '../../fabric/jetstream.js';
+import type { LogFn } from '../../log.js';
+import type { AgentRegistry } from '../../registry/agentRegistry.js';
+import type { TaskSnapshot } from '../sharedState.js';
+import { jsonBytes } from '../../util/jsonBytes.js';
 
 export interface OrphanResultDeps {
   tasks: KV;

@@ -8,13 +8,13 @@
  * the holder's own subject (`amf.agent.<nkey>.input`, agentUsers.ts), which nats-server lets no
  * other agent read; never on a subject every agent may read.
  */
-import { createEvent, type EventSender } from '../events/cloudEvent.js';
-import type { InputPayload } from '../events/payloads.js';
-import type { EventBus } from '../fabric/eventBus.js';
-import { agentInputSubject, isAgentNkey } from '../fabric/agentUsers.js';
-import { AmfError } from '../errors.js';
-import type { AgentRegistry } from '../registry/agentRegistry.js';
-import type { TaskLifecycle } from './taskLifecycle.js';
+import { createEvent, type EventSender } from '../../events/cloudEvent.js';
+import type { InputPayload } from '../../events/payloads.js';
+import type { EventBus } from '../../fabric/eventBus.js';
+import { agentInputSubject, isAgentNkey } from '../../fabric/agentUsers.js';
+import { AmfError } from '../../errors.js';
+import type { AgentRegistry } from '../../registry/agentRegistry.js';
+import type { TaskLifecycle } from './lifecycle.js';
 
 export interface TaskInputDeps {
   bus: EventBus;

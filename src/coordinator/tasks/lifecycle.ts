@@ -4,21 +4,31 @@
  * worker, or expired/failed by the coordinator (TTL with bounded retries, the watchdog for silent or
  * lost workers, cancellation). Delegations become child tasks after the cycle and depth checks.
  *
- * This file wires the parts and reads the fabric; the parts are the task table and its state
- * changes (taskTable.ts), the timers (taskTimers.ts), retries (taskRetries.ts), the
- * terminal-event writer (taskEndings.ts), results (taskResults.ts), claims (taskClaims.ts), tasks
- * of other coordinators (foreignTasks.ts), work-queue offers (taskWorkOffers.ts) and the
- * announcement of a new task (taskAnnouncement.ts).
+ * This file builds announcements, follows the tasks of other coordinators, wires the parts and
+ * reads the fabric; the parts are the task table and its state changes (table.ts), the timers
+ * (timers.ts), retries (retries.ts), the terminal-event writer (endings.ts), results (results.ts),
+ * claims (claims.ts) and work-queue offers (workOffers.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { createEvent, type AmfEventOf, type AnyAmfEvent, type EventSender } from '../events/cloudEvent.js';
-import { payloadTaskId, type CancelPayload } from '../events/payloads.js';
-import { announceSubject, isCapabilityTag, isTaskId } from '../events/subjects.js';
-import { AmfError } from '../errors.js';
+import { parseAnnouncement } from '../../events/announcement.js';
+import {
+  createEvent,
+  type AmfEvent,
+  type AmfEventOf,
+  type AnyAmfEvent,
+  type EventSender,
+} from '../../events/cloudEvent.js';
+import {
+  payloadTaskId,
+  type AnnouncePayload,
+  type CancelPayload,
+  type PolicyPayload,
+} from '../../events/payloads.js';
+import { announceSubject, isCapabilityTag, isTaskId, replySubject } from '../../events/subjects.js';
+import { AmfError } from '../../errors.js';
 import { delegate } from './delegationGate.js';
-import { announcementEvent } from './taskAnnouncement.js';
 import { newOfferNonce, offerDigest } from './offerNonce.js';
-import { TaskEndings } from './taskEndings.js';
+import { TaskEndings } from './endings.js';
 import {
   taskRecordFromAnnouncement,
   type AnnounceRequest,
@@ -26,22 +36,21 @@ import {
   type TaskAgents,
   type TaskFabric,
   type TaskNotices,
+  type TaskParts,
   type TaskRecord,
   type TerminalInfo,
-} from './taskRecord.js';
-import { TaskRetries } from './taskRetries.js';
-import { TaskTable } from './taskTable.js';
-import { senderAgent, TaskResults } from './taskResults.js';
-import { TaskWorkOffers } from './taskWorkOffers.js';
-import { TaskClaims } from './taskClaims.js';
-import type { TaskParts } from './taskParts.js';
-import { endOnForeignDeny, trackForeignAnnounce, type ForeignTaskDeps } from './foreignTasks.js';
+} from './record.js';
+import { TaskRetries } from './retries.js';
+import { TaskTable } from './table.js';
+import { senderAgent, TaskResults } from './results.js';
+import { TaskWorkOffers } from './workOffers.js';
+import { TaskClaims } from './claims.js';
 import type { ResultArrival, ResultDecision } from './resultIntake.js';
 import { isOutputOfUntrackedTask, isTaskOutput } from './untrackedOutput.js';
 
-import { systemClock, TaskTimers, type LifecycleClock } from './taskTimers.js';
-import { isTerminal } from '../events/taskStateMachine.js';
-import type { SilenceVerdict } from './sharedLiveness.js';
+import { systemClock, TaskTimers, type LifecycleClock } from './timers.js';
+import { isTerminal } from '../../events/taskStateMachine.js';
+import type { SilenceVerdict } from '../sharedLiveness.js';
 
 /** How often the shared registry is asked again about an agent whose loss it does not confirm yet. */
 const SILENCE_RECHECK_MS = 1_000;
@@ -56,8 +65,8 @@ export type {
   TaskNotices,
   TaskRecord,
   TerminalInfo,
-} from './taskRecord.js';
-export type { LifecycleClock, TimerHandle } from './taskTimers.js';
+} from './record.js';
+export type { LifecycleClock, TimerHandle } from './timers.js';
 
 /** Follows and drives the lifecycle of every task on the fabric. */
 export class TaskLifecycle {
@@ -195,7 +204,7 @@ export class TaskLifecycle {
             ?.identity === this.sender.identity || isOutputOfUntrackedTask(parsed, knows),
       }),
     );
-    this.subs.push(this.bus.subscribe('amf.policy.deny', (e) => endOnForeignDeny(e, this.foreignDeps())));
+    this.subs.push(this.bus.subscribe('amf.policy.deny', (e) => this.endOnForeignDeny(e)));
     this.subs.push(
       this.bus.subscribe(
         'amf.task.delegate',
@@ -297,7 +306,7 @@ export class TaskLifecycle {
     this.results.endAdoptedCopy(event);
   }
 
-  /** A worker's final (sent here or stored): taken while the task is open and held by it (taskResults.ts). */
+  /** A worker's final (sent here or stored): taken while the task is open and held by it (results.ts). */
   acceptResult(event: AmfEventOf<'amf.result.final'>, arrival: ResultArrival): ResultDecision {
     return this.results.accept(event, arrival);
   }
@@ -459,7 +468,7 @@ export class TaskLifecycle {
   }
 
   /**
-   * An agent's event about a task of this coordinator's, from the agent's own subject (taskEventIntake.ts):
+   * An agent's event about a task of this coordinator's, from the agent's own subject (eventIntake.ts):
    * taken as if it had arrived on its shared subject, where its echo is then dropped.
    */
   takeAgentEvent(event: AnyAmfEvent): void {
@@ -481,7 +490,7 @@ export class TaskLifecycle {
   private actOnFabricEvent(event: AnyAmfEvent): void {
     switch (event.type) {
       case 'amf.task.announce':
-        return trackForeignAnnounce(event, this.foreignDeps());
+        return this.trackForeignAnnounce(event);
       case 'amf.task.claim':
         return this.claims.onClaim(event);
       case 'amf.task.progress':
@@ -544,8 +553,39 @@ export class TaskLifecycle {
     task.lastActivity = this.clock.now();
   }
 
-  private foreignDeps(): ForeignTaskDeps {
-    return { table: this.table, notices: this.notices, endings: this.endings, now: this.clock.now() };
+  // --- tasks of other coordinators ----------------------------------------------------------------
+  // A task another coordinator on the same NATS announced is followed here without timers, so a
+  // result or a question about it can be answered, and ends here too when that coordinator denies it.
+
+  /** Tracks a task announced by another coordinator (ours come back too, and are already known). */
+  private trackForeignAnnounce(event: AmfEventOf<'amf.task.announce'>): void {
+    const parsed = parseAnnouncement(event.data.payload, { otherReplySubject: 'reject' });
+    if (!parsed.ok) {
+      if (parsed.reason === 'invalid_announce')
+        this.notices.warn({ reason: parsed.reason, message: `announcement dropped: ${parsed.problem}` });
+      else
+        this.notices.warn({
+          reason: parsed.reason,
+          message: `announcement of task ${parsed.taskId} dropped: ${parsed.problem}`,
+          task_id: parsed.taskId,
+        });
+      return;
+    }
+    if (this.table.get(parsed.payload.task_id)) return; // our own announcement, or a republish
+    const task = taskRecordFromAnnouncement(event, { owned: false, now: this.clock.now() });
+    this.active.set(task.taskId, task);
+  }
+
+  /** A deny published by another coordinator ends the task here too. */
+  private endOnForeignDeny(event: AmfEvent): void {
+    const p = event.data.payload as Partial<PolicyPayload>;
+    if (!p.terminal || typeof p.task_id !== 'string') return;
+    const task = this.active.get(p.task_id);
+    if (!task || task.owned) return;
+    this.endings.finish(task, 'amf.policy.deny', {
+      reason: p.reason ?? 'denied',
+      message: p.message ?? 'denied',
+    });
   }
 
   // --- delegation ----------------------------------------------------------------------------------
@@ -560,4 +600,45 @@ export class TaskLifecycle {
       announce: (req) => this.announce(req),
     });
   }
+}
+
+/**
+ * The first announcement (attempt 1) of task `taskId`, sent by `sender`: the payload every worker
+ * reads (the task, its capability tag, retry rules, reply subject, conversation and delegation
+ * chain) in its CloudEvent. `digest` is the digest of the nonce its work-queue offer will carry
+ * (offerNonce.ts), when it is offered there.
+ */
+function announcementEvent(
+  req: AnnounceRequest,
+  taskId: string,
+  sender: EventSender,
+  defaults: Pick<LifecycleOptions, 'ttlSeconds' | 'maxRetries' | 'retryDelaySeconds'>,
+  digest?: string,
+): AmfEventOf<'amf.task.announce'> {
+  const payload: AnnouncePayload = {
+    task_id: taskId,
+    task: req.task,
+    required_capability: req.tag,
+    max_retries: req.maxRetries ?? defaults.maxRetries,
+    retry_delay_seconds: req.retryDelaySeconds ?? defaults.retryDelaySeconds,
+    attempt: 1,
+  };
+  if (req.withReplySubject !== false) payload.reply_subject = replySubject(taskId);
+  if (req.messages) payload.messages = req.messages;
+  if (req.stream) payload.stream = true;
+  if (req.parentTaskId) payload.parent_task_id = req.parentTaskId;
+  if (req.chain && req.chain.length > 0) payload.delegation_chain = req.chain;
+  if (req.input) payload.input = req.input;
+  if (req.messageId) payload.message_id = req.messageId;
+  if (digest !== undefined) payload.offer_digest = digest;
+  return createEvent({
+    type: 'amf.task.announce',
+    sender,
+    payload,
+    taskId,
+    ttlSeconds: req.ttlSeconds ?? defaults.ttlSeconds,
+    ...(req.traceId ? { traceId: req.traceId } : {}),
+    ...(req.parentTaskId ? { parentId: req.parentTaskId } : {}),
+    ...(req.chain ? { delegationChain: req.chain } : {}),
+  });
 }

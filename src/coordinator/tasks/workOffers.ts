@@ -4,10 +4,10 @@
  * that is over and a redelivery cannot double a re-announcement. An offer the stream did not take
  * (NATS away, a replicated stream electing its leader) is tried again while the task waits for it.
  */
-import { isTerminal } from '../events/taskStateMachine.js';
-import type { TaskFabric, TaskNotices, TaskRecord, TaskWorkQueue } from './taskRecord.js';
-import type { LifecycleClock } from './taskTimers.js';
-import { jsonBytes } from '../util/jsonBytes.js';
+import { isTerminal } from '../../events/taskStateMachine.js';
+import type { TaskFabric, TaskNotices, TaskRecord, TaskWorkQueue } from './record.js';
+import type { LifecycleClock } from './timers.js';
+import { jsonBytes } from '../../util/jsonBytes.js';
 
 /** After a failed store the offer is tried again 0.5 s later, then at doubling intervals up to 5 s. */
 export const OFFER_RETRY_FIRST_MS = 500;

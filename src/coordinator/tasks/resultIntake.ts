@@ -30,13 +30,13 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import type { AmfEventOf, AnyAmfEvent } from '../events/cloudEvent.js';
-import { validateEvent } from '../events/validateEvent.js';
-import { isTaskId, resultSubject, SUBJECT_FINAL_PREFIX } from '../events/subjects.js';
-import { agentResultSubject, isAgentNkey, RESULT_STORE_PREFIX } from '../fabric/agentUsers.js';
-import { RESULTS_CONSUMER, RESULTS_STREAM } from '../fabric/jetstream.js';
-import type { LogFn } from '../log.js';
-import { jsonBytes } from '../util/jsonBytes.js';
+import type { AmfEventOf, AnyAmfEvent } from '../../events/cloudEvent.js';
+import { validateEvent } from '../../events/validateEvent.js';
+import { isTaskId, resultSubject, SUBJECT_FINAL_PREFIX } from '../../events/subjects.js';
+import { agentResultSubject, isAgentNkey, RESULT_STORE_PREFIX } from '../../fabric/agentUsers.js';
+import { RESULTS_CONSUMER, RESULTS_STREAM } from '../../fabric/jetstream.js';
+import type { LogFn } from '../../log.js';
+import { jsonBytes } from '../../util/jsonBytes.js';
 
 const NANOS_PER_MS = 1_000_000;
 /** Deliveries of a result whose task nobody knows, and the pause between them. */
@@ -76,7 +76,7 @@ export interface ResultIntakeOptions {
   adopt?: (
     event: AmfEventOf<'amf.result.final'>,
   ) => Promise<'adopted' | 'ended' | 'unknown' | 'lost_race' | 'not_recorded'>;
-  /** Who may have stored a result on an agent's own subject, and within what (taskEventIntake.ts). */
+  /** Who may have stored a result on an agent's own subject, and within what (eventIntake.ts). */
   senders?: StoredResultSenders;
   /** Tells the authenticity check that a stored result's subject proves its sender (EventAuthenticity.vouch). */
   vouch?: (event: AnyAmfEvent, nkey: string) => void;

@@ -5,11 +5,10 @@
  * refused (the worker is told to stop with a cancel naming it). A task whose claim was refused is
  * offered again shortly so an admitted worker takes it.
  */
-import { createEvent, type AmfEventOf } from '../events/cloudEvent.js';
-import type { CancelPayload } from '../events/payloads.js';
-import type { TaskParts } from './taskParts.js';
-import type { TaskRecord } from './taskRecord.js';
-import { senderAgent } from './taskResults.js';
+import { createEvent, type AmfEventOf } from '../../events/cloudEvent.js';
+import type { CancelPayload } from '../../events/payloads.js';
+import type { TaskParts, TaskRecord } from './record.js';
+import { senderAgent } from './results.js';
 import { namesOffer } from './offerNonce.js';
 
 /** The pause before a task whose claim was refused (unadmitted agent) is offered again. */

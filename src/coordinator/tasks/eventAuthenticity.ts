@@ -8,7 +8,7 @@
  * stream, the heartbeat door); a refusal is reported as `amf.policy.warning` naming the offender —
  * the agent whose key signed it when there is one.
  */
-import type { AmfEvent } from '../events/cloudEvent.js';
+import type { AmfEvent } from '../../events/cloudEvent.js';
 import {
   checkEventSignature,
   checkEventSignatureAsync,
@@ -16,11 +16,11 @@ import {
   checkResultSignatureAsync,
   SIGNER_ATTRIBUTE,
   type SignatureCheck,
-} from '../identity/eventSignature.js';
-import type { AgentRegistry } from '../registry/agentRegistry.js';
-import type { PolicyNotices } from '../registry/policyNotices.js';
-import { BoundedCache } from '../util/boundedCache.js';
-import { InArrivalOrder } from '../util/inArrivalOrder.js';
+} from '../../identity/eventSignature.js';
+import type { AgentRegistry } from '../../registry/agentRegistry.js';
+import type { PolicyNotices } from '../../registry/policyNotices.js';
+import { BoundedCache } from '../../util/boundedCache.js';
+import { InArrivalOrder } from '../../util/inArrivalOrder.js';
 import { EventFreshness, type EventFreshnessOptions, type StaleReason } from './eventFreshness.js';
 
 /** Why an event was not taken as the named agent's. */
@@ -99,7 +99,7 @@ export class EventAuthenticity {
 
   /**
    * Records that `event` came on a subject only the user of key `nkey` may publish on, and was
-   * checked there to speak for that key's agent (taskEventIntake.ts, resultIntake.ts). Its sender is
+   * checked there to speak for that key's agent (eventIntake.ts, resultIntake.ts). Its sender is
    * then proven by the connection, so no Ed25519 check is made for it: the verdict is as if it were
    * signed by `nkey` (the agent's bound key is still compared, and freshness still checked). An
    * event that names another signer is not vouched for: its signature decides, as anywhere else.

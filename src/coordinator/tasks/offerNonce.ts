@@ -11,9 +11,9 @@
  * nonce. The check costs one SHA-256 of 36 bytes per claim.
  */
 import * as nodeCrypto from 'node:crypto';
-import type { AmfEvent } from '../events/cloudEvent.js';
-import { RESULT_SIGNER_ATTRIBUTE, SIGNER_ATTRIBUTE } from '../identity/eventSignature.js';
-import type { TaskRecord } from './taskRecord.js';
+import type { AmfEvent } from '../../events/cloudEvent.js';
+import { RESULT_SIGNER_ATTRIBUTE, SIGNER_ATTRIBUTE } from '../../identity/eventSignature.js';
+import type { TaskRecord } from './record.js';
 
 /** Node ≥ 20.12 has a one-shot hash, a few times cheaper than createHash for short texts. */
 const oneShotHash = (

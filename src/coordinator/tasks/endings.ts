@@ -3,10 +3,10 @@
  * its worker, expired, or failed by the coordinator with a terminal `amf.policy.deny` that also goes
  * to the requester's reply subject.
  */
-import { isTerminal } from '../events/taskStateMachine.js';
-import type { LifecycleClock, TaskTimers } from './taskTimers.js';
-import type { TaskTable } from './taskTable.js';
-import type { TaskNotices, TaskRecord, TerminalInfo } from './taskRecord.js';
+import { isTerminal } from '../../events/taskStateMachine.js';
+import type { LifecycleClock, TaskTimers } from './timers.js';
+import type { TaskTable } from './table.js';
+import type { TaskNotices, TaskRecord, TerminalInfo } from './record.js';
 
 /** The transitions that end a task. */
 export type TaskEnding = 'amf.result.final' | 'fail' | 'expire' | 'amf.policy.deny';

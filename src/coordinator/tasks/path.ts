@@ -7,23 +7,23 @@
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { AmfConfig } from '../config/config.js';
-import type { AmfEvent, EventSender } from '../events/cloudEvent.js';
-import type { EventBus } from '../fabric/eventBus.js';
-import type { WorkQueueWriter } from '../fabric/workQueue.js';
-import type { LogFn } from '../log.js';
-import type { PolicyEngine } from '../policy/policyEngine.js';
-import type { AgentRegistry } from '../registry/agentRegistry.js';
-import type { PolicyNotices } from '../registry/policyNotices.js';
+import type { AmfConfig } from '../../config/config.js';
+import type { AmfEvent, EventSender } from '../../events/cloudEvent.js';
+import type { EventBus } from '../../fabric/eventBus.js';
+import type { WorkQueueWriter } from '../../fabric/workQueue.js';
+import type { LogFn } from '../../log.js';
+import type { PolicyEngine } from '../../policy/policyEngine.js';
+import type { AgentRegistry } from '../../registry/agentRegistry.js';
+import type { PolicyNotices } from '../../registry/policyNotices.js';
 import { EventAuthenticity } from './eventAuthenticity.js';
 import { adoptOrphanResult } from './orphanResults.js';
-import type { TaskSnapshot } from './sharedState.js';
-import type { SharedLiveness } from './sharedLiveness.js';
+import type { TaskSnapshot } from '../sharedState.js';
+import type { SharedLiveness } from '../sharedLiveness.js';
 import { ResultIntake } from './resultIntake.js';
-import { TaskEventIntake } from './taskEventIntake.js';
-import { TaskDispatcher } from './taskDispatcher.js';
-import { TaskLifecycle, type LifecycleOptions } from './taskLifecycle.js';
-import { ed25519 } from '../identity/ed25519.js';
+import { TaskEventIntake } from './eventIntake.js';
+import { TaskDispatcher } from './dispatcher.js';
+import { TaskLifecycle, type LifecycleOptions } from './lifecycle.js';
+import { ed25519 } from '../../identity/ed25519.js';
 
 export interface TaskPathParts {
   nc: NatsConnection;

@@ -1,18 +1,20 @@
 /**
- * The shapes the task lifecycle works with: its options, a tracked task, an announcement request and
- * what terminal listeners are told. Kept apart so adapters can type against them without the runtime;
- * the one function here builds a record, so every tracked task starts from the same fields.
+ * The shapes the task lifecycle works with: its options, a tracked task, an announcement request,
+ * what terminal listeners are told and what the lifecycle's parts share. Kept apart so adapters can
+ * type against them without the runtime; the one function here builds a record, so every tracked
+ * task starts from the same fields.
  */
-import type { AmfEvent, AmfEventOf } from '../events/cloudEvent.js';
-import type { ChatMessage } from '../events/payloads.js';
-import type { TaskState } from '../events/taskStateMachine.js';
-import type { EventHandler, SubscribeOptions } from '../fabric/eventBus.js';
-import type { AgentRegistry } from '../registry/agentRegistry.js';
-import type { PolicyNotices } from '../registry/policyNotices.js';
-import type { LifecycleClock, TimerHandle } from './taskTimers.js';
-import type { SilenceVerdict } from './sharedLiveness.js';
-import type { AmfError } from '../errors.js';
-import type { LogFn } from '../log.js';
+import type { AmfEvent, AmfEventOf, EventSender } from '../../events/cloudEvent.js';
+import type { ChatMessage } from '../../events/payloads.js';
+import type { TaskState } from '../../events/taskStateMachine.js';
+import type { EventHandler, SubscribeOptions } from '../../fabric/eventBus.js';
+import type { AgentRegistry } from '../../registry/agentRegistry.js';
+import type { PolicyNotices } from '../../registry/policyNotices.js';
+import type { TaskTable } from './table.js';
+import type { LifecycleClock, TaskTimers, TimerHandle } from './timers.js';
+import type { SilenceVerdict } from '../sharedLiveness.js';
+import type { AmfError } from '../../errors.js';
+import type { LogFn } from '../../log.js';
 
 /**
  * The part of the fabric the lifecycle uses. EventBus is one; narrowing it to this lets timing tests
@@ -54,6 +56,21 @@ export type TaskAgents = Pick<
 
 /** The coordinator's warnings and denials, as the lifecycle sends them. */
 export type TaskNotices = Pick<PolicyNotices, 'warn' | 'deny'>;
+
+/**
+ * What the parts of the lifecycle (claims, results, retries) share: the fabric, the registry, the
+ * notices, the coordinator's sender identity, the clock, the task table and the timers. The
+ * lifecycle builds one set and hands it to each part.
+ */
+export interface TaskParts {
+  fabric: TaskFabric;
+  agents: TaskAgents;
+  notices: TaskNotices;
+  sender: EventSender;
+  clock: LifecycleClock;
+  table: TaskTable;
+  timers: TaskTimers;
+}
 
 export interface LifecycleOptions {
   ttlSeconds: number;

@@ -4,12 +4,12 @@
  * limit). Returns a verdict; `delegate` then announces the child through the lifecycle or publishes
  * the deny.
  */
-import { checkDelegatePayload, type DelegatePayload } from '../events/payloads.js';
-import { isCapabilityTag, isTaskId } from '../events/subjects.js';
-import { isTerminal } from '../events/taskStateMachine.js';
-import type { AmfEventOf, AuthContext } from '../events/cloudEvent.js';
-import { checkDelegation } from '../identity/delegationChain.js';
-import type { AnnounceRequest, LifecycleOptions, TaskNotices, TaskRecord } from './taskRecord.js';
+import { checkDelegatePayload, type DelegatePayload } from '../../events/payloads.js';
+import { isCapabilityTag, isTaskId } from '../../events/subjects.js';
+import { isTerminal } from '../../events/taskStateMachine.js';
+import type { AmfEventOf, AuthContext } from '../../events/cloudEvent.js';
+import { checkDelegation } from '../../identity/delegationChain.js';
+import type { AnnounceRequest, LifecycleOptions, TaskNotices, TaskRecord } from './record.js';
 
 export type DelegationVerdict =
   { ok: true; parent: TaskRecord } | { ok: false; reason: string; message: string };

@@ -4,17 +4,16 @@
  * from a worker that does not hold the task, or for a task that ended, is refused and warned
  * (`stale_result`), so no task gets a second ending.
  */
-import { carryResultSignature } from '../identity/eventSignature.js';
-import { createEvent, type AmfEvent, type AmfEventOf } from '../events/cloudEvent.js';
-import { checkFinalPayload, HANDLER_TIMEOUT_CODE } from '../events/payloads.js';
-import { terminalEventMsgId } from '../events/subjects.js';
-import type { TaskEndings } from './taskEndings.js';
-import type { TaskParts } from './taskParts.js';
-import type { LifecycleOptions, TaskFabric, TaskRecord } from './taskRecord.js';
-import { isTerminal, type TaskState } from '../events/taskStateMachine.js';
+import { carryResultSignature } from '../../identity/eventSignature.js';
+import { createEvent, type AmfEvent, type AmfEventOf } from '../../events/cloudEvent.js';
+import { checkFinalPayload, HANDLER_TIMEOUT_CODE } from '../../events/payloads.js';
+import { terminalEventMsgId } from '../../events/subjects.js';
+import type { TaskEndings } from './endings.js';
+import type { LifecycleOptions, TaskFabric, TaskParts, TaskRecord } from './record.js';
+import { isTerminal, type TaskState } from '../../events/taskStateMachine.js';
 import type { ResultArrival, ResultDecision } from './resultIntake.js';
 import { namesOffer } from './offerNonce.js';
-import { UNTIL_CLOSED } from '../fabric/eventBus.js';
+import { UNTIL_CLOSED } from '../../fabric/eventBus.js';
 
 /** The agent an event speaks for: its payload's `agent_id`, else the envelope's identity. */
 export function senderAgent(event: AmfEvent): string {

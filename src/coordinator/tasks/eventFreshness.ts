@@ -21,8 +21,8 @@
  * The state is in memory: after a coordinator restart the first sighting of each key starts a new
  * record, so a replay within `maxAgeMs` of the original can be taken once by a restarted coordinator.
  */
-import type { AmfEvent } from '../events/cloudEvent.js';
-import { EPOCH_ATTRIBUTE, MAX_SEQUENCE, SEQUENCE_ATTRIBUTE } from '../identity/eventSignature.js';
+import type { AmfEvent } from '../../events/cloudEvent.js';
+import { EPOCH_ATTRIBUTE, MAX_SEQUENCE, SEQUENCE_ATTRIBUTE } from '../../identity/eventSignature.js';
 
 /** Why an event was refused as not fresh. */
 export type StaleReason = 'stale_event' | 'replayed_event' | 'unsequenced_event';

@@ -3,7 +3,7 @@
  * delay between attempts, the watchdog while a worker holds it. The timers only notice that time is
  * up; what follows (retry, expiry, giving up on a worker) is decided by their handlers.
  */
-import type { TaskRecord } from './taskRecord.js';
+import type { TaskRecord } from './record.js';
 
 /** A running timer: Node's Timeout for the system clock, anything a fake clock chooses for tests. */
 export type TimerHandle = NodeJS.Timeout | number;

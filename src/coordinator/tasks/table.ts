@@ -3,8 +3,8 @@
  * /tasks/<id>` and late questions). Every state change goes through the state machine here, and a
  * change that the machine refuses becomes a policy warning instead.
  */
-import { nextTaskState, type TaskTransition } from '../events/taskStateMachine.js';
-import type { TaskNotices, TaskRecord } from './taskRecord.js';
+import { nextTaskState, type TaskTransition } from '../../events/taskStateMachine.js';
+import type { TaskNotices, TaskRecord } from './record.js';
 
 export class TaskTable {
   readonly active = new Map<string, TaskRecord>();

@@ -26,16 +26,16 @@
  * records them; one about a task it announced (the same id) goes to its lifecycle at once too.
  */
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import type { AnyAmfEvent } from '../events/cloudEvent.js';
-import type { AmfEventType } from '../events/eventTypes.js';
-import { isTaskId } from '../events/subjects.js';
-import { validateEvent } from '../events/validateEvent.js';
-import { isAgentNkey, TASK_EVENT_PREFIX, type TaskEventRoute } from '../fabric/agentUsers.js';
-import type { EventBus } from '../fabric/eventBus.js';
-import type { AgentRegistry } from '../registry/agentRegistry.js';
-import type { PolicyNotices } from '../registry/policyNotices.js';
-import { BoundedCache } from '../util/boundedCache.js';
-import { RateQuota } from '../util/rateQuota.js';
+import type { AnyAmfEvent } from '../../events/cloudEvent.js';
+import type { AmfEventType } from '../../events/eventTypes.js';
+import { isTaskId } from '../../events/subjects.js';
+import { validateEvent } from '../../events/validateEvent.js';
+import { isAgentNkey, TASK_EVENT_PREFIX, type TaskEventRoute } from '../../fabric/agentUsers.js';
+import type { EventBus } from '../../fabric/eventBus.js';
+import type { AgentRegistry } from '../../registry/agentRegistry.js';
+import type { PolicyNotices } from '../../registry/policyNotices.js';
+import { BoundedCache } from '../../util/boundedCache.js';
+import { RateQuota } from '../../util/rateQuota.js';
 
 /** What the intake enforces (config `task_events.*`). */
 export interface TaskEventLimits {

@@ -3,14 +3,13 @@
  * silent or went offline, is announced again while it has retries left — with the next attempt
  * number — and otherwise ends as expired (never claimed) or failed (lost its worker).
  */
-import { createEvent } from '../events/cloudEvent.js';
-import type { AnnouncePayload } from '../events/payloads.js';
-import { announceSubject } from '../events/subjects.js';
-import { isTerminal } from '../events/taskStateMachine.js';
-import type { TaskEndings } from './taskEndings.js';
+import { createEvent } from '../../events/cloudEvent.js';
+import type { AnnouncePayload } from '../../events/payloads.js';
+import { announceSubject } from '../../events/subjects.js';
+import { isTerminal } from '../../events/taskStateMachine.js';
+import type { TaskEndings } from './endings.js';
 import { newOfferNonce, offerDigest } from './offerNonce.js';
-import type { TaskParts } from './taskParts.js';
-import type { TaskRecord } from './taskRecord.js';
+import type { TaskParts, TaskRecord } from './record.js';
 
 export interface RetryDeps extends TaskParts {
   endings: TaskEndings;
