@@ -37,8 +37,8 @@ const { loadConfig } = await load('config/config.js');
 const { connectAs } = await load('fabric/connect.js');
 const { createEvent } = await load('events/cloudEvent.js');
 const { SpiffeIdentity } = await load('identity/spiffeIdentity.js');
-const { createRouterServer } = await load('apps/workerHttp.js');
-const { addSvidProofRoute, svidGate } = await load('apps/svidGate.js');
+const { createRouterServer } = await load('edge/worker/workerHttp.js');
+const { addSvidProofRoute, svidGate } = await load('http/svidGate.js');
 const { Router } = await load('http/httpKit.js');
 
 const AGENTS = Number(process.env.BENCH_SPIFFE_AGENTS ?? 100);

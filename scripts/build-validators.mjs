@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { configValidatorSource } from '../dist/config/configValidatorBuild.js';
 import { bodyValidatorsSource } from '../dist/http/bodyValidatorBuild.js';
-import { HTTP_BODY_SCHEMAS } from '../dist/apps/httpBodySchemas.js';
+import { HTTP_BODY_SCHEMAS } from '../dist/edge/httpBodySchemas.js';
 
 writeFileSync(
   new URL('../dist/config/configValidator.generated.cjs', import.meta.url),

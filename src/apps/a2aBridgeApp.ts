@@ -8,7 +8,7 @@
 import type { A2aAgentConfig } from '../config/config.js';
 import type { RoleCredential } from '../fabric/credentials.js';
 import { edgeKeysOf, meshAccessOf, startWorker, type RunningWorker } from './workerApp.js';
-import type { WorkerEdgeKeys } from './workerEdgeGate.js';
+import type { WorkerEdgeKeys } from '../edge/worker/workerEdgeGate.js';
 import { AmfError } from '../errors.js';
 import type { LogFn } from '../log.js';
 import { createBridgeHandler } from '../a2aClient/bridgeHandler.js';
@@ -40,7 +40,10 @@ export interface A2aBridgeOptions {
   sendTimeoutMs?: number;
   /** The coordinator's identity: under SPIFFE its calls carry a JWT-SVID bearer (peerBearer.ts). */
   identity?: IdentityProvider;
-  /** Whom the bridge workers' edges trust (workerEdgeGate.ts): the coordinator's key, the operator key. */
+  /**
+   * Whom the bridge workers' edges trust (edge/worker/workerEdgeGate.ts): the coordinator's key, the
+   * operator key.
+   */
   edgeKeys?: WorkerEdgeKeys;
 }
 

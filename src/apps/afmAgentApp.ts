@@ -8,10 +8,10 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Server } from 'node:http';
 import { Router, sendJson } from '../http/httpKit.js';
-import { serveRouter } from './workerHttp.js';
-import { closeServer, listen } from '../net/httpServer.js';
+import { serveRouter } from '../edge/worker/workerHttp.js';
+import { closeServer, listen } from '../http/httpServer.js';
 import { edgeKeysOf, meshAccessOf, startWorker, type RunningWorker } from './workerApp.js';
-import type { WorkerEdgeKeys } from './workerEdgeGate.js';
+import type { WorkerEdgeKeys } from '../edge/worker/workerEdgeGate.js';
 import type { RoleCredential } from '../fabric/credentials.js';
 import type { AgentKey } from '../identity/agentKey.js';
 import { isCapabilityTag } from '../events/subjects.js';

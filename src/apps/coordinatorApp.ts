@@ -1,8 +1,9 @@
 /**
  * The coordinator's HTTP edge: UI, event stream, publish, registry, agent card, health, the OpenAI
  * API and metrics. Who may call what is decided here once per request, by the route table of
- * routeAccess.ts, with the operator key (configured, or generated into the data dir). It serves the
- * runtime's federated MCP catalog (coordinatorRuntime.ts); `startCoordinator` composes the process.
+ * http/routeAccess.ts, with the operator key (configured, or generated into the data dir). It serves
+ * the runtime's federated MCP catalog (coordinatorRuntime.ts); `startCoordinator` composes the
+ * process.
  */
 import { setMaxListeners } from 'node:events';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -21,7 +22,7 @@ import {
   sendError,
   sendJson,
 } from '../http/httpKit.js';
-import { closeServer, listen, stopAccepting } from '../net/httpServer.js';
+import { closeServer, listen, stopAccepting } from '../http/httpServer.js';
 import { advertisedUrl } from '../net/advertisedHost.js';
 import { createServer } from 'node:http';
 import { VERSION } from '../version.js';
@@ -37,16 +38,19 @@ import { mcpSessionLimits, type McpEndpoint } from '../protocols/mcp/mcpEndpoint
 import { registerAmpRoutes } from '../protocols/amp/ampRoutes.js';
 import { AMP_IN_A2A } from '../protocols/amp/ampA2a.js';
 import { registerFabricRoutes } from '../protocols/fabric/fabricRoutes.js';
-import { HttpGuard, sendFamilyError } from './httpGuards.js';
-import { eventStreamLimits, registerEventStreamMetrics, requestDeadlines } from './edgeLimits.js';
-import { ANONYMOUS_CALLER, OPERATOR_CALLER, handlePublish } from './publishRoute.js';
-import { CONSOLE_PREFIX, registerConsoleAssets } from './consoleAssets.js';
-import { registerConsoleRoutes } from './consoleRoutes.js';
-import { registerInviteRoutes } from './inviteRoutes.js';
+import { HttpGuard, sendFamilyError, type AdapterErrorShapes } from '../http/httpGuards.js';
+import { wireErrorFor } from '../http/wireErrors.js';
+import { fabricErrorReply } from '../protocols/fabric/fabricErrors.js';
+import { ampErrorResponse } from '../protocols/amp/ampMessage.js';
+import { eventStreamLimits, registerEventStreamMetrics, requestDeadlines } from '../http/edgeLimits.js';
+import { ANONYMOUS_CALLER, OPERATOR_CALLER, handlePublish } from '../edge/coordinator/publishRoute.js';
+import { CONSOLE_PREFIX, registerConsoleAssets } from '../edge/coordinator/consoleAssets.js';
+import { registerConsoleRoutes } from '../edge/coordinator/consoleRoutes.js';
+import { registerInviteRoutes } from '../edge/coordinator/inviteRoutes.js';
 import { UnknownTagNotices } from '../registry/unknownTagNotices.js';
 import type { Disablement } from '../registry/disablements.js';
 import { ownAgentAccess } from '../coordinator/calloutWiring.js';
-import { EdgeAuth, ROUTE_ACCESS } from './routeAccess.js';
+import { EdgeAuth, ROUTE_ACCESS } from '../http/routeAccess.js';
 import { loadOrCreateOperatorKey } from '../identity/operatorKey.js';
 import {
   startCoordinatorRuntime,
@@ -57,6 +61,19 @@ import {
 } from './coordinatorRuntime.js';
 
 export type { StartCoordinatorOptions };
+
+/** How the edge's guards refuse on the adapters' own routes, each in its adapter's shape. */
+const ERROR_SHAPES: AdapterErrorShapes = {
+  openai: (res, e) => sendOpenAiError(res, e),
+  fabric: (res, e) => {
+    const reply = fabricErrorReply(e);
+    sendJson(res, reply.status, reply.body);
+  },
+  amp: (res, e) => {
+    const amp = wireErrorFor(e.code).amp;
+    sendJson(res, amp.http, ampErrorResponse(amp.code, e.message, undefined, null, amp.status));
+  },
+};
 
 export interface CoordinatorHttp {
   server: Server;
@@ -304,7 +321,7 @@ async function serveCoordinator(
       await coordinator.enrollKey({ nkey, tags, via: 'invite', inviteId, expiresAt });
     },
   });
-  const guard = HttpGuard.fromConfig(config);
+  const guard = HttpGuard.fromConfig(config, ERROR_SHAPES);
   const serve = async (req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> => {
     try {
       const decision = await auth.decide(req, u);
@@ -312,7 +329,7 @@ async function serveCoordinator(
         // Drained unread: nothing of a refused request reaches a handler.
         req.resume();
         res.setHeader('www-authenticate', decision.wwwAuthenticate);
-        sendFamilyError(res, u.pathname, decision.error);
+        sendFamilyError(res, u.pathname, decision.error, ERROR_SHAPES);
         return;
       }
       await router.handle(req, res, u);
@@ -337,7 +354,7 @@ async function serveCoordinator(
       req.resume();
       res.setHeader('connection', 'close');
       if (u.pathname.startsWith('/v1/')) sendOpenAiError(res, SHUTTING_DOWN);
-      else sendFamilyError(res, u.pathname, SHUTTING_DOWN);
+      else sendFamilyError(res, u.pathname, SHUTTING_DOWN, ERROR_SHAPES);
       return;
     }
     res.on('finish', () =>

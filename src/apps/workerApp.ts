@@ -15,11 +15,11 @@ import { agentRecordToTxt } from '../discovery/txtRecord.js';
 import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdvertiser.js';
 import type { WorkerHandler } from '../worker/handlerApi.js';
 import type { LogFn } from '../log.js';
-import { createRouterServer, workerRouter, type WorkerHttpOptions } from './workerHttp.js';
-import { addSvidProofRoute } from './svidGate.js';
-import { workerEdgeGate, type WorkerEdgeKeys } from './workerEdgeGate.js';
+import { createRouterServer, workerRouter, type WorkerHttpOptions } from '../edge/worker/workerHttp.js';
+import { addSvidProofRoute } from '../http/svidGate.js';
+import { workerEdgeGate, type WorkerEdgeKeys } from '../edge/worker/workerEdgeGate.js';
 import type { IdentityProvider } from '../identity/identityProvider.js';
-import { closeServer, listen } from '../net/httpServer.js';
+import { closeServer, listen } from '../http/httpServer.js';
 import type { RequestDeadlines, Router } from '../http/httpKit.js';
 import { createWorkerMcpEndpoint } from '../protocols/mcp/workerMcp.js';
 import { MCP_PROTOCOL, type McpSessionLimits } from '../protocols/mcp/mcpEndpoint.js';
@@ -243,7 +243,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
   opts.routes?.(router);
   if (spiffe) addSvidProofRoute(router, spiffe);
   // `/tasks/send` takes the coordinator's bearer, the operator key or an SVID; `/a2a` and `/mcp`
-  // are open on loopback only (workerEdgeGate.ts).
+  // are open on loopback only (edge/worker/workerEdgeGate.ts).
   edge.serve(
     router,
     workerEdgeGate({

@@ -11,13 +11,13 @@ import { checkReachableHost, joinWithInvite, readMembership, writeMembership } f
 import { readJoinCredential, ROLE_USERS } from '../fabric/credentials.js';
 import { loadOrCreateAgentKey } from '../identity/agentKey.js';
 import type { MeshAccess } from '../apps/workerApp.js';
-import { readWorkerEdgeKeys, type WorkerEdgeKeys } from '../apps/workerEdgeGate.js';
+import { readWorkerEdgeKeys, type WorkerEdgeKeys } from '../edge/worker/workerEdgeGate.js';
 import { AmfError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { startMemoryTrimmer } from '../util/memoryTrimmer.js';
 import { startWorker } from '../apps/workerApp.js';
 import { openIdentity } from '../identity/identityMode.js';
-import { requestDeadlines } from '../apps/edgeLimits.js';
+import { requestDeadlines } from '../http/edgeLimits.js';
 import { mcpSessionLimits } from '../protocols/mcp/mcpEndpoint.js';
 import { loadHandler } from './handlerLoader.js';
 import { findCoordinatorByMdns } from '../discovery/findCoordinator.js';

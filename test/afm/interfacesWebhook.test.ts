@@ -5,8 +5,8 @@ import { afm, recordingResponder, serveAgent } from './interfacesKit.js';
 import { signBody } from '../../src/afm/interfaces/webhookSignature.js';
 import type { RunningAgent } from '../../src/apps/afmAgentApp.js';
 import { Router } from '../../src/http/httpKit.js';
-import { serveRouter } from '../../src/apps/workerHttp.js';
-import { closeServer, listen } from '../../src/net/httpServer.js';
+import { serveRouter } from '../../src/edge/worker/workerHttp.js';
+import { closeServer, listen } from '../../src/http/httpServer.js';
 import { addWebhookRoutes } from '../../src/afm/interfaces/webhook.js';
 import { compileSignature } from '../../src/afm/interfaces/signature.js';
 

@@ -38,6 +38,7 @@ const LAYERS: Readonly<Record<string, number>> = {
   'protocols/amp': 5,
   'protocols/fabric': 5,
   afm: 5,
+  edge: 5,
   apps: 6,
   cli: 7,
   'index.ts': 7,
@@ -137,6 +138,14 @@ describe('the layers of src/', () => {
 
   it('has no folder cycle', () => {
     expect(folderCycles(edges).map((c) => c.join(' -> '))).toEqual([]);
+  });
+
+  it('keeps apps/ to composition roots: every file there exports a start function', () => {
+    const apps = join(SRC, 'apps');
+    const helpers = readdirSync(apps).filter(
+      (name) => !/^export (async )?function start[A-Z]/m.test(readFileSync(join(apps, name), 'utf8')),
+    );
+    expect(helpers).toEqual([]);
   });
 
   it('finds a cycle and an outward import when there is one (the checks can fail)', () => {

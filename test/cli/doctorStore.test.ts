@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkStore } from '../../src/cli/doctorStore.js';
-import { listen, closeServer } from '../../src/net/httpServer.js';
+import { listen, closeServer } from '../../src/http/httpServer.js';
 
 describe('amf doctor: the store', () => {
   let server: Server;

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { describe, expect, it } from 'vitest';
-import { HTTP_BODY_SCHEMAS } from '../../src/apps/httpBodySchemas.js';
+import { HTTP_BODY_SCHEMAS } from '../../src/edge/httpBodySchemas.js';
 import {
   BODY_AJV_OPTIONS,
   BODY_SCHEMA_ANNOTATIONS,

@@ -1,12 +1,12 @@
 /**
- * The route table's decisions (apps/routeAccess.ts) one request at a time: rules by path and method,
+ * The route table's decisions (http/routeAccess.ts) one request at a time: rules by path and method,
  * loopback peers told apart by address spelling, and under SPIFFE a valid JWT-SVID taken on client
  * routes beyond loopback but never on operator routes. The real-mesh checks are in
  * test/security/operatorRoutes.test.ts.
  */
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { EdgeAuth, isLoopbackPeer, routeAccess } from '../../src/apps/routeAccess.js';
+import { EdgeAuth, isLoopbackPeer, routeAccess } from '../../src/http/routeAccess.js';
 import type { IdentityProvider } from '../../src/identity/identityProvider.js';
 import { StaticIdentity } from '../../src/identity/identityProvider.js';
 

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkUrl, createGuardedFetch, guardedFetch, NetError } from '../../src/net/guardedFetch.js';
-import { closeServer, listen } from '../../src/net/httpServer.js';
+import { closeServer, listen } from '../../src/http/httpServer.js';
 
 /** What a request saw, for the assertions about redirects and headers. */
 interface Seen {

@@ -1,7 +1,7 @@
 import { createServer, request } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { describe, expect, it } from 'vitest';
-import { closeServer, listen } from '../../src/net/httpServer.js';
+import { closeServer, listen } from '../../src/http/httpServer.js';
 
 /** One GET over a keep-alive agent-less connection that the client leaves open. */
 function getKeepAlive(url: string): Promise<string> {

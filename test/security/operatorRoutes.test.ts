@@ -11,7 +11,7 @@ import { request } from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROUTE_ACCESS, routeLabelOf } from '../../src/apps/routeAccess.js';
+import { ROUTE_ACCESS, routeLabelOf } from '../../src/http/routeAccess.js';
 import { createEvent } from '../../src/events/cloudEvent.js';
 import { operatorKeyFile } from '../../src/identity/operatorKey.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';

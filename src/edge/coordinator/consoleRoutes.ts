@@ -6,21 +6,21 @@
  * (the coordinator's edge checks it before routing), and every query is bounded.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AmfError } from '../errors.js';
-import type { Coordinator } from '../coordinator/coordinator.js';
-import { EVENTS_STREAM, kvKey } from '../fabric/jetstream.js';
-import { parseHistoryQuery, readHistory } from '../http/eventHistory.js';
-import { bodyValidator, validBody } from '../http/bodyValidator.js';
-import { decodePathSegment, readBody, sendJson, type Router } from '../http/httpKit.js';
-import type { McpFederation } from '../protocols/mcp/federation.js';
-import type { RegisteredAgent } from '../registry/agentRegistry.js';
-import { agentIdForName, type AgentNameSource } from '../registry/agentNames.js';
-import type { Enrollment } from '../registry/enrollments.js';
-import type { Disablement } from '../registry/disablements.js';
+import { AmfError } from '../../errors.js';
+import type { Coordinator } from '../../coordinator/coordinator.js';
+import { EVENTS_STREAM, kvKey } from '../../fabric/jetstream.js';
+import { parseHistoryQuery, readHistory } from '../../http/eventHistory.js';
+import { bodyValidator, validBody } from '../../http/bodyValidator.js';
+import { decodePathSegment, readBody, sendJson, type Router } from '../../http/httpKit.js';
+import type { McpFederation } from '../../protocols/mcp/federation.js';
+import type { RegisteredAgent } from '../../registry/agentRegistry.js';
+import { agentIdForName, type AgentNameSource } from '../../registry/agentNames.js';
+import type { Enrollment } from '../../registry/enrollments.js';
+import type { Disablement } from '../../registry/disablements.js';
 import { ADMISSIONS_MAX_LIMIT, recentAdmissions } from './admissionLog.js';
-import { taskSnapshot } from '../coordinator/sharedState.js';
+import { taskSnapshot } from '../../coordinator/sharedState.js';
 import { listTasks, parseTaskListQuery } from './taskList.js';
-import { APPROVE_BODY_SCHEMA, type ApproveBody } from './routeBodySchemas.js';
+import { APPROVE_BODY_SCHEMA, type ApproveBody } from '../routeBodySchemas.js';
 
 const AGENT_PREFIX = '/agents/';
 const APPROVE_SUFFIX = '/approve';

@@ -6,7 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { randomUUID } from 'node:crypto';
-import { AmfError } from '../errors.js';
+import { AmfError } from '../../errors.js';
 import {
   Router,
   readJsonObject,
@@ -15,16 +15,16 @@ import {
   sendError,
   sendJson,
   type RequestDeadlines,
-} from '../http/httpKit.js';
-import { bodyValidator, validBody } from '../http/bodyValidator.js';
-import type { MeshWorker } from '../worker/meshWorker.js';
-import type { WorkerHandler } from '../worker/handlerApi.js';
-import type { McpEndpoint } from '../protocols/mcp/mcpEndpoint.js';
-import { legacyAgentCard, workerAgentCard } from '../protocols/a2a/agentCards.js';
-import { cardRoute } from '../protocols/a2a/cardRoute.js';
-import { createWorkerA2a } from '../protocols/a2a/index.js';
-import type { RequestGate } from './svidGate.js';
-import { WORKER_TASK_BODY_SCHEMA, type WorkerTaskBody } from './routeBodySchemas.js';
+} from '../../http/httpKit.js';
+import { bodyValidator, validBody } from '../../http/bodyValidator.js';
+import type { MeshWorker } from '../../worker/meshWorker.js';
+import type { WorkerHandler } from '../../worker/handlerApi.js';
+import type { McpEndpoint } from '../../protocols/mcp/mcpEndpoint.js';
+import { legacyAgentCard, workerAgentCard } from '../../protocols/a2a/agentCards.js';
+import { cardRoute } from '../../protocols/a2a/cardRoute.js';
+import { createWorkerA2a } from '../../protocols/a2a/index.js';
+import type { RequestGate } from '../../http/svidGate.js';
+import { WORKER_TASK_BODY_SCHEMA, type WorkerTaskBody } from '../routeBodySchemas.js';
 
 const checkWorkerTask = bodyValidator<WorkerTaskBody>(WORKER_TASK_BODY_SCHEMA);
 

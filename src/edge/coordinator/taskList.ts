@@ -8,10 +8,10 @@
  * entries are read, newest first, in batches of parallel reads.
  */
 import type { JetStreamManager, StoredMsg } from '@nats-io/jetstream';
-import { AmfError } from '../errors.js';
-import { isCapabilityTag } from '../events/subjects.js';
-import { TASKS_BUCKET } from '../fabric/jetstream.js';
-import type { TaskSnapshot } from '../coordinator/sharedState.js';
+import { AmfError } from '../../errors.js';
+import { isCapabilityTag } from '../../events/subjects.js';
+import { TASKS_BUCKET } from '../../fabric/jetstream.js';
+import type { TaskSnapshot } from '../../coordinator/sharedState.js';
 
 export const TASK_LIST_DEFAULT_LIMIT = 100;
 export const TASK_LIST_MAX_LIMIT = 500;

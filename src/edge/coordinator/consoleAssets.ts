@@ -8,13 +8,13 @@ import { readFile, readdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import type { ServerResponse } from 'node:http';
-import { AmfError } from '../errors.js';
-import type { Router } from '../http/httpKit.js';
+import { AmfError } from '../../errors.js';
+import type { Router } from '../../http/httpKit.js';
 
-/** Where src/web is, from dist/apps (installed package) or src/apps (tests run the sources). */
+/** Where src/web is, from dist/edge/coordinator (installed package) or src/edge/coordinator (tests). */
 const WEB_DIRS = [
-  fileURLToPath(new URL('../../src/web', import.meta.url)),
-  fileURLToPath(new URL('../web', import.meta.url)),
+  fileURLToPath(new URL('../../../src/web', import.meta.url)),
+  fileURLToPath(new URL('../../web', import.meta.url)),
 ];
 export const CONSOLE_PREFIX = '/console/';
 const ASSET_NAME = /^[a-z][a-z0-9-]{0,40}\.(js|css|svg)$/;

@@ -1,6 +1,6 @@
 /**
  * Who may call which route of the coordinator's HTTP edge: one table, the only place the edge
- * (coordinatorApp.ts) decides it, and the one docs/security.md shows (a test keeps the two equal).
+ * (apps/coordinatorApp.ts) decides it, and the one docs/security.md shows (a test keeps the two equal).
  *
  * - `public`: never a key. The console's page and files, `/health` and the agent cards hold no mesh
  *   data, and a client must read a card before it can know how to authenticate.

@@ -20,16 +20,16 @@
  * one each agent has (429): they land in AMF_ARTIFACTS, which no caller may fill for everyone else.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AmfError } from '../errors.js';
-import { parseAnnouncement } from '../events/announcement.js';
-import type { AmfEventOf, AuthContext } from '../events/cloudEvent.js';
-import { parseCloudEventRequest } from '../events/cloudEventsHttp.js';
-import type { AgentRole, AmfEventType } from '../events/eventTypes.js';
-import { isTaskId } from '../events/subjects.js';
-import type { Coordinator } from '../coordinator/coordinator.js';
-import { bodyValidator } from '../http/bodyValidator.js';
-import { readBody, sendJson } from '../http/httpKit.js';
-import { CANCEL_PAYLOAD_SCHEMA, type CancelPayload } from './routeBodySchemas.js';
+import { AmfError } from '../../errors.js';
+import { parseAnnouncement } from '../../events/announcement.js';
+import type { AmfEventOf, AuthContext } from '../../events/cloudEvent.js';
+import { parseCloudEventRequest } from '../../events/cloudEventsHttp.js';
+import type { AgentRole, AmfEventType } from '../../events/eventTypes.js';
+import { isTaskId } from '../../events/subjects.js';
+import type { Coordinator } from '../../coordinator/coordinator.js';
+import { bodyValidator } from '../../http/bodyValidator.js';
+import { readBody, sendJson } from '../../http/httpKit.js';
+import { CANCEL_PAYLOAD_SCHEMA, type CancelPayload } from '../routeBodySchemas.js';
 
 /** Who is publishing, as the edge authenticated it (never as the body says). */
 export interface PublishCaller {

@@ -4,18 +4,17 @@
  * protocol's shape, so a client library sees an error it understands: JSON-RPC for `/a2a` and `/mcp`
  * (details as `google.rpc.ErrorInfo`, A2A §9.5), `google.rpc.Status` for A2A's REST binding,
  * OpenAI's error for `/v1`, the Fabric envelope for `/mcp/call`, an AMP response for `/api/amp`, and
- * AMF's `{error: {code, message}}` elsewhere; the codes and bodies come from wireErrors.ts. Body readers still cap what they read (a chunked body
- * declares no length), so the declared-length check is the early, cheap refusal.
+ * AMF's `{error: {code, message}}` elsewhere. The codes and bodies come from wireErrors.ts; the three
+ * shapes an adapter owns (OpenAI, Fabric, AMP) are handed in by the composition root, since http/
+ * imports no adapter. Body readers still cap what they read (a chunked body declares no length), so
+ * the declared-length check is the early, cheap refusal.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AmfError, toAmfError } from '../errors.js';
 import { GcraLimiter } from '../util/gcraLimiter.js';
 import type { AmfConfig } from '../config/config.js';
-import { sendOpenAiError } from '../protocols/openai/chatCompletions.js';
-import { ampErrorResponse } from '../protocols/amp/ampMessage.js';
-import { fabricErrorReply } from '../protocols/fabric/fabricErrors.js';
-import { sendError, sendJson } from '../http/httpKit.js';
-import { googleRpcStatusBody, httpStatusFor, jsonRpcErrorBody, wireErrorFor } from '../http/wireErrors.js';
+import { sendError, sendJson } from './httpKit.js';
+import { googleRpcStatusBody, httpStatusFor, jsonRpcErrorBody } from './wireErrors.js';
 
 /** The protocol a path belongs to, which decides the shape of its errors. */
 export type RouteFamily = 'jsonrpc' | 'a2a-rest' | 'openai' | 'fabric' | 'amp' | 'amf';
@@ -30,37 +29,40 @@ export function routeFamily(pathname: string): RouteFamily {
   return 'amf';
 }
 
+/** Sends an error in one adapter's own shape, status included. */
+export type ErrorShape = (res: ServerResponse, err: AmfError) => void;
+
+/** The route families whose error shape an adapter defines. */
+export type AdapterErrorShapes = Readonly<Record<'openai' | 'fabric' | 'amp', ErrorShape>>;
+
 /**
  * Sends `err` in the error shape of the route family of `pathname`, with the HTTP status of its AMF
  * code. Headers set on `res` before (e.g. Retry-After) go out with it.
  */
-export function sendFamilyError(res: ServerResponse, pathname: string, err: unknown): void {
+export function sendFamilyError(
+  res: ServerResponse,
+  pathname: string,
+  err: unknown,
+  shapes: AdapterErrorShapes,
+): void {
   const e = toAmfError(err);
   if (res.headersSent) {
     res.end();
     return;
   }
-  const status = httpStatusFor(e.code);
-  switch (routeFamily(pathname)) {
+  const family = routeFamily(pathname);
+  switch (family) {
     case 'openai':
-      sendOpenAiError(res, e);
+    case 'fabric':
+    case 'amp':
+      shapes[family](res, e);
       return;
     case 'jsonrpc':
-      sendJson(res, status, jsonRpcErrorBody(e, { withInfo: true }));
+      sendJson(res, httpStatusFor(e.code), jsonRpcErrorBody(e, { withInfo: true }));
       return;
     case 'a2a-rest':
-      sendJson(res, status, googleRpcStatusBody(e));
+      sendJson(res, httpStatusFor(e.code), googleRpcStatusBody(e));
       return;
-    case 'fabric': {
-      const reply = fabricErrorReply(e);
-      sendJson(res, reply.status, reply.body);
-      return;
-    }
-    case 'amp': {
-      const amp = wireErrorFor(e.code).amp;
-      sendJson(res, amp.http, ampErrorResponse(amp.code, e.message, undefined, null, amp.status));
-      return;
-    }
     default:
       sendError(res, e);
   }
@@ -78,6 +80,8 @@ export interface HttpGuardOptions {
   rateLimitBurst: number;
   /** Body cap of a path (the routes' own caps: /v1, /publish, ...; else the general one). */
   bodyLimitFor: (pathname: string) => number;
+  /** How the adapters' route families refuse. */
+  shapes: AdapterErrorShapes;
   now?: () => number;
 }
 
@@ -104,11 +108,12 @@ export class HttpGuard {
   }
 
   /** Builds the guard from the coordinator's configuration. */
-  static fromConfig(config: AmfConfig): HttpGuard {
+  static fromConfig(config: AmfConfig, shapes: AdapterErrorShapes): HttpGuard {
     return new HttpGuard({
       rateLimitPerSecond: config.http.rateLimitPerSecond,
       rateLimitBurst: config.http.rateLimitBurst,
       bodyLimitFor: bodyLimits(config),
+      shapes,
     });
   }
 
@@ -154,6 +159,6 @@ export class HttpGuard {
     // The body is not wanted; close the connection after answering so a large upload stops.
     req.resume();
     res.setHeader('connection', 'close');
-    sendFamilyError(res, url.pathname, err);
+    sendFamilyError(res, url.pathname, err, this.options.shapes);
   }
 }

@@ -5,9 +5,9 @@
  * holds nothing a stranger could use (URLs and the coordinator's public key, which the invite
  * already carries).
  */
-import { AmfError } from '../errors.js';
-import { bodyValidator, validBody } from '../http/bodyValidator.js';
-import { readJsonObject, sendJson, type Router } from '../http/httpKit.js';
+import { AmfError } from '../../errors.js';
+import { bodyValidator, validBody } from '../../http/bodyValidator.js';
+import { readJsonObject, sendJson, type Router } from '../../http/httpKit.js';
 import {
   DEFAULT_INVITE_TTL_SECONDS,
   mintInvite,
@@ -15,11 +15,11 @@ import {
   parseJoinRequest,
   redeemInvite,
   type InviteDeps,
-} from '../coordinator/invites.js';
-import type { LogFn } from '../log.js';
-import type { PolicyNotices } from '../registry/policyNotices.js';
-import { BoundedCache } from '../util/boundedCache.js';
-import { INVITE_BODY_SCHEMA, JOIN_BODY_SCHEMA, type InviteBody, type JoinBody } from './routeBodySchemas.js';
+} from '../../coordinator/invites.js';
+import type { LogFn } from '../../log.js';
+import type { PolicyNotices } from '../../registry/policyNotices.js';
+import { BoundedCache } from '../../util/boundedCache.js';
+import { INVITE_BODY_SCHEMA, JOIN_BODY_SCHEMA, type InviteBody, type JoinBody } from '../routeBodySchemas.js';
 
 const MAX_BODY_BYTES = 16 * 1024;
 const checkInviteBody = bodyValidator<InviteBody>(INVITE_BODY_SCHEMA);

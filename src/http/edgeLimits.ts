@@ -4,8 +4,8 @@
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { AmfConfig } from '../config/config.js';
-import type { RequestDeadlines } from '../http/httpKit.js';
-import type { EventStreamHub, EventStreamLimits } from '../http/eventStream.js';
+import type { RequestDeadlines } from './httpKit.js';
+import type { EventStreamHub, EventStreamLimits } from './eventStream.js';
 
 /** `http.headers_timeout_seconds` and `http.body_timeout_seconds` in milliseconds. */
 export function requestDeadlines(config: AmfConfig): RequestDeadlines {

@@ -7,7 +7,7 @@
  *   (identity/coordinatorKey.ts, identity/signedToken.ts) for this agent's id, checked against the
  *   coordinator's public key the worker learned when it joined;
  * - the operator key (identity/operatorKey.ts), compared in constant time;
- * - a JWT-SVID for this agent, when SPIFFE is active (svidGate.ts).
+ * - a JWT-SVID for this agent, when SPIFFE is active (http/svidGate.ts).
  *
  * The client protocol endpoints (`/a2a`, `/a2a/...`, `/mcp`) follow the coordinator's rule: open to a
  * caller whose socket is on loopback, any of the three credentials from anywhere else. Under SPIFFE
@@ -18,15 +18,15 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { decodeJwt } from 'jose';
-import { sendJson } from '../http/httpKit.js';
-import { checkBearer, type BearerOptions } from '../identity/bearerAuth.js';
-import { readCoordinatorPublicKey } from '../identity/coordinatorKey.js';
-import { readOperatorKey } from '../identity/operatorKey.js';
-import { TokenRefused, verifyToken } from '../identity/signedToken.js';
-import { SVID_PROOF_PATH } from '../identity/svidProof.js';
-import { isLoopbackHost } from '../net/hostRules.js';
-import { BoundedCache } from '../util/boundedCache.js';
-import { svidGate, type RequestGate } from './svidGate.js';
+import { sendJson } from '../../http/httpKit.js';
+import { checkBearer, type BearerOptions } from '../../identity/bearerAuth.js';
+import { readCoordinatorPublicKey } from '../../identity/coordinatorKey.js';
+import { readOperatorKey } from '../../identity/operatorKey.js';
+import { TokenRefused, verifyToken } from '../../identity/signedToken.js';
+import { SVID_PROOF_PATH } from '../../identity/svidProof.js';
+import { isLoopbackHost } from '../../net/hostRules.js';
+import { BoundedCache } from '../../util/boundedCache.js';
+import { svidGate, type RequestGate } from '../../http/svidGate.js';
 
 /** Paths anyone may read (GET/HEAD): discovery comes before any credential. */
 const DISCOVERY_PATHS: ReadonlySet<string> = new Set([

@@ -6,10 +6,10 @@
  * (validation, rate) are listed on their own.
  */
 import type { JetStreamManager } from '@nats-io/jetstream';
-import { EVENTS_STREAM, INTERNAL_STREAM } from '../fabric/jetstream.js';
-import { SUBJECT_INTERNAL_CLASSIFIED } from '../events/subjects.js';
-import { readHistory } from '../http/eventHistory.js';
-import type { AgentRegistry } from '../registry/agentRegistry.js';
+import { EVENTS_STREAM, INTERNAL_STREAM } from '../../fabric/jetstream.js';
+import { SUBJECT_INTERNAL_CLASSIFIED } from '../../events/subjects.js';
+import { readHistory } from '../../http/eventHistory.js';
+import type { AgentRegistry } from '../../registry/agentRegistry.js';
 
 export const ADMISSIONS_MAX_LIMIT = 500;
 

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { checkBearer, type BearerOptions } from '../identity/bearerAuth.js';
 import type { IdentityProvider } from '../identity/identityProvider.js';
 import { answerSvidProof, PROOF_AUDIENCE_PREFIX, SVID_PROOF_PATH } from '../identity/svidProof.js';
-import { sendJson, type Router } from '../http/httpKit.js';
+import { sendJson, type Router } from './httpKit.js';
 
 /** Paths anyone may read: discovery must work before a caller can know whom to ask a token for. */
 const OPEN_PATHS: ReadonlySet<string> = new Set([
