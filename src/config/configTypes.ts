@@ -104,7 +104,7 @@ export interface AmfConfig {
   };
   readonly heartbeat: { readonly intervalSeconds: number; readonly offlineAfterMissed: number };
   readonly openai: { readonly requestTimeoutSeconds: number; readonly maxBodyBytes: number };
-  /** Guards of the coordinator's HTTP edge and the AMP/Fabric endpoints (see src/apps/httpGuards.ts). */
+  /** Guards of the coordinator's HTTP edge and the AMP/Fabric endpoints (see src/http/httpGuards.ts). */
   readonly http: {
     /** GCRA rate per client address; 0 turns rate limiting off. */
     readonly rateLimitPerSecond: number;

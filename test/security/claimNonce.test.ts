@@ -8,9 +8,9 @@
  * worker's answer to the attacker's text, and the real question was acked away as a duplicate.
  *
  * What must hold now, each step failing without its fix:
- * - the anonymous `/tasks/send` is 401 (without apps/workerEdgeGate.ts it takes the task);
+ * - the anonymous `/tasks/send` is 401 (without edge/worker/workerEdgeGate.ts it takes the task);
  * - with the operator key, a caller-chosen id is 400 and a direct task gets the worker's own id
- *   (without the refusal in apps/workerHttp.ts the victim's id names the attacker's task);
+ *   (without the refusal in edge/worker/workerHttp.ts the victim's id names the attacker's task);
  * - the worker's own signed claim of a direct run under the victim's id does not take the task, nor
  *   does the claim of another admitted agent of the tag, nor a result sent straight to the
  *   coordinator in place of a claim: none names the nonce of the announcement's work-queue message

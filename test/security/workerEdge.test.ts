@@ -7,8 +7,8 @@
  * gets an id the worker chooses. The client protocol endpoints stay open on loopback and need a
  * credential from any other address.
  *
- * Without apps/workerEdgeGate.ts, every "401" below is a 200 (or a handler run); without the `id`
- * refusal in apps/workerHttp.ts, the caller's id names the task.
+ * Without edge/worker/workerEdgeGate.ts, every "401" below is a 200 (or a handler run); without the `id`
+ * refusal in edge/worker/workerHttp.ts, the caller's id names the task.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentKey } from '../../src/identity/agentKey.js';

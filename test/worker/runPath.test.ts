@@ -12,7 +12,7 @@ import type { AmfEvent } from '../../src/events/cloudEvent.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
 import { TaskSlots } from '../../src/worker/taskSlots.js';
 
-/** The key the worker's owner holds: `/tasks/send` takes it (apps/workerEdgeGate.ts). */
+/** The key the worker's owner holds: `/tasks/send` takes it (edge/worker/workerEdgeGate.ts). */
 const OPERATOR_KEY = 'run-path-test-operator-key';
 let nats: TestNats;
 let running: RunningWorker;

@@ -48,7 +48,7 @@ export interface CardSkill {
 
 /**
  * Who must authenticate at an agent's A2A endpoints, as its card declares it (A2A 1.0 section 4.5).
- * The edges decide it (src/apps/routeAccess.ts, src/apps/workerEdgeGate.ts); the card only says so.
+ * The edges decide it (src/http/routeAccess.ts, src/edge/worker/workerEdgeGate.ts); the card only says so.
  */
 export interface CardSecurity {
   /** Which callers need a credential: none (bound to loopback), those beyond loopback, or all. */
