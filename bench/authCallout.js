@@ -27,7 +27,7 @@ requireBuild('bench/authCallout.js');
 const { startAuthCallout } = await import('../dist/coordinator/authCallout.js');
 const { calloutKeyFile, loadOrCreateCalloutIssuer } = await import('../dist/identity/calloutIssuer.js');
 const { loadOrCreateCredentials } = await import('../dist/fabric/credentials.js');
-const { renderNatsConfig } = await import('../dist/fabric/natsConfig.js');
+const { renderNatsConfig } = await import('../dist/fabric/natsServer/config.js');
 const { createEphemeralAgentKey } = await import('../dist/identity/agentKey.js');
 const { agentAuthenticator } = await import('../dist/fabric/connect.js');
 

@@ -15,7 +15,11 @@ import {
   loadOrCreateSystemCredential,
   writePrivateFile,
 } from '../dist/fabric/credentials.js';
-import { clusterClientUrls, planCluster, renderClusterNodeConfig } from '../dist/fabric/natsCluster.js';
+import {
+  clusterClientUrls,
+  planCluster,
+  renderClusterNodeConfig,
+} from '../dist/fabric/natsServer/cluster.js';
 
 const { values } = parseArgs({
   options: {

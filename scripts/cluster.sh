@@ -39,7 +39,7 @@ dir="${dir:-$data_dir/cluster}"
 
 binary="${AMF_NATS_CLUSTER_BIN:-}"
 if [ -z "$binary" ]; then binary="$(bash scripts/install-nats.sh)"; fi
-if [ ! -f dist/fabric/natsCluster.js ]; then npm run --silent build; fi
+if [ ! -f dist/fabric/natsServer/cluster.js ]; then npm run --silent build; fi
 
 pids=()
 # shellcheck disable=SC2317 # called by the trap below, which shellcheck cannot see

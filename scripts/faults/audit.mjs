@@ -54,7 +54,7 @@ export async function readEventsLive(natsUrl, credentials) {
  * `<storeDir>/nats` (a coordinator's data dir, or the drill's external NATS dir).
  */
 export async function readEventsOffline(storeDir, credentials, run) {
-  const { startNatsServer } = await fromDist('fabric/natsServer.js');
+  const { startNatsServer } = await fromDist('fabric/natsServer/supervisor.js');
   const { connectAs } = await fromDist('fabric/connect.js');
   const server = await startNatsServer({
     dataDir: storeDir,

@@ -1,7 +1,7 @@
 /**
  * Fault 9: a mesh on a 3-node NATS JetStream cluster (replicated streams and KV), two coordinators
  * and two workers; under load one NATS node is SIGKILLed and restarted on its store, then one
- * coordinator is SIGKILLed. The node configs come from AMF's own renderer (src/fabric/natsCluster.ts,
+ * coordinator is SIGKILLed. The node configs come from AMF's own renderer (src/fabric/natsServer/cluster.ts,
  * what scripts/cluster.sh writes through scripts/cluster-config.mjs), with the auth callout on as
  * there: agents log in with their own keys, answered by whichever coordinator is up; each node runs
  * in a process group of its own so it can be killed alone.
@@ -43,7 +43,9 @@ async function freePorts(n) {
  */
 async function startCluster(run, { dir, credentials, issuer, systemUser, noAdvertise = false }) {
   const binary = await clusterBinary();
-  const { planCluster, renderClusterNodeConfig, clusterClientUrls } = await fromDist('fabric/natsCluster.js');
+  const { planCluster, renderClusterNodeConfig, clusterClientUrls } = await fromDist(
+    'fabric/natsServer/cluster.js',
+  );
   const { writePrivateFile } = await fromDist('fabric/credentials.js');
   const ports = await freePorts(NODES * 2);
   const plan = planCluster({ dir, clientPorts: ports.slice(0, NODES), routePorts: ports.slice(NODES) });

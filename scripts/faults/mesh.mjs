@@ -130,7 +130,7 @@ export async function meshCredentials(dataDir) {
  * mesh's own code, JetStream under `<dir>/nats`. `port` 0 picks one; restarts pass the old port.
  */
 export async function startExternalNats(run, { dir, credentials, port = 0 }) {
-  const { startNatsServer } = await fromDist('fabric/natsServer.js');
+  const { startNatsServer } = await fromDist('fabric/natsServer/supervisor.js');
   const handle = await startNatsServer({
     dataDir: dir,
     credentials,

@@ -7,7 +7,7 @@
  */
 import { createServer } from 'node:net';
 import { AmfError } from '../errors.js';
-import { describePortOwner } from '../fabric/portOwner.js';
+import { describePortOwner } from '../fabric/natsServer/portOwner.js';
 import { plainGet } from './plainGet.js';
 
 /** The worker port when none is chosen (config `worker.port` default, DESIGN.md section 3). */

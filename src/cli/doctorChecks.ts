@@ -20,7 +20,7 @@ import {
   tcpReachable,
   versionOf,
 } from './doctorProbes.js';
-import { compareVersions, parseServerVersion, slowStoreReason } from '../fabric/natsServerVersion.js';
+import { compareVersions, parseServerVersion, slowStoreReason } from '../fabric/natsServer/version.js';
 
 const MIN_NODE_MAJOR = 20;
 

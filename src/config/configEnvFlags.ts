@@ -17,7 +17,7 @@ export const ENV_VARIABLES: Readonly<Record<string, string>> = Object.freeze({
   AMF_COORDINATOR_URL: 'coordinator.url',
   AMF_NATS_URL: 'nats.url',
   // The spawned server's binary: read here so it reaches `amf up` (the default fills the key, so
-  // natsServer.ts's own fallback to this variable never applied there).
+  // fabric/natsServer/supervisor.ts's own fallback to this variable never applied there).
   AMF_NATS_SERVER_BIN: 'nats.server_binary',
   AMF_NATS_AUTH_CALLOUT: 'nats.auth_callout',
   AMF_MDNS_INTERFACE: 'mdns.interface',

@@ -11,7 +11,7 @@
  */
 import type { AgentUser } from '../fabric/agentUsers.js';
 import { ROLE_USERS, SYSTEM_USER } from '../fabric/credentials.js';
-import type { PermissionViolation } from '../fabric/natsServer.js';
+import type { PermissionViolation } from '../fabric/natsServer/supervisor.js';
 import type { LogFn } from '../log.js';
 import type { AgentRegistry } from '../registry/agentRegistry.js';
 import type { PolicyNotices } from '../registry/policyNotices.js';

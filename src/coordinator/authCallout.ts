@@ -25,7 +25,7 @@ import {
   type CalloutRequest,
 } from '../identity/calloutJwt.js';
 import { NATS_ROLES, type NatsCredentials, type RoleCredential } from '../fabric/credentials.js';
-import { ROLE_PERMISSIONS } from '../fabric/natsConfig.js';
+import { ROLE_PERMISSIONS } from '../fabric/natsServer/config.js';
 import type { LogFn } from '../log.js';
 
 /** The subject nats-server sends authorization requests on. */

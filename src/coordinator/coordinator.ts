@@ -22,7 +22,11 @@ import {
 } from '../fabric/credentials.js';
 import { EventBus } from '../fabric/eventBus.js';
 import { ensureFabricStores, type FabricStores } from '../fabric/jetstream.js';
-import type { NatsSupervisorEvent, PermissionViolation, SupervisedNatsServer } from '../fabric/natsServer.js';
+import type {
+  NatsSupervisorEvent,
+  PermissionViolation,
+  SupervisedNatsServer,
+} from '../fabric/natsServer/supervisor.js';
 import { spawnCoordinatorNats } from './spawnedNats.js';
 import { startCalloutFor } from './calloutWiring.js';
 import { followServerLogs } from './serverLogViolations.js';
@@ -72,7 +76,7 @@ import type { LogFn } from '../log.js';
 import type { AgentKey } from '../identity/agentKey.js';
 import { loadOrCreateCoordinatorKey } from '../identity/coordinatorKey.js';
 import { advertisedUrl } from '../net/advertisedHost.js';
-import { formatBytes, storeBudget, type StoreBudget } from '../fabric/storeBudget.js';
+import { formatBytes, storeBudget, type StoreBudget } from '../fabric/natsServer/storeBudget.js';
 import { NatsServerLog } from './natsServerLog.js';
 import { StoreIntegrity, storeHealthWithLosses } from './storeIntegrity.js';
 import { FabricCondition } from './fabricCondition.js';

@@ -3,7 +3,7 @@ import type { AdmissionOutcome } from '../admission/admissionPipeline.js';
 import type { AmfConfig } from '../config/config.js';
 import type { StoreHealth } from './natsServerLog.js';
 import type { FabricConditionHealth } from './fabricCondition.js';
-import type { SupervisedNatsServer } from '../fabric/natsServer.js';
+import type { SupervisedNatsServer } from '../fabric/natsServer/supervisor.js';
 import type { LogFn } from '../log.js';
 
 export interface CoordinatorOptions {

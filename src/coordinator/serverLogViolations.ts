@@ -6,7 +6,7 @@
  * read that log (the nodes of scripts/cluster.sh on the same machine).
  */
 import { followLog, type LogFollower } from '../fabric/logFollower.js';
-import { parseViolation, type PermissionViolation } from '../fabric/natsViolations.js';
+import { parseViolation, type PermissionViolation } from '../fabric/natsServer/violations.js';
 import type { LogFn } from '../log.js';
 
 /** Follows every file until `until` settles (the coordinator's connection closing). */

@@ -12,7 +12,7 @@ import {
   type NatsSupervisorEvent,
   type PermissionViolation,
   type SupervisedNatsServer,
-} from '../fabric/natsServer.js';
+} from '../fabric/natsServer/supervisor.js';
 import type { LogFn } from '../log.js';
 
 export interface SpawnedNats {

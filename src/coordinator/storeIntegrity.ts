@@ -264,7 +264,7 @@ export class StoreIntegrity {
   }
 }
 
-/** Lost bytes are often a few KiB: formatBytes (storeBudget.ts) would say 0 MiB. */
+/** Lost bytes are often a few KiB: formatBytes (fabric/natsServer/storeBudget.ts) would say 0 MiB. */
 function lostBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} bytes`;
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;

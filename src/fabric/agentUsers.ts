@@ -15,7 +15,7 @@
 import { isTaskId, SUBJECT_FINAL_PREFIX, workConsumerName } from '../events/subjects.js';
 import { JOIN_USER, type RoleCredential } from './credentials.js';
 import { WORK_STREAM } from './jetstream.js';
-import { WORKER_DENIED_STATE, type RolePermissions } from './natsConfig.js';
+import { WORKER_DENIED_STATE, type RolePermissions } from './natsServer/config.js';
 import { AmfError } from '../errors.js';
 
 /** One admitted agent as the NATS server knows it: its nkey and the tags it may take work of. */

@@ -14,7 +14,7 @@ import {
 import { agentInboxPrefix } from './agentUsers.js';
 import { coalesceWrites } from './coalescedWrites.js';
 import type { RoleCredential } from './credentials.js';
-import { inboxPrefixFor } from './natsConfig.js';
+import { inboxPrefixFor } from './natsServer/config.js';
 import { AmfError } from '../errors.js';
 
 export type { NatsConnection };

@@ -81,7 +81,7 @@ export const ARTIFACTS_STREAM = 'AMF_ARTIFACTS';
 export const ARTIFACTS_STREAM_SUBJECTS = ['amf.artifact.>', 'amf.evidence.>'];
 export const INTERNAL_STREAM_SUBJECTS = ['amf.internal.raw', 'amf.internal.classified'];
 
-/** The least a stream or bucket is given however small the disk (storeBudget.ts). */
+/** The least a stream or bucket is given however small the disk (natsServer/storeBudget.ts). */
 export const MIN_STORE_BYTES = 1024 * 1024;
 
 /**
@@ -110,7 +110,7 @@ export function fullReservation(
 
 /**
  * The least the streams and buckets reserve however small the disk: each gets at least
- * {@link MIN_STORE_BYTES}, so a budget must first cover these floors (storeBudget.ts).
+ * {@link MIN_STORE_BYTES}, so a budget must first cover these floors (natsServer/storeBudget.ts).
  */
 export function minimumReservation(): number {
   return reservations(DEFAULT_EVENT_RETENTION, DEFAULT_ARTIFACT_RETENTION).length * MIN_STORE_BYTES;
@@ -214,7 +214,7 @@ export async function ensureFabricStores(
   taskStateTtlSeconds = 3600,
   replicas = 1,
   artifacts: RetentionLimits = DEFAULT_ARTIFACT_RETENTION,
-  /** Every stream's and bucket's byte limit times this (storeBudget.ts: a small disk gets less). */
+  /** Every stream's and bucket's byte limit times this (natsServer/storeBudget.ts: a small disk gets less). */
   storeScale = 1,
 ): Promise<FabricStores> {
   const jsm = await jetstreamManager(nc);

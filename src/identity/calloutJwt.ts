@@ -23,7 +23,7 @@ import {
   type KeyPair,
   type Permissions,
 } from '@nats-io/jwt';
-import type { RolePermissions } from '../fabric/natsConfig.js';
+import type { RolePermissions } from '../fabric/natsServer/config.js';
 import { anyPublicKeyObject, publicKeyObject } from './nkeyPublic.js';
 
 /** Requests larger than this are refused unread (a normal one is well under 2 KiB). */

@@ -14,7 +14,7 @@ import {
   compareVersions,
   parseServerVersion,
   STEADY_FILESTORE_SINCE,
-} from '../../src/fabric/natsServerVersion.js';
+} from '../../src/fabric/natsServer/version.js';
 
 let home: string;
 let dataDir: string;

@@ -16,7 +16,7 @@ import {
   type PermissionViolationError,
 } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROLE_PERMISSIONS } from '../../src/fabric/natsConfig.js';
+import { ROLE_PERMISSIONS } from '../../src/fabric/natsServer/config.js';
 import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
 
 const WAIT_MS = 5_000;

@@ -30,7 +30,7 @@ import {
 } from '../../src/identity/calloutJwt.js';
 import { decideLogin } from '../../src/coordinator/authCallout.js';
 import { agentPermissions } from '../../src/fabric/agentUsers.js';
-import { renderNatsConfig } from '../../src/fabric/natsConfig.js';
+import { renderNatsConfig } from '../../src/fabric/natsServer/config.js';
 import type { NatsCredentials } from '../../src/fabric/credentials.js';
 
 const server = createServer();

@@ -22,8 +22,8 @@ import {
   renderClusterNodeConfig,
   routePassword,
   ROUTE_USER,
-} from '../../src/fabric/natsCluster.js';
-import { renderNatsConfig } from '../../src/fabric/natsConfig.js';
+} from '../../src/fabric/natsServer/cluster.js';
+import { renderNatsConfig } from '../../src/fabric/natsServer/config.js';
 
 let dir: string;
 let credentials: NatsCredentials;

@@ -6,7 +6,11 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectAs, NatsAuthError } from '../../src/fabric/connect.js';
 import { JOIN_USER, loadOrCreateCredentials } from '../../src/fabric/credentials.js';
-import { NatsPortInUseError, NatsServerMissingError, startNatsServer } from '../../src/fabric/natsServer.js';
+import {
+  NatsPortInUseError,
+  NatsServerMissingError,
+  startNatsServer,
+} from '../../src/fabric/natsServer/supervisor.js';
 import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
 
 function isAlive(pid: number): boolean {

@@ -8,13 +8,13 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectAs } from '../../src/fabric/connect.js';
 import { loadOrCreateCredentials } from '../../src/fabric/credentials.js';
-import { startNatsServer, type NatsServerHandle } from '../../src/fabric/natsServer.js';
+import { startNatsServer, type NatsServerHandle } from '../../src/fabric/natsServer/supervisor.js';
 import {
   compareVersions,
   parseServerVersion,
   slowStoreWarning,
   STEADY_FILESTORE_SINCE,
-} from '../../src/fabric/natsServerVersion.js';
+} from '../../src/fabric/natsServer/version.js';
 import { warnIfSlowNatsServer } from '../../src/coordinator/coordinatorEvents.js';
 import { clusterNatsBinary } from '../helpers/natsCluster.js';
 

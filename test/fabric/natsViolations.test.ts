@@ -1,7 +1,7 @@
 // The two forms in which nats-server logs a permission refusal (lines as nats-server 2.9 and 2.12
 // write them), and lines that only look similar.
 import { describe, expect, it } from 'vitest';
-import { parseViolation } from '../../src/fabric/natsViolations.js';
+import { parseViolation } from '../../src/fabric/natsServer/violations.js';
 
 describe('parseViolation', () => {
   it('reads a config user’s and an nkey user’s refusal', () => {

@@ -17,7 +17,7 @@ import { startCoordinatorHttp, type CoordinatorHttp } from '../../src/apps/coord
 import { loadConfig } from '../../src/config/config.js';
 import { connectAs, RECONNECT_FOREVER, type NatsConnection } from '../../src/fabric/connect.js';
 import { loadOrCreateCredentials } from '../../src/fabric/credentials.js';
-import { startNatsServer, type NatsServerHandle } from '../../src/fabric/natsServer.js';
+import { startNatsServer, type NatsServerHandle } from '../../src/fabric/natsServer/supervisor.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { readOperatorKey } from '../../src/identity/operatorKey.js';

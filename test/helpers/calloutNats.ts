@@ -1,6 +1,6 @@
 /**
  * One real nats-server ≥ 2.10 (the pinned binary of scripts/install-nats.sh) configured for AMF's auth
- * callout exactly as the cluster nodes are (src/fabric/natsConfig.ts with `authCallout`): the role
+ * callout exactly as the cluster nodes are (src/fabric/natsServer/config.ts with `authCallout`): the role
  * users static, every other login asked of the coordinators. It plays "an external NATS" for
  * `amf up --nats-url`, with the mesh's credentials and issuer key from `dataDir`.
  */
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { calloutKeyFile, loadOrCreateCalloutIssuer } from '../../src/identity/calloutIssuer.js';
 import { connectAs } from '../../src/fabric/connect.js';
 import { loadOrCreateCredentials, loadOrCreateSystemCredential } from '../../src/fabric/credentials.js';
-import { renderNatsConfig } from '../../src/fabric/natsConfig.js';
+import { renderNatsConfig } from '../../src/fabric/natsServer/config.js';
 import { clusterNatsBinary } from './natsCluster.js';
 import { freePort } from '../../scripts/lib/freePort.mjs';
 

@@ -1,5 +1,5 @@
 /**
- * A real 3-node NATS JetStream cluster for a test file: configs from src/fabric/natsCluster.ts (the
+ * A real 3-node NATS JetStream cluster for a test file: configs from src/fabric/natsServer/cluster.ts (the
  * renderer scripts/cluster.sh uses), each node its own process and store dir, random loopback
  * ports. Nodes can be SIGKILLed and restarted on the same store dir. The binary is the pinned newer
  * nats-server of scripts/install-nats.sh: Debian's 2.9 is not what clustered JetStream is tested on.
@@ -19,7 +19,7 @@ import {
   planCluster,
   renderClusterNodeConfig,
   type ClusterPlan,
-} from '../../src/fabric/natsCluster.js';
+} from '../../src/fabric/natsServer/cluster.js';
 import { freePort } from '../../scripts/lib/freePort.mjs';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));

@@ -11,7 +11,7 @@ import {
   type NatsCredentials,
   type NatsRole,
 } from '../../src/fabric/credentials.js';
-import { startNatsServer, type NatsServerHandle } from '../../src/fabric/natsServer.js';
+import { startNatsServer, type NatsServerHandle } from '../../src/fabric/natsServer/supervisor.js';
 
 /** What {@link startTestNats} gives a test. */
 export interface TestNats {

@@ -20,7 +20,7 @@ import {
   type FabricErrorCode,
 } from '../../src/protocols/fabric/fabricErrors.js';
 import { ConfigError } from '../../src/config/config.js';
-import { NatsServerMissingError } from '../../src/fabric/natsServer.js';
+import { NatsServerMissingError } from '../../src/fabric/natsServer/supervisor.js';
 import { NatsAuthError } from '../../src/fabric/connect.js';
 import { WatcherError } from '../../src/watcher/watcherPool.js';
 import { CardFetchError } from '../../src/admission/fetchAgentCard.js';

@@ -16,7 +16,7 @@ import { largestTaskEventBytes } from '../../src/config/payloadLimits.js';
 import { Coordinator } from '../../src/coordinator/coordinator.js';
 import { loadOrCreateCredentials } from '../../src/fabric/credentials.js';
 import { kvKey } from '../../src/fabric/jetstream.js';
-import { startNatsServer, type NatsServerHandle } from '../../src/fabric/natsServer.js';
+import { startNatsServer, type NatsServerHandle } from '../../src/fabric/natsServer/supervisor.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectAs } from '../../src/fabric/connect.js';
 import { ROLE_USERS } from '../../src/fabric/credentials.js';
-import { renderNatsConfig } from '../../src/fabric/natsConfig.js';
+import { renderNatsConfig } from '../../src/fabric/natsServer/config.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 
 const serverConfig = (mesh: TestMesh) =>

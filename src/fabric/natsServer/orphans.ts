@@ -6,8 +6,8 @@
 import { readFile, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { POLL_MS, STOP_GRACE_MS } from './natsProcess.js';
-import { pidAlive } from '../util/pidAlive.js';
+import { POLL_MS, STOP_GRACE_MS } from './process.js';
+import { pidAlive } from '../../util/pidAlive.js';
 
 /** Where the pid of the running server is recorded, relative to the data dir. */
 export const NATS_PID_FILE = 'nats-server.pid';

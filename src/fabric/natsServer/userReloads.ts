@@ -2,10 +2,10 @@
  * User reloads of a running nats-server: the config is rewritten with the new users and the server
  * is sent SIGHUP; a reload is done once the server logs that it reloaded.
  */
-import { writePrivateFile } from './credentials.js';
-import type { MeshUsers } from './agentUsers.js';
-import type { SpawnedServer } from './natsProcess.js';
-import { AmfError } from '../errors.js';
+import { writePrivateFile } from '../credentials.js';
+import type { MeshUsers } from '../agentUsers.js';
+import type { SpawnedServer } from './process.js';
+import { AmfError } from '../../errors.js';
 
 /**
  * The `reloadUsers` of a server handle. `reloads` is the set of waiters the server's log lines are

@@ -9,8 +9,8 @@ import { access, readdir, readFile } from 'node:fs/promises';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
-import { NatsPortInUseError, NatsServerMissingError, portOwnerOf } from './natsServerErrors.js';
-import { AmfError } from '../errors.js';
+import { NatsPortInUseError, NatsServerMissingError, portOwnerOf } from './errors.js';
+import { AmfError } from '../../errors.js';
 
 /** How long a server is given to end after SIGTERM before it gets SIGKILL. */
 export const STOP_GRACE_MS = 5_000;

@@ -2,24 +2,24 @@
  * Runs the nats-server child process the coordinator uses when no external NATS is given: writes
  * its config, starts it, waits until it really accepts our users, restarts it when it dies
  * ({@link superviseNatsServer}), and stops it. The process itself (spawn, readiness, stop) is in
- * natsProcess.ts, the pid file that lets a later start end an orphaned server in natsOrphans.ts,
- * and user reloads in natsUserReloads.ts.
+ * process.ts, the pid file that lets a later start end an orphaned server in orphans.ts,
+ * and user reloads in userReloads.ts.
  */
 import { mkdir, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { connectAs } from './connect.js';
-import { writePrivateFile, type NatsCredentials } from './credentials.js';
-import { renderNatsConfig } from './natsConfig.js';
-import type { MeshUsers } from './agentUsers.js';
-import { resolveBinary, spawnServer, waitForPortsFile } from './natsProcess.js';
-import { endRecordedServer, NATS_PID_FILE, removePidFile } from './natsOrphans.js';
-import { userReloader } from './natsUserReloads.js';
-import { parseViolation, type PermissionViolation } from './natsViolations.js';
-import { AmfError, toAmfError } from '../errors.js';
+import { connectAs } from '../connect.js';
+import { writePrivateFile, type NatsCredentials } from '../credentials.js';
+import { renderNatsConfig } from './config.js';
+import type { MeshUsers } from '../agentUsers.js';
+import { resolveBinary, spawnServer, waitForPortsFile } from './process.js';
+import { endRecordedServer, NATS_PID_FILE, removePidFile } from './orphans.js';
+import { userReloader } from './userReloads.js';
+import { parseViolation, type PermissionViolation } from './violations.js';
+import { AmfError, toAmfError } from '../../errors.js';
 
-export { NatsPortInUseError, NatsServerMissingError } from './natsServerErrors.js';
-export type { PermissionViolation } from './natsViolations.js';
+export { NatsPortInUseError, NatsServerMissingError } from './errors.js';
+export type { PermissionViolation } from './violations.js';
 
 /** A running nats-server. */
 export interface NatsServerHandle {
@@ -52,7 +52,7 @@ export interface StartNatsServerOptions {
   /** Binary name or path; default `$AMF_NATS_SERVER_BIN`, else `nats-server` from PATH. */
   binary?: string;
   readyTimeoutMs?: number;
-  /** The server's `max_payload` (default 1 MiB, natsConfig.ts); the coordinator sizes it from its HTTP caps. */
+  /** The server's `max_payload` (default 1 MiB, config.ts); the coordinator sizes it from its HTTP caps. */
   maxPayloadBytes?: number;
   /** Receives every log line of the server. */
   logger?: (line: string) => void;
@@ -60,7 +60,7 @@ export interface StartNatsServerOptions {
   users?: MeshUsers;
   /** Told of every publish or subscription the server refused (so the coordinator can warn about it). */
   onViolation?: (violation: PermissionViolation) => void;
-  /** Whether the legacy shared `specialist` user is configured (default true; natsConfig.ts). */
+  /** Whether the legacy shared `specialist` user is configured (default true; config.ts). */
   specialistUser?: boolean;
 }
 

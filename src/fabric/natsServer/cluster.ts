@@ -1,15 +1,15 @@
 /**
  * The configs of a local NATS cluster for one mesh: N nats-server nodes, each with its own store
  * dir, routes to every other node, and the same per-role users and ACLs as the single server AMF
- * spawns (rendered by natsConfig.ts, so there is one ACL table). Replication, leader election and
+ * spawns (rendered by config.ts, so there is one ACL table). Replication, leader election and
  * failover are NATS's own (clustered JetStream, RAFT): AMF only writes the configs.
  * Used by scripts/cluster-config.mjs (scripts/cluster.sh) and by the cluster tests.
  */
 import { createHmac } from 'node:crypto';
 import { join } from 'node:path';
-import type { NatsCredentials, RoleCredential } from './credentials.js';
-import { renderNatsConfig } from './natsConfig.js';
-import { AmfError } from '../errors.js';
+import type { NatsCredentials, RoleCredential } from '../credentials.js';
+import { renderNatsConfig } from './config.js';
+import { AmfError } from '../../errors.js';
 
 /** One node of a {@link ClusterPlan}. */
 export interface ClusterNode {

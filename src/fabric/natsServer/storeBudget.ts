@@ -7,7 +7,7 @@
  * (jetstream.ts, `storeScale`). `amf up` says what it reserved.
  */
 import { statfs } from 'node:fs/promises';
-import { fullReservation, minimumReservation, type RetentionLimits } from './jetstream.js';
+import { fullReservation, minimumReservation, type RetentionLimits } from '../jetstream.js';
 
 export interface StoreBudget {
   /** Multiplier of every byte limit (1 = the defaults). */

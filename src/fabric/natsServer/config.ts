@@ -9,10 +9,10 @@ import {
   type NatsCredentials,
   type NatsRole,
   type RoleCredential,
-} from './credentials.js';
-import { agentPermissions, JOIN_PERMISSIONS, JOIN_USER, type MeshUsers } from './agentUsers.js';
-import { NONCE_ANCHOR_NKEY } from './nonceAnchor.js';
-import { AmfError } from '../errors.js';
+} from '../credentials.js';
+import { agentPermissions, JOIN_PERMISSIONS, JOIN_USER, type MeshUsers } from '../agentUsers.js';
+import { NONCE_ANCHOR_NKEY } from '../nonceAnchor.js';
+import { AmfError } from '../../errors.js';
 
 /** Subjects a user may (allow) and may never (deny) use for one operation; deny wins. */
 export interface SubjectPermission {
@@ -142,7 +142,7 @@ export interface NatsConfigOptions {
   credentials: NatsCredentials;
   maxPayloadBytes?: number;
   serverName?: string;
-  /** Makes this server one node of a NATS cluster (see natsCluster.ts); requires `serverName`. */
+  /** Makes this server one node of a NATS cluster (see cluster.ts); requires `serverName`. */
   cluster?: ClusterRouting;
   /** The join user and the admitted agents' nkey users (agentUsers.ts). */
   users?: MeshUsers;

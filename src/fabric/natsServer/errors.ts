@@ -1,6 +1,6 @@
 /** The errors of starting nats-server that a user can act on, with the flags that fix them. */
 import { describePortOwner } from './portOwner.js';
-import { AmfError } from '../errors.js';
+import { AmfError } from '../../errors.js';
 
 /** Raised when the nats-server binary cannot be found; the message says how to install it. */
 export class NatsServerMissingError extends AmfError {
