@@ -12,7 +12,7 @@ import { MeshWorker, workerHeartbeat, type MeshWorkerOptions } from '../worker/m
 import { joinFabric } from '../worker/joinFabric.js';
 import { createEphemeralAgentKey, type AgentKey } from '../identity/agentKey.js';
 import { agentRecordToTxt } from '../discovery/txtRecord.js';
-import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdvertiser.js';
+import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdns/advertiser.js';
 import type { WorkerHandler } from '../worker/handlerApi.js';
 import type { LogFn } from '../log.js';
 import { createRouterServer, workerRouter, type WorkerHttpOptions } from '../edge/worker/workerHttp.js';

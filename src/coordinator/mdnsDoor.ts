@@ -12,8 +12,8 @@
 import { randomUUID } from 'node:crypto';
 import { MDNS_EXPIRED_SOURCE } from '../admission/admissionPipeline.js';
 import type { RawAdvertisement } from '../discovery/advertisement.js';
-import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdnsAdvertiser.js';
-import { startMdnsBrowser, type MdnsBrowser } from '../discovery/mdnsBrowser.js';
+import { startMdnsAdvertiser, type MdnsAdvertiser } from '../discovery/mdns/advertiser.js';
+import { startMdnsBrowser, type MdnsBrowser } from '../discovery/mdns/browser.js';
 import { COORDINATOR_ROLE, coordinatorTxt, TXT_ROLE_KEY } from '../discovery/txtRecord.js';
 
 export interface MdnsDoorOptions {

@@ -5,7 +5,7 @@
  */
 import { AmfError } from '../errors.js';
 import { MAX_TXT_BYTES, type RawAdvertisement } from './advertisement.js';
-import { startMdnsBrowser, type MdnsBrowser } from './mdnsBrowser.js';
+import { startMdnsBrowser, type MdnsBrowser } from './mdns/browser.js';
 import { COORDINATOR_ROLE, TXT_ROLE_KEY } from './txtRecord.js';
 
 /** Options of findCoordinatorByMdns. */

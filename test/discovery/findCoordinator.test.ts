@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { AmfError } from '../../src/errors.js';
 import { findCoordinatorByMdns } from '../../src/discovery/findCoordinator.js';
-import { startMdnsAdvertiser, type MdnsAdvertiser } from '../../src/discovery/mdnsAdvertiser.js';
+import { startMdnsAdvertiser, type MdnsAdvertiser } from '../../src/discovery/mdns/advertiser.js';
 import { coordinatorTxt } from '../../src/discovery/txtRecord.js';
 import { onlyLoopback, uniqueName } from './mdnsTestKit.js';
 

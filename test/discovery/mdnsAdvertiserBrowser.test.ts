@@ -5,8 +5,8 @@ import { createSocket } from 'node:dgram';
 import makeMulticastDns from 'multicast-dns';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RawAdvertisement } from '../../src/discovery/advertisement.js';
-import { startMdnsAdvertiser, type MdnsAdvertiser } from '../../src/discovery/mdnsAdvertiser.js';
-import { startMdnsBrowser, type MdnsBrowser } from '../../src/discovery/mdnsBrowser.js';
+import { startMdnsAdvertiser, type MdnsAdvertiser } from '../../src/discovery/mdns/advertiser.js';
+import { startMdnsBrowser, type MdnsBrowser } from '../../src/discovery/mdns/browser.js';
 import { encodeTxt } from '../../src/discovery/txtRecord.js';
 import { onlyLoopback, uniqueName, waitFor } from './mdnsTestKit.js';
 

@@ -5,8 +5,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RawAdvertisement } from '../../src/discovery/advertisement.js';
-import { startMdnsAdvertiser } from '../../src/discovery/mdnsAdvertiser.js';
-import { startMdnsBrowser } from '../../src/discovery/mdnsBrowser.js';
+import { startMdnsAdvertiser } from '../../src/discovery/mdns/advertiser.js';
+import { startMdnsBrowser } from '../../src/discovery/mdns/browser.js';
 import { encodeTxt } from '../../src/discovery/txtRecord.js';
 import { onlyLoopback, uniqueName, waitFor } from './mdnsTestKit.js';
 

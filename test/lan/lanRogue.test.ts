@@ -47,7 +47,7 @@ function advertiseFrom(
   txt: Record<string, string>,
   holdMs: number,
 ): Promise<void> {
-  const advertiser = pathToFileURL(join(ROOT, 'dist/discovery/mdnsAdvertiser.js')).href;
+  const advertiser = pathToFileURL(join(ROOT, 'dist/discovery/mdns/advertiser.js')).href;
   const script = `
     const { startMdnsAdvertiser } = await import(${JSON.stringify(advertiser)});
     const ad = await startMdnsAdvertiser({ instanceName: ${JSON.stringify(instance)}, port: 9999,

@@ -16,7 +16,7 @@ import { connectAs, connectAsAgent, NatsAuthError } from '../../src/fabric/conne
 import { EventBus } from '../../src/fabric/eventBus.js';
 import { createEphemeralAgentKey, type AgentKey } from '../../src/identity/agentKey.js';
 import { signEvent } from '../../src/identity/eventSignature.js';
-import { startMdnsAdvertiser, type MdnsAdvertiser } from '../../src/discovery/mdnsAdvertiser.js';
+import { startMdnsAdvertiser, type MdnsAdvertiser } from '../../src/discovery/mdns/advertiser.js';
 import { agentRecordToTxt } from '../../src/discovery/txtRecord.js';
 import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
 import { MeshWorker } from '../../src/worker/meshWorker.js';

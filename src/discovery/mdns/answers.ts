@@ -3,10 +3,10 @@
  * known answers the querier already holds with at least half their TTL left (section 7.1), plus
  * the records it will ask for next (RFC 6763 section 12).
  */
-import { canonicalName, isInternetClass } from './mdnsNames.js';
-import { SERVICES_ENUMERATION, type MdnsPacket, type MdnsRecord } from './mdnsSocket.js';
-import { rdataOf } from './mdnsRecords.js';
-import type { ServiceRecords } from './mdnsServiceRecords.js';
+import { canonicalName, isInternetClass } from './names.js';
+import { SERVICES_ENUMERATION, type MdnsPacket, type MdnsRecord } from './socket.js';
+import { rdataOf } from './records.js';
+import type { ServiceRecords } from './serviceRecords.js';
 
 /** Questions read from one packet at most. */
 export const MAX_QUESTIONS = 64;

@@ -6,8 +6,8 @@
  */
 import { hostname, networkInterfaces } from 'node:os';
 import { isIPv4, isIPv6 } from 'node:net';
-import { isLinkLocal } from '../net/hostRules.js';
-import { AmfError } from '../errors.js';
+import { isLinkLocal } from '../../net/hostRules.js';
+import { AmfError } from '../../errors.js';
 
 /** A DNS label holds at most 63 bytes (RFC 1035). */
 const MAX_LABEL_BYTES = 63;

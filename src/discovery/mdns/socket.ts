@@ -8,7 +8,7 @@ import type { RemoteInfo } from 'node:dgram';
 import { isIPv4 } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import makeMulticastDns from 'multicast-dns';
-import { AmfError } from '../errors.js';
+import { AmfError } from '../../errors.js';
 
 /** A DNS message as multicast-dns hands it over (fields from the network are unchecked). */
 export type MdnsPacket = makeMulticastDns.Packet;

@@ -2,7 +2,7 @@
  * Types for the parts of `multicast-dns` (7.x) that discovery uses. The package ships no types; this
  * declaration replaces `@types/multicast-dns` so the project carries one dependency for mDNS.
  * Incoming record data is typed `unknown` on purpose: packets come from the network and every
- * field is checked where it is read (mdnsSocket.ts, mdnsBrowser.ts, mdnsAdvertiser.ts).
+ * field is checked where it is read (socket.ts, browser.ts, advertiser.ts).
  */
 declare module 'multicast-dns' {
   import type { EventEmitter } from 'node:events';

@@ -5,7 +5,7 @@
  * answers null for anything it does not understand.
  */
 import { isIPv4 } from 'node:net';
-import type { MdnsRecord } from './mdnsSocket.js';
+import type { MdnsRecord } from './socket.js';
 
 // RFC 1035 / RFC 3596 type numbers, for the type order of RFC 6762 8.2.1.
 const TYPE_CODES: Record<string, number> = { A: 1, PTR: 12, TXT: 16, AAAA: 28, SRV: 33 };

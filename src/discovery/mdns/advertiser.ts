@@ -4,14 +4,14 @@
  * deferring on a lost simultaneous-probe tiebreak), announces twice one second apart, answers queries
  * (PTR, SRV, TXT, A/AAAA and service type enumeration, with known-answer suppression, the shared-
  * record delay and per-record rate limit, and legacy unicast answers), re-announces when the TXT
- * changes, and says goodbye (TTL 0) on close. The records are built in mdnsServiceRecords.ts, the
- * answers to a query chosen in mdnsAnswers.ts. multicast-dns does the socket and packet encoding;
+ * changes, and says goodbye (TTL 0) on close. The records are built in serviceRecords.ts, the
+ * answers to a query chosen in answers.ts. multicast-dns does the socket and packet encoding;
  * the protocol state lives here because the high-level libraries neither rename on conflict nor let
  * the caller see the raw TXT bytes.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AmfError } from '../errors.js';
-import { canonicalName, checkLabel, hostAddresses, hostName, nextInstanceName } from './mdnsNames.js';
+import { AmfError } from '../../errors.js';
+import { canonicalName, checkLabel, hostAddresses, hostName, nextInstanceName } from './names.js';
 import {
   AMF_SERVICE_TYPE,
   openMdnsSocket,
@@ -19,11 +19,11 @@ import {
   type MdnsRecord,
   type MdnsSocket,
   type PacketOrigin,
-} from './mdnsSocket.js';
-import { compareRecordSets, rdataOf, recordSignature } from './mdnsRecords.js';
-import { response, ServiceRecords, type ServiceConfig } from './mdnsServiceRecords.js';
-import { MAX_QUESTIONS, selectAnswers } from './mdnsAnswers.js';
-import { encodeTxt } from './txtRecord.js';
+} from './socket.js';
+import { compareRecordSets, rdataOf, recordSignature } from './records.js';
+import { response, ServiceRecords, type ServiceConfig } from './serviceRecords.js';
+import { MAX_QUESTIONS, selectAnswers } from './answers.js';
+import { encodeTxt } from '../txtRecord.js';
 
 /** Options of startMdnsAdvertiser. */
 export interface MdnsAdvertiserOptions {

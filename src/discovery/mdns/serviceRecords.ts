@@ -4,8 +4,8 @@
  * host, with the TTLs RFC 6762 section 10 asks for.
  */
 import { isIPv4 } from 'node:net';
-import { serviceDomain } from './mdnsNames.js';
-import { SERVICES_ENUMERATION, type MdnsPacket, type MdnsRecord } from './mdnsSocket.js';
+import { serviceDomain } from './names.js';
+import { SERVICES_ENUMERATION, type MdnsPacket, type MdnsRecord } from './socket.js';
 
 // RFC 6762 section 10: records naming a host live 120 s, the others 75 minutes.
 const HOST_TTL = 120;

@@ -8,8 +8,8 @@
  * and nothing thrown inside the socket handler escapes it.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import type { RawAdvertisement } from './advertisement.js';
-import { canonicalName, instanceLabel, isInternetClass, serviceDomain } from './mdnsNames.js';
+import type { RawAdvertisement } from '../advertisement.js';
+import { canonicalName, instanceLabel, isInternetClass, serviceDomain } from './names.js';
 import {
   AMF_SERVICE_TYPE,
   openMdnsSocket,
@@ -18,9 +18,9 @@ import {
   type MdnsRecord,
   type MdnsSocket,
   type PacketOrigin,
-} from './mdnsSocket.js';
-import { srvDataOf, txtStringsOf } from './mdnsRecords.js';
-import { decodeTxt } from './txtRecord.js';
+} from './socket.js';
+import { srvDataOf, txtStringsOf } from './records.js';
+import { decodeTxt } from '../txtRecord.js';
 
 /** Options of startMdnsBrowser. */
 export interface MdnsBrowserOptions {
