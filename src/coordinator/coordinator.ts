@@ -51,6 +51,7 @@ import type { TaskDispatcher } from './tasks/dispatcher.js';
 import type { TaskLifecycle } from './tasks/lifecycle.js';
 import type { ResultIntake } from './tasks/resultIntake.js';
 import { closeTaskPath, createTaskPath } from './tasks/path.js';
+import { MeshTaskService, type TaskService } from './tasks/taskService.js';
 import {
   announceAgentChanges,
   logServerEvent,
@@ -102,6 +103,8 @@ export class Coordinator {
   readonly registry: AgentRegistry;
   readonly lifecycle: TaskLifecycle;
   readonly dispatcher: TaskDispatcher;
+  /** What requesters use (the protocol adapters and operator routes): the dispatcher and lifecycle behind one port. */
+  readonly tasks: TaskService;
   readonly notices: PolicyNotices;
   readonly admission: AdmissionPipeline;
   readonly policy: PolicyEngine;
@@ -241,6 +244,11 @@ export class Coordinator {
     this.authenticity = path.authenticity;
     this.lifecycle = path.lifecycle;
     this.dispatcher = path.dispatcher;
+    this.tasks = new MeshTaskService({
+      dispatcher: this.dispatcher,
+      lifecycle: this.lifecycle,
+      input: { bus: this.bus, sender: this.sender, registry: this.registry },
+    });
     this.results = path.results;
     this.taskEvents = path.taskEvents;
     this.admission = new AdmissionPipeline({
