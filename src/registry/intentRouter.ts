@@ -6,7 +6,8 @@
  * route says which words matched, so a caller can see why a message went where it did. The protocol
  * adapters (AMP, A2A, Fabric) share it, so it sits with the registry it reads.
  */
-import type { AgentRegistry, RegisteredAgent } from './agentRegistry.js';
+import type { RegisteredAgent } from './agentRegistry.js';
+import type { AgentDirectory } from './agentDirectory.js';
 
 /** Where an intent goes. */
 export interface IntentRoute {
@@ -70,7 +71,7 @@ function sharedStem(a: string, b: string): boolean {
 }
 
 /** The live agents serving each live tag. */
-function agentsByTag(registry: AgentRegistry): Map<string, RegisteredAgent[]> {
+function agentsByTag(registry: AgentDirectory): Map<string, RegisteredAgent[]> {
   const byTag = new Map<string, RegisteredAgent[]>();
   for (const tag of registry.liveTags().keys()) byTag.set(tag, []);
   for (const agent of registry.list()) {
@@ -129,7 +130,7 @@ function scoreTag(
  */
 export function routeIntent(
   intent: string,
-  registry: AgentRegistry,
+  registry: AgentDirectory,
   onlyTags?: ReadonlySet<string>,
 ): IntentRoute | undefined {
   const text = intent.toLowerCase();
