@@ -10,11 +10,11 @@ import { Coordinator } from '../coordinator/coordinator.js';
 import type { AmfConfig } from '../config/config.js';
 import type { IdentityProvider } from '../identity/identityProvider.js';
 import type { LogFn } from '../log.js';
-import { McpFederation } from '../protocols/mcp/federation.js';
-import { McpAuditLog } from '../protocols/mcp/mcpAudit.js';
-import { TlsPinStore } from '../protocols/mcp/tlsPins.js';
+import { McpFederation } from '../protocols/mcp/federation/federation.js';
+import { McpAuditLog } from '../protocols/mcp/federation/audit.js';
+import { TlsPinStore } from '../protocols/mcp/federation/tlsPins.js';
 import { loadCoordinatorFingerprint } from '../protocols/mcp/coordinatorFingerprint.js';
-import { coordinatorCallCredentials, type McpCallCredentials } from '../protocols/mcp/callAuth.js';
+import { coordinatorCallCredentials, type McpCallCredentials } from '../protocols/mcp/federation/callAuth.js';
 import { VERSION } from '../version.js';
 
 export interface StartCoordinatorOptions {

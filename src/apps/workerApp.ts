@@ -21,8 +21,8 @@ import { workerEdgeGate, type WorkerEdgeKeys } from '../edge/worker/workerEdgeGa
 import type { IdentityProvider } from '../identity/identityProvider.js';
 import { closeServer, listen } from '../http/httpServer.js';
 import type { RequestDeadlines, Router } from '../http/httpKit.js';
-import { createWorkerMcpEndpoint } from '../protocols/mcp/workerMcp.js';
-import { MCP_PROTOCOL, type McpSessionLimits } from '../protocols/mcp/mcpEndpoint.js';
+import { createWorkerMcpEndpoint } from '../protocols/mcp/worker/endpoint.js';
+import { MCP_PROTOCOL, type McpSessionLimits } from '../protocols/mcp/endpoint/endpoint.js';
 import { CoordinatorFingerprintRecord } from '../protocols/mcp/coordinatorFingerprint.js';
 import type { McpServerConfig } from '../config/config.js';
 import { McpClientHub, type McpClientHubOptions } from '../mcpClient/mcpClientHub.js';

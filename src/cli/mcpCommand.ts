@@ -2,7 +2,7 @@
  * `amf mcp`: a stdio MCP server for IDEs (Claude Desktop, Cursor, VS Code) that proxies the
  * coordinator's aggregate `/mcp` endpoint (Streamable HTTP): tools, resources and templates,
  * prompts, completions, logging, subscriptions and progress, and the agents' sampling,
- * elicitation and roots requests back to the IDE (protocols/mcp/mcpProxy.ts). stdout carries the
+ * elicitation and roots requests back to the IDE (protocols/mcp/proxy.ts). stdout carries the
  * protocol, so everything else (logs, errors) goes to stderr.
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -10,10 +10,10 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { AmfError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { checkServerUrl, createMcpFetch } from '../mcpClient/limits.js';
-import { startMcpProxy, type McpProxy } from '../protocols/mcp/mcpProxy.js';
+import { startMcpProxy, type McpProxy } from '../protocols/mcp/proxy.js';
 import { VERSION } from '../version.js';
 
-export { MCP_PROXY_CALL_TIMEOUT_MS, type McpProxy } from '../protocols/mcp/mcpProxy.js';
+export { MCP_PROXY_CALL_TIMEOUT_MS, type McpProxy } from '../protocols/mcp/proxy.js';
 
 /** Options of `runMcpProxy`. */
 export interface McpProxyOptions {

@@ -18,7 +18,7 @@ import { startMemoryTrimmer } from '../util/memoryTrimmer.js';
 import { startWorker } from '../apps/workerApp.js';
 import { openIdentity } from '../identity/identityMode.js';
 import { requestDeadlines } from '../http/edgeLimits.js';
-import { mcpSessionLimits } from '../protocols/mcp/mcpEndpoint.js';
+import { mcpSessionLimits } from '../protocols/mcp/endpoint/endpoint.js';
 import { loadHandler } from './handlerLoader.js';
 import { findCoordinatorByMdns } from '../discovery/findCoordinator.js';
 import { AMF_CARD_EXTENSION_URI, amfCardBlock } from '../util/amfCardBlock.js';

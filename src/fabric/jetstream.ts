@@ -40,7 +40,10 @@ export const WORK_STREAM_SUBJECTS = ['amf.work.>'];
 export const RESULTS_CONSUMER = 'coordinators';
 export const AGENTS_BUCKET = 'amf_agents';
 export const TASKS_BUCKET = 'amf_tasks';
-/** TOFU pins of agents' TLS certificates for `https://` MCP endpoints (protocols/mcp/tlsPins.ts). */
+/**
+ * TOFU pins of agents' TLS certificates for `https://` MCP endpoints
+ * (protocols/mcp/federation/tlsPins.ts).
+ */
 export const MCP_PINS_BUCKET = 'amf_mcp_pins';
 /** Leases that make one coordinator of several do a job alone (coordinator/leaderLease.ts). */
 export const LEASES_BUCKET = 'amf_leases';

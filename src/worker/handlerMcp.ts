@@ -2,7 +2,7 @@
  * What a TypeScript handler may serve on its worker's `/mcp` besides the handler tool itself: more
  * tools, resources, resource templates, prompts and completions (`WorkerHandler.mcp`). The shapes
  * are the MCP wire types of the official SDK, so a handler author writes what the spec shows; the
- * worker's endpoint (protocols/mcp/workerMcpSurface.ts) does the protocol work (listing, lookup,
+ * worker's endpoint (protocols/mcp/worker/surface.ts) does the protocol work (listing, lookup,
  * logging levels, subscriptions).
  */
 import type {

@@ -44,7 +44,10 @@ const LAYERS: Readonly<Record<string, number>> = {
   'index.ts': 7,
 };
 
-/** The unit an import belongs to: a root file, a protocols/* adapter, or a top-level folder. */
+/**
+ * The unit an import belongs to: a root file, a protocols/* adapter, or a top-level folder. A
+ * subfolder (coordinator/tasks/, protocols/mcp/worker/) belongs to its parent's unit and layer.
+ */
 function unitOf(file: string): string {
   const parts = relative(SRC, file).split('/');
   if (parts.length === 1) return parts[0]!.replace(/\.js$/, '.ts');
@@ -88,6 +91,31 @@ function adapterToAdapter(edges: Edge[]): string[] {
     .map((e) => `${e.file} (${e.from}) imports ${e.to}`);
 }
 
+/** The one file the Coordinator class lives in, as import edges name their source files. */
+const COORDINATOR_CLASS = 'coordinator/coordinator.ts';
+/** Where the Coordinator class may be imported: the composition roots and the core itself. */
+const COORDINATOR_IMPORTERS = ['apps/', 'coordinator/'];
+
+/** The path (relative to src/) of each file that imports `target`, a file relative to src/. */
+function importersOf(target: string): string[] {
+  const found: string[] = [];
+  for (const file of sourceFiles(SRC)) {
+    for (const m of readFileSync(file, 'utf8').matchAll(IMPORT)) {
+      const imported = relative(SRC, resolve(dirname(file), (m[1] ?? m[2])!)).replace(/\.js$/, '.ts');
+      if (imported === target) found.push(relative(SRC, file));
+    }
+  }
+  return found;
+}
+
+/**
+ * Files that take the whole Coordinator though they are no composition root: the edge (protocol
+ * adapters, http/, the operator routes) takes narrow ports (docs/architecture.md, "Ports").
+ */
+function coordinatorOutsideRoots(importers: readonly string[]): string[] {
+  return importers.filter((f) => !COORDINATOR_IMPORTERS.some((allowed) => f.startsWith(allowed)));
+}
+
 /** Every folder cycle, as the list of units around it. */
 function folderCycles(edges: Edge[]): string[][] {
   const next = new Map<string, Set<string>>();
@@ -120,6 +148,12 @@ describe('the layers of src/', () => {
     expect(edges).toContainEqual(expect.objectContaining({ from: 'apps', to: 'worker' }));
   });
 
+  it('counts a subfolder as part of its folder', () => {
+    expect(unitOf(join(SRC, 'coordinator/tasks/lifecycle.ts'))).toBe('coordinator');
+    expect(unitOf(join(SRC, 'protocols/mcp/worker/endpoint.ts'))).toBe('protocols/mcp');
+    expect(unitOf(join(SRC, 'errors.js'))).toBe('errors.ts');
+  });
+
   it('places every folder in a layer', () => {
     const units = new Set(sourceFiles(SRC).map(unitOf));
     expect([...units].filter((u) => LAYERS[u] === undefined)).toEqual([]);
@@ -138,6 +172,28 @@ describe('the layers of src/', () => {
 
   it('has no folder cycle', () => {
     expect(folderCycles(edges).map((c) => c.join(' -> '))).toEqual([]);
+  });
+
+  it('lets only the composition roots and the core import the Coordinator class', () => {
+    const importers = importersOf(COORDINATOR_CLASS);
+    // Not vacuous: the roots do import it.
+    expect(importers).toContain('apps/coordinatorApp.ts');
+    expect(coordinatorOutsideRoots(importers)).toEqual([]);
+  });
+
+  it('finds an adapter, http/ or a routes folder that imports the Coordinator (the check can fail)', () => {
+    const planted = [
+      'protocols/openai/chatCompletions.ts',
+      'http/httpKit.ts',
+      'edge/coordinator/consoleRoutes.ts',
+      'apps/coordinatorApp.ts',
+      'coordinator/metrics.ts',
+    ];
+    expect(coordinatorOutsideRoots(planted)).toEqual([
+      'protocols/openai/chatCompletions.ts',
+      'http/httpKit.ts',
+      'edge/coordinator/consoleRoutes.ts',
+    ]);
   });
 
   it('keeps apps/ to composition roots: every file there exports a start function', () => {

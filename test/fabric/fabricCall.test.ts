@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
-import type { McpAuditRecord } from '../../src/protocols/mcp/mcpAudit.js';
+import type { McpAuditRecord } from '../../src/protocols/mcp/federation/audit.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 
 interface Envelope {

@@ -24,7 +24,7 @@ import { NatsServerMissingError } from '../../src/fabric/natsServer/supervisor.j
 import { NatsAuthError } from '../../src/fabric/connect.js';
 import { WatcherError } from '../../src/watcher/watcherPool.js';
 import { CardFetchError } from '../../src/admission/fetchAgentCard.js';
-import { TlsPinMismatchError } from '../../src/protocols/mcp/tlsPins.js';
+import { TlsPinMismatchError } from '../../src/protocols/mcp/federation/tlsPins.js';
 import { HandlerError } from '../../src/worker/handlerApi.js';
 import { decodePathSegment } from '../../src/http/httpKit.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';

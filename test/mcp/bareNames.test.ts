@@ -4,9 +4,9 @@
  * resolve, and templates route instantiated URIs.
  */
 import { describe, expect, it } from 'vitest';
-import { BareNames, type BareCollision } from '../../src/protocols/mcp/bareNames.js';
-import { ResourceCatalog, type FederationEntry } from '../../src/protocols/mcp/federatedResources.js';
-import { PromptCatalog } from '../../src/protocols/mcp/federatedPrompts.js';
+import { BareNames, type BareCollision } from '../../src/protocols/mcp/federation/bareNames.js';
+import { ResourceCatalog, type FederationEntry } from '../../src/protocols/mcp/federation/resources.js';
+import { PromptCatalog } from '../../src/protocols/mcp/federation/prompts.js';
 import { matchUriTemplate } from '../../src/protocols/mcp/uriTemplate.js';
 
 function entry(agentId: string, prefix: string, uris: string[], prompts: string[] = []): FederationEntry {

@@ -22,7 +22,7 @@ import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
 import { MeshWorker } from '../../src/worker/meshWorker.js';
 import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
-import { MCP_PROTOCOL } from '../../src/protocols/mcp/mcpEndpoint.js';
+import { MCP_PROTOCOL } from '../../src/protocols/mcp/endpoint/endpoint.js';
 import {
   CONTENT_RESULTS,
   PROGRESS_STEPS,

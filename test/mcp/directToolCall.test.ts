@@ -1,7 +1,8 @@
 /**
- * The federation's direct `tools/call` (directToolCall.ts) against a real MCP endpoint on
- * node:http: the result in the shared client's session, over SSE and JSON answers, the agent's
- * own errors as McpError, the time limit, and a session the agent ended (404) closing the client.
+ * The federation's direct `tools/call` (protocols/mcp/federation/directToolCall.ts) against a real
+ * MCP endpoint on node:http: the result in the shared client's session, over SSE and JSON answers,
+ * the agent's own errors as McpError, the time limit, and a session the agent ended (404) closing
+ * the client.
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -18,9 +19,13 @@ import {
   McpError,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { McpEndpoint } from '../../src/protocols/mcp/mcpEndpoint.js';
-import { createAgentFetch, NO_CALL_CREDENTIALS, type AgentFetch } from '../../src/protocols/mcp/callAuth.js';
-import { callToolDirect } from '../../src/protocols/mcp/directToolCall.js';
+import { McpEndpoint } from '../../src/protocols/mcp/endpoint/endpoint.js';
+import {
+  createAgentFetch,
+  NO_CALL_CREDENTIALS,
+  type AgentFetch,
+} from '../../src/protocols/mcp/federation/callAuth.js';
+import { callToolDirect } from '../../src/protocols/mcp/federation/directToolCall.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -46,7 +51,7 @@ function agentServer(): Server {
 /**
  * The agent on node:http. `sse`: AMF's own endpoint (SSE answers). `json`: one session on the SDK's
  * transport in its JSON answer mode, as other MCP servers answer (AMF's endpoint no longer uses that
- * mode: mcpEndpoint.ts says why).
+ * mode: protocols/mcp/endpoint/endpoint.ts says why).
  */
 async function agent(answers: 'sse' | 'json'): Promise<{ url: string }> {
   let handle: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;

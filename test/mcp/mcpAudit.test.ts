@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { ensureFabricStores, AUDIT_STREAM } from '../../src/fabric/jetstream.js';
-import { McpAuditLog, type McpAuditRecord } from '../../src/protocols/mcp/mcpAudit.js';
+import { McpAuditLog, type McpAuditRecord } from '../../src/protocols/mcp/federation/audit.js';
 import { startTestNats, type TestNats } from '../helpers/natsFixture.js';
 
 function record(i: number): McpAuditRecord {

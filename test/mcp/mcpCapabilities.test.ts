@@ -28,7 +28,7 @@ import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
 import type { RunningWorker } from '../../src/apps/workerApp.js';
 import { MeshWorker } from '../../src/worker/meshWorker.js';
-import { MCP_PROTOCOL } from '../../src/protocols/mcp/mcpEndpoint.js';
+import { MCP_PROTOCOL } from '../../src/protocols/mcp/endpoint/endpoint.js';
 // @ts-expect-error: an example handler module without types
 import conformanceHandler from '../fixtures/mcpConformanceBase.mjs';
 

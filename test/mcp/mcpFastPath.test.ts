@@ -10,7 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
-import type { McpAuditRecord } from '../../src/protocols/mcp/mcpAudit.js';
+import type { McpAuditRecord } from '../../src/protocols/mcp/federation/audit.js';
 
 let mesh: TestMesh;
 let client: Client;

@@ -17,7 +17,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import type { HandlerMcpSurface, WorkerHandler } from '../../src/worker/handlerApi.js';
-import type { McpAuditRecord } from '../../src/protocols/mcp/mcpAudit.js';
+import type { McpAuditRecord } from '../../src/protocols/mcp/federation/audit.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 
 const updates = new Set<(uri: string) => void>();

@@ -12,13 +12,13 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { McpEndpoint } from '../../src/protocols/mcp/mcpEndpoint.js';
+import { McpEndpoint } from '../../src/protocols/mcp/endpoint/endpoint.js';
 import {
   MAX_AGE_MS,
   MAX_BYTES,
   MAX_EVENTS,
   SessionEventStore,
-} from '../../src/protocols/mcp/sessionEventStore.js';
+} from '../../src/protocols/mcp/endpoint/sessionEventStore.js';
 
 let endpoint: McpEndpoint;
 let url: string;

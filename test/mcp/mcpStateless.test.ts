@@ -11,7 +11,7 @@ import { StreamableHTTPClientTransport as SessionTransport } from '@modelcontext
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
-import type { McpAuditRecord } from '../../src/protocols/mcp/mcpAudit.js';
+import type { McpAuditRecord } from '../../src/protocols/mcp/federation/audit.js';
 
 const REVISION = '2026-07-28';
 let mesh: TestMesh;

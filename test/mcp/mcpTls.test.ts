@@ -23,15 +23,15 @@ import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
 import { kvKey } from '../../src/fabric/jetstream.js';
 import { createEphemeralAgentKey, type AgentKey } from '../../src/identity/agentKey.js';
-import type { McpAuditRecord } from '../../src/protocols/mcp/mcpAudit.js';
-import { MCP_TLS_PIN_MISMATCH_CODE } from '../../src/protocols/mcp/federation.js';
-import { createAgentFetch, NO_CALL_CREDENTIALS } from '../../src/protocols/mcp/callAuth.js';
+import type { McpAuditRecord } from '../../src/protocols/mcp/federation/audit.js';
+import { MCP_TLS_PIN_MISMATCH_CODE } from '../../src/protocols/mcp/federation/federation.js';
+import { createAgentFetch, NO_CALL_CREDENTIALS } from '../../src/protocols/mcp/federation/callAuth.js';
 import {
   COORDINATOR_KEY_FILE,
   CoordinatorFingerprintRecord,
   loadCoordinatorFingerprint,
 } from '../../src/protocols/mcp/coordinatorFingerprint.js';
-import { probeCertificate } from '../../src/protocols/mcp/tlsPins.js';
+import { probeCertificate } from '../../src/protocols/mcp/federation/tlsPins.js';
 
 const run = promisify(execFile);
 let mesh: TestMesh;

@@ -13,7 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { startWorker, type RunningWorker } from '../../src/apps/workerApp.js';
-import { originAllowed } from '../../src/protocols/mcp/mcpEndpoint.js';
+import { originAllowed } from '../../src/protocols/mcp/endpoint/endpoint.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 let mesh: TestMesh;

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentKey } from '../../src/identity/agentKey.js';
 import { createEphemeralAgentKey } from '../../src/identity/agentKey.js';
 import { issueToken } from '../../src/identity/signedToken.js';
-import { coordinatorCallCredentials } from '../../src/protocols/mcp/callAuth.js';
+import { coordinatorCallCredentials } from '../../src/protocols/mcp/federation/callAuth.js';
 import type { RunningWorker } from '../../src/apps/workerApp.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';

@@ -12,7 +12,7 @@ import { EVENTS_STREAM, kvKey } from '../../fabric/jetstream.js';
 import { parseHistoryQuery, readHistory } from '../../http/eventHistory.js';
 import { bodyValidator, validBody } from '../../http/bodyValidator.js';
 import { decodePathSegment, readBody, sendJson, type Router } from '../../http/httpKit.js';
-import type { McpFederation } from '../../protocols/mcp/federation.js';
+import type { McpFederation } from '../../protocols/mcp/federation/federation.js';
 import type { RegisteredAgent } from '../../registry/agentRegistry.js';
 import { agentIdForName, type AgentNameSource } from '../../registry/agentNames.js';
 import type { Enrollment } from '../../registry/enrollments.js';

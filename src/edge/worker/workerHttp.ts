@@ -19,7 +19,7 @@ import {
 import { bodyValidator, validBody } from '../../http/bodyValidator.js';
 import type { MeshWorker } from '../../worker/meshWorker.js';
 import type { WorkerHandler } from '../../worker/handlerApi.js';
-import type { McpEndpoint } from '../../protocols/mcp/mcpEndpoint.js';
+import type { McpEndpoint } from '../../protocols/mcp/endpoint/endpoint.js';
 import { legacyAgentCard, workerAgentCard } from '../../protocols/a2a/agentCards.js';
 import { cardRoute } from '../../protocols/a2a/cardRoute.js';
 import { createWorkerA2a } from '../../protocols/a2a/index.js';

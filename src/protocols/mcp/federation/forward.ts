@@ -3,16 +3,16 @@
  * subscriptions, prompt gets, completions): the OPA decision (`data.amf.mcp.decision`, with `kind`
  * for non-tool requests), plaintext warning, TLS-pin refusal and audit record. How a refusal or a
  * failure is answered differs by request: a tool call answers with an `isError` result
- * (federatedToolCall.ts); the rest have no such shape, so they get a JSON-RPC error (-32003 with
+ * (toolCall.ts); the rest have no such shape, so they get a JSON-RPC error (-32003 with
  * the policy's reasons, or the pin-mismatch code).
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import type { PolicyEngine } from '../../policy/policyEngine.js';
-import type { AgentRegistry } from '../../registry/agentRegistry.js';
-import type { PolicyNotices } from '../../registry/policyNotices.js';
-import type { McpAuditLog, McpAuditRecord } from './mcpAudit.js';
-import type { LogFn } from '../../log.js';
+import type { PolicyEngine } from '../../../policy/policyEngine.js';
+import type { AgentRegistry } from '../../../registry/agentRegistry.js';
+import type { PolicyNotices } from '../../../registry/policyNotices.js';
+import type { McpAuditLog, McpAuditRecord } from './audit.js';
+import type { LogFn } from '../../../log.js';
 import { findPinMismatch, TLS_PIN_MISMATCH_REASON } from './tlsPins.js';
 
 /** What a forwarded request reaches at the agent (the policy input's `kind`). */

@@ -1,8 +1,8 @@
 /**
  * The federated MCP catalog behind the coordinator's `POST /mcp` (Model C): the tools of every live
  * admitted agent that announces an MCP endpoint, under federated wire names, with an OPA decision,
- * an authentication-tier check and an audit record on every call (federatedForward.ts). Calls are
- * forwarded (Model B) through the agents' shared clients (federatedAgents.ts).
+ * an authentication-tier check and an audit record on every call (forward.ts). Calls are
+ * forwarded (Model B) through the agents' shared clients (agents.ts).
  */
 import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -14,30 +14,30 @@ import type {
   Progress,
   Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { AgentRegistry, RegisteredAgent } from '../../registry/agentRegistry.js';
-import type { PolicyNotices } from '../../registry/policyNotices.js';
-import type { PolicyEngine } from '../../policy/policyEngine.js';
+import type { AgentRegistry, RegisteredAgent } from '../../../registry/agentRegistry.js';
+import type { PolicyNotices } from '../../../registry/policyNotices.js';
+import type { PolicyEngine } from '../../../policy/policyEngine.js';
 import type { McpCallCredentials } from './callAuth.js';
-import type { McpAuditLog } from './mcpAudit.js';
+import type { McpAuditLog } from './audit.js';
 import type { TlsPinStore } from './tlsPins.js';
 import { federatedCatalog, ToolNamer, type FederatedTool } from './toolNames.js';
 import type { AgentCatalog } from './agentCatalog.js';
 import { BareNames, type BareCollision } from './bareNames.js';
-import type { FederationEntry } from './federatedResources.js';
-import { buildFederatedExtras, grantBareToolNames, type FederatedExtras } from './federatedExtras.js';
-import { guardedForward, type ForwardDeps, type ForwardKind } from './federatedForward.js';
-import { FederatedAgents } from './federatedAgents.js';
-import { TOOL_CALL_ANSWERS } from './federatedToolCall.js';
-import { CALLER_META_KEY } from './workerCallers.js';
+import type { FederationEntry } from './resources.js';
+import { buildFederatedExtras, grantBareToolNames, type FederatedExtras } from './extras.js';
+import { guardedForward, type ForwardDeps, type ForwardKind } from './forward.js';
+import { FederatedAgents } from './agents.js';
+import { TOOL_CALL_ANSWERS } from './toolCall.js';
+import { CALLER_META_KEY } from '../workerCallers.js';
 import { callToolDirect } from './directToolCall.js';
-import { FederatedLogLevels } from './federatedLogging.js';
-import { AgentSubscriptions } from './federatedSubscriptions.js';
-import type { LogFn } from '../../log.js';
+import { FederatedLogLevels } from './logging.js';
+import { AgentSubscriptions } from './subscriptions.js';
+import type { LogFn } from '../../../log.js';
 
 export type { McpCallCredentials } from './callAuth.js';
 export type { FederatedTool } from './toolNames.js';
-export type { FederatedExtras } from './federatedExtras.js';
-export { MCP_TLS_PIN_MISMATCH_CODE } from './federatedForward.js';
+export type { FederatedExtras } from './extras.js';
+export { MCP_TLS_PIN_MISMATCH_CODE } from './forward.js';
 
 /** Options of the federation. */
 export interface McpFederationOptions {
@@ -232,14 +232,14 @@ export class McpFederation {
     return this.entriesCache.find((e) => e.agentId === agentId)?.prefix ?? this.namer.slug(agentId);
   }
 
-  /** Sets the log level of every agent that offers logging (federatedAgents.ts). */
+  /** Sets the log level of every agent that offers logging (agents.ts). */
   setLogLevel(level: LoggingLevel | undefined): Promise<void> {
     return this.agents.setLogLevel(level);
   }
 
   /**
    * Runs `run` against the agent behind a resolved target with the same policy decision, auth
-   * tier, audit record and pin handling as a tool call (federatedForward.ts).
+   * tier, audit record and pin handling as a tool call (forward.ts).
    */
   forward<T>(
     kind: ForwardKind,
@@ -325,7 +325,7 @@ export class McpFederation {
     };
   }
 
-  /** A connection of its own to an agent for one caller session (federatedAgents.ts). */
+  /** A connection of its own to an agent for one caller session (agents.ts). */
   openSessionClient(
     agentId: string,
     capabilities: ClientCapabilities,

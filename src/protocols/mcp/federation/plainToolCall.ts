@@ -1,13 +1,14 @@
 /**
  * The fast path of a plain federated `tools/call` on a live session of the coordinator's `/mcp`
- * (sessionFastPath.ts, issue 14): the same federation call as the SDK server's handler (policy,
- * audit, namespacing, forward), without the server transport's per-message work. A request with
- * anything beyond a name, arguments and `_meta` without a progress token (progress, tasks) is left
- * to the SDK handler, which also reports malformed params as it always has.
+ * (protocols/mcp/endpoint/sessionFastPath.ts, issue 14): the same federation call as the SDK
+ * server's handler (policy, audit, namespacing, forward), without the server transport's
+ * per-message work. A request with anything beyond a name, arguments and `_meta` without a progress
+ * token (progress, tasks) is left to the SDK handler, which also reports malformed params as it
+ * always has.
  */
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { McpFederation, McpCaller } from './federation.js';
-import type { FastAnswer, FastRequest } from './sessionFastPath.js';
+import type { FastAnswer, FastRequest } from '../endpoint/sessionFastPath.js';
 
 const PLAIN_KEYS = new Set(['name', 'arguments', '_meta']);
 

@@ -6,8 +6,8 @@
 import { jetstream, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { randomUUID } from 'node:crypto';
 import { headers, type NatsConnection } from '@nats-io/transport-node';
-import { AUDIT_STREAM } from '../../fabric/jetstream.js';
-import { AmfError } from '../../errors.js';
+import { AUDIT_STREAM } from '../../../fabric/jetstream.js';
+import { AmfError } from '../../../errors.js';
 
 /** Subject of MCP call audit records. */
 export const MCP_AUDIT_SUBJECT = 'amf.audit.mcp';

@@ -11,14 +11,14 @@
  * Every request also carries `X-AMF-Coordinator-Fingerprint`.
  */
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { COORDINATOR_FINGERPRINT_HEADER } from './coordinatorFingerprint.js';
+import { COORDINATOR_FINGERPRINT_HEADER } from '../coordinatorFingerprint.js';
 import http from 'node:http';
 import https from 'node:https';
 import { nodeFetch } from './nodeFetch.js';
 import { PinnedHttpsAgent, type TlsPinMismatchError } from './tlsPins.js';
-import type { AgentKey } from '../../identity/agentKey.js';
-import { issueToken } from '../../identity/signedToken.js';
-import { BoundedCache } from '../../util/boundedCache.js';
+import type { AgentKey } from '../../../identity/agentKey.js';
+import { issueToken } from '../../../identity/signedToken.js';
+import { BoundedCache } from '../../../util/boundedCache.js';
 
 /**
  * Hook for the SPIFFE tier: the headers to add to one request to `agentId` (e.g.

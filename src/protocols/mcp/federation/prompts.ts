@@ -5,7 +5,7 @@
  */
 import type { Prompt } from '@modelcontextprotocol/sdk/types.js';
 import { claimAll, type BareCollision, type BareNames } from './bareNames.js';
-import type { FederationEntry } from './federatedResources.js';
+import type { FederationEntry } from './resources.js';
 import { WIRE_SEPARATOR } from './toolNames.js';
 
 /** Where a federated prompt name leads. */

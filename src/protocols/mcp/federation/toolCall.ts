@@ -4,10 +4,10 @@
  * The agent's own JSON-RPC error (an unknown tool, bad arguments, a client capability the tool
  * needs and the caller did not declare) is a protocol answer, not a failure of the federation: it
  * reaches the caller unchanged, as from the agent directly. The guard itself is shared with every
- * other federated request (federatedForward.ts).
+ * other federated request (forward.ts).
  */
 import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { ForwardAnswers } from './federatedForward.js';
+import type { ForwardAnswers } from './forward.js';
 
 function denied(text: string, reasons: string[]): CallToolResult {
   return {

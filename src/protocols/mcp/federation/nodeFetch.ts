@@ -11,7 +11,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { AmfError } from '../../errors.js';
+import { AmfError } from '../../../errors.js';
 
 function toHeaders(raw: NodeJS.Dict<string | string[]>): Headers {
   const headers = new Headers();

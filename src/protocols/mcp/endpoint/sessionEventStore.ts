@@ -12,7 +12,7 @@
  */
 import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { AmfError } from '../../errors.js';
+import { AmfError } from '../../../errors.js';
 
 /** Most events one session keeps for resumption. */
 export const MAX_EVENTS = 64;

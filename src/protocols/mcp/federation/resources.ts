@@ -8,7 +8,7 @@
 import type { Resource, ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
 import type { AgentCatalog } from './agentCatalog.js';
 import { claimAll, type BareCollision, type BareNames } from './bareNames.js';
-import { matchUriTemplate } from './uriTemplate.js';
+import { matchUriTemplate } from '../uriTemplate.js';
 
 /** Scheme of namespaced resource URIs. */
 export const FEDERATED_URI_SCHEME = 'amf://';

@@ -1,10 +1,10 @@
 /**
  * A request of a live MCP session answered without the SDK's server transport (issue 14): the host
- * (coordinatorMcp.ts) may take a plain JSON-RPC request, such as a federated `tools/call`, and
- * answer it with one `application/json` body (Streamable HTTP allows it for any POST). Only a
- * request the SDK transport would accept as it is qualifies: one message with an id, both media
- * types accepted, a JSON body, a supported `MCP-Protocol-Version`. Everything else, and every
- * request the host declines, takes the SDK path unchanged.
+ * (protocols/mcp/federation/endpoint.ts) may take a plain JSON-RPC request, such as a federated
+ * `tools/call`, and answer it with one `application/json` body (Streamable HTTP allows it for any
+ * POST). Only a request the SDK transport would accept as it is qualifies: one message with an id,
+ * both media types accepted, a JSON body, a supported `MCP-Protocol-Version`. Everything else, and
+ * every request the host declines, takes the SDK path unchanged.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';

@@ -6,7 +6,7 @@
  * validation, a bounded body, broadcast of notifications to every open session, and SSE
  * resumability (SEP-1699: event ids, priming events with `retry`, `Last-Event-ID`; see
  * sessionEventStore.ts). Given a protocol-neutral tool surface, it also serves the stateless
- * revision 2026-07-28 (statelessMcp.ts).
+ * revision 2026-07-28 (stateless.ts).
  *
  * Sessions cost memory (an SDK server and transport each) and `initialize` needs no credential, so
  * the table is bounded per client and in total, and a session nobody uses expires. On one machine
@@ -22,21 +22,21 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import type { AmfConfig } from '../../config/config.js';
-import { AmfError } from '../../errors.js';
-import { readBody } from '../../http/httpKit.js';
+import type { AmfConfig } from '../../../config/config.js';
+import { AmfError } from '../../../errors.js';
+import { readBody } from '../../../http/httpKit.js';
 import {
   httpStatusFor,
   JSONRPC_PARSE_ERROR,
   JSONRPC_SERVER_ERROR,
   jsonRpcErrorBody,
-} from '../../http/wireErrors.js';
-import { isLoopbackHost } from '../../net/hostRules.js';
-import { StatelessMcp, type McpToolSurface } from './statelessMcp.js';
+} from '../../../http/wireErrors.js';
+import { isLoopbackHost } from '../../../net/hostRules.js';
+import { StatelessMcp, type McpToolSurface } from './stateless.js';
 import { answerFast, asFastRequest, type FastAnswer, type FastRequestHandler } from './sessionFastPath.js';
 import { SessionEventStore, STANDALONE_STREAM_ID } from './sessionEventStore.js';
 
-export type { McpToolSurface } from './statelessMcp.js';
+export type { McpToolSurface } from './stateless.js';
 
 /** MCP revision AMF agents announce in `protocols_supported` (the SDK's latest). */
 export const MCP_PROTOCOL = 'MCP/2025-11-25';
@@ -67,7 +67,7 @@ export interface McpEndpointOptions {
   onRequest?: (req: IncomingMessage) => void;
   /**
    * The endpoint's tools, protocol-neutral. With it, requests of the stateless revision 2026-07-28
-   * are served by the v2 SDK (statelessMcp.ts); without it, every request takes the session path.
+   * are served by the v2 SDK (stateless.ts); without it, every request takes the session path.
    */
   tools?: McpToolSurface;
   /** Serves a plain request of a live session without the SDK transport (sessionFastPath.ts). */

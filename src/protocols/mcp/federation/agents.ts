@@ -17,8 +17,8 @@ import {
   type LoggingMessageNotification,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { AgentRegistry } from '../../registry/agentRegistry.js';
-import type { PolicyNotices } from '../../registry/policyNotices.js';
+import type { AgentRegistry } from '../../../registry/agentRegistry.js';
+import type { PolicyNotices } from '../../../registry/policyNotices.js';
 import {
   createAgentFetch,
   isHttps,
@@ -26,7 +26,7 @@ import {
   type AgentFetch,
   type McpCallCredentials,
 } from './callAuth.js';
-import type { McpAuditRecord } from './mcpAudit.js';
+import type { McpAuditRecord } from './audit.js';
 import {
   findPinMismatch,
   TLS_PIN_MISMATCH_REASON,
@@ -34,8 +34,8 @@ import {
   type TlsPinStore,
 } from './tlsPins.js';
 import { EMPTY_CATALOG, listAgentCatalog, type AgentCatalog } from './agentCatalog.js';
-import type { LogFn } from '../../log.js';
-import { AmfError } from '../../errors.js';
+import type { LogFn } from '../../../log.js';
+import { AmfError } from '../../../errors.js';
 
 /** What the agent links need from the federation's options. */
 export interface FederatedAgentsOptions {

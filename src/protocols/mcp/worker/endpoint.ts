@@ -15,21 +15,16 @@ import {
   type Progress,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { McpRequestContext, WorkerHandler } from '../../worker/handlerApi.js';
-import type { MeshWorker } from '../../worker/meshWorker.js';
+import type { McpRequestContext, WorkerHandler } from '../../../worker/handlerApi.js';
+import type { MeshWorker } from '../../../worker/meshWorker.js';
 import {
   COORDINATOR_FINGERPRINT_HEADER,
   type CoordinatorFingerprintRecord,
-} from './coordinatorFingerprint.js';
-import { McpEndpoint, remoteAddressKey, type McpSessionLimits } from './mcpEndpoint.js';
-import { SessionLogLevel } from './mcpLogLevel.js';
-import {
-  requestContext,
-  ResourceUpdates,
-  serveHandlerSurface,
-  surfaceCapabilities,
-} from './workerMcpSurface.js';
-import { WorkerCallers } from './workerCallers.js';
+} from '../coordinatorFingerprint.js';
+import { McpEndpoint, remoteAddressKey, type McpSessionLimits } from '../endpoint/endpoint.js';
+import { SessionLogLevel } from '../logLevel.js';
+import { requestContext, ResourceUpdates, serveHandlerSurface, surfaceCapabilities } from './surface.js';
+import { WorkerCallers } from '../workerCallers.js';
 
 /** Input schema of a handler that declares none: one string argument `text` (the task text). */
 export const DEFAULT_TOOL_INPUT_SCHEMA: Tool['inputSchema'] = {

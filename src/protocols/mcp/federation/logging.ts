@@ -4,7 +4,7 @@
  * coordinator once; each session then gets what its own level admits).
  */
 import type { LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
-import { logSeverity } from './mcpLogLevel.js';
+import { logSeverity } from '../logLevel.js';
 
 export class FederatedLogLevels {
   private readonly levels = new Map<object, LoggingLevel>();

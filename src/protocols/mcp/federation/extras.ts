@@ -1,12 +1,12 @@
 /**
  * The federated catalog beyond tools, rebuilt from the live agents' offers after every change:
- * resources and templates (federatedResources.ts) and prompts (federatedPrompts.ts). Also grants
+ * resources and templates (resources.ts) and prompts (prompts.ts). Also grants
  * bare tool names (bareNames.ts).
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { claimAll, type BareCollision, type BareNames } from './bareNames.js';
-import { PromptCatalog } from './federatedPrompts.js';
-import { ResourceCatalog, type FederationEntry } from './federatedResources.js';
+import { PromptCatalog } from './prompts.js';
+import { ResourceCatalog, type FederationEntry } from './resources.js';
 import { isWireName, WIRE_SEPARATOR, type FederatedTool } from './toolNames.js';
 
 /** The federated resources and prompts. */

@@ -25,10 +25,10 @@ import {
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { HandlerMcpSurface, McpRequestContext } from '../../worker/handlerMcp.js';
-import type { CallerContext, McpCallerSession, ReexportedSurface } from '../../worker/reexportMcp.js';
-import { SessionLogLevel } from './mcpLogLevel.js';
-import { matchUriTemplate } from './uriTemplate.js';
+import type { HandlerMcpSurface, McpRequestContext } from '../../../worker/handlerMcp.js';
+import type { CallerContext, McpCallerSession, ReexportedSurface } from '../../../worker/reexportMcp.js';
+import { SessionLogLevel } from '../logLevel.js';
+import { matchUriTemplate } from '../uriTemplate.js';
 
 type Extra = RequestHandlerExtra<ServerRequest | ClientRequest, ServerNotification | ClientNotification>;
 

@@ -42,9 +42,9 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import { callerMeta, type McpCaller, type McpFederation } from './federation.js';
-import { SessionLogLevel } from './mcpLogLevel.js';
-import { MAX_SUBSCRIPTIONS_PER_SESSION, SessionSubscriptions } from './federatedSubscriptions.js';
-import { AmfError } from '../../errors.js';
+import { SessionLogLevel } from '../logLevel.js';
+import { MAX_SUBSCRIPTIONS_PER_SESSION, SessionSubscriptions } from './subscriptions.js';
+import { AmfError } from '../../../errors.js';
 
 type Extra = RequestHandlerExtra<ServerRequest | ClientRequest, ServerNotification | ClientNotification>;
 

@@ -1,7 +1,7 @@
 /**
  * The coordinator's federated MCP endpoint: an SDK `Server` per session whose `tools/list` is the
  * federation's catalog and whose `tools/call` goes through the federation (policy, audit, forward).
- * Resources, prompts, completions and logging are served per session by coordinatorMcpSession.ts
+ * Resources, prompts, completions and logging are served per session by session.ts
  * (announced from the start, whether or not an agent offers them yet). Catalog changes reach every open session as
  * `notifications/{tools,resources,prompts}/list_changed`. The same tool catalog and call path serve
  * the stateless revision 2026-07-28 (no session: policy and audit per request, catalog changes over
@@ -14,9 +14,9 @@ import {
   McpError,
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
-import { McpEndpoint, STOPPING_ERROR, type McpSessionLimits } from './mcpEndpoint.js';
+import { McpEndpoint, STOPPING_ERROR, type McpSessionLimits } from '../endpoint/endpoint.js';
 import type { McpFederation } from './federation.js';
-import { CoordinatorMcpSession, federatedCapabilities } from './coordinatorMcpSession.js';
+import { CoordinatorMcpSession, federatedCapabilities } from './session.js';
 import { plainToolCall } from './plainToolCall.js';
 
 const INSTRUCTIONS =

@@ -22,7 +22,7 @@ import {
   type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { AgentFetch, RawAnswer } from './callAuth.js';
-import { AmfError } from '../../errors.js';
+import { AmfError } from '../../../errors.js';
 
 /** What one direct call needs. */
 export interface DirectCall {

@@ -11,8 +11,8 @@ import { isIP } from 'node:net';
 import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import type { KV } from '@nats-io/kv';
-import { kvKey } from '../../fabric/jetstream.js';
-import { AmfError } from '../../errors.js';
+import { kvKey } from '../../../fabric/jetstream.js';
+import { AmfError } from '../../../errors.js';
 
 /** Policy warning reason (and audit reason) of a certificate that no longer matches its pin. */
 export const TLS_PIN_MISMATCH_REASON = 'mcp_tls_pin_mismatch';
