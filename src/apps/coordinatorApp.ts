@@ -52,6 +52,14 @@ import type { Disablement } from '../registry/disablements.js';
 import { ownAgentAccess } from '../coordinator/calloutWiring.js';
 import { EdgeAuth, ROUTE_ACCESS } from '../http/routeAccess.js';
 import { loadOrCreateOperatorKey } from '../identity/operatorKey.js';
+import { kvKey } from '../fabric/jetstream.js';
+import type { AgentOperator } from '../edge/coordinator/consoleRoutes.js';
+import type { PublishDeps } from '../edge/coordinator/publishRoute.js';
+import type { CoordinatorA2aDeps } from '../protocols/a2a/index.js';
+import type { CoordinatorCardSource } from '../protocols/a2a/agentCards.js';
+import type { MetricsSources } from '../coordinator/metrics.js';
+import type { TaskService } from '../coordinator/tasks/taskService.js';
+import type { AgentDirectory } from '../registry/agentDirectory.js';
 import {
   startCoordinatorRuntime,
   startCoordinatorServices,
@@ -95,9 +103,63 @@ export interface CoordinatorHttp {
   close(): Promise<void>;
 }
 
+/** The narrow ports the edge takes (docs/architecture.md, "Ports"). */
+export interface CoordinatorPorts {
+  tasks: TaskService;
+  agents: AgentDirectory;
+  /** What the coordinator's card shows of it. */
+  card: CoordinatorCardSource;
+  a2a: CoordinatorA2aDeps;
+  /** The operator's actions on agents, carried out by the coordinator that owns the registry. */
+  operator: AgentOperator;
+  publish: PublishDeps;
+  metrics: MetricsSources;
+}
+
+/**
+ * Cuts the ports from a Coordinator: the protocol adapters, the operator routes and the metrics see
+ * these, never the Coordinator itself, so only the composition roots and the core touch it.
+ */
+export function coordinatorPorts(coordinator: Coordinator): CoordinatorPorts {
+  const { config, tasks, registry: agents } = coordinator;
+  const card: CoordinatorCardSource = {
+    agents,
+    agentId: coordinator.sender.identity,
+    trustDomain: config.identity.trustDomain,
+    spiffe: coordinator.identity.mode === 'spiffe',
+    natsUrl: () => coordinator.advertisedNatsUrl,
+  };
+  return {
+    tasks,
+    agents,
+    card,
+    a2a: { tasks, agents, config, card, waiting: coordinator.stores.a2aWaiting, log: coordinator.log },
+    operator: {
+      approve: (agentId, expectedNkey) => coordinator.approveAgent(agentId, expectedNkey),
+      disable: (agentId, from) => coordinator.disableAgent(agentId, from),
+      enable: (agentId, from) => coordinator.enableAgent(agentId, from),
+      // Out of the registry and the shared store; the key's enrollment goes with its binding.
+      forget: async (agentId) => {
+        coordinator.registry.forget(agentId);
+        await coordinator.stores.agents.delete(kvKey(agentId));
+        await coordinator.enrollments.settled();
+      },
+    },
+    publish: {
+      tasks,
+      artifacts: coordinator.artifacts,
+      encode: (event) => coordinator.bus.takeBytes(event),
+      publish: (subject, bytes) => coordinator.nc.publish(subject, bytes),
+      config,
+    },
+    metrics: { tasks, agents, fabricHealth: () => coordinator.fabricHealth },
+  };
+}
+
 /** Builds the router for a coordinator. */
 function buildRouter(
   coordinator: Coordinator,
+  ports: CoordinatorPorts,
   hub: EventStreamHub,
   metrics: CoordinatorMetrics,
   getUrl: () => string,
@@ -139,10 +201,10 @@ function buildRouter(
         live: [...coordinator.registry.list()].filter((a) => a.status === 'live').length,
         known: coordinator.registry.list().length,
       },
-      tasks: { active: coordinator.lifecycle.activeCount },
+      tasks: { active: ports.tasks.activeCount },
     });
   });
-  const buildCard = () => coordinatorAgentCard(coordinator, getUrl());
+  const buildCard = () => coordinatorAgentCard(ports.card, getUrl());
   router.on('GET', '/.well-known/agent-card.json', cardRoute(buildCard));
   router.on('GET', '/events', (req, res, url) => hub.handle(req, res, url));
   router.on('GET', '/agents', (_req, res) =>
@@ -163,19 +225,19 @@ function buildRouter(
   );
   router.onPrefix('GET', '/tasks/', async (_req, res, url) => {
     const id = decodePathSegment(url.pathname.slice('/tasks/'.length));
-    const task = coordinator.lifecycle.get(id);
+    const task = ports.tasks.get(id);
     if (task) return sendJson(res, 200, taskSnapshot(task));
     throw new AmfError('NOT_FOUND', `no task ${id} is known to this coordinator`);
   });
   // The caller is the operator only when this request presented the operator key.
   router.on('POST', '/publish', (req, res, url) =>
-    handlePublish(req, res, coordinator, isOperator(req, url) ? OPERATOR_CALLER : ANONYMOUS_CALLER),
+    handlePublish(req, res, ports.publish, isOperator(req, url) ? OPERATOR_CALLER : ANONYMOUS_CALLER),
   );
-  router.on('GET', '/v1/models', (_req, res) => sendJson(res, 200, listModels(coordinator.registry)));
+  router.on('GET', '/v1/models', (_req, res) => sendJson(res, 200, listModels(ports.agents)));
   router.on('POST', '/v1/chat/completions', (req, res) =>
     handleChatCompletion(req, res, {
-      dispatcher: coordinator.dispatcher,
-      registry: coordinator.registry,
+      tasks: ports.tasks,
+      agents: ports.agents,
       requestTimeoutMs: config.openai.requestTimeoutSeconds * 1000,
       maxBodyBytes: config.openai.maxBodyBytes,
       stopping,
@@ -260,7 +322,8 @@ async function serveCoordinator(
   const operatorKey = config.coordinator.apiKey ?? (await loadOrCreateOperatorKey(config.dataDir));
   const auth = new EdgeAuth({ operatorKey, identity: coordinator.identity });
   const hub = new EventStreamHub(coordinator.nc, eventStreamLimits(config));
-  const metrics = new CoordinatorMetrics(coordinator);
+  const ports = coordinatorPorts(coordinator);
+  const metrics = new CoordinatorMetrics(ports.metrics);
   registerEventStreamMetrics(metrics.registry, hub);
   let url = '';
   const mcpEndpoint = createCoordinatorMcpEndpoint(federation, VERSION, mcpSessionLimits(config));
@@ -273,6 +336,7 @@ async function serveCoordinator(
   setMaxListeners(0, stopping.signal);
   const router = buildRouter(
     coordinator,
+    ports,
     hub,
     metrics,
     () => url,
@@ -283,7 +347,7 @@ async function serveCoordinator(
   );
   // A2A: JSON-RPC at POST /a2a, HTTP+JSON under /a2a/rest/, tasks dispatched into the mesh.
   const a2a = createCoordinatorA2a(
-    coordinator,
+    ports.a2a,
     () => url,
     (requested, message) => unknownTags.refused({ protocol: 'a2a', requested, message }),
     // A task still working when the edge stops ends with a final failed status on its stream; AMP
@@ -297,18 +361,31 @@ async function serveCoordinator(
     coordinator.log('info', 'A2A tasks waiting for input taken over', { tasks: waitingTasks });
   // AMP (also the merged A2A card / AMP manifest at /.well-known/agent.json) and Fabric /mcp/call.
   const amp = registerAmpRoutes(router, {
-    coordinator,
+    tasks: ports.tasks,
+    agents: ports.agents,
+    config,
+    selfId: () => coordinator.sender.identity,
+    log: coordinator.log,
     getUrl: () => url,
     // The legacy view (0.3 fields, top-level x-amf): agent.json is read by 0.3 and AMP clients.
-    card: () => legacyAgentCard(coordinatorAgentCard(coordinator, url)),
+    card: () => legacyAgentCard(coordinatorAgentCard(ports.card, url)),
   });
   registerFabricRoutes(router, {
-    coordinator,
+    tasks: ports.tasks,
+    agents: ports.agents,
+    config,
     federation,
     onUnknownCapability: (capability, message) =>
       unknownTags.refused({ protocol: 'fabric', requested: `capability ${capability}`, message }),
   });
-  registerConsoleRoutes(router, coordinator, federation);
+  registerConsoleRoutes(router, {
+    tasks: ports.tasks,
+    agents: ports.agents,
+    operator: ports.operator,
+    federation,
+    jsm: coordinator.stores.jsm,
+    log: coordinator.log,
+  });
   // Invites: the operator asks for one; an agent on another machine redeems it at /join.
   registerInviteRoutes(router, {
     key: coordinator.signingKey,
@@ -397,7 +474,7 @@ async function serveCoordinator(
         // Requests still waiting for a task are answered and their tasks cancelled together first;
         // the answers settle before the stop signal, so no handler answers "stopped" for a task
         // that completed meanwhile.
-        coordinator.dispatcher.endForStop();
+        ports.tasks.endForStop();
         await new Promise((resolve) => setImmediate(resolve));
         stopping.abort();
         hub.close();

@@ -4,7 +4,16 @@
  * scrape time so they cost nothing between scrapes.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Coordinator } from './coordinator.js';
+import type { AgentDirectory } from '../registry/agentDirectory.js';
+import type { FabricHealth } from './coordinatorOptions.js';
+import type { TaskService } from './tasks/taskService.js';
+
+/** What the metrics read: the tasks, the agents and the fabric's health, never the whole Coordinator. */
+export interface MetricsSources {
+  tasks: Pick<TaskService, 'activeCount' | 'onTerminal'>;
+  agents: Pick<AgentDirectory, 'list'>;
+  fabricHealth: () => FabricHealth;
+}
 
 export class CoordinatorMetrics {
   readonly registry = new Registry();
@@ -12,7 +21,7 @@ export class CoordinatorMetrics {
   readonly tasksFinished: Counter<'tag' | 'state'>;
   readonly taskDuration: Histogram<'state'>;
 
-  constructor(coordinator: Coordinator) {
+  constructor(sources: MetricsSources) {
     collectDefaultMetrics({ register: this.registry, prefix: 'amf_process_' });
     this.httpRequests = new Counter({
       name: 'amf_http_requests_total',
@@ -38,7 +47,7 @@ export class CoordinatorMetrics {
       help: 'Tasks in flight',
       registers: [this.registry],
       collect() {
-        this.set(coordinator.lifecycle.activeCount);
+        this.set(sources.tasks.activeCount);
       },
     });
     new Gauge({
@@ -48,7 +57,7 @@ export class CoordinatorMetrics {
       registers: [this.registry],
       collect() {
         const counts = { live: 0, offline: 0, unverified: 0, pending: 0 };
-        for (const a of coordinator.registry.list()) counts[a.status]++;
+        for (const a of sources.agents.list()) counts[a.status]++;
         for (const [status, count] of Object.entries(counts)) this.set({ status }, count);
       },
     });
@@ -57,7 +66,7 @@ export class CoordinatorMetrics {
       help: '1 while the coordinator is connected to NATS, 0 during an outage',
       registers: [this.registry],
       collect() {
-        this.set(coordinator.fabricHealth.connected ? 1 : 0);
+        this.set(sources.fabricHealth().connected ? 1 : 0);
       },
     });
     new Gauge({
@@ -65,11 +74,11 @@ export class CoordinatorMetrics {
       help: 'Times the spawned nats-server was restarted after dying (absent with --nats-url)',
       registers: [this.registry],
       collect() {
-        const server = coordinator.fabricHealth.server;
+        const server = sources.fabricHealth().server;
         if (server) this.set(server.restarts);
       },
     });
-    coordinator.lifecycle.onTerminal(({ task, state, durationMs }) => {
+    sources.tasks.onTerminal(({ task, state, durationMs }) => {
       if (!task.owned) return;
       this.tasksFinished.inc({ tag: task.tag, state });
       this.taskDuration.observe({ state }, durationMs / 1000);

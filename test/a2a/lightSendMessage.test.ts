@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { createCoordinatorA2a, type CoordinatorA2a } from '../../src/protocols/a2a/index.js';
+import { coordinatorPorts } from '../../src/apps/coordinatorApp.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
 
 let mesh: TestMesh;
@@ -19,7 +20,9 @@ const servers: http.Server[] = [];
 /** One coordinator A2A server on an HTTP server of its own. */
 async function serve(lightSendMessage: boolean): Promise<CoordinatorA2a & { url: string }> {
   let url = '';
-  const a2a = createCoordinatorA2a(mesh.coordinator, () => url, undefined, { lightSendMessage });
+  const a2a = createCoordinatorA2a(coordinatorPorts(mesh.coordinator).a2a, () => url, undefined, {
+    lightSendMessage,
+  });
   const server = http.createServer((req, res) => {
     void a2a.server.handle(req, res, new URL(req.url ?? '/', 'http://127.0.0.1'));
   });

@@ -22,6 +22,7 @@ import {
   unionAgentCard,
   workerAgentCard,
 } from '../../src/protocols/a2a/agentCards.js';
+import { coordinatorPorts } from '../../src/apps/coordinatorApp.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
@@ -293,13 +294,13 @@ describe('message parts a plain client sends', () => {
 
 describe('security declared in the card', () => {
   it('declares nothing while the edge is bound to loopback', async () => {
-    const card = coordinatorAgentCard(mesh.coordinator, mesh.url);
+    const card = coordinatorAgentCard(coordinatorPorts(mesh.coordinator).card, mesh.url);
     expect(card).not.toHaveProperty('securitySchemes');
     expect(card).not.toHaveProperty('securityRequirements');
   });
 
   it('declares the operator key as an HTTP bearer scheme beyond loopback, in 1.0 and 0.3 form', async () => {
-    const card = coordinatorAgentCard(mesh.coordinator, 'http://192.168.1.20:8765');
+    const card = coordinatorAgentCard(coordinatorPorts(mesh.coordinator).card, 'http://192.168.1.20:8765');
     expect(card.securitySchemes).toEqual({
       [OPERATOR_KEY_SCHEME]: {
         httpAuthSecurityScheme: { scheme: 'Bearer', description: expect.stringContaining('beyond loopback') },
@@ -329,7 +330,11 @@ describe('security declared in the card', () => {
       const file = join(dir, 'card.json');
       await writeFile(
         file,
-        JSON.stringify(unionAgentCard(coordinatorAgentCard(mesh.coordinator, 'http://10.1.2.3:8765'))),
+        JSON.stringify(
+          unionAgentCard(
+            coordinatorAgentCard(coordinatorPorts(mesh.coordinator).card, 'http://10.1.2.3:8765'),
+          ),
+        ),
       );
       const out = await new Promise<string>((done, fail) =>
         execFile(python, ['-c', code, file], { timeout: 60_000 }, (err, stdout, stderr) =>

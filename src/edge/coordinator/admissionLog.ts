@@ -9,7 +9,7 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import { EVENTS_STREAM, INTERNAL_STREAM } from '../../fabric/jetstream.js';
 import { SUBJECT_INTERNAL_CLASSIFIED } from '../../events/subjects.js';
 import { readHistory } from '../../http/eventHistory.js';
-import type { AgentRegistry } from '../../registry/agentRegistry.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
 
 export const ADMISSIONS_MAX_LIMIT = 500;
 
@@ -58,7 +58,7 @@ function str(v: unknown): string | null {
 /** The newest `limit` admission decisions, newest first. */
 export async function recentAdmissions(
   jsm: JetStreamManager,
-  registry: AgentRegistry,
+  registry: AgentDirectory,
   limit: number,
 ): Promise<AdmissionEntry[]> {
   const [summaries, denials] = await Promise.all([

@@ -6,13 +6,16 @@
  * (the coordinator's edge checks it before routing), and every query is bounded.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import { AmfError } from '../../errors.js';
-import type { Coordinator } from '../../coordinator/coordinator.js';
-import { EVENTS_STREAM, kvKey } from '../../fabric/jetstream.js';
+import type { TaskService } from '../../coordinator/tasks/taskService.js';
+import { EVENTS_STREAM } from '../../fabric/jetstream.js';
+import type { LogFn } from '../../log.js';
 import { parseHistoryQuery, readHistory } from '../../http/eventHistory.js';
 import { bodyValidator, validBody } from '../../http/bodyValidator.js';
 import { decodePathSegment, readBody, sendJson, type Router } from '../../http/httpKit.js';
 import type { McpFederation } from '../../protocols/mcp/federation/federation.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
 import type { RegisteredAgent } from '../../registry/agentRegistry.js';
 import { agentIdForName, type AgentNameSource } from '../../registry/agentNames.js';
 import type { Enrollment } from '../../registry/enrollments.js';
@@ -29,6 +32,32 @@ const ENABLE_SUFFIX = '/enable';
 const MAX_AGENT_ID_CHARS = 512;
 const MAX_APPROVE_BODY_BYTES = 4096;
 const checkApproveBody = bodyValidator<ApproveBody>(APPROVE_BODY_SCHEMA);
+
+/** What the operator does to agents from the console; the coordinator, which owns the registry, does it. */
+export interface AgentOperator {
+  /** Approves a pending agent (Coordinator.approveAgent). */
+  approve(
+    agentId: string,
+    expectedNkey?: string,
+  ): Promise<{ agent: RegisteredAgent; enrollment?: Enrollment }>;
+  /** Takes an agent out of service (Coordinator.disableAgent). */
+  disable(agentId: string, from?: string): Promise<{ disablement: Disablement; changed: boolean }>;
+  /** Puts a disabled agent back (Coordinator.enableAgent); false when it was not disabled. */
+  enable(agentId: string, from?: string): Promise<boolean>;
+  /** Removes an agent from the registry and the shared store, with its key binding and enrollment. */
+  forget(agentId: string): Promise<void>;
+}
+
+/** What the console routes need: the mesh's tasks and agents, the operator's actions, the fabric's streams. */
+export interface ConsoleRouteDeps {
+  tasks: Pick<TaskService, 'get'>;
+  agents: AgentDirectory;
+  operator: AgentOperator;
+  federation: McpFederation;
+  /** Reads the event history and the task and admission records from JetStream. */
+  jsm: JetStreamManager;
+  log: LogFn;
+}
 
 function boundedInt(raw: string | null, fallback: number, max: number, name: string): number {
   if (raw === null) return fallback;
@@ -83,42 +112,38 @@ async function switchAgent(
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,
-  coordinator: Coordinator,
+  deps: ConsoleRouteDeps,
 ): Promise<void> {
   req.resume();
   const disable = url.pathname.endsWith(DISABLE_SUFFIX);
-  const id = agentIdFrom(url, coordinator.registry, disable ? DISABLE_SUFFIX : ENABLE_SUFFIX);
+  const id = agentIdFrom(url, deps.agents, disable ? DISABLE_SUFFIX : ENABLE_SUFFIX);
   const from = req.socket.remoteAddress;
   if (disable) {
-    const { disablement, changed } = await coordinator.disableAgent(id, from);
+    const { disablement, changed } = await deps.operator.disable(id, from);
     sendJson(res, 200, { agent_id: id, status: 'disabled', changed, disabled: disablement });
     return;
   }
-  const changed = await coordinator.enableAgent(id, from);
-  sendJson(res, 200, { agent_id: id, status: coordinator.registry.get(id)?.status ?? 'unlisted', changed });
+  const changed = await deps.operator.enable(id, from);
+  sendJson(res, 200, { agent_id: id, status: deps.agents.get(id)?.status ?? 'unlisted', changed });
 }
 
 /** Registers the console endpoints on the coordinator's router. */
-export function registerConsoleRoutes(
-  router: Router,
-  coordinator: Coordinator,
-  federation: McpFederation,
-): void {
-  const jsm = coordinator.stores.jsm;
+export function registerConsoleRoutes(router: Router, deps: ConsoleRouteDeps): void {
+  const { jsm, federation, agents } = deps;
   router.on('GET', '/events/history', async (_req, res, url) => {
     sendJson(res, 200, await readHistory(jsm, EVENTS_STREAM, parseHistoryQuery(url)));
   });
   router.on('GET', '/tasks', async (_req, res, url) => {
     const query = parseTaskListQuery(url);
     const fresher = (id: string) => {
-      const task = coordinator.lifecycle.get(id);
+      const task = deps.tasks.get(id);
       return task ? taskSnapshot(task) : undefined;
     };
     sendJson(res, 200, await listTasks(jsm, query, fresher));
   });
   router.on('GET', '/admissions', async (_req, res, url) => {
     const limit = boundedInt(url.searchParams.get('limit'), 100, ADMISSIONS_MAX_LIMIT, 'limit');
-    sendJson(res, 200, { decisions: await recentAdmissions(jsm, coordinator.registry, limit) });
+    sendJson(res, 200, { decisions: await recentAdmissions(jsm, agents, limit) });
   });
   router.on('GET', '/tools', (_req, res) => {
     const tools = [...federation.catalog().values()].map((t) => ({
@@ -154,19 +179,14 @@ export function registerConsoleRoutes(
     });
   });
   router.onPrefix('GET', AGENT_PREFIX, (_req, res, url) => {
-    const id = agentIdFrom(url, coordinator.registry);
-    const agent = coordinator.registry.get(id);
+    const id = agentIdFrom(url, agents);
+    const agent = agents.get(id);
     if (!agent) throw new AmfError('NOT_FOUND', `no agent ${id} is known to this coordinator`);
     const nkey = agent.record.nkey;
     sendJson(
       res,
       200,
-      agentDetail(
-        agent,
-        federation,
-        nkey ? coordinator.registry.enrollment(nkey) : undefined,
-        coordinator.registry.disablement(id),
-      ),
+      agentDetail(agent, federation, nkey ? agents.enrollment(nkey) : undefined, agents.disablement(id)),
     );
   });
   // Approving a pending agent (heard on mDNS only): its key is enrolled and gets its NATS user, or a
@@ -175,13 +195,13 @@ export function registerConsoleRoutes(
   // key by now is refused rather than approved.
   router.onPrefix('POST', AGENT_PREFIX, async (req, res, url) => {
     if (url.pathname.endsWith(DISABLE_SUFFIX) || url.pathname.endsWith(ENABLE_SUFFIX))
-      return switchAgent(req, res, url, coordinator);
+      return switchAgent(req, res, url, deps);
     if (!url.pathname.endsWith(APPROVE_SUFFIX))
       throw new AmfError(
         'NOT_FOUND',
         `no route POST ${url.pathname.slice(0, 200)} (expected /agents/<id>/approve, /disable or /enable)`,
       );
-    const id = agentIdFrom(url, coordinator.registry, APPROVE_SUFFIX);
+    const id = agentIdFrom(url, agents, APPROVE_SUFFIX);
     const body = await readBody(req, MAX_APPROVE_BODY_BYTES);
     let expected: string | undefined;
     if (body.length > 0) {
@@ -193,7 +213,7 @@ export function registerConsoleRoutes(
       }
       expected = validBody(checkApproveBody, parsed).nkey;
     }
-    const { agent, enrollment } = await coordinator.approveAgent(id, expected);
+    const { agent, enrollment } = await deps.operator.approve(id, expected);
     sendJson(res, 200, {
       approved: id,
       status: agent.status,
@@ -205,16 +225,14 @@ export function registerConsoleRoutes(
   // out an impostor): a live one loses its NATS user and is disconnected. An agent that holds the
   // data dir's join credential can come back at its next heartbeat, bound to whatever key it shows.
   router.onPrefix('DELETE', AGENT_PREFIX, async (_req, res, url) => {
-    const id = agentIdFrom(url, coordinator.registry);
-    const agent = coordinator.registry.get(id);
+    const id = agentIdFrom(url, agents);
+    const agent = agents.get(id);
     // An id no longer listed may still be bound to its key (removed after a denied re-advertisement).
-    if (!agent && coordinator.registry.boundKey(id) === undefined)
+    if (!agent && agents.boundKey(id) === undefined)
       throw new AmfError('NOT_FOUND', `no agent ${id} is known to this coordinator`);
     const was = agent?.status ?? 'unlisted';
-    coordinator.registry.forget(id);
-    await coordinator.stores.agents.delete(kvKey(id));
-    await coordinator.enrollments.settled();
-    coordinator.log('info', 'agent forgotten by the operator', { agent_id: id, was });
+    await deps.operator.forget(id);
+    deps.log('info', 'agent forgotten by the operator', { agent_id: id, was });
     sendJson(res, 200, { forgotten: id, was });
   });
 }

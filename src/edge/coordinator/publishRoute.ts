@@ -22,14 +22,28 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AmfError } from '../../errors.js';
 import { parseAnnouncement } from '../../events/announcement.js';
-import type { AmfEventOf, AuthContext } from '../../events/cloudEvent.js';
+import type { AmfEvent, AmfEventOf, AuthContext } from '../../events/cloudEvent.js';
 import { parseCloudEventRequest } from '../../events/cloudEventsHttp.js';
 import type { AgentRole, AmfEventType } from '../../events/eventTypes.js';
 import { isTaskId } from '../../events/subjects.js';
-import type { Coordinator } from '../../coordinator/coordinator.js';
+import type { AmfConfig } from '../../config/config.js';
+import type { ArtifactIntake } from '../../coordinator/artifactIntake.js';
+import type { TaskService } from '../../coordinator/tasks/taskService.js';
 import { bodyValidator } from '../../http/bodyValidator.js';
 import { readBody, sendJson } from '../../http/httpKit.js';
 import { CANCEL_PAYLOAD_SCHEMA, type CancelPayload } from '../routeBodySchemas.js';
+
+/** What `/publish` needs: the mesh's tasks, the artifact quotas and a raw publish, never the Coordinator. */
+export interface PublishDeps {
+  tasks: Pick<TaskService, 'announce' | 'get' | 'cancel'>;
+  /** The size cap and per-publisher quota artifacts and evidence are held to (artifactIntake.ts). */
+  artifacts: Pick<ArtifactIntake, 'limits' | 'admitOther'>;
+  /** The event as the bus encodes it (EventBus.takeBytes). */
+  encode: (event: AmfEvent) => Uint8Array;
+  /** Publishes encoded bytes on a subject, as they are. */
+  publish: (subject: string, bytes: Uint8Array) => void;
+  config: AmfConfig;
+}
 
 /** Who is publishing, as the edge authenticated it (never as the body says). */
 export interface PublishCaller {
@@ -126,10 +140,10 @@ const checkCancelPayload = bodyValidator<CancelPayload>(CANCEL_PAYLOAD_SCHEMA, {
 export async function handlePublish(
   req: IncomingMessage,
   res: ServerResponse,
-  coordinator: Coordinator,
+  deps: PublishDeps,
   caller: PublishCaller,
 ): Promise<void> {
-  const { config } = coordinator;
+  const { config } = deps;
   const body = await readBody(req, config.tasks.maxTaskBytes);
   const parsed = parseCloudEventRequest(req.headers, body);
   if (!parsed.ok) {
@@ -149,9 +163,9 @@ export async function handlePublish(
     case 'amf.artifact.publish':
     case 'amf.evidence.publish': {
       const stamped = stampWithCaller(event, caller, trustDomain);
-      const bytes = coordinator.bus.takeBytes(stamped);
-      admitData(coordinator, caller, stamped.type, bytes.length);
-      coordinator.nc.publish(stamped.type, bytes);
+      const bytes = deps.encode(stamped);
+      admitData(deps.artifacts, caller, stamped.type, bytes.length);
+      deps.publish(stamped.type, bytes);
       sendJson(res, 202, {
         accepted: true,
         id: stamped.id,
@@ -162,10 +176,10 @@ export async function handlePublish(
     }
     case 'amf.task.announce':
       if (caller.kind !== 'operator') throw forbidden(event.type, caller, operatorOnly('announce tasks'));
-      return announce(res, coordinator, event, publishedAs);
+      return announce(res, deps, event, publishedAs);
     case 'amf.task.cancel':
       if (caller.kind !== 'operator') throw forbidden(event.type, caller, operatorOnly('cancel tasks'));
-      return cancel(res, coordinator, event, caller, publishedAs);
+      return cancel(res, deps, event, caller, publishedAs);
     default:
       throw forbidden(event.type, caller, NEVER[event.type]);
   }
@@ -175,9 +189,14 @@ export async function handlePublish(
  * Artifacts and evidence from the edge are held to the size cap and per-publisher quota agents have
  * (coordinator/artifactIntake.ts), so no caller can push others' artifacts out of AMF_ARTIFACTS.
  */
-function admitData(coordinator: Coordinator, caller: PublishCaller, type: DataType, bytes: number): void {
-  const { maxEventBytes, agentEventsPerMinute, agentBytesPerMinute } = coordinator.artifacts.limits;
-  const refusal = coordinator.artifacts.admitOther(caller.identity, bytes);
+function admitData(
+  artifacts: PublishDeps['artifacts'],
+  caller: PublishCaller,
+  type: DataType,
+  bytes: number,
+): void {
+  const { maxEventBytes, agentEventsPerMinute, agentBytesPerMinute } = artifacts.limits;
+  const refusal = artifacts.admitOther(caller.identity, bytes);
   if (refusal === 'artifact_too_large')
     throw new AmfError(
       'PAYLOAD_TOO_LARGE',
@@ -199,7 +218,7 @@ function operatorOnly(what: string): string {
 /** An announcement runs through the lifecycle: TTLs, retries and one terminal event. */
 function announce(
   res: ServerResponse,
-  coordinator: Coordinator,
+  deps: PublishDeps,
   event: AmfEventOf<'amf.task.announce'>,
   publishedAs: Record<string, string>,
 ): void {
@@ -213,11 +232,11 @@ function announce(
       reasons: [`/data/payload/reply_subject: must be ${parsed.expectedReplySubject}`],
     });
   const p = parsed.payload;
-  const task = coordinator.lifecycle.announce({
+  const task = deps.tasks.announce({
     tag: p.required_capability,
     task: p.task,
     taskId: p.task_id,
-    ttlSeconds: event.amfttl > 0 ? event.amfttl : coordinator.config.tasks.ttlSeconds,
+    ttlSeconds: event.amfttl > 0 ? event.amfttl : deps.config.tasks.ttlSeconds,
     ...(event.amftraceid ? { traceId: event.amftraceid } : {}),
     ...(p.max_retries !== undefined ? { maxRetries: p.max_retries } : {}),
     ...(p.retry_delay_seconds !== undefined ? { retryDelaySeconds: p.retry_delay_seconds } : {}),
@@ -240,7 +259,7 @@ function announce(
  */
 function cancel(
   res: ServerResponse,
-  coordinator: Coordinator,
+  deps: PublishDeps,
   event: AmfEventOf<'amf.task.cancel'>,
   caller: PublishCaller,
   publishedAs: Record<string, string>,
@@ -260,11 +279,11 @@ function cancel(
         reasons: ['/data/payload/task_id: required, [A-Za-z0-9-]{1,64}'],
       },
     );
-  const known = coordinator.lifecycle.get(taskId);
+  const known = deps.tasks.get(taskId);
   if (!known) throw new AmfError('NOT_FOUND', `no task ${taskId} is known to this coordinator`);
   const given = checked.value.message?.slice(0, MAX_CANCEL_MESSAGE) ?? '';
   const message = `cancelled by ${caller.identity}${given ? `: ${given}` : ''}`;
-  if (!coordinator.lifecycle.cancel(taskId, 'task_cancelled', message))
+  if (!deps.tasks.cancel(taskId, 'task_cancelled', message))
     throw new AmfError('INVALID_REQUEST', `task ${taskId} has already ended (${known.state})`, {
       task_id: taskId,
       state: known.state,

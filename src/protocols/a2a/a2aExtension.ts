@@ -3,8 +3,8 @@
  * request in a message, says where it goes, and adds its fields to the answer. The composition root
  * hands the coordinator's A2A server its extensions, so this adapter imports no other adapter.
  */
-import type { TaskResult } from '../../coordinator/tasks/dispatcher.js';
-import type { AgentRegistry } from '../../registry/agentRegistry.js';
+import type { TaskResult } from '../../coordinator/tasks/taskService.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
 
 /** A request an extension found in a message, routed to a capability tag. */
 export interface ExtensionRoute {
@@ -28,5 +28,5 @@ export interface A2aExtension {
    * carries none, `{ refused }` with the sentence to answer when the request is invalid or may not
    * go anywhere, else its route.
    */
-  route(message: unknown, registry: AgentRegistry): ExtensionRoute | { refused: string } | undefined;
+  route(message: unknown, registry: AgentDirectory): ExtensionRoute | { refused: string } | undefined;
 }

@@ -10,7 +10,7 @@
  * top-level `x-amf` (legacyAgentCard).
  */
 import { AgentCard as SdkAgentCard } from '@a2a-js/sdk';
-import type { Coordinator } from '../../coordinator/coordinator.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
 import type { MeshWorker } from '../../worker/meshWorker.js';
 import type { WorkerHandler } from '../../worker/handlerApi.js';
 import { VERSION } from '../../version.js';
@@ -229,10 +229,22 @@ export function legacyAgentCard(card: Record<string, unknown>): Record<string, u
   return withAmfBlock(unionAgentCard(card));
 }
 
+/** What the coordinator's card says about it: the mesh's agents and its own identity facts. */
+export interface CoordinatorCardSource {
+  agents: AgentDirectory;
+  /** The coordinator's own id (the identity its events are sent as). */
+  agentId: string;
+  trustDomain: string;
+  /** SPIFFE is active: a credential is needed even on loopback. */
+  spiffe: boolean;
+  /** The NATS URL agents are told to join, read each time the card is built. */
+  natsUrl: () => string;
+}
+
 /** Skill descriptions from the admitted agents' own cards (a tag's first description wins). */
-function meshSkills(coordinator: Coordinator): CardSkill[] {
+function meshSkills(agents: AgentDirectory): CardSkill[] {
   const descriptions = new Map<string, string>();
-  for (const agent of coordinator.registry.list()) {
+  for (const agent of agents.list()) {
     if (agent.status !== 'live') continue;
     const skills = (agent.card as { skills?: unknown } | undefined)?.skills;
     if (!Array.isArray(skills)) continue;
@@ -241,7 +253,7 @@ function meshSkills(coordinator: Coordinator): CardSkill[] {
         descriptions.set(s.id, s.description.slice(0, 500));
     }
   }
-  const tags = [...coordinator.registry.liveTags().keys()].sort();
+  const tags = [...agents.liveTags().keys()].sort();
   return tags.map((tag) => ({
     id: tag,
     name: tag,
@@ -251,23 +263,23 @@ function meshSkills(coordinator: Coordinator): CardSkill[] {
 }
 
 /** The coordinator's A2A agent card (its AMF extension has `nats_url`: coordinators publish it, docs/decisions.md #2). */
-export function coordinatorAgentCard(coordinator: Coordinator, url: string): Record<string, unknown> {
+export function coordinatorAgentCard(source: CoordinatorCardSource, url: string): Record<string, unknown> {
   return buildCard({
     name: 'amf-coordinator',
     description:
       'AMF mesh coordinator: dispatches each A2A task to a mesh agent by capability (message metadata "tag", an AMP intent, the skill its words match, the agent of its conversation, or the default agent). Push notifications go over NATS, not A2A webhooks.',
     baseUrl: url,
-    skills: meshSkills(coordinator),
+    skills: meshSkills(source.agents),
     // Client routes are open on loopback and need the operator key (or a JWT-SVID) beyond it.
     security: {
       need: isLoopbackUrl(url) ? 'none' : 'beyond-loopback',
-      svid: coordinator.identity.mode === 'spiffe',
+      svid: source.spiffe,
     },
     xAmf: {
-      agent_id: coordinator.sender.identity,
-      trust_domain: coordinator.config.identity.trustDomain,
+      agent_id: source.agentId,
+      trust_domain: source.trustDomain,
       protocols: ['A2A/1.0', 'A2A/0.3', 'AMP/1.0'],
-      nats_url: coordinator.advertisedNatsUrl,
+      nats_url: source.natsUrl(),
       role: 'coordinator',
     },
   });

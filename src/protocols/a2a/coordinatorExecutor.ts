@@ -21,10 +21,8 @@ import {
   type TaskStore,
 } from '@a2a-js/sdk/server';
 import { RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
-import type { AgentRegistry } from '../../registry/agentRegistry.js';
-import type { TaskDispatcher, TaskResult, TaskUpdate } from '../../coordinator/tasks/dispatcher.js';
-import type { TaskLifecycle } from '../../coordinator/tasks/lifecycle.js';
-import type { TaskInputMessage } from '../../coordinator/tasks/input.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
+import type { TaskResult, TaskService, TaskUpdate } from '../../coordinator/tasks/taskService.js';
 import { toAmfError } from '../../errors.js';
 import { REJECTED_CODE } from '../../worker/handlerApi.js';
 import type { A2aExtension } from './a2aExtension.js';
@@ -48,9 +46,12 @@ const CONTEXTS_REMEMBERED = 10_000;
 export interface CoordinatorExecutorOptions {
   /** The A2A task store, kept current by the executor for the task's whole life. */
   store: TaskStore;
-  dispatcher: TaskDispatcher;
-  lifecycle: TaskLifecycle;
-  registry: AgentRegistry;
+  /** The mesh's tasks: submitted, followed, given input, cancelled, kept while they wait for input. */
+  tasks: Pick<
+    TaskService,
+    'submit' | 'follow' | 'get' | 'cancel' | 'sendInput' | 'keepWhileWaiting' | 'adoptWaiting'
+  >;
+  agents: AgentDirectory;
   /** How long the mesh may take to answer one message (the task fails after it). */
   requestTimeoutMs: number;
   /** How long an input-required task waits for the client's next message (`a2a.input_ttl_seconds`). */
@@ -59,8 +60,6 @@ export interface CoordinatorExecutorOptions {
   defaultAgent?: string | null;
   /** Extensions whose requests messages may carry (AMP), routed before intents and skills. */
   extensions?: readonly A2aExtension[];
-  /** Hands a follow-up message to the worker holding a mesh task (src/coordinator/tasks/input.ts). */
-  sendInput: (meshTaskId: string, message: TaskInputMessage) => void;
   /** Told of each message no capability could be found for (the console shows these refusals). */
   onUnrouted?: (requested: string, message: string) => void;
   log?: LogFn;
@@ -180,7 +179,7 @@ export class CoordinatorExecutor implements AgentExecutor {
   /** Admission check (before the SDK creates a task): routes the message or throws an A2A error. */
   admit(params: SendMessageRequest, context: ServerCallContext): void {
     try {
-      context.state.set(ROUTE_KEY, routeA2aMessage(params, this.opts.registry, this.routing));
+      context.state.set(ROUTE_KEY, routeA2aMessage(params, this.opts.agents, this.routing));
     } catch (err) {
       if (err instanceof RequestMalformedError) this.opts.onUnrouted?.(requestedBy(params), err.message);
       throw err;
@@ -214,7 +213,7 @@ export class CoordinatorExecutor implements AgentExecutor {
     }
     const route =
       (rc.context.state.get(ROUTE_KEY) as A2aRoute | undefined) ??
-      routeA2aMessage(rc.request, this.opts.registry, this.routing);
+      routeA2aMessage(rc.request, this.opts.agents, this.routing);
     this.rememberContext(contextId, route.tag);
     const traceId = traceIdForContext(contextId);
     const streaming = rc.context.state.get(STREAMING_KEY) === true;
@@ -226,7 +225,7 @@ export class CoordinatorExecutor implements AgentExecutor {
     if (streaming || rc.request.configuration?.returnImmediately === true) session.show();
 
     deadline.working();
-    const work = this.opts.dispatcher.submit({
+    const work = this.opts.tasks.submit({
       tag: route.tag,
       task: route.text,
       messages: [{ role: 'user', content: route.text }],
@@ -336,13 +335,13 @@ export class CoordinatorExecutor implements AgentExecutor {
       (_kind, message) => {
         entry.expired = message;
         // The lifecycle tells the worker and ends the mesh task; its ending rejects the wait.
-        if (entry.meshTaskId) this.opts.lifecycle.cancel(entry.meshTaskId, 'requester_timeout', message);
+        if (entry.meshTaskId) this.opts.tasks.cancel(entry.meshTaskId, 'requester_timeout', message);
         entry.controller.abort();
       },
     );
     entry.session = new TaskSession(taskId, contextId, bus, userMessage, amf, (followUp) => {
       if (!entry.meshTaskId) throw new UnsupportedOperationError(`task ${taskId} is not on the mesh yet`);
-      this.opts.sendInput(entry.meshTaskId, followUp);
+      this.opts.tasks.sendInput(entry.meshTaskId, followUp);
       this.forgetWaiting(taskId, entry);
       deadline.working();
     });
@@ -359,10 +358,10 @@ export class CoordinatorExecutor implements AgentExecutor {
   private async keepWaiting(taskId: string, entry: Running, route: A2aRoute, prompt: string): Promise<void> {
     const { waiting } = this;
     const meshTaskId = entry.meshTaskId;
-    const record = meshTaskId ? this.opts.lifecycle.get(meshTaskId) : undefined;
+    const record = meshTaskId ? this.opts.tasks.get(meshTaskId) : undefined;
     if (!waiting || !meshTaskId || !record?.claimedBy) return;
     entry.kept = true;
-    this.opts.lifecycle.keepWhileWaiting(meshTaskId, true);
+    this.opts.tasks.keepWhileWaiting(meshTaskId, true);
     const { session } = entry;
     const question = agentText(session.contextId, taskId, prompt);
     try {
@@ -403,7 +402,7 @@ export class CoordinatorExecutor implements AgentExecutor {
   private forgetWaiting(taskId: string, entry: Running): void {
     if (!entry.kept) return;
     entry.kept = false;
-    if (entry.meshTaskId) this.opts.lifecycle.keepWhileWaiting(entry.meshTaskId, false);
+    if (entry.meshTaskId) this.opts.tasks.keepWhileWaiting(entry.meshTaskId, false);
     this.waiting?.remove(taskId).catch((err: unknown) =>
       this.opts.log?.('warn', `the kept input wait of task ${taskId} could not be deleted`, {
         task_id: taskId,
@@ -431,7 +430,7 @@ export class CoordinatorExecutor implements AgentExecutor {
       if (this.running.has(taskId) || this.restored.has(taskId)) continue;
       const task = Task.fromJSON(w.task);
       await this.opts.store.save(task, OWN_CONTEXT);
-      const adopted = this.opts.lifecycle.adoptWaiting(w.announce, w.claimedBy, w.attempt);
+      const adopted = this.opts.tasks.adoptWaiting(w.announce, w.claimedBy, w.attempt);
       if (!adopted) {
         await this.endRestored(taskId, task, w, 'its mesh task is followed elsewhere');
         continue;
@@ -442,7 +441,7 @@ export class CoordinatorExecutor implements AgentExecutor {
       const message = `no reply to the agent's request for input within ${seconds} s (a2a.input_ttl_seconds)`;
       const expire = async (): Promise<void> => {
         // The lifecycle tells the worker and ends the mesh task with its one terminal event.
-        this.opts.lifecycle.cancel(w.meshTaskId, 'requester_timeout', message);
+        this.opts.tasks.cancel(w.meshTaskId, 'requester_timeout', message);
         await this.endRestored(taskId, task, w, message);
       };
       if (left <= 0) {
@@ -507,7 +506,7 @@ export class CoordinatorExecutor implements AgentExecutor {
     entry.session.markShown();
     const route = { tag: w.tag, via: w.routedVia, text: '' } as A2aRoute;
     // Followed before the message is handed over, so no update of the worker's next step is missed.
-    const work = this.opts.dispatcher.follow(w.meshTaskId, {
+    const work = this.opts.tasks.follow(w.meshTaskId, {
       signal: entry.controller.signal,
       onUpdate: this.updates(taskId, entry, deadline, route),
       attempt: w.attempt,
@@ -528,7 +527,7 @@ export class CoordinatorExecutor implements AgentExecutor {
   private async heardAgain(agentId: string, signal: AbortSignal): Promise<void> {
     const giveUp = Date.now() + this.opts.requestTimeoutMs;
     while (!signal.aborted && Date.now() < giveUp) {
-      const seen = this.opts.registry.get(agentId)?.lastSeen ?? 0;
+      const seen = this.opts.agents.get(agentId)?.lastSeen ?? 0;
       if (seen > this.restoredAt) return;
       await new Promise((resolve) => setTimeout(resolve, HEARD_AGAIN_POLL_MS).unref());
     }
@@ -572,7 +571,7 @@ export class CoordinatorExecutor implements AgentExecutor {
       // The lifecycle tells the worker (amf.task.cancel) and ends the mesh task with one terminal
       // event; aborting afterwards only releases the dispatcher's wait.
       if (entry.meshTaskId)
-        this.opts.lifecycle.cancel(entry.meshTaskId, 'task_cancelled', 'cancelled by the A2A client');
+        this.opts.tasks.cancel(entry.meshTaskId, 'task_cancelled', 'cancelled by the A2A client');
       entry.controller.abort();
     }
     entry?.session.stopped();

@@ -3,13 +3,20 @@
  */
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
-import type { Coordinator } from '../../coordinator/coordinator.js';
+import type { KV } from '@nats-io/kv';
+import type { AmfConfig } from '../../config/config.js';
+import type { LogFn } from '../../log.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
 import type { MeshWorker } from '../../worker/meshWorker.js';
-import { sendTaskInput } from '../../coordinator/tasks/input.js';
 import { A2aServer } from './a2aServer.js';
-import { coordinatorAgentCard, workerAgentCard, type WorkerCardOptions } from './agentCards.js';
+import {
+  coordinatorAgentCard,
+  workerAgentCard,
+  type CoordinatorCardSource,
+  type WorkerCardOptions,
+} from './agentCards.js';
 import { BoundedTaskStore } from './boundedTaskStore.js';
-import { CoordinatorExecutor } from './coordinatorExecutor.js';
+import { CoordinatorExecutor, type CoordinatorExecutorOptions } from './coordinatorExecutor.js';
 import { WorkerExecutor } from './workerExecutor.js';
 import { WaitingTasks } from './waitingTasks.js';
 import type { A2aExtension } from './a2aExtension.js';
@@ -35,9 +42,21 @@ export interface CoordinatorA2a {
   restoreWaiting(): Promise<number>;
 }
 
+/** What the coordinator's A2A server needs: the mesh's tasks and agents, never the Coordinator. */
+export interface CoordinatorA2aDeps {
+  tasks: CoordinatorExecutorOptions['tasks'];
+  agents: AgentDirectory;
+  config: AmfConfig;
+  /** The coordinator's card (coordinatorAgentCard). */
+  card: CoordinatorCardSource;
+  /** The bucket of tasks waiting for their client's input (waitingTasks.ts). */
+  waiting: KV;
+  log: LogFn;
+}
+
 /** The coordinator's A2A server: tasks dispatched into the mesh. `getUrl` is its bound base URL. */
 export function createCoordinatorA2a(
-  coordinator: Coordinator,
+  deps: CoordinatorA2aDeps,
   getUrl: () => string,
   onUnrouted?: (requested: string, message: string) => void,
   /**
@@ -46,25 +65,23 @@ export function createCoordinatorA2a(
    */
   options: { lightSendMessage?: boolean; stopping?: AbortSignal; extensions?: readonly A2aExtension[] } = {},
 ): CoordinatorA2a {
-  const { config } = coordinator;
+  const { config } = deps;
   const store = new BoundedTaskStore(config.a2a.taskStoreSize);
   const executor = new CoordinatorExecutor({
     store,
-    dispatcher: coordinator.dispatcher,
-    lifecycle: coordinator.lifecycle,
-    registry: coordinator.registry,
+    tasks: deps.tasks,
+    agents: deps.agents,
     requestTimeoutMs: config.openai.requestTimeoutSeconds * 1000,
     inputTtlMs: config.a2a.inputTtlSeconds * 1000,
     defaultAgent: config.a2a.defaultAgent,
-    sendInput: (meshTaskId, message) => sendTaskInput(coordinator, meshTaskId, message),
     ...(onUnrouted ? { onUnrouted } : {}),
     ...(options.stopping ? { stopping: options.stopping } : {}),
     ...(options.extensions ? { extensions: options.extensions } : {}),
-    log: coordinator.log,
+    log: deps.log,
     owner: `${hostname()}:${resolve(config.dataDir)}`,
   });
   const server = new A2aServer({
-    card: () => coordinatorAgentCard(coordinator, getUrl()),
+    card: () => coordinatorAgentCard(deps.card, getUrl()),
     executor,
     store,
     maxBodyBytes: config.openai.maxBodyBytes,
@@ -72,8 +89,7 @@ export function createCoordinatorA2a(
     awaitsInput: (taskId) => executor.awaitsInput(taskId),
     ...(options.lightSendMessage === false ? { lightSendMessage: false } : {}),
   });
-  const restoreWaiting = async (): Promise<number> =>
-    executor.restoreWaiting(new WaitingTasks(coordinator.stores.a2aWaiting));
+  const restoreWaiting = async (): Promise<number> => executor.restoreWaiting(new WaitingTasks(deps.waiting));
   return { server, executor, store, restoreWaiting };
 }
 

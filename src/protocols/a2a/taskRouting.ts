@@ -9,7 +9,7 @@
  */
 import { Message as WireMessage, type Message, type SendMessageRequest } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
-import type { AgentRegistry } from '../../registry/agentRegistry.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
 import { isCapabilityTag } from '../../events/subjects.js';
 import { namesAgent, routeIntent } from '../../registry/intentRouter.js';
 import type { A2aExtension, ExtensionRoute } from './a2aExtension.js';
@@ -50,7 +50,7 @@ function metadataString(metadata: Record<string, unknown> | undefined, key: stri
   return value;
 }
 
-function servedTag(tag: string, registry: AgentRegistry): string {
+function servedTag(tag: string, registry: AgentDirectory): string {
   if (!isCapabilityTag(tag))
     throw new RequestMalformedError(
       `metadata.tag "${String(tag).slice(0, 80)}" is not a capability tag ([a-z0-9-]+)`,
@@ -60,7 +60,7 @@ function servedTag(tag: string, registry: AgentRegistry): string {
 }
 
 /** The live skills as a person reads them: `tag (description)`, at most 50. */
-function skillList(registry: AgentRegistry): string {
+function skillList(registry: AgentDirectory): string {
   const live = [...registry.liveTags().keys()].sort();
   if (live.length === 0) return 'no agent is live in the mesh';
   const described = new Map<string, string>();
@@ -77,14 +77,14 @@ function skillList(registry: AgentRegistry): string {
 }
 
 /** The live tag of the configured default agent, or a sentence saying why there is none. */
-function defaultAgentTag(name: string, registry: AgentRegistry): { tag: string } | { why: string } {
+function defaultAgentTag(name: string, registry: AgentDirectory): { tag: string } | { why: string } {
   if (isCapabilityTag(name) && registry.servesTag(name)) return { tag: name };
   const agent = registry.list().find((a) => a.status === 'live' && namesAgent(a, name));
   const tag = agent?.record.capability_tags?.find((t) => registry.servesTag(t));
   return tag ? { tag } : { why: `the default agent "${name.slice(0, 80)}" (a2a.default_agent) is not live` };
 }
 
-function liveTagList(registry: AgentRegistry): string {
+function liveTagList(registry: AgentDirectory): string {
   const live = [...registry.liveTags().keys()].sort();
   return live.length === 0
     ? 'no agent is live in the mesh'
@@ -94,7 +94,7 @@ function liveTagList(registry: AgentRegistry): string {
 /** The route of the first extension whose request `message` carries; throws when it refuses. */
 function routeByExtension(
   message: Message,
-  registry: AgentRegistry,
+  registry: AgentDirectory,
   extensions: readonly A2aExtension[],
 ): A2aRoute | undefined {
   if (extensions.length === 0) return undefined;
@@ -117,7 +117,7 @@ function routeByExtension(
 /** Routes a SendMessage request; throws RequestMalformedError when no capability fits. */
 export function routeA2aMessage(
   request: SendMessageRequest,
-  registry: AgentRegistry,
+  registry: AgentDirectory,
   options: RoutingOptions = {},
 ): A2aRoute {
   const message = request.message as Message;

@@ -5,8 +5,8 @@
  * {@link AMP_IN_A2A} as one of its extensions (by the composition root: adapters import no other
  * adapter) and asks it about every incoming message; a request found is routed by its intent.
  */
-import type { TaskResult } from '../../coordinator/tasks/dispatcher.js';
-import type { AgentRegistry } from '../../registry/agentRegistry.js';
+import type { TaskResult } from '../../coordinator/tasks/taskService.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
 import { AMP_EXTENSION_URI, AMP_LIMITS, validateAmpMessage, type AmpValidation } from './ampMessage.js';
 import { routeAmpMessage } from './ampRouting.js';
 import { ampOutcome } from './ampService.js';
@@ -69,7 +69,7 @@ export interface CarriedAmpRoute {
 export const AMP_IN_A2A = {
   uri: AMP_EXTENSION_URI,
   name: 'amp',
-  route(message: unknown, registry: AgentRegistry): CarriedAmpRoute | { refused: string } | undefined {
+  route(message: unknown, registry: AgentDirectory): CarriedAmpRoute | { refused: string } | undefined {
     const amp = extractAmpMessage(message);
     if (!amp) return undefined;
     if (!amp.ok) return { refused: `invalid AMP message (${amp.code}): ${amp.message}` };

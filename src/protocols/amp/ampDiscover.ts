@@ -3,7 +3,8 @@
  * q ≤ 200 characters, capability ≤ 100, limit 1..50, default 10). Every listed agent is reached
  * through this coordinator's `/api/amp/message` (mesh dispatch is by capability).
  */
-import type { AgentRegistry, RegisteredAgent } from '../../registry/agentRegistry.js';
+import type { RegisteredAgent } from '../../registry/agentRegistry.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
 import { AMP_VERSION } from './ampMessage.js';
 import { intentWords } from '../../registry/intentRouter.js';
 import { agentDeclaresReadOnly } from './trustLevels.js';
@@ -52,7 +53,7 @@ function searchText(agent: RegisteredAgent): string {
 
 /** The discover answer: live agents matching the query, best matches first. */
 export function discoverAgents(
-  registry: AgentRegistry,
+  registry: AgentDirectory,
   query: { q: string | null; capability: string | null; limit: number },
   messageEndpoint: string,
 ): Record<string, unknown> {

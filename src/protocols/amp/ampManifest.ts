@@ -6,7 +6,7 @@
  * are in `amp_capabilities` and in the AMP extension's `params.capabilities`, and every live tag is
  * also an A2A skill.
  */
-import type { AgentRegistry } from '../../registry/agentRegistry.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
 import { AMP_EXTENSION_URI, AMP_VERSION, MESSAGE_TYPES, TRUST_LEVELS } from './ampMessage.js';
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -28,7 +28,7 @@ export function ampExtension(baseUrl: string, capabilities: string[]): Record<st
 export function ampManifest(
   card: Record<string, unknown>,
   baseUrl: string,
-  registry: AgentRegistry,
+  registry: AgentDirectory,
   selfId: string,
 ): Record<string, unknown> {
   const tags = [...registry.liveTags().keys()].sort();

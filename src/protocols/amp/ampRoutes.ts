@@ -4,7 +4,10 @@
  * Every answer, errors included, is an AMP response body.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Coordinator } from '../../coordinator/coordinator.js';
+import type { AmfConfig } from '../../config/config.js';
+import type { TaskService } from '../../coordinator/tasks/taskService.js';
+import type { LogFn } from '../../log.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
 import { toAmfError } from '../../errors.js';
 import { isLoopbackHost } from '../../net/hostRules.js';
 import { decodePathSegment, readBody, sendJson, type RouteHandler, type Router } from '../../http/httpKit.js';
@@ -14,9 +17,14 @@ import { discoverAgents, parseDiscoverQuery } from './ampDiscover.js';
 import { ampManifest } from './ampManifest.js';
 import { AmpService } from './ampService.js';
 
-/** What the AMP routes need. */
+/** What the AMP routes need: the mesh's tasks and agents, never the Coordinator. */
 export interface AmpRouteDeps {
-  coordinator: Coordinator;
+  tasks: Pick<TaskService, 'submit'>;
+  agents: AgentDirectory;
+  config: AmfConfig;
+  /** The coordinator's own id (`from.id` of every response). */
+  selfId: () => string;
+  log: LogFn;
   /** The coordinator's bound base URL. */
   getUrl: () => string;
   /** The coordinator's A2A card (the manifest is built on it). */
@@ -38,12 +46,10 @@ function sendAmpFailure(res: ServerResponse, err: unknown, selfId: string): void
 
 /** Registers the AMP routes on `router`; returns the service (close it with the HTTP edge). */
 export function registerAmpRoutes(router: Router, deps: AmpRouteDeps): AmpService {
-  const { coordinator } = deps;
-  const { config } = coordinator;
-  const selfId = () => coordinator.sender.identity;
+  const { config, selfId } = deps;
   const service = new AmpService({
-    dispatcher: coordinator.dispatcher,
-    registry: coordinator.registry,
+    tasks: deps.tasks,
+    agents: deps.agents,
     selfId,
     messageEndpoint: () => `${deps.getUrl()}/api/amp/message`,
     requestTimeoutMs: config.http.requestTimeoutSeconds * 1000,
@@ -52,7 +58,7 @@ export function registerAmpRoutes(router: Router, deps: AmpRouteDeps): AmpServic
       allowPrivate: config.http.allowPrivateCallbacks || isLoopbackHost(config.coordinator.host),
     }),
     ...(deps.callbackRetryDelayMs !== undefined ? { callbackRetryDelayMs: deps.callbackRetryDelayMs } : {}),
-    log: (level, message, fields) => coordinator.log(level, message, fields),
+    log: deps.log,
   });
   const guarded =
     (handler: RouteHandler): RouteHandler =>
@@ -116,7 +122,7 @@ export function registerAmpRoutes(router: Router, deps: AmpRouteDeps): AmpServic
         sendJson(res, 400, ampErrorResponse('invalid_message', query.message, selfId()));
         return;
       }
-      sendJson(res, 200, discoverAgents(coordinator.registry, query, `${deps.getUrl()}/api/amp/message`));
+      sendJson(res, 200, discoverAgents(deps.agents, query, `${deps.getUrl()}/api/amp/message`));
     }),
   );
 
@@ -154,7 +160,7 @@ export function registerAmpRoutes(router: Router, deps: AmpRouteDeps): AmpServic
 
   // One document for legacy A2A card readers and AMP clients (see ampManifest.ts).
   router.on('GET', '/.well-known/agent.json', (_req, res) =>
-    sendJson(res, 200, ampManifest(deps.card(), deps.getUrl(), coordinator.registry, selfId())),
+    sendJson(res, 200, ampManifest(deps.card(), deps.getUrl(), deps.agents, selfId())),
   );
   return service;
 }

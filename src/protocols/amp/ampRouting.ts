@@ -3,7 +3,7 @@
  * its intent matches (registry/intentRouter.ts). The same rules route AMP over HTTP (ampService.ts)
  * and AMP carried in A2A messages (ampA2a.ts).
  */
-import type { AgentRegistry } from '../../registry/agentRegistry.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
 import { intentWords, namesAgent, routeIntent, type IntentRoute } from '../../registry/intentRouter.js';
 import { isCapabilityTag } from '../../events/subjects.js';
 import type { AmpRequest } from './ampMessage.js';
@@ -18,7 +18,7 @@ export type AmpRouting =
  * in `to` may name a tag (`calc`, `amf/calc`) or a live agent (whose tags then bound the choice);
  * otherwise the intent is matched against every live tag.
  */
-export function routeAmpMessage(message: AmpRequest, registry: AgentRegistry): AmpRouting {
+export function routeAmpMessage(message: AmpRequest, registry: AgentDirectory): AmpRouting {
   const explicit = message.context?.capability;
   if (explicit !== undefined) {
     if (typeof explicit !== 'string' || !isCapabilityTag(explicit))

@@ -5,8 +5,8 @@
  * AMP response. Deferred requests (`reply_to`, or `sync: false`) are answered at once with a job id;
  * the final response is stored for polling and POSTed to `reply_to`.
  */
-import type { AgentRegistry } from '../../registry/agentRegistry.js';
-import type { TaskDispatcher, TaskResult } from '../../coordinator/tasks/dispatcher.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
+import type { TaskResult, TaskService } from '../../coordinator/tasks/taskService.js';
 import type { ChatMessage } from '../../events/payloads.js';
 import { toAmfError } from '../../errors.js';
 import { wireErrorFor } from '../../http/wireErrors.js';
@@ -22,10 +22,10 @@ import type { LogFn } from '../../log.js';
 export const LOW_CONFIDENCE = 0.5;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** What the AMP service needs from the coordinator. */
+/** What the AMP service needs: the mesh's tasks and agents, and its own settings. */
 export interface AmpServiceDeps {
-  dispatcher: TaskDispatcher;
-  registry: AgentRegistry;
+  tasks: Pick<TaskService, 'submit'>;
+  agents: AgentDirectory;
   /** The coordinator's id for `from.id` of responses. */
   selfId: () => string;
   /** Absolute URL of `POST /api/amp/message` (discover answers point there). */
@@ -159,7 +159,7 @@ export class AmpService {
     const ok = (response: AmpResponse): AmpReply => ({ httpStatus: 200, response });
     if (message.type === 'discover') {
       const found = discoverAgents(
-        this.deps.registry,
+        this.deps.agents,
         { q: message.intent, capability: null, limit: 10 },
         this.deps.messageEndpoint(),
       );
@@ -180,7 +180,7 @@ export class AmpService {
         }),
       );
     }
-    const routing = routeAmpMessage(message, this.deps.registry);
+    const routing = routeAmpMessage(message, this.deps.agents);
     if (!routing.ok)
       return ok(
         this.respond(message, {
@@ -188,7 +188,7 @@ export class AmpService {
           error: { code: routing.code, message: routing.message },
         }),
       );
-    const refusal = trustRefusal(message.trust, routing.tag, this.deps.registry);
+    const refusal = trustRefusal(message.trust, routing.tag, this.deps.agents);
     if (refusal)
       return ok(
         this.respond(message, { status: 'refused', error: { code: 'trust_insufficient', message: refusal } }),
@@ -208,7 +208,7 @@ export class AmpService {
           ]
         : undefined;
     try {
-      const result = await this.deps.dispatcher.submit({
+      const result = await this.deps.tasks.submit({
         tag: routing.tag,
         task: message.intent,
         timeoutMs,

@@ -5,7 +5,8 @@
  * or `read_only_capabilities: ["tag", ...]`. Because a mesh task for a tag can be claimed by any agent
  * serving it, a tag counts as read-only only when EVERY live agent serving it says so.
  */
-import type { AgentRegistry, RegisteredAgent } from '../../registry/agentRegistry.js';
+import type { RegisteredAgent } from '../../registry/agentRegistry.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
 import type { AmpTrust } from './ampMessage.js';
 
 /** True when `agent`'s card declares `tag` read-only. */
@@ -18,7 +19,7 @@ export function agentDeclaresReadOnly(agent: RegisteredAgent, tag: string): bool
 }
 
 /** True when every live, non-draining agent serving `tag` declares it read-only (and one exists). */
-export function isReadOnlyCapability(tag: string, registry: AgentRegistry): boolean {
+export function isReadOnlyCapability(tag: string, registry: AgentDirectory): boolean {
   let serving = 0;
   for (const agent of registry.list()) {
     if (agent.status !== 'live' || agent.record.status === 'draining') continue;
@@ -38,7 +39,7 @@ export function isReadOnlyCapability(tag: string, registry: AgentRegistry): bool
 export function trustRefusal(
   trust: AmpTrust | undefined,
   tag: string,
-  registry: AgentRegistry,
+  registry: AgentDirectory,
 ): string | undefined {
   if (!trust) return undefined;
   if (trust.allowlist && !trust.allowlist.includes(tag))

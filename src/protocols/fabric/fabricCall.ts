@@ -1,5 +1,5 @@
 /**
- * The Fabric operations: `fabric.call` runs a task on the mesh through the coordinator's dispatcher
+ * The Fabric operations: `fabric.call` runs a task on the mesh through the coordinator's task service
  * (with the call's trace id as the task's `amftraceid`, so it follows the task across delegations),
  * and `fabric.tool.<category>.<name>` calls a federated MCP tool through the federation, which makes
  * the OPA decision and writes the audit record (category = the agent's tool prefix, name = the tool).
@@ -7,8 +7,9 @@
  * helpers. Everything returns the `result` of the envelope or throws a FabricError.
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { AgentRegistry, RegisteredAgent } from '../../registry/agentRegistry.js';
-import type { TaskDispatcher, TaskUpdate } from '../../coordinator/tasks/dispatcher.js';
+import type { RegisteredAgent } from '../../registry/agentRegistry.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
+import type { TaskService, TaskUpdate } from '../../coordinator/tasks/taskService.js';
 import { bodyValidator } from '../../http/bodyValidator.js';
 import { namesAgent } from '../../registry/intentRouter.js';
 import { FABRIC_CALL_ARGUMENTS_SCHEMA, type FabricCallArguments } from './fabricCallSchema.js';
@@ -45,10 +46,10 @@ export interface FabricToolCatalog {
   ): Promise<CallToolResult>;
 }
 
-/** What the Fabric operations need from the coordinator. */
+/** What the Fabric operations need: the mesh's tasks and agents, and the federated tools. */
 export interface FabricDeps {
-  dispatcher: TaskDispatcher;
-  registry: AgentRegistry;
+  tasks: Pick<TaskService, 'submit'>;
+  agents: AgentDirectory;
   federation: FabricToolCatalog;
   /** Default (and upper bound) of `fabric.call`'s wait when `timeout_ms` is not given. */
   requestTimeoutMs: number;
@@ -77,7 +78,7 @@ const checkCallArguments = bodyValidator<FabricCallArguments>(FABRIC_CALL_ARGUME
   root: 'arguments',
 });
 
-function findAgent(registry: AgentRegistry, id: string): RegisteredAgent | undefined {
+function findAgent(registry: AgentDirectory, id: string): RegisteredAgent | undefined {
   return registry.get(id) ?? registry.list().find((a) => namesAgent(a, id));
 }
 
@@ -99,21 +100,21 @@ async function callAgent(
   // "*" asks for any agent with the capability; mesh dispatch is by capability either way, so a named
   // agent is checked here and the answering agent is reported in result.agent_id.
   if (agentId !== '*') {
-    const agent = findAgent(deps.registry, agentId);
+    const agent = findAgent(deps.agents, agentId);
     if (!agent) throw new FabricError('AGENT_NOT_FOUND', `no agent "${agentId}" is registered in this mesh`);
     if (agent.status !== 'live' || agent.record.status === 'draining' || agent.record.status === 'offline')
       throw new FabricError(
         'AGENT_OFFLINE',
         `agent "${agentId}" is ${agent.status === 'live' ? 'draining' : agent.status}`,
       );
-    if (deps.registry.isDisabled(agent.record.agent_id))
+    if (deps.agents.isDisabled(agent.record.agent_id))
       throw new FabricError('AGENT_OFFLINE', `agent "${agentId}" is disabled by the operator`);
     if (!(agent.record.capability_tags ?? []).includes(capability))
       throw new FabricError(
         'CAPABILITY_NOT_FOUND',
         `agent "${agentId}" does not offer capability "${capability}" (it offers ${(agent.record.capability_tags ?? []).join(', ') || 'none'})`,
       );
-  } else if (!deps.registry.servesTag(capability)) {
+  } else if (!deps.agents.servesTag(capability)) {
     const message = `no live agent offers capability "${capability}"`;
     deps.onUnknownCapability?.(capability, message);
     throw new FabricError('CAPABILITY_NOT_FOUND', message);
@@ -125,7 +126,7 @@ async function callAgent(
     else if (u.kind === 'claimed') ctx.onEvent?.('status', { state: 'working', agent_id: u.agentId });
     else ctx.onEvent?.('status', { state: 'input-required', reason: u.reason });
   };
-  const result = await deps.dispatcher.submit({
+  const result = await deps.tasks.submit({
     tag: capability,
     task,
     timeoutMs,
@@ -216,7 +217,7 @@ function listAgents(args: Record<string, unknown>, deps: FabricDeps): unknown {
   const filter = isObject(args.filter) ? args.filter : {};
   const capability = typeof filter.capability === 'string' ? filter.capability : undefined;
   const status = typeof filter.status === 'string' ? filter.status : undefined;
-  const agents = deps.registry
+  const agents = deps.agents
     .list()
     .filter((a) => !capability || (a.record.capability_tags ?? []).includes(capability))
     .filter((a) => !status || (a.status === 'live' ? 'online' : 'offline') === status)

@@ -6,7 +6,8 @@
  * `traceparent` header for its span.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Coordinator } from '../../coordinator/coordinator.js';
+import type { AmfConfig } from '../../config/config.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
 import { bodyValidator } from '../../http/bodyValidator.js';
 import { readBody, sendJson, type Router } from '../../http/httpKit.js';
 import { runFabricOperation, type FabricDeps, type FabricToolCatalog } from './fabricCall.js';
@@ -14,9 +15,11 @@ import { FABRIC_REQUEST_SCHEMA, type FabricRequestBody } from './fabricCallSchem
 import { FabricError, fabricErrorReply } from './fabricErrors.js';
 import { newTrace, toTraceparent, traceForCall, type FabricTrace } from './fabricTrace.js';
 
-/** What the Fabric route needs. */
+/** What the Fabric route needs: the mesh's tasks and agents, never the Coordinator. */
 export interface FabricRouteDeps {
-  coordinator: Coordinator;
+  tasks: FabricDeps['tasks'];
+  agents: AgentDirectory;
+  config: AmfConfig;
   federation: FabricToolCatalog;
   onUnknownCapability?: (capability: string, message: string) => void;
 }
@@ -60,11 +63,10 @@ function parseCall(body: unknown, traceparent: string | undefined): ParsedCall {
 
 /** Registers `POST /mcp/call` on `router`. */
 export function registerFabricRoutes(router: Router, deps: FabricRouteDeps): void {
-  const { coordinator } = deps;
-  const { config } = coordinator;
+  const { config } = deps;
   const fabricDeps: FabricDeps = {
-    dispatcher: coordinator.dispatcher,
-    registry: coordinator.registry,
+    tasks: deps.tasks,
+    agents: deps.agents,
     federation: deps.federation,
     requestTimeoutMs: config.http.requestTimeoutSeconds * 1000,
     maxTaskBytes: config.tasks.maxTaskBytes,

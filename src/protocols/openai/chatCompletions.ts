@@ -11,13 +11,13 @@ import { isCapabilityTag } from '../../events/subjects.js';
 import { bodyValidator } from '../../http/bodyValidator.js';
 import { readBody, sendJson } from '../../http/httpKit.js';
 import { httpStatusFor, openAiErrorBody } from '../../http/wireErrors.js';
-import { stoppingError, type TaskDispatcher, type TaskResult } from '../../coordinator/tasks/dispatcher.js';
-import type { AgentRegistry } from '../../registry/agentRegistry.js';
+import { stoppingError, type TaskResult, type TaskService } from '../../coordinator/tasks/taskService.js';
+import type { AgentDirectory } from '../../registry/agentDirectory.js';
 import { CHAT_REQUEST_SCHEMA, type ChatCompletionBody } from './chatRequestSchema.js';
 
 export interface OpenAiOptions {
-  dispatcher: TaskDispatcher;
-  registry: AgentRegistry;
+  tasks: Pick<TaskService, 'submit' | 'updates' | 'abandon'>;
+  agents: AgentDirectory;
   requestTimeoutMs: number;
   maxBodyBytes: number;
   ttlSeconds?: number;
@@ -84,7 +84,7 @@ const checkChatBody = bodyValidator<ChatCompletionBody>(CHAT_REQUEST_SCHEMA);
  * then what only code knows (model naming, a live agent for the tag). Every error names the
  * offending parameter.
  */
-export function parseChatRequest(body: unknown, registry: AgentRegistry): ParsedRequest {
+export function parseChatRequest(body: unknown, agents: AgentDirectory): ParsedRequest {
   const checked = checkChatBody(body);
   if (!checked.ok) throw invalid(checked.problem.message, checked.problem.param);
   const b = checked.value;
@@ -104,7 +104,7 @@ export function parseChatRequest(body: unknown, registry: AgentRegistry): Parsed
   }));
   const lastUser = [...messages].reverse().find((m) => m.role === 'user');
   const text = (lastUser ?? messages[messages.length - 1]!).content;
-  if (!registry.servesTag(tag))
+  if (!agents.servesTag(tag))
     throw new AmfError(
       'NO_AGENT_FOR_TAG',
       `The model \`${model}\` does not exist: no live agent serves capability "${tag}"`,
@@ -128,7 +128,7 @@ export function parseChatRequest(body: unknown, registry: AgentRegistry): Parsed
  */
 async function parseServedRequest(body: unknown, opts: OpenAiOptions): Promise<ParsedRequest> {
   try {
-    return parseChatRequest(body, opts.registry);
+    return parseChatRequest(body, opts.agents);
   } catch (err) {
     const model = (body as { model?: unknown } | null)?.model;
     const tag =
@@ -137,7 +137,7 @@ async function parseServedRequest(body: unknown, opts: OpenAiOptions): Promise<P
     const refusal = unserved ? opts.refuseUnserved?.() : undefined;
     if (refusal) throw refusal;
     if (!unserved || !opts.confirmTag || !(await opts.confirmTag(tag).catch(() => false))) throw err;
-    return parseChatRequest(body, opts.registry);
+    return parseChatRequest(body, opts.agents);
   }
 }
 
@@ -153,11 +153,11 @@ function usageOf(req: ParsedRequest, result: TaskResult): Usage & { total_tokens
 }
 
 /** `GET /v1/models`. */
-export function listModels(registry: AgentRegistry): Record<string, unknown> {
+export function listModels(agents: AgentDirectory): Record<string, unknown> {
   const created = Math.floor(Date.now() / 1000);
   return {
     object: 'list',
-    data: [...registry.liveTags().keys()]
+    data: [...agents.liveTags().keys()]
       .sort()
       .map((tag) => ({ id: MODEL_PREFIX + tag, object: 'model', created, owned_by: 'amf-mesh' })),
   };
@@ -197,14 +197,14 @@ export async function handleChatCompletion(
     // A client that hangs up cancels its task (no AbortController per request: it showed in the
     // mesh's CPU profile, docs/performance.md).
     res.once('close', () => {
-      if (!res.writableFinished && taskId) opts.dispatcher.abandon(taskId);
+      if (!res.writableFinished && taskId) opts.tasks.abandon(taskId);
     });
     // The task itself is ended by the coordinator as it stops (every task ends in one event).
     const unlisten = whenStopping(opts.stopping, () => {
       if (!res.headersSent) sendOpenAiError(res, stoppingError(taskId));
     });
     try {
-      const result = await opts.dispatcher.submit({
+      const result = await opts.tasks.submit({
         tag: parsed.tag,
         task: parsed.text,
         messages: parsed.messages,
@@ -287,7 +287,8 @@ async function streamCompletion(
     res.end('data: [DONE]\n\n');
   });
   try {
-    const result = await opts.dispatcher.submit({
+    let result: TaskResult | undefined;
+    const updates = opts.tasks.updates({
       tag: parsed.tag,
       task: parsed.text,
       messages: parsed.messages,
@@ -295,26 +296,28 @@ async function streamCompletion(
       timeoutMs: opts.requestTimeoutMs,
       signal,
       ...(opts.ttlSeconds !== undefined ? { ttlSeconds: opts.ttlSeconds } : {}),
-      onAnnounced: (announced, traceId) => {
-        taskId = announced;
+    });
+    for await (const update of updates) {
+      if (update.kind === 'announced') {
+        taskId = update.taskId;
         // Headers go out only once the task exists, so "no such model" is still a plain 404.
         id = `chatcmpl-${taskId}`;
-        if (res.headersSent || ended()) return;
+        if (res.headersSent || ended()) continue;
         res.writeHead(200, {
           'content-type': 'text/event-stream; charset=utf-8',
           'cache-control': 'no-cache',
           connection: 'keep-alive',
           'x-amf-task-id': taskId,
-          'x-amf-trace-id': traceId,
+          'x-amf-trace-id': update.traceId,
         });
         res.write(chunk({ role: 'assistant', content: '' }));
-      },
-      onUpdate: (update) => {
-        if (update.kind !== 'partial' || ended()) return;
+      } else if (update.kind === 'partial') {
+        if (ended()) continue;
         streamedText += update.delta;
         res.write(chunk({ content: update.delta }));
-      },
-    });
+      } else if (update.kind === 'result') result = update.result;
+    }
+    if (!result) return;
     if (ended()) return;
     // A worker that does not stream still answers a streaming request: its text becomes one chunk.
     if (result.text.length > 0 && streamedText.length === 0) res.write(chunk({ content: result.text }));
