@@ -92,8 +92,8 @@ function toEvent(subject, ce) {
 /**
  * A terminal event: the canonical final, or a coordinator notice that says it ends the task
  * (`payload.terminal`). Failures are an `amf.policy.deny`; TTL expiry is, in today's code, an
- * `amf.policy.warning` with terminal: true (coordinator/tasks/retries.ts), so both notice types count, and the
- * report names the kind so the difference stays visible.
+ * `amf.policy.warning` with terminal: true (coordinator/tasks/retries.ts), so both notice types
+ * count, and the report names the kind so the difference stays visible.
  */
 export function isTerminal(e) {
   return (

@@ -1,10 +1,11 @@
 /**
  * Fault 9: a mesh on a 3-node NATS JetStream cluster (replicated streams and KV), two coordinators
  * and two workers; under load one NATS node is SIGKILLed and restarted on its store, then one
- * coordinator is SIGKILLed. The node configs come from AMF's own renderer (src/fabric/natsServer/cluster.ts,
- * what scripts/cluster.sh writes through scripts/cluster-config.mjs), with the auth callout on as
- * there: agents log in with their own keys, answered by whichever coordinator is up; each node runs
- * in a process group of its own so it can be killed alone.
+ * coordinator is SIGKILLed. The node configs come from AMF's own renderer
+ * (src/fabric/natsServer/cluster.ts, what scripts/cluster.sh writes through
+ * scripts/cluster-config.mjs), with the auth callout on as there: agents log in with their own
+ * keys, answered by whichever coordinator is up; each node runs in a process group of its own so it
+ * can be killed alone.
  */
 import { execFile } from 'node:child_process';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';

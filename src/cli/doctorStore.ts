@@ -11,7 +11,10 @@ import { formatBytes } from '../fabric/natsServer/storeBudget.js';
 import { fail, pass, warn, type DoctorCheck } from './doctorOutcome.js';
 import { nearestExisting } from './doctorProbes.js';
 
-/** Less free space than this keeps the streams below their default sizes (fabric/natsServer/storeBudget.ts). */
+/**
+ * Less free space than this keeps the streams below their default sizes
+ * (fabric/natsServer/storeBudget.ts).
+ */
 const SMALL_DISK_BYTES = 64 * 1024 * 1024;
 const HEALTH_TIMEOUT_MS = 1000;
 

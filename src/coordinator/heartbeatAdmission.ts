@@ -1,8 +1,8 @@
 /**
  * The NATS door of discovery: AgentRecords arriving as `amf.discovery.agent.heartbeat`. Each is
  * checked against the schema and the sender's identity, signed with its key and fresh (a replayed
- * heartbeat or goodbye is refused and warned: tasks/eventAuthenticity.ts), then mapped to the same TXT keys
- * an mDNS record carries and handed to the admission pipeline, which judges it like any
+ * heartbeat or goodbye is refused and warned: tasks/eventAuthenticity.ts), then mapped to the same
+ * TXT keys an mDNS record carries and handed to the admission pipeline, which judges it like any
  * advertisement. This is the proven door: only a holder of the data dir's join credential or of an
  * enrolled key's own login can publish here, so what it passes on may make an agent live, bind its
  * key, move its endpoint or take it offline — which mDNS never may (admissionPipeline.ts).

@@ -139,10 +139,11 @@ export class SharedState {
    * periodic KV writes. The first leaves in the same socket write as the task's announcement and
    * work offer: a worker can only take a task whose state exists, so a coordinator killed right after
    * announcing leaves a task that another coordinator can adopt with its stored result
-   * (tasks/orphanResults.ts). Both ends are acknowledged and retried (`streamWriter`): a replicated bucket
-   * electing its leader drops a plain write silently, and a task whose first state is missing
-   * cannot be adopted, while one whose ending is missing would be failed again by the sweep of a
-   * dead coordinator's tasks (orphanSweep.ts). What lies between may be lost: it is only progress.
+   * (tasks/orphanResults.ts). Both ends are acknowledged and retried (`streamWriter`): a replicated
+   * bucket electing its leader drops a plain write silently, and a task whose first state is
+   * missing cannot be adopted, while one whose ending is missing would be failed again by the sweep
+   * of a dead coordinator's tasks (orphanSweep.ts). What lies between may be lost: it is only
+   * progress.
    */
   attachLifecycle(lifecycle: Pick<TaskLifecycle, 'onChange'>): void {
     lifecycle.onChange((task) => {

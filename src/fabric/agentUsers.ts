@@ -112,8 +112,9 @@ export function agentResultSubject(nkey: string, taskId: string): string {
 /**
  * Where the agent with this key sends a mesh task's final straight to its coordinator (request/reply,
  * `amf.internal.final.<nkey>.<task_id>`): only its own user may publish there, so the subject proves
- * the sender and the coordinator need not check the final's signature (coordinator/tasks/resultIntake.ts). The seed's
- * form, `amf.internal.final.<task_id>`, stays for agents without their own user.
+ * the sender and the coordinator need not check the final's signature
+ * (coordinator/tasks/resultIntake.ts). The seed's form, `amf.internal.final.<task_id>`, stays for
+ * agents without their own user.
  */
 export function agentFinalSubject(nkey: string, taskId: string): string {
   if (!isTaskId(taskId)) throw new AmfError('INVALID_REQUEST', `invalid task id ${JSON.stringify(taskId)}`);

@@ -217,7 +217,7 @@ export async function ensureFabricStores(
   taskStateTtlSeconds = 3600,
   replicas = 1,
   artifacts: RetentionLimits = DEFAULT_ARTIFACT_RETENTION,
-  /** Every stream's and bucket's byte limit times this (natsServer/storeBudget.ts: a small disk gets less). */
+  /** Every stream's and bucket's byte limit times this (natsServer/storeBudget.ts: less on a small disk). */
   storeScale = 1,
 ): Promise<FabricStores> {
   const jsm = await jetstreamManager(nc);

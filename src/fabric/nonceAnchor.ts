@@ -1,6 +1,7 @@
 /**
- * The "nonce anchor" of a nats-server config under auth callout (natsServer/config.ts; docs/security.md):
- * a static nkey user no one can log in as, there only so that the server challenges clients.
+ * The "nonce anchor" of a nats-server config under auth callout (natsServer/config.ts;
+ * docs/security.md): a static nkey user no one can log in as, there only so that the server
+ * challenges clients.
  */
 import { createHash } from 'node:crypto';
 

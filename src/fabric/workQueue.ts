@@ -16,7 +16,8 @@ import { toAmfError } from '../errors.js';
 
 /**
  * The header of a work-queue message that carries its offer nonce: the announcement's body is the
- * one every observer sees, the nonce only the worker that takes the message (coordinator/tasks/offerNonce.ts).
+ * one every observer sees, the nonce only the worker that takes the message
+ * (coordinator/tasks/offerNonce.ts).
  */
 export const OFFER_NONCE_HEADER = 'Amf-Offer';
 /**

@@ -208,7 +208,8 @@ export type SignatureCheck =
 /**
  * Checks the event's signature against the key it names (`amfsigner`). Whether that key is the one
  * bound to the agent the event speaks for is the caller's question (see the coordinator's
- * coordinator/tasks/eventAuthenticity.ts); this only says whether the named key really signed these bytes.
+ * coordinator/tasks/eventAuthenticity.ts); this only says whether the named key really signed these
+ * bytes.
  */
 export function checkEventSignature(event: object): SignatureCheck {
   const { request, verified } = eventSignatureRequest(event);

@@ -495,7 +495,8 @@ export class MeshWorker {
 
 /**
  * The claim of a task: a mesh task's names the offer it came with; a direct task's names none, so it
- * can never count as the claim of a mesh task that has the same id (coordinator/tasks/offerNonce.ts).
+ * can never count as the claim of a mesh task that has the same id
+ * (coordinator/tasks/offerNonce.ts).
  */
 function claimPayload(task: TaskInput, agentId: string, options: RunTaskOptions): ClaimPayload {
   return {

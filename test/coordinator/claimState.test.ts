@@ -1,7 +1,7 @@
 /**
  * The shared task state names the worker holding a task. Adoption after a coordinator dies decides
- * by it whose stored result may end the task (coordinator/tasks/orphanResults.ts), so the claimed state must reach KV
- * with its claimant. Real nats-server, KV, EventBus and TaskLifecycle.
+ * by it whose stored result may end the task (coordinator/tasks/orphanResults.ts), so the claimed
+ * state must reach KV with its claimant. Real nats-server, KV, EventBus and TaskLifecycle.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KV } from '@nats-io/kv';

@@ -1,8 +1,8 @@
 /**
  * One real nats-server ≥ 2.10 (the pinned binary of scripts/install-nats.sh) configured for AMF's auth
- * callout exactly as the cluster nodes are (src/fabric/natsServer/config.ts with `authCallout`): the role
- * users static, every other login asked of the coordinators. It plays "an external NATS" for
- * `amf up --nats-url`, with the mesh's credentials and issuer key from `dataDir`.
+ * callout exactly as the cluster nodes are (src/fabric/natsServer/config.ts with `authCallout`):
+ * the role users static, every other login asked of the coordinators. It plays "an external NATS"
+ * for `amf up --nats-url`, with the mesh's credentials and issuer key from `dataDir`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';

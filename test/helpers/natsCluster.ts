@@ -1,8 +1,9 @@
 /**
- * A real 3-node NATS JetStream cluster for a test file: configs from src/fabric/natsServer/cluster.ts (the
- * renderer scripts/cluster.sh uses), each node its own process and store dir, random loopback
- * ports. Nodes can be SIGKILLed and restarted on the same store dir. The binary is the pinned newer
- * nats-server of scripts/install-nats.sh: Debian's 2.9 is not what clustered JetStream is tested on.
+ * A real 3-node NATS JetStream cluster for a test file: configs from
+ * src/fabric/natsServer/cluster.ts (the renderer scripts/cluster.sh uses), each node its own
+ * process and store dir, random loopback ports. Nodes can be SIGKILLed and restarted on the same
+ * store dir. The binary is the pinned newer nats-server of scripts/install-nats.sh: Debian's 2.9 is
+ * not what clustered JetStream is tested on.
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:fs';

@@ -14,8 +14,8 @@
  * - the worker's own signed claim of a direct run under the victim's id does not take the task, nor
  *   does the claim of another admitted agent of the tag, nor a result sent straight to the
  *   coordinator in place of a claim: none names the nonce of the announcement's work-queue message
- *   (without the nonce check in coordinator/tasks/claims.ts / coordinator/tasks/results.ts the first becomes the claimant, and
- *   the last becomes the victim's answer);
+ *   (without the nonce check in coordinator/tasks/claims.ts / coordinator/tasks/results.ts the
+ *   first becomes the claimant, and the last becomes the victim's answer);
  * - the victim's task still gets its own answer, once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
