@@ -1,6 +1,6 @@
 /**
  * The coordinator as an A2A agent: each A2A task becomes one mesh task, dispatched through the
- * TaskDispatcher like an OpenAI request, and its A2A state follows the AMF lifecycle —
+ * task service like an OpenAI request, and its A2A state follows the AMF lifecycle —
  * announced → submitted, claimed/progress → working, blocked → input-required, final → completed
  * (or a Message, when the handler answers with one), failed/expired → failed (rejected when the
  * handler rejected it), cancel → canceled. A follow-up message to an input-required task goes to the

@@ -1,6 +1,6 @@
 /**
  * Answers AMP requests with the mesh: route the intent to a capability, enforce the sender's trust,
- * dispatch through the coordinator's TaskDispatcher (the same path as the OpenAI API), and turn the
+ * dispatch through the coordinator's task service (the same path as the OpenAI API), and turn the
  * worker's result — with its confidence (`amfconfidence`) and any uncertainty it reported — into an
  * AMP response. Deferred requests (`reply_to`, or `sync: false`) are answered at once with a job id;
  * the final response is stored for polling and POSTed to `reply_to`.
