@@ -44,6 +44,7 @@ export const UNIT_TEST_FILES: readonly string[] = [
   'test/coordinator/eventFreshness.test.ts',
   'test/coordinator/forgeryOffender.test.ts',
   'test/coordinator/sharedLiveness.test.ts',
+  'test/coordinator/taskUpdates.test.ts',
   'test/discovery/txtRecord.test.ts',
   'test/errors/intentionalThrows.test.ts',
   'test/events/agentRecord.test.ts',
