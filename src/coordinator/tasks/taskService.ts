@@ -11,11 +11,9 @@ import { sendTaskInput, type TaskInputDeps, type TaskInputMessage } from './inpu
 import type { AnnounceRequest, TaskLifecycle, TaskRecord, TerminalInfo } from './lifecycle.js';
 import { taskUpdates, type TaskStreamItem } from './updates.js';
 
-export type { SubmitRequest, TaskResult, TaskUpdate } from './dispatcher.js';
+// What a requester reads of its tasks comes from here, so it imports nothing else of the task path.
+export type { TaskResult, TaskUpdate } from './dispatcher.js';
 export { stoppingError } from './dispatcher.js';
-export type { TaskInputMessage } from './input.js';
-export type { AnnounceRequest, TaskRecord, TerminalInfo } from './lifecycle.js';
-export type { TaskStreamItem } from './updates.js';
 
 /** Why a requester ends a task before its worker does. */
 export type CancelReason = 'requester_timeout' | 'requester_cancelled' | 'task_cancelled';

@@ -22,7 +22,7 @@ export interface TaskStreamHooks {
 }
 
 /** Items held for a reader that does not keep up; past this the task is abandoned. */
-export const DEFAULT_UPDATE_QUEUE_LIMIT = 4096;
+const DEFAULT_UPDATE_QUEUE_LIMIT = 4096;
 
 /**
  * Starts the task at once (`run` submits it with the hooks) and returns its items as an iterator;
