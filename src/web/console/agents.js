@@ -55,14 +55,18 @@ export const agentsView = {
     this.visible = false;
   },
   async load() {
+    // A later load (the route changed while this one waited) owns the view: this one's answers
+    // would overwrite it with what was asked before.
+    const run = (this.loads = (this.loads ?? 0) + 1);
     let agents;
     let decisions;
     try {
       [{ agents }, { decisions }] = await Promise.all([getJson('/agents'), getJson('/admissions?limit=200')]);
     } catch (err) {
-      fill(this.list, errorBox(err));
+      if (run === this.loads) fill(this.list, errorBox(err));
       return;
     }
+    if (run !== this.loads) return;
     this.decisions = decisions;
     const latest = new Map();
     for (const d of decisions) if (d.agent_id && !latest.has(d.agent_id)) latest.set(d.agent_id, d);
@@ -137,8 +141,10 @@ export const agentsView = {
     try {
       a = await getJson(`/agents/${encodeURIComponent(id)}`);
     } catch (err) {
-      return fill(this.detail, errorBox(err));
+      return this.param === id ? fill(this.detail, errorBox(err)) : undefined;
     }
+    // Another agent was opened while this one's answer was on its way.
+    if (this.param !== id) return;
     const mine = (this.decisions ?? []).filter((d) => d.agent_id === id);
     const approve =
       a.status === 'pending'
