@@ -192,44 +192,22 @@ export class TaskDispatcher {
     if (req.signal?.aborted) return Promise.reject(new AmfError('INVALID_REQUEST', 'request was aborted'));
     return new Promise<TaskResult>((resolve, reject) => {
       let taskId = '';
-      let settled = false;
-      const cleanup = () => {
-        settled = true;
-        clearTimeout(timer);
-        req.signal?.removeEventListener('abort', onAbort);
-        this.pending.delete(taskId);
-      };
       const timer = setTimeout(() => {
-        if (settled) return;
-        cleanup();
+        if (!waiting.settle()) return;
         this.lifecycle.cancel(taskId, 'requester_timeout', `no result within ${req.timeoutMs} ms`);
         reject(
           new AmfError('TIMEOUT', `no result from the mesh within ${req.timeoutMs} ms`, { task_id: taskId }),
         );
       }, req.timeoutMs);
-      const onAbort = () => {
-        if (settled) return;
-        cleanup();
-        this.lifecycle.cancel(taskId, 'requester_cancelled', 'the requester went away');
-        reject(new AmfError('INVALID_REQUEST', 'request was aborted', { task_id: taskId }));
-      };
-      const pending: Pending = {
-        resolve: (r) => {
-          if (settled) return;
-          cleanup();
-          resolve(r);
-        },
-        reject: (e) => {
-          if (settled) return;
-          cleanup();
-          reject(e);
-        },
-        abandon: onAbort,
-        onUpdate: req.onUpdate,
-        nextSeq: 0,
-        held: new Map(),
-        attempt: 1,
-      };
+      const waiting = this.waitingRequest(
+        () => taskId,
+        req,
+        resolve,
+        reject,
+        1,
+        () => clearTimeout(timer),
+      );
+      const { pending, onAbort } = waiting;
       try {
         // The task id is chosen here so the reply slot exists before the announcement leaves.
         const wanted = req.taskId ?? crypto.randomUUID();
@@ -252,13 +230,56 @@ export class TaskDispatcher {
         });
         req.onAnnounced?.(taskId, task.traceId);
       } catch (err) {
-        cleanup();
+        waiting.settle();
         reject(err instanceof AmfError ? err : new AmfError('INTERNAL', String(err)));
         return;
       }
       req.signal?.addEventListener('abort', onAbort, { once: true });
       timer.unref();
     });
+  }
+
+  /**
+   * The requester's side of one task: its pending entry (settled once; `resolve` and `reject` run
+   * after the entry is removed) and `onAbort`, which cancels the task when the requester goes away.
+   * `settle()` marks it settled and cleans up, false when it already was; `release` runs on cleanup.
+   */
+  private waitingRequest(
+    taskId: () => string,
+    req: Pick<SubmitRequest, 'signal' | 'onUpdate'>,
+    resolve: (r: TaskResult) => void,
+    reject: (e: unknown) => void,
+    attempt: number,
+    release: () => void = () => undefined,
+  ): { pending: Pending; onAbort: () => void; settle: () => boolean } {
+    let settled = false;
+    const settle = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      release();
+      req.signal?.removeEventListener('abort', onAbort);
+      this.pending.delete(taskId());
+      return true;
+    };
+    const onAbort = (): void => {
+      if (!settle()) return;
+      this.lifecycle.cancel(taskId(), 'requester_cancelled', 'the requester went away');
+      reject(new AmfError('INVALID_REQUEST', 'request was aborted', { task_id: taskId() }));
+    };
+    const pending: Pending = {
+      resolve: (r) => {
+        if (settle()) resolve(r);
+      },
+      reject: (e) => {
+        if (settle()) reject(e);
+      },
+      abandon: onAbort,
+      onUpdate: req.onUpdate,
+      nextSeq: 0,
+      held: new Map(),
+      attempt,
+    };
+    return { pending, onAbort, settle };
   }
 
   /**
@@ -275,35 +296,8 @@ export class TaskDispatcher {
       return Promise.reject(new AmfError('INVALID_REQUEST', `task ${taskId} is not followed here`));
     if (req.signal?.aborted) return Promise.reject(new AmfError('INVALID_REQUEST', 'request was aborted'));
     return new Promise<TaskResult>((resolve, reject) => {
-      let settled = false;
-      const cleanup = () => {
-        settled = true;
-        req.signal?.removeEventListener('abort', onAbort);
-        this.pending.delete(taskId);
-      };
-      const onAbort = () => {
-        if (settled) return;
-        cleanup();
-        this.lifecycle.cancel(taskId, 'requester_cancelled', 'the requester went away');
-        reject(new AmfError('INVALID_REQUEST', 'request was aborted', { task_id: taskId }));
-      };
-      this.pending.set(taskId, {
-        resolve: (r) => {
-          if (settled) return;
-          cleanup();
-          resolve(r);
-        },
-        reject: (e) => {
-          if (settled) return;
-          cleanup();
-          reject(e);
-        },
-        abandon: onAbort,
-        onUpdate: req.onUpdate,
-        nextSeq: 0,
-        held: new Map(),
-        attempt: req.attempt ?? 1,
-      });
+      const { pending, onAbort } = this.waitingRequest(() => taskId, req, resolve, reject, req.attempt ?? 1);
+      this.pending.set(taskId, pending);
       req.signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
