@@ -53,31 +53,13 @@ export class TaskClaims {
         );
         return;
       }
-      this.deps.notices.warn({
-        reason: 'claim_from_unadmitted_agent',
-        message: `claim of task ${taskId} by ${agentId} refused: the agent is not admitted`,
-        task_id: taskId,
-        agent_id: agentId,
-      });
-      this.refuseClaim(task, agentId, 'the agent is not admitted');
-      // Not offered to it again: with free slots it would win the next offer too, and run the
-      // handler once more for nothing.
-      (task.excludedAgents ??= new Set()).add(agentId);
-      this.reofferAfterRefusal(task);
+      this.refuseAndExclude(task, agentId, 'claim_from_unadmitted_agent', 'the agent is not admitted');
       return;
     }
     if (this.deps.agents.isDisabled(agentId) && task.claimedBy !== agentId) {
       // Disabled by the operator: it finishes what it holds, nothing new. Its offers name it as
       // not for it, so only an offer made before it was disabled gets here.
-      this.deps.notices.warn({
-        reason: 'claim_from_disabled_agent',
-        message: `claim of task ${taskId} by ${agentId} refused: the operator disabled the agent`,
-        task_id: taskId,
-        agent_id: agentId,
-      });
-      this.refuseClaim(task, agentId, 'the operator disabled the agent');
-      (task.excludedAgents ??= new Set()).add(agentId);
-      this.reofferAfterRefusal(task);
+      this.refuseAndExclude(task, agentId, 'claim_from_disabled_agent', 'the operator disabled the agent');
       return;
     }
     if (!this.deps.agents.admittedFor(agentId, task.tag)) {
@@ -127,6 +109,28 @@ export class TaskClaims {
    * acknowledges that message away. The task, still unclaimed, is offered again shortly (a fresh
    * message, the old one withdrawn) so an admitted worker takes it rather than the TTL ending it.
    */
+  /**
+   * Warns and refuses a claim by an agent that may not have the task, and leaves that agent out of
+   * the task's offers from now on: with free slots it would win the next offer too, and run the
+   * handler once more for nothing.
+   */
+  private refuseAndExclude(
+    task: TaskRecord,
+    agentId: string,
+    reason: 'claim_from_unadmitted_agent' | 'claim_from_disabled_agent',
+    why: string,
+  ): void {
+    this.deps.notices.warn({
+      reason,
+      message: `claim of task ${task.taskId} by ${agentId} refused: ${why}`,
+      task_id: task.taskId,
+      agent_id: agentId,
+    });
+    this.refuseClaim(task, agentId, why);
+    (task.excludedAgents ??= new Set()).add(agentId);
+    this.reofferAfterRefusal(task);
+  }
+
   private reofferAfterRefusal(task: TaskRecord): void {
     if (!task.owned || task.state !== 'announced' || !this.deps.hasWorkQueue) return;
     // Past its TTL the task waits for its retry, which offers the next attempt anyway.
