@@ -8,10 +8,12 @@ import {
   type JetStreamManager,
   RetentionPolicy,
   StorageType,
+  StoreCompression,
   DiscardPolicy,
 } from '@nats-io/jetstream';
 import { Kvm, type KV, type KvOptions } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { COMPRESSED_STORES_SINCE, compareVersions, parseServerVersion } from './natsServer/version.js';
 
 const NANOS_PER_SECOND = 1_000_000_000;
 
@@ -163,6 +165,7 @@ async function ensureStream(
   replicas: number,
   retention: RetentionPolicy = RetentionPolicy.Limits,
   discard: DiscardPolicy = DiscardPolicy.Old,
+  compression: StoreCompression = StoreCompression.None,
 ) {
   const config = {
     name,
@@ -170,6 +173,8 @@ async function ensureStream(
     retention,
     storage: StorageType.File,
     discard,
+    // Left out where it is off: a nats-server older than 2.10 refuses a config that names it.
+    ...(compression !== StoreCompression.None ? { compression } : {}),
     max_age: limits.maxAgeSeconds * NANOS_PER_SECOND,
     max_msgs: limits.maxMessages,
     max_bytes: limits.maxBytes,
@@ -200,8 +205,16 @@ export async function ensureKvBucket(
   const kv = await kvm.create(name, { ...opts, replicas });
   const stream = `KV_${name}`;
   const info = await jsm.streams.info(stream);
-  if (info.config.num_replicas !== replicas) {
-    await jsm.streams.update(stream, { ...info.config, num_replicas: replicas });
+  const compression = opts.compression ? StoreCompression.S2 : undefined;
+  if (
+    info.config.num_replicas !== replicas ||
+    (compression !== undefined && info.config.compression !== compression)
+  ) {
+    await jsm.streams.update(stream, {
+      ...info.config,
+      num_replicas: replicas,
+      ...(compression !== undefined ? { compression } : {}),
+    });
   }
   return kv;
 }
@@ -221,20 +234,26 @@ export async function ensureFabricStores(
   storeScale = 1,
 ): Promise<FabricStores> {
   const jsm = await jetstreamManager(nc);
+  // The history streams and the task bucket are stored compressed where the server can (2.10+):
+  // JSON events repeat most of their bytes, and a compressed block is a fraction of the disk.
+  const compress = compressesStores(nc);
+  const history = compress ? StoreCompression.S2 : StoreCompression.None;
   const scaled = (bytes: number): number =>
     storeScale >= 1 ? bytes : Math.max(MIN_STORE_BYTES, Math.floor(bytes * storeScale));
   retention = { ...retention, maxBytes: scaled(retention.maxBytes) };
   artifacts = { ...artifacts, maxBytes: scaled(artifacts.maxBytes) };
   // In this order: an AMF_EVENTS made before AMF_ARTIFACTS existed still takes artifact subjects, and
   // two streams may not share a subject, so its update gives them up before the artifacts stream is made.
-  await ensureStream(jsm, EVENTS_STREAM, PUBLIC_STREAM_SUBJECTS, retention, replicas);
-  await ensureStream(jsm, ARTIFACTS_STREAM, ARTIFACTS_STREAM_SUBJECTS, artifacts, replicas);
+  const limitsHistory = [RetentionPolicy.Limits, DiscardPolicy.Old, history] as const;
+  await ensureStream(jsm, EVENTS_STREAM, PUBLIC_STREAM_SUBJECTS, retention, replicas, ...limitsHistory);
+  await ensureStream(jsm, ARTIFACTS_STREAM, ARTIFACTS_STREAM_SUBJECTS, artifacts, replicas, ...limitsHistory);
   await ensureStream(
     jsm,
     INTERNAL_STREAM,
     INTERNAL_STREAM_SUBJECTS,
     { ...retention, maxMessages: Math.min(retention.maxMessages, 100_000) },
     replicas,
+    ...limitsHistory,
   );
   // Audit records are kept longer than events (a week), bounded by count and bytes.
   await ensureStream(
@@ -247,6 +266,7 @@ export async function ensureFabricStores(
       maxBytes: Math.min(retention.maxBytes, scaled(256 * 1024 * 1024)),
     },
     replicas,
+    ...limitsHistory,
   );
   await ensureStream(
     jsm,
@@ -281,6 +301,7 @@ export async function ensureFabricStores(
     history: 1,
     ttl: taskStateTtlSeconds * 1000,
     max_bytes: scaled(256 * 1024 * 1024),
+    ...(compress ? { compression: true } : {}),
   });
   const mcpPins = await bucket(MCP_PINS_BUCKET, { history: 1, max_bytes: scaled(16 * 1024 * 1024) });
   // One small key per lease; no TTL on the bucket: a lease expires by its holder's silence.
@@ -301,6 +322,16 @@ export async function ensureFabricStores(
   // waiting task with its history, bounded like the A2A bodies that made it.
   const a2aWaiting = await bucket(A2A_WAITING_BUCKET, { history: 1, max_bytes: scaled(64 * 1024 * 1024) });
   return { jsm, agents, tasks, mcpPins, leases, invites, enrollments, disabledAgents, a2aWaiting };
+}
+
+/**
+ * True when the server stores streams compressed (nats-server 2.10 and later). The results and work
+ * streams stay uncompressed: their messages leave within seconds, so compressing them is CPU for
+ * nothing.
+ */
+export function compressesStores(nc: Pick<NatsConnection, 'info'>): boolean {
+  const version = parseServerVersion(nc.info?.version);
+  return version !== undefined && compareVersions(version, COMPRESSED_STORES_SINCE) >= 0;
 }
 
 /** KV keys allow `[-/_=.a-zA-Z0-9]`; agent ids are URIs, so they are stored base64url-encoded. */

@@ -26,14 +26,19 @@ export interface TestNats {
 
 /**
  * Starts an isolated server with freshly generated credentials. The environment's AMF_*_PASS
- * variables are ignored so a developer's shell cannot change what the tests see.
+ * variables are ignored so a developer's shell cannot change what the tests see. `binary`: another
+ * nats-server than the one on PATH (e.g. the pinned 2.12 of the cluster tests).
  */
-export async function startTestNats(): Promise<TestNats> {
+export async function startTestNats(options: { binary?: string } = {}): Promise<TestNats> {
   const dataDir = await mkdtemp(join(tmpdir(), 'amf-nats-test-'));
   let server: NatsServerHandle | undefined;
   try {
     const credentials = await loadOrCreateCredentials(dataDir, {});
-    server = await startNatsServer({ dataDir, credentials });
+    server = await startNatsServer({
+      dataDir,
+      credentials,
+      ...(options.binary !== undefined ? { binary: options.binary } : {}),
+    });
     const started = server;
     const connections: NatsConnection[] = [];
     let closing: Promise<void> | undefined;

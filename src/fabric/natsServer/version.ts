@@ -8,6 +8,9 @@
 /** Releases older than this slow down as task states and events accumulate. */
 export const STEADY_FILESTORE_SINCE = [2, 10, 0] as const;
 
+/** Releases from which a stream can be stored compressed (S2). */
+export const COMPRESSED_STORES_SINCE = [2, 10, 0] as const;
+
 /** The three numbers of a version string such as `2.9.10` or `v2.12.15`; undefined when absent. */
 export function parseServerVersion(text: string | undefined): [number, number, number] | undefined {
   const match = /v?(\d+)\.(\d+)\.(\d+)/.exec(text ?? '');
@@ -28,7 +31,7 @@ export function slowStoreReason(version: readonly number[]): string | undefined 
   if (compareVersions(version, STEADY_FILESTORE_SINCE) >= 0) return undefined;
   return (
     'slows down as a mesh runs: its file store costs more per task as task states and events ' +
-    'accumulate (measured: 908 → 388 completions/s over 60,000 tasks; 2.12 stays flat)'
+    'accumulate, and it cannot store streams compressed (docs/performance.md)'
   );
 }
 
