@@ -104,9 +104,9 @@ export class TaskDispatcher {
   ) {}
 
   start(): void {
-    // Expiry and failures (TTL, watchdog, policy, worker errors, other coordinators' denies) reach a
-    // waiting requester from the lifecycle, which judged them; completions come with their result on
-    // the reply subject.
+    // Every ending reaches a waiting requester from the lifecycle, which judged it: the accepted
+    // final (no copy of it is sent to the reply subject of a task waited on here), or the expiry or
+    // failure (TTL, watchdog, policy, worker errors, other coordinators' denies).
     this.lifecycle.onTerminal(({ task, state }) => {
       const p = this.pending.get(task.taskId);
       if (!p) return;
@@ -177,6 +177,11 @@ export class TaskDispatcher {
     this.sub?.unsubscribe();
     for (const [, p] of this.pending) p.reject(new AmfError('UNAVAILABLE', 'coordinator is shutting down'));
     this.pending.clear();
+  }
+
+  /** True while a request here waits for `taskId` (its final then reaches it in this process). */
+  waits(taskId: string): boolean {
+    return this.pending.has(taskId);
   }
 
   get pendingCount(): number {

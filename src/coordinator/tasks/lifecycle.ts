@@ -139,6 +139,7 @@ export class TaskLifecycle {
       retryElsewhere: (task, agentId, message) => this.retries.handlerTimedOut(task, agentId, message),
       ...(options.sharedTaskState ? { sharedTaskState: options.sharedTaskState } : {}),
       ...(options.confirmLive ? { confirmLive: options.confirmLive } : {}),
+      ...(options.waitsHere ? { waitsHere: options.waitsHere } : {}),
     });
     this.claims = new TaskClaims({
       ...parts,

@@ -64,8 +64,9 @@ const offloadSignatureChecks = ed25519.backend === 'node:crypto';
 
 export function createTaskPath(parts: TaskPathParts): TaskPath {
   const { nc, jsm, tasksKv, bus, work, registry, notices, sender, config, policy, log } = parts;
-  // Bound below: the lifecycle is built with this checker.
+  // Bound below: the lifecycle is built with this checker, and before the dispatcher it asks.
   let activeTasks = (): number => 0;
+  let waitsHere = (_taskId: string): boolean => false;
   const authenticity: EventAuthenticity = new EventAuthenticity({
     registry: registry,
     notices: notices,
@@ -94,6 +95,7 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
     ...(parts.liveness ? livenessOptions(parts.liveness) : {}),
     authenticate: (event, intake) => authenticity.accept(event, intake),
     authenticateInOrder: inOrder,
+    waitsHere: (taskId) => waitsHere(taskId),
     log,
     ...(parts.refuseNewTask ? { refuseNewTask: parts.refuseNewTask } : {}),
   });
@@ -104,6 +106,7 @@ export function createTaskPath(parts: TaskPathParts): TaskPath {
     (event, intake) => authenticity.accept(event, intake),
     inOrder,
   );
+  waitsHere = (taskId) => dispatcher.waits(taskId);
   const taskEvents = new TaskEventIntake({
     nc,
     bus,

@@ -134,6 +134,12 @@ export interface LifecycleOptions {
    */
   refuseNewTask?: (tagServed: boolean) => AmfError | undefined;
   /**
+   * True while a requester in this process waits for the task (TaskDispatcher): it hears the final
+   * from the terminal listeners, so the copy on the task's reply subject is left out for it. A task
+   * announced any other way keeps that copy for whoever subscribed there.
+   */
+  waitsHere?: (taskId: string) => boolean;
+  /**
    * Decides whether an agent's event (claim, progress, partial, blocked, delegate, final) really
    * comes from the agent it names; a refusal is warned by the check itself (eventAuthenticity.ts).
    * Without it, every well-formed event is believed (unit tests of the state machine).

@@ -28,6 +28,7 @@ export interface TaskResultsDeps extends Pick<
   endings: TaskEndings;
   sharedTaskState?: LifecycleOptions['sharedTaskState'];
   confirmLive?: LifecycleOptions['confirmLive'];
+  waitsHere?: LifecycleOptions['waitsHere'];
   /** Re-announces a task whose handler ran past its timeout, for another worker; false if it cannot. */
   retryElsewhere?: (task: TaskRecord, agentId: string, message: string) => boolean;
 }
@@ -120,7 +121,8 @@ export class TaskResults {
         ...(event.amfconfidence !== undefined ? { confidence: Number(event.amfconfidence) } : {}),
       }),
     );
-    const reply = task.announce.data.payload.reply_subject;
+    // A requester waiting in this process takes the final from the terminal listeners instead.
+    const reply = this.deps.waitsHere?.(task.taskId) ? undefined : task.announce.data.payload.reply_subject;
     task.answeredFromQueue = true;
     const recorded = publishCanonicalFinal(this.deps.fabric, relayed, reply);
     if (recorded) task.recorded = recorded;
