@@ -32,10 +32,10 @@ export function createCoordinatorMcpEndpoint(
   const sessions = new WeakMap<Server, CoordinatorMcpSession>();
   const endpoint: McpEndpoint = new McpEndpoint({
     ...limits,
-    fastRequest: ({ server, sessionId }, request, signal) => {
-      const session = sessions.get(server as Server);
+    fastRequest: (fast, request, signal) => {
+      const session = sessions.get(fast.server as Server);
       if (!session?.takesPlainCalls()) return undefined;
-      return plainToolCall(federation, request, session.caller(sessionId), signal);
+      return plainToolCall(federation, fast, request, session.caller(fast.sessionId), signal);
     },
     createServer: ({ caller }) => {
       const capabilities = { tools: { listChanged: true }, ...federatedCapabilities() };

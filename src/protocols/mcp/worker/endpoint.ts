@@ -1,7 +1,8 @@
 /**
  * A worker's MCP server: its capability handler served as one MCP tool named after the handler
  * (`echo` for the built-in echo worker). A call runs the same handler as a mesh task, so MCP and
- * mesh callers get the same behaviour.
+ * mesh callers get the same behaviour. A plain call of that tool on a live session is answered as
+ * one JSON body (endpoint/sessionFastPath.ts); everything else goes through the SDK server.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -22,6 +23,7 @@ import {
   type CoordinatorFingerprintRecord,
 } from '../coordinatorFingerprint.js';
 import { McpEndpoint, remoteAddressKey, type McpSessionLimits } from '../endpoint/endpoint.js';
+import { answerCall, asPlainToolCall } from '../endpoint/sessionFastPath.js';
 import { SessionLogLevel } from '../logLevel.js';
 import { requestContext, ResourceUpdates, serveHandlerSurface, surfaceCapabilities } from './surface.js';
 import { WorkerCallers } from '../workerCallers.js';
@@ -106,6 +108,15 @@ export function createWorkerMcpEndpoint(options: WorkerMcpOptions): McpEndpoint 
   return new McpEndpoint({
     ...options.sessions,
     clientKey: coordinatorApart,
+    // A plain call of the handler's own tool, answered as one JSON body without the SDK transport;
+    // every other request (surface tools, progress, tasks) takes the SDK handler below.
+    fastRequest: (session, request, signal) => {
+      const call = asPlainToolCall(request);
+      if (call?.name !== tool.name) return undefined;
+      return answerCall(session, request, signal, (callSignal) =>
+        callTool(call.name, call.arguments, callSignal),
+      );
+    },
     ...(options.coordinatorFingerprint
       ? {
           onRequest: (req: IncomingMessage) =>
