@@ -1,6 +1,6 @@
 /**
  * Counts the NATS messages one mesh task costs, by kind of subject: starts bench/meshServer.js
- * (coordinator, its nats-server, echo worker in its own process), listens on `>` as the coordinator
+ * (coordinator, its nats-server, echo worker in its own process, on its own NATS user), listens on `>` as the coordinator
  * role (it sees every subject of the account, JetStream API and acks included), sends
  * BENCH_COUNT_TASKS chat completions one after another and prints messages per task per subject
  * kind. The `$JS.API.*` rows are JetStream API calls; `$JS.ACK` rows are acks and in-progress signals
@@ -25,7 +25,8 @@ try {
   let counting = false;
   /** Task ids and other variable tokens collapse, so one row is one kind of message. */
   const kind = (subject) =>
-    subject
+    // An inbox's last tokens name one request each: every reply to one inbox is one kind.
+    (subject.startsWith('_INBOX.') ? subject.split('.').slice(0, 2).concat('*').join('.') : subject)
       .split('.')
       .map((t) => (/[0-9a-f]{8}-|^[0-9]+$|^[A-Za-z0-9_-]{20,}$/.test(t) ? '*' : t))
       .slice(0, 6)

@@ -65,7 +65,7 @@ const trimmer = startMemoryTrimmer();
 if (process.argv[2] === 'worker') await runWorkerProcess();
 else await runMeshProcess();
 
-/** Worker-only mode: waits for `{cmd: 'start', natsUrl, credential, heartbeatSeconds, coordinatorKey, operatorKey}` on IPC. */
+/** Worker-only mode: waits for `{cmd: 'start', natsUrl, join, heartbeatSeconds, coordinatorKey, operatorKey}` on IPC. */
 async function runWorkerProcess() {
   let running;
   let stopping;
@@ -88,7 +88,7 @@ async function runWorkerProcess() {
         tags: ['echo'],
         handler: echoHandler,
         natsUrl: msg.natsUrl,
-        credential: msg.credential,
+        join: msg.join,
         coordinatorKey: msg.coordinatorKey,
         operatorKey: msg.operatorKey,
         port: 0,
@@ -184,13 +184,14 @@ async function runMeshProcess() {
         ...(heartbeat ? { heartbeat: { intervalSeconds: heartbeat } } : {}),
       },
     });
-    // The echo worker and the admission benchmarks' advertisers connect as the shared specialist
-    // user (events still signed), which the spawned server carries only when asked for.
+    // The admission benchmarks' advertisers connect as the shared specialist user, which the
+    // spawned server carries only when asked for. The echo worker joins as `amf worker` does: the
+    // join credential, then its own NATS user once admitted (the task path users get).
     coordinator = await Coordinator.start({ config, legacySpecialistUser: true });
     http = await startCoordinatorHttp(coordinator);
     const workerOptions = {
       natsUrl: coordinator.natsUrl,
-      credential: coordinator.credentials.specialist,
+      join: coordinator.joinCredential,
       heartbeatSeconds: config.heartbeat.intervalSeconds,
       // Its edge takes the operator key (the direct path's requests carry it) and the coordinator's bearer.
       coordinatorKey: coordinator.signingKey.publicKey,
@@ -261,13 +262,13 @@ async function runMeshProcess() {
   }
 }
 
-async function startInProcessWorker({ natsUrl, credential, heartbeatSeconds, coordinatorKey, operatorKey }) {
+async function startInProcessWorker({ natsUrl, join, heartbeatSeconds, coordinatorKey, operatorKey }) {
   const w = await startWorker({
     name: 'bench-echo',
     tags: ['echo'],
     handler: echoHandler,
     natsUrl,
-    credential,
+    join,
     coordinatorKey,
     operatorKey,
     port: 0,
