@@ -58,7 +58,10 @@ export function asFastRequest(req: IncomingMessage, body: unknown): FastRequest 
   return m as unknown as FastRequest;
 }
 
-/** Writes the answer of `request` as one JSON body (the session id echoed, as the SDK does). */
+/**
+ * Writes the answer of `request` as one JSON body (the session id echoed, as the SDK does), or an
+ * event stream without events for a call the client cancelled (answerCall).
+ */
 export async function answerFast(
   res: ServerResponse,
   sessionId: string,
@@ -163,11 +166,11 @@ const inFlight = new WeakMap<McpServer, Map<string | number, AbortController>>()
  * never sees a fast request, so it could not abort it; it still sees the notification after us.
  */
 function callsOf(server: McpServer): Map<string | number, AbortController> | undefined {
-  let calls = inFlight.get(server);
-  if (calls) return calls;
+  const known = inFlight.get(server);
+  if (known) return known;
   const transport = server.transport;
   if (!transport) return undefined;
-  const mine = (calls = new Map());
+  const mine = new Map<string | number, AbortController>();
   inFlight.set(server, mine);
   const deliver = transport.onmessage;
   transport.onmessage = (message, extra) => {
