@@ -90,6 +90,7 @@ export const UNIT_TEST_FILES: readonly string[] = [
   'test/watcher/watcherContexts.test.ts',
   'test/watcher/watcherPool.test.ts',
   'test/web/ui.test.ts',
+  'test/worker/deferredClaims.test.ts',
   'test/worker/handlerLoader.test.ts',
   'test/worker/handlerTimeout.test.ts',
 ];

@@ -23,6 +23,7 @@ import { workerAgentId, workerAgentRecord, workerHeartbeat } from './workerAdver
 import { createEphemeralAgentKey, type AgentKey } from '../identity/agentKey.js';
 import { signEvent } from '../identity/eventSignature.js';
 import { InputWaits } from './inputWaits.js';
+import { DeferredClaims } from './deferredClaims.js';
 import { HandlerError, type FollowUpMessage } from './handlerApi.js';
 import type { MeshWorkerOptions, RunTaskOptions, TaskInput } from './meshWorkerOptions.js';
 import { subscribeToOrders } from './coordinatorOrders.js';
@@ -54,6 +55,8 @@ export class MeshWorker {
   private readonly slots: TaskSlots;
   private delegations: DelegationClient;
   private readonly inputs = new InputWaits();
+  /** Mesh tasks' claims held back until they say something else or run past a moment. */
+  private readonly claims = new DeferredClaims();
   /** The handler-timeout pauses of the runs in progress, by task id (a wait for input pauses it). */
   private readonly pauses = new Map<string, RunPauses>();
   private readonly pullLoops: Promise<void>[] = [];
@@ -184,6 +187,9 @@ export class MeshWorker {
     reply?: string,
     confidence?: number,
   ): void {
+    // A held claim goes before anything else the task says; a final carries it (deferredClaims.ts).
+    if (type === 'amf.result.final') this.claims.drop(taskId);
+    else if (type !== 'amf.task.claim') this.claims.flush(taskId);
     const created = createEvent({
       type,
       sender: this.sender,
@@ -201,8 +207,8 @@ export class MeshWorker {
   }
 
   /**
-   * The one run path of this worker, whatever brought the task: claims it (`amf.task.claim`), waits
-   * for a slot, runs the handler with progress, partial and final events on the canonical subjects
+   * The one run path of this worker, whatever brought the task: claims it (`amf.task.claim`; a mesh
+   * task's claim is held back a moment, and left to its final if that comes first), waits for a slot, runs the handler with progress, partial and final events on the canonical subjects
    * (and the reply subject, for mesh tasks), and tracks it for cancellation and drain. Never rejects.
    * A draining worker takes nothing new; a mesh task is then left for the TTL to bring elsewhere.
    */
@@ -217,13 +223,16 @@ export class MeshWorker {
     const onCallerAbort = () => controller.abort();
     if (signal?.aborted) controller.abort();
     else signal?.addEventListener('abort', onCallerAbort, { once: true });
-    this.emit(
-      'amf.task.claim',
-      task.taskId,
-      task.traceId,
-      claimPayload(task, this.agentId, options),
-      options.replySubject,
-    );
+    const claim = () =>
+      this.emit(
+        'amf.task.claim',
+        task.taskId,
+        task.traceId,
+        claimPayload(task, this.agentId, options),
+        options.replySubject,
+      );
+    if (options.origin === 'mesh') this.claims.hold(task.taskId, claim);
+    else claim();
     // The slot bounds handler runs only: storing a mesh result (which may wait out a NATS outage)
     // happens after the slot is free, but the task stays in flight (drain waits) until it is stored.
     // A handler stuck past its timeout keeps its slot until it settles (handlerTimeout.ts).
@@ -250,6 +259,7 @@ export class MeshWorker {
         return outcome;
       })
       .finally(() => {
+        this.claims.drop(task.taskId);
         this.inFlight.delete(task.taskId);
         signal?.removeEventListener('abort', onCallerAbort);
       });
@@ -303,8 +313,11 @@ export class MeshWorker {
     }
     const payload = finalPayload(task.taskId, this.agentId, outcome, options.offer);
     const confidence = outcome.ok ? outcome.result.confidence : 0;
-    if (options.origin === 'mesh') onStoring(submitResult(this.submitter(), task, payload, confidence));
-    else this.emit('amf.result.final', task.taskId, task.traceId, payload, undefined, confidence);
+    if (options.origin === 'mesh') {
+      // The final names the offer it came with: it is the claim too, when none has left yet.
+      this.claims.drop(task.taskId);
+      onStoring(submitResult(this.submitter(), task, payload, confidence));
+    } else this.emit('amf.result.final', task.taskId, task.traceId, payload, undefined, confidence);
     return outcome;
   }
 
@@ -395,8 +408,17 @@ export class MeshWorker {
         );
         options.onProgress?.(message);
       },
-      delegate: (tag, text, opts = {}) =>
-        this.delegations.delegate({ parentTaskId: task.taskId, traceId: task.traceId, tag, text, ...opts }),
+      delegate: (tag, text, opts = {}) => {
+        // The delegation is progress of this task: its claim must be on record first.
+        this.claims.flush(task.taskId);
+        return this.delegations.delegate({
+          parentTaskId: task.taskId,
+          traceId: task.traceId,
+          tag,
+          text,
+          ...opts,
+        });
+      },
       requestInput: (prompt) => this.requestInput(task, signal, options, String(prompt).slice(0, 4000)),
       ...(this.options.tools ? { tools: this.options.tools(signal) } : {}),
     };

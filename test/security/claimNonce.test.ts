@@ -223,15 +223,19 @@ describe('answer injection (H1)', () => {
     const endings = terminal.filter((e) => e.event.amfagentrole === 'coordinator');
     expect(endings).toHaveLength(1);
     expect(JSON.stringify(endings[0]!.event.data.payload)).not.toContain('mallory');
-    // The claim that counted names the offer; its nonce never appeared before it.
-    const claims = mesh.events.filter(
-      (e) => e.subject === 'amf.task.claim' && e.event.amftaskid === victimId && payloadOf(e).agent_id === w1,
+    // What counted names the offer: w1's claim, or its final when the handler answered before the
+    // claim left (worker/deferredClaims.ts). The nonce never appeared on the fabric before w1 sent it.
+    const fromW1 = mesh.events.filter(
+      (e) =>
+        (e.event.type === 'amf.task.claim' || e.event.type === 'amf.result.final') &&
+        e.event.amftaskid === victimId &&
+        e.event.data.auth_context.identity === w1,
     );
-    const counted = claims.find((e) => typeof payloadOf(e).offer === 'string');
+    const counted = fromW1.find((e) => typeof payloadOf(e).offer === 'string');
     expect(counted).toBeDefined();
     const nonce = payloadOf(counted!).offer as string;
     const firstSeen = mesh.events.find((e) => JSON.stringify(e.event).includes(nonce));
-    expect(firstSeen?.event.type).toBe('amf.task.claim');
+    expect(firstSeen?.event.data.auth_context.identity).toBe(w1);
     expect(payloadOf(firstSeen!).agent_id).toBe(w1);
   }, 60_000);
 });

@@ -477,6 +477,9 @@ export class TaskLifecycle {
   }
 
   private onFabricEvent(event: AnyAmfEvent): void {
+    // A claim a coordinator recorded for a final that stood in for it (results.ts): the final that
+    // follows settles the task here; the record is not the agent's own event to check.
+    if (event.type === 'amf.task.claim' && event.amfagentrole === 'coordinator') return;
     const inOrder = this.options.authenticateInOrder;
     if (inOrder && isTaskOutput(event)) {
       inOrder(event, event.type, (ok) => {

@@ -6,7 +6,7 @@
  */
 import { carryResultSignature } from '../../identity/eventSignature.js';
 import { createEvent, type AmfEvent, type AmfEventOf } from '../../events/cloudEvent.js';
-import { checkFinalPayload, HANDLER_TIMEOUT_CODE } from '../../events/payloads.js';
+import { checkFinalPayload, HANDLER_TIMEOUT_CODE, type ClaimPayload } from '../../events/payloads.js';
 import { terminalEventMsgId } from '../../events/subjects.js';
 import type { TaskEndings } from './endings.js';
 import type { LifecycleOptions, TaskFabric, TaskParts, TaskRecord } from './record.js';
@@ -56,8 +56,12 @@ export class TaskResults {
     }
     // Unclaimed: a failed final would end the task whoever sent it (failing needs no claim), so it
     // is held to a claim's rules: the tag, and the offer (a direct task's final under a mesh id).
-    if (task.claimedBy === undefined && (this.notAdmittedForTag(task, agentId) || this.noOffer(task, event)))
-      return;
+    if (task.claimedBy === undefined) {
+      if (this.notAdmittedForTag(task, agentId) || this.noOffer(task, event)) return;
+      // It stands in for the claim its worker never sent (worker/deferredClaims.ts), as in accept().
+      if (task.state === 'announced' && this.deps.table.applyTransition(task, 'amf.task.claim', agentId))
+        task.claimedBy = agentId;
+    }
     this.endWithFinal(task, event, agentId);
   }
 
@@ -91,6 +95,7 @@ export class TaskResults {
       if (!this.deps.table.applyTransition(task, 'amf.task.claim', agentId)) return 'refused';
       task.claimedBy = agentId;
       this.deps.table.changed(task);
+      this.recordImpliedClaim(task, agentId);
     }
     if (task.claimedBy !== agentId) {
       this.deps.notices.warn({
@@ -128,6 +133,31 @@ export class TaskResults {
     if (recorded) task.recorded = recorded;
     this.endWithFinal(task, relayed, agentId);
     return 'accepted';
+  }
+
+  /**
+   * Puts the claim a final stood in for on record, ahead of the final in the same write, so the
+   * task's history reads announce, claim, final as the state machine does. A worker whose handler
+   * answers at once sends no claim of its own (worker/deferredClaims.ts). The record is the
+   * coordinator's own event, naming the agent: other coordinators leave it to the final that
+   * follows (lifecycle.ts), as they cannot check it as the agent's.
+   */
+  private recordImpliedClaim(task: TaskRecord, agentId: string): void {
+    const payload: ClaimPayload = {
+      task_id: task.taskId,
+      agent_id: agentId,
+      required_capability: task.tag,
+      attempt: task.attempt,
+    };
+    const claim = createEvent({
+      type: 'amf.task.claim',
+      sender: this.deps.sender,
+      payload,
+      taskId: task.taskId,
+      traceId: task.traceId,
+    });
+    if (this.deps.fabric.publishOwn) this.deps.fabric.publishOwn(claim, 'amf.task.claim');
+    else this.deps.fabric.publish(claim, 'amf.task.claim');
   }
 
   /**
