@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import {
   TaskState,
+  type AgentCard as SdkAgentCard,
   type CancelTaskRequest,
   type GetTaskRequest,
   type Message,
@@ -153,10 +154,14 @@ function subscriberUpdate(event: AgentExecutionEvent, taskId: string): StreamRes
   }
 }
 
+/** Parts whose media type the card's defaultInputModes lacks are ContentTypeNotSupportedError. */
+const VALIDATE_INPUT_MODES = true;
+
 /** The SDK's request handler with AMF's admission checks in front of new messages. */
 class AmfRequestHandler extends DefaultRequestHandler {
   /** The SDK's own bus manager, kept here too so that SubscribeToTask can follow a task's bus. */
-  private readonly buses: DefaultExecutionEventBusManager;
+  readonly buses: DefaultExecutionEventBusManager;
+  private cardForChecks: SdkAgentCard | undefined;
 
   constructor(
     private readonly opts: A2aServerOptions,
@@ -179,8 +184,7 @@ class AmfRequestHandler extends DefaultRequestHandler {
       undefined,
       undefined,
       undefined,
-      // A part whose media type is not in the card's defaultInputModes is ContentTypeNotSupportedError.
-      { validateInputModes: true },
+      { validateInputModes: VALIDATE_INPUT_MODES },
     );
     this.buses = buses;
   }
@@ -241,7 +245,16 @@ class AmfRequestHandler extends DefaultRequestHandler {
     return toSdkAgentCard(this.opts.card());
   }
 
-  private async check(params: SendMessageRequest, context: ServerCallContext): Promise<void> {
+  /**
+   * The card as the light path's request checks read it (protocol versions, input modes, required
+   * extensions): built once, since the agent's card fixes those for its life (agentCards.ts).
+   */
+  checksCard(): SdkAgentCard {
+    return (this.cardForChecks ??= toSdkAgentCard(this.opts.card()));
+  }
+
+  /** AMF's checks of a message before the SDK takes it; throws an A2A error to refuse it. */
+  async check(params: SendMessageRequest, context: ServerCallContext): Promise<void> {
     checkHistoryLength(params.configuration?.historyLength);
     const taskId = params.message?.taskId;
     if (taskId) {
@@ -391,14 +404,24 @@ export class A2aServer {
   private readonly restApp: express.Express;
 
   constructor(private readonly opts: A2aServerOptions) {
-    this.requestHandler = new AmfRequestHandler(opts);
+    const handler = new AmfRequestHandler(opts);
+    this.requestHandler = handler;
     const common = {
-      requestHandler: this.requestHandler,
+      requestHandler: handler,
       userBuilder: UserBuilder.noAuthentication,
       legacyCompat: { enabled: true },
     };
     this.jsonRpcApp = protocolApp(jsonRpcHandler(common), true);
-    if (opts.lightSendMessage !== false) this.light = new LightSendMessage(this.requestHandler);
+    if (opts.lightSendMessage !== false)
+      this.light = new LightSendMessage({
+        handler,
+        store: opts.store,
+        executor: opts.executor,
+        buses: handler.buses,
+        admit: (params, context) => handler.check(params, context),
+        checksCard: () => handler.checksCard(),
+        validateInputModes: VALIDATE_INPUT_MODES,
+      });
     this.restApp = protocolApp(restHandler(common), false);
   }
 

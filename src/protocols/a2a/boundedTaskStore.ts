@@ -71,8 +71,20 @@ export class BoundedTaskStore implements TaskStore {
   }
 
   async save(task: Task): Promise<void> {
+    this.keep(copyOf(task));
+  }
+
+  /**
+   * Saves a task its caller gives up, as it is (no copy): the caller must not change it, nor
+   * anything it holds, afterwards. Loads still hand out copies.
+   */
+  async adopt(task: Task): Promise<void> {
+    this.keep(task);
+  }
+
+  private keep(task: Task): void {
     const isNew = !this.tasks.has(task.id);
-    this.tasks.set(task.id, copyOf(task));
+    this.tasks.set(task.id, task);
     if (isTerminalTaskState(task.status?.state)) this.ended.add(task.id);
     else this.ended.delete(task.id);
     if (isNew) this.evict();

@@ -27,6 +27,7 @@ import { toAmfError } from '../../errors.js';
 import { REJECTED_CODE } from '../../worker/handlerApi.js';
 import type { A2aExtension } from './a2aExtension.js';
 import { STREAMING_KEY } from './a2aServer.js';
+import { DIRECT_ANSWER_KEY, type DirectAnswer } from './lightSendMessage.js';
 import { persistTaskEvents } from './taskPersistence.js';
 import { messageInput, resultArtifact, traceIdForContext, UUID_PATTERN } from './messageParts.js';
 import { routeA2aMessage, type A2aRoute, type RoutingOptions } from './taskRouting.js';
@@ -41,7 +42,7 @@ const ROUTE_KEY = 'amf.a2a.route';
 const OWN_CONTEXT = new ServerCallContext();
 /** How often a taken-over task looks whether its worker is back on NATS. */
 const HEARD_AGAIN_POLL_MS = 200;
-/** Conversations whose agent is remembered (the oldest is forgotten first). */
+/** Conversations whose agent is remembered: this many at most, half of them at least. */
 const CONTEXTS_REMEMBERED = 10_000;
 export interface CoordinatorExecutorOptions {
   /** The A2A task store, kept current by the executor for the task's whole life. */
@@ -49,7 +50,7 @@ export interface CoordinatorExecutorOptions {
   /** The mesh's tasks: submitted, followed, given input, cancelled, kept while they wait for input. */
   tasks: Pick<
     TaskService,
-    'submit' | 'follow' | 'get' | 'cancel' | 'sendInput' | 'keepWhileWaiting' | 'adoptWaiting'
+    'submit' | 'follow' | 'abandon' | 'get' | 'cancel' | 'sendInput' | 'keepWhileWaiting' | 'adoptWaiting'
   >;
   agents: AgentDirectory;
   /** How long the mesh may take to answer one message (the task fails after it). */
@@ -87,8 +88,9 @@ function requestedBy(params: SendMessageRequest): string {
 }
 
 interface Running {
-  controller: AbortController;
   session: TaskSession;
+  /** The client no longer waits for the mesh's answer (cancel, deadline, stop): see release(). */
+  released?: boolean;
   meshTaskId?: string;
   /** Why the client stopped waiting (a deadline ran out), once it did. */
   expired?: string;
@@ -124,8 +126,13 @@ function agentText(contextId: string, taskId: string, text: string): Message {
 
 export class CoordinatorExecutor implements AgentExecutor {
   private readonly running = new Map<string, Running>();
-  /** The tag each recent conversation (contextId) went to last, oldest first. */
-  private readonly contexts = new Map<string, string>();
+  /**
+   * The tag each recent conversation (contextId) went to last, in two generations: a full one
+   * becomes the older and the older is forgotten whole. Dropping the oldest entry of one Map at each
+   * message would cost a scan over the holes the drops before it left.
+   */
+  private contexts = new Map<string, string>();
+  private olderContexts = new Map<string, string>();
   private readonly routing: RoutingOptions;
   /** Tasks taken over from an earlier run, until their client's next message (or their input TTL). */
   private readonly restored = new Map<string, Restored>();
@@ -143,7 +150,7 @@ export class CoordinatorExecutor implements AgentExecutor {
   constructor(private readonly opts: CoordinatorExecutorOptions) {
     this.routing = {
       defaultAgent: opts.defaultAgent ?? null,
-      contextTag: (contextId) => this.contexts.get(contextId),
+      contextTag: (contextId) => this.contexts.get(contextId) ?? this.olderContexts.get(contextId),
       ...(opts.extensions ? { extensions: opts.extensions } : {}),
     };
     opts.stopping?.addEventListener('abort', () => this.endOnStop(), { once: true });
@@ -165,15 +172,24 @@ export class CoordinatorExecutor implements AgentExecutor {
       });
       // Nothing more goes on it: the wait released next ends in runToEnd without a second status.
       session.cancelled = true;
-      entry.controller.abort();
+      this.release(entry);
     }
   }
 
+  /**
+   * Ends the wait for the mesh's answer to `entry` (the dispatcher's `abandon`, which cancels the
+   * mesh task if it still runs), as a request's AbortSignal would, without one per request.
+   */
+  private release(entry: Running): void {
+    entry.released = true;
+    if (entry.meshTaskId) this.opts.tasks.abandon(entry.meshTaskId);
+  }
+
   private rememberContext(contextId: string, tag: string): void {
-    this.contexts.delete(contextId);
     this.contexts.set(contextId, tag);
-    if (this.contexts.size > CONTEXTS_REMEMBERED)
-      this.contexts.delete(this.contexts.keys().next().value as string);
+    if (this.contexts.size < CONTEXTS_REMEMBERED / 2) return;
+    this.olderContexts = this.contexts;
+    this.contexts = new Map();
   }
 
   /** Admission check (before the SDK creates a task): routes the message or throws an A2A error. */
@@ -219,7 +235,8 @@ export class CoordinatorExecutor implements AgentExecutor {
     const streaming = rc.context.state.get(STREAMING_KEY) === true;
     const amf: Record<string, unknown> = { tag: route.tag, routedVia: route.via, traceId };
     persistTaskEvents(bus, this.opts.store, rc.context, rc.userMessage, { sdkPersistsUntilStop: !streaming });
-    const { entry, deadline } = this.track(taskId, contextId, bus, rc.userMessage, amf);
+    const direct = rc.context.state.get(DIRECT_ANSWER_KEY) as DirectAnswer | undefined;
+    const { entry, deadline } = this.track(taskId, contextId, bus, rc.userMessage, amf, direct);
     const { session } = entry;
     // A non-blocking or streaming request shows the task at once; a blocking one when it must.
     if (streaming || rc.request.configuration?.returnImmediately === true) session.show();
@@ -232,7 +249,6 @@ export class CoordinatorExecutor implements AgentExecutor {
       stream: streaming,
       // The deadline above decides when the client stops waiting; this only bounds the wait.
       timeoutMs: MAX_TIMER_MS,
-      signal: entry.controller.signal,
       traceId,
       messageId: rc.userMessage.messageId,
       // One id for both: the A2A task is the mesh task (amftaskid must be a UUID, so others get a new one).
@@ -328,23 +344,32 @@ export class CoordinatorExecutor implements AgentExecutor {
     bus: ExecutionEventBus,
     userMessage: Message,
     amf: Record<string, unknown>,
+    direct?: DirectAnswer,
   ): { entry: Running; deadline: TaskDeadline } {
-    const entry: Running = { controller: new AbortController() } as Running;
+    const entry = {} as Running;
     const deadline = new TaskDeadline(
       { resultMs: this.opts.requestTimeoutMs, inputMs: this.opts.inputTtlMs },
       (_kind, message) => {
         entry.expired = message;
         // The lifecycle tells the worker and ends the mesh task; its ending rejects the wait.
         if (entry.meshTaskId) this.opts.tasks.cancel(entry.meshTaskId, 'requester_timeout', message);
-        entry.controller.abort();
+        this.release(entry);
       },
     );
-    entry.session = new TaskSession(taskId, contextId, bus, userMessage, amf, (followUp) => {
-      if (!entry.meshTaskId) throw new UnsupportedOperationError(`task ${taskId} is not on the mesh yet`);
-      this.opts.tasks.sendInput(entry.meshTaskId, followUp);
-      this.forgetWaiting(taskId, entry);
-      deadline.working();
-    });
+    entry.session = new TaskSession(
+      taskId,
+      contextId,
+      bus,
+      userMessage,
+      amf,
+      (followUp) => {
+        if (!entry.meshTaskId) throw new UnsupportedOperationError(`task ${taskId} is not on the mesh yet`);
+        this.opts.tasks.sendInput(entry.meshTaskId, followUp);
+        this.forgetWaiting(taskId, entry);
+        deadline.working();
+      },
+      direct,
+    );
     this.running.set(taskId, entry);
     return { entry, deadline };
   }
@@ -507,13 +532,12 @@ export class CoordinatorExecutor implements AgentExecutor {
     const route = { tag: w.tag, via: w.routedVia, text: '' } as A2aRoute;
     // Followed before the message is handed over, so no update of the worker's next step is missed.
     const work = this.opts.tasks.follow(w.meshTaskId, {
-      signal: entry.controller.signal,
       onUpdate: this.updates(taskId, entry, deadline, route),
       attempt: w.attempt,
     });
     // The follow-up travels on core NATS: it goes once the holder is heard again after the restart
     // (back on NATS, its subscriptions in place), or it would be lost while the worker reconnects.
-    const back = this.heardAgain(w.claimedBy, entry.controller.signal);
+    const back = this.heardAgain(w.claimedBy, () => entry.released === true);
     void back.then(() =>
       entry.session.followUp({ ...messageInput(rc.userMessage), messageId: rc.userMessage.messageId }),
     );
@@ -522,11 +546,11 @@ export class CoordinatorExecutor implements AgentExecutor {
 
   /**
    * Resolves once `agentId` is heard (a heartbeat) after the waiting tasks were taken over, or after
-   * the result timeout at the latest (the follow-up is then sent anyway), or when `signal` aborts.
+   * the result timeout at the latest (the follow-up is then sent anyway), or once `released()`.
    */
-  private async heardAgain(agentId: string, signal: AbortSignal): Promise<void> {
+  private async heardAgain(agentId: string, released: () => boolean): Promise<void> {
     const giveUp = Date.now() + this.opts.requestTimeoutMs;
-    while (!signal.aborted && Date.now() < giveUp) {
+    while (!released() && Date.now() < giveUp) {
       const seen = this.opts.agents.get(agentId)?.lastSeen ?? 0;
       if (seen > this.restoredAt) return;
       await new Promise((resolve) => setTimeout(resolve, HEARD_AGAIN_POLL_MS).unref());
@@ -541,12 +565,11 @@ export class CoordinatorExecutor implements AgentExecutor {
       session.status(TaskState.TASK_STATE_COMPLETED, result.text, more);
       return;
     }
-    const extra = handlerArtifacts(result.artifacts);
-    for (const artifact of extra) session.artifact(artifact);
+    const artifacts = handlerArtifacts(result.artifacts);
     // The answer text (and data) is the `result` artifact; an empty answer has none.
     if (result.text !== '' || result.data)
-      session.artifact(this.finalArtifact(session.resultArtifactId, result, route));
-    session.status(TaskState.TASK_STATE_COMPLETED, undefined, more);
+      artifacts.push(this.finalArtifact(session.resultArtifactId, result, route));
+    session.end(TaskState.TASK_STATE_COMPLETED, undefined, more, artifacts);
   }
 
   private finalArtifact(artifactId: string, result: TaskResult, route: A2aRoute) {
@@ -569,10 +592,10 @@ export class CoordinatorExecutor implements AgentExecutor {
     if (entry && !entry.session.cancelled) {
       entry.session.cancelled = true;
       // The lifecycle tells the worker (amf.task.cancel) and ends the mesh task with one terminal
-      // event; aborting afterwards only releases the dispatcher's wait.
+      // event; releasing afterwards only ends the dispatcher's wait.
       if (entry.meshTaskId)
         this.opts.tasks.cancel(entry.meshTaskId, 'task_cancelled', 'cancelled by the A2A client');
-      entry.controller.abort();
+      this.release(entry);
     }
     entry?.session.stopped();
     bus.publish(

@@ -3,8 +3,9 @@
  * while the request that started it listens: a stream ends at input-required (A2A 1.0) and a
  * client may leave, yet the mesh task goes on and GetTask must show its end.
  *
- * A `SendMessage` (blocking or not) is listened to by the SDK itself until its event queue stops
- * (a Message, a terminal state or input-required), whether or not the client stays. Until then
+ * A `SendMessage` (blocking or not) is listened to by the SDK itself (or by the light path, which
+ * does the same: lightSendMessage.ts) until its event queue stops (a Message, a terminal state or
+ * input-required), whether or not the client stays. Until then
  * the SDK's own save of each event is enough, so this one follows the events without saving them
  * (issue 14: each save is a deep copy of the task; two managers saved every event twice) and saves
  * from the event that stopped the SDK's queue on. It keeps its own complete view of the task all
@@ -46,13 +47,18 @@ export function persistTaskEvents(
     save: (task, ctx) => (sdkSaves ? Promise.resolve() : store.save(task, ctx)),
     list: (params, ctx) => store.list(params, ctx),
   };
-  const manager = new ResultManager(target, context);
-  manager.setContext(userMessage);
+  // Made at the first event: a task answered without events (lightSendMessage.ts) needs none.
+  let manager: ResultManager | undefined;
   let chain = Promise.resolve();
   const onEvent = (event: AgentExecutionEvent): void => {
+    if (!manager) {
+      manager = new ResultManager(target, context);
+      manager.setContext(userMessage);
+    }
+    const results = manager;
     // The stopping event is saved here too: the SDK has stopped listening by the next one.
     if (sdkSaves && stopsSdkQueue(event)) chain = chain.then(() => void (sdkSaves = false));
-    chain = chain.then(() => manager.processEvent(event)).catch(() => undefined);
+    chain = chain.then(() => results.processEvent(event)).catch(() => undefined);
   };
   bus.on('event', onEvent);
   bus.once('finished', () => bus.off('event', onEvent));

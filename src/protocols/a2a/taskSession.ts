@@ -8,12 +8,17 @@
  * while its task is input-required); that call publishes the task again (working), so the answer to
  * the follow-up begins with the Task as A2A 1.0 section 3.1.2 requires of a stream, hands the message
  * over and waits for the next stop, so the SDK settles the bus by the state the task really reached.
+ *
+ * A task that ends before anything of it was published, on a request of the light path
+ * (lightSendMessage.ts), is handed to that request as one final Task or Message instead of its
+ * events: the Task is built as the events would have left it in the store.
  */
 import { randomUUID } from 'node:crypto';
-import { Role, TaskState, type Artifact, type Message, type Part } from '@a2a-js/sdk';
+import { Role, TaskState, type Artifact, type Message, type Part, type Task } from '@a2a-js/sdk';
 import { AgentEvent, type ExecutionEventBus } from '@a2a-js/sdk/server';
 import type { ResultArtifactPayload } from '../../events/payloads.js';
 import { chunkArtifact, statusUpdate, submittedTask, isTerminalTaskState } from './messageParts.js';
+import type { DirectAnswer } from './lightSendMessage.js';
 
 /** What a follow-up carries to the handler. */
 export interface FollowUp {
@@ -39,6 +44,8 @@ export class TaskSession {
     readonly amf: Record<string, unknown>,
     /** Hands a follow-up to the running handler; throws when it cannot be delivered. */
     private readonly deliver: (followUp: FollowUp) => void,
+    /** The light path's request waiting for this task, if any (lightSendMessage.ts). */
+    private direct?: DirectAnswer,
   ) {}
 
   /** Publishes the task (submitted, with the user's message) the first time something needs it. */
@@ -65,6 +72,7 @@ export class TaskSession {
   status(state: TaskState, text?: string, more?: Record<string, unknown>): void {
     if (this.cancelled) return;
     Object.assign(this.amf, more);
+    if (isTerminalTaskState(state) && this.answerDirectly(state, text, [])) return;
     this.show();
     this.bus.publish(
       AgentEvent.statusUpdate(statusUpdate(this.taskId, this.contextId, state, text, this.amf)),
@@ -117,6 +125,53 @@ export class TaskSession {
     );
   }
 
+  /**
+   * Ends the task: its `artifacts`, then its terminal `state` (with a status message when `text` is
+   * given). Published as events, or handed over as one Task (see the module comment).
+   */
+  end(
+    state: TaskState,
+    text: string | undefined,
+    more: Record<string, unknown>,
+    artifacts: Artifact[],
+  ): void {
+    if (this.cancelled) return;
+    if (this.answerDirectly(state, text, artifacts, more)) return;
+    for (const artifact of artifacts) this.artifact(artifact);
+    this.status(state, text, more);
+  }
+
+  /**
+   * Hands the ended task to the light path's request, when it waits and nothing of the task was
+   * published; false otherwise. The Task is what the task event, the artifact updates and the status
+   * update would have made of it: the first message, the status message after it, the artifacts in
+   * order, and the last `amf` block as its metadata.
+   */
+  private answerDirectly(
+    state: TaskState,
+    text: string | undefined,
+    artifacts: Artifact[],
+    more?: Record<string, unknown>,
+  ): boolean {
+    const direct = this.direct;
+    if (!direct || this.shown) return false;
+    Object.assign(this.amf, more);
+    const { status, metadata } = statusUpdate(this.taskId, this.contextId, state, text, this.amf);
+    const task: Task = {
+      id: this.taskId,
+      contextId: this.contextId,
+      status,
+      artifacts,
+      history: status?.message ? [this.userMessage, status.message] : [this.userMessage],
+      metadata,
+    };
+    this.shown = true;
+    this.direct = undefined;
+    direct(task);
+    this.stopped();
+    return true;
+  }
+
   /** The answer as a Message, when no part of the task was shown; false when it is too late. */
   answerWithMessage(text: string): boolean {
     if (this.shown || this.cancelled) return false;
@@ -130,7 +185,10 @@ export class TaskSession {
       extensions: [],
       referenceTaskIds: [],
     };
-    this.bus.publish(AgentEvent.message(message));
+    const direct = this.direct;
+    this.direct = undefined;
+    if (direct) direct(message);
+    else this.bus.publish(AgentEvent.message(message));
     this.stopped();
     return true;
   }
