@@ -135,11 +135,17 @@ describe('task lifecycle timing (fake clock, in-memory fabric)', () => {
     });
   }
 
-  function start(options: { ttlSeconds: number; maxRetries: number; retryDelaySeconds?: number }): void {
+  function start(options: {
+    ttlSeconds: number;
+    maxRetries: number;
+    retryDelaySeconds?: number;
+    workerLossRetries?: number;
+  }): void {
     lifecycle = new TaskLifecycle(fabric, registry, coordinator, notices, {
       ttlSeconds: options.ttlSeconds,
       maxRetries: options.maxRetries,
       retryDelaySeconds: options.retryDelaySeconds ?? 0,
+      ...(options.workerLossRetries !== undefined ? { workerLossRetries: options.workerLossRetries } : {}),
       watchdogGraceFactor: 2,
       retainedTerminalTasks: 100,
       decideDelegation: () => Promise.resolve({ allow: true, reasons: [], max_depth: 5 }),
@@ -278,6 +284,39 @@ describe('task lifecycle timing (fake clock, in-memory fabric)', () => {
       expect.objectContaining({ reason: 'worker_offline', agent_id: WORKER_B }),
     ]);
     expect(fabric.announcements(task.taskId)).toHaveLength(2);
+  });
+
+  it('re-announces an unclaimed task at its TTL as a lost one when a worker of its tag went offline meanwhile', async () => {
+    // The lost worker may have taken the offer and died with its claim still held back
+    // (worker/deferredClaims.ts): a loss retry brings the task back instead of an expiry.
+    admit(WORKER_B);
+    start({ ttlSeconds: 5, maxRetries: 0, workerLossRetries: 1 });
+    const task = lifecycle.announce({ tag: 'echo', task: 'hi' });
+    registry.markOffline(WORKER_A, 'gone');
+    await Promise.resolve();
+    clock.advance(5_000);
+    expect(fabric.announcements(task.taskId).map((p) => p.attempt)).toEqual([1, 2]);
+    expect(notices.warnings.at(-1)).toMatchObject({ reason: 'worker_offline', retrying: true });
+    expect(lifecycle.get(task.taskId)?.state).toBe('announced');
+    // The new offer is one no lost worker took: its TTL expires it as usual.
+    clock.advance(5_000);
+    expect(ended.map((e) => [e.state, e.task.outcome?.reason])).toEqual([['expired', 'task_ttl_expired']]);
+  });
+
+  it('expires an unclaimed task at its TTL when the worker lost serves other tags only', async () => {
+    registry.admit({
+      agent_id: WORKER_B,
+      endpoint: 'http://127.0.0.1:9',
+      protocols_supported: ['A2A/1.0'],
+      capability_tags: ['other'],
+    });
+    start({ ttlSeconds: 5, maxRetries: 0, workerLossRetries: 1 });
+    const task = lifecycle.announce({ tag: 'echo', task: 'hi' });
+    registry.markOffline(WORKER_B, 'gone');
+    await Promise.resolve();
+    clock.advance(5_000);
+    expect(fabric.announcements(task.taskId)).toHaveLength(1);
+    expect(ended.map((e) => [e.state, e.task.outcome?.reason])).toEqual([['expired', 'task_ttl_expired']]);
   });
 
   it('ends a task once: a result after expiry, a cancel after completion and later timers change nothing', () => {

@@ -220,7 +220,12 @@ export class TaskLifecycle {
       ),
     );
     this.registry.onChange((change) => {
-      if (change.kind === 'offline') void this.workerLost(change.agent.record.agent_id, change.reason);
+      if (change.kind === 'offline')
+        void this.workerLost(
+          change.agent.record.agent_id,
+          change.reason,
+          change.agent.record.capability_tags ?? [],
+        );
     });
   }
 
@@ -230,7 +235,9 @@ export class TaskLifecycle {
    * are first checked against the shared registry (`confirmSilence`): a coordinator cut off from
    * the mesh hears nobody, and re-announcing tasks their workers still run would run them twice.
    */
-  private async workerLost(agentId: string, reason: string): Promise<void> {
+  private async workerLost(agentId: string, reason: string, tags: readonly string[]): Promise<void> {
+    // Before the wait below: an unclaimed task it may have taken is one it could not claim since.
+    this.markOfferedToLostWorker(tags);
     if (reason === 'heartbeat_missed' && !(await this.silenceConfirmed(agentId))) return;
     const lookup = this.options.storedResult;
     if (lookup) {
@@ -241,6 +248,18 @@ export class TaskLifecycle {
         if (event) this.results.accept(event, { path: 'stored', lastDelivery: false });
     }
     if (!this.closed) this.retries.agentLost(agentId);
+  }
+
+  /**
+   * The unclaimed tasks of a lost worker's tags: it may hold one of their offers with its claim
+   * still held back (worker/deferredClaims.ts). Their TTL then re-announces them as for a lost
+   * claimant (retries.ts) instead of expiring them; a task it never took loses nothing by that.
+   */
+  private markOfferedToLostWorker(tags: readonly string[]): void {
+    if (tags.length === 0) return;
+    for (const task of this.active.values())
+      if (task.owned && task.state === 'announced' && tags.includes(task.tag))
+        task.offeredToLostWorker = true;
   }
 
   /**

@@ -218,6 +218,12 @@ export interface TaskRecord {
    * retry would splice another execution's chunks after it, so losing the worker ends the task.
    */
   streamStarted?: boolean;
+  /**
+   * A worker of the task's tag was lost while the task was unclaimed: it may have taken the offer
+   * and died before its held claim left (worker/deferredClaims.ts), so running out of TTL counts as
+   * losing that worker (a loss retry), not as finding no claimant. Cleared by a re-announcement.
+   */
+  offeredToLostWorker?: boolean;
   /** Agents that may not take the task again (a refused claim, a handler timeout): re-offers skip them. */
   excludedAgents?: Set<string>;
   /** The accepted final result (completed or failed by its worker), once the task has one. */

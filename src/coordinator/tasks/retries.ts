@@ -22,6 +22,16 @@ export class TaskRetries {
 
   /** No claim within the TTL: republish after the retry delay, or expire with no retries left. */
   ttlExpired(task: TaskRecord): void {
+    // A worker of its tag was lost meanwhile and may have taken it unclaimed: recovered as for a
+    // lost claimant while loss retries remain (lifecycle.ts markOfferedToLostWorker).
+    if (task.offeredToLostWorker && task.lossRetriesLeft > 0) {
+      this.recoverFromLostWorker(
+        task,
+        'worker_offline',
+        `task ${task.taskId} was not claimed within ${task.ttlSeconds}s and a worker of its tag went offline meanwhile (it may have taken it)`,
+      );
+      return;
+    }
     const retrying = task.retriesLeft > 0;
     this.deps.notices.warn(
       {
@@ -63,6 +73,8 @@ export class TaskRetries {
     }
     task.attempt += 1;
     delete task.claimedBy;
+    // The new offer is one no lost worker took.
+    delete task.offeredToLostWorker;
     if (!this.deps.table.transition(task, 'reannounce')) return;
     const payload: AnnouncePayload = {
       ...task.announce.data.payload,
