@@ -56,8 +56,17 @@ function byStatusTimeDesc(a: Task, b: Task): number {
 
 export class BoundedTaskStore implements TaskStore {
   private readonly tasks = new Map<string, Task>();
-  /** Ids of terminal tasks in the order they ended: eviction takes from the front. */
-  private readonly ended = new Set<string>();
+  /** Terminal tasks: id → when it ended (a count), which orders eviction. */
+  private readonly ended = new Map<string, number>();
+  /**
+   * Terminal tasks in the order they ended, from `head` on; eviction takes the first whose entry
+   * `ended` still holds (a task saved running again, or evicted, leaves its entry behind). A queue,
+   * not the first key of `ended`: reaching that after many deletions from a Map's front scans the
+   * holes they leave, at every eviction.
+   */
+  private endedOrder: Array<{ id: string; at: number }> = [];
+  private head = 0;
+  private endings = 0;
   private evictedCount = 0;
 
   constructor(readonly maxTasks: number) {
@@ -85,8 +94,12 @@ export class BoundedTaskStore implements TaskStore {
   private keep(task: Task): void {
     const isNew = !this.tasks.has(task.id);
     this.tasks.set(task.id, task);
-    if (isTerminalTaskState(task.status?.state)) this.ended.add(task.id);
-    else this.ended.delete(task.id);
+    if (!isTerminalTaskState(task.status?.state)) this.ended.delete(task.id);
+    else if (!this.ended.has(task.id)) {
+      const at = this.endings++;
+      this.ended.set(task.id, at);
+      this.endedOrder.push({ id: task.id, at });
+    }
     if (isNew) this.evict();
   }
 
@@ -106,12 +119,29 @@ export class BoundedTaskStore implements TaskStore {
 
   private evict(): void {
     while (this.tasks.size > this.maxTasks) {
-      const oldest = this.ended.values().next().value;
+      const oldest = this.oldestEnded();
       if (oldest === undefined) return; // only running tasks: the handler stops admitting new ones
       this.ended.delete(oldest);
       this.tasks.delete(oldest);
       this.evictedCount += 1;
     }
+    // Spent entries (before `head`, or left behind) are dropped once they could be half the queue.
+    if (this.endedOrder.length > 2 * this.ended.size + 1024) {
+      this.endedOrder = this.endedOrder
+        .slice(this.head)
+        .filter((entry) => this.ended.get(entry.id) === entry.at);
+      this.head = 0;
+    }
+  }
+
+  /** The id of the task that ended first of those still terminal here. */
+  private oldestEnded(): string | undefined {
+    while (this.head < this.endedOrder.length) {
+      const entry = this.endedOrder[this.head]!;
+      if (this.ended.get(entry.id) === entry.at) return entry.id;
+      this.head += 1;
+    }
+    return undefined;
   }
 
   async list(params: ListTasksRequest): Promise<ListTasksResponse> {
