@@ -165,7 +165,8 @@ async function ensureStream(
   replicas: number,
   retention: RetentionPolicy = RetentionPolicy.Limits,
   discard: DiscardPolicy = DiscardPolicy.Old,
-  compression: StoreCompression = StoreCompression.None,
+  /** Absent: not named at all (a nats-server older than 2.10 refuses a config that names it). */
+  compression?: StoreCompression,
 ) {
   const config = {
     name,
@@ -173,8 +174,7 @@ async function ensureStream(
     retention,
     storage: StorageType.File,
     discard,
-    // Left out where it is off: a nats-server older than 2.10 refuses a config that names it.
-    ...(compression !== StoreCompression.None ? { compression } : {}),
+    ...(compression !== undefined ? { compression } : {}),
     max_age: limits.maxAgeSeconds * NANOS_PER_SECOND,
     max_msgs: limits.maxMessages,
     max_bytes: limits.maxBytes,
@@ -201,14 +201,19 @@ export async function ensureKvBucket(
   name: string,
   opts: Partial<KvOptions>,
   replicas: number,
+  /** As for a stream: absent leaves it unnamed (servers older than 2.10). */
+  compression?: StoreCompression,
 ): Promise<KV> {
-  const kv = await kvm.create(name, { ...opts, replicas });
+  const kv = await kvm.create(name, {
+    ...opts,
+    replicas,
+    ...(compression === StoreCompression.S2 ? { compression: true } : {}),
+  });
   const stream = `KV_${name}`;
   const info = await jsm.streams.info(stream);
-  const compression = opts.compression ? StoreCompression.S2 : undefined;
   if (
     info.config.num_replicas !== replicas ||
-    (compression !== undefined && info.config.compression !== compression)
+    (compression !== undefined && (info.config.compression ?? StoreCompression.None) !== compression)
   ) {
     await jsm.streams.update(stream, {
       ...info.config,
@@ -235,9 +240,14 @@ export async function ensureFabricStores(
 ): Promise<FabricStores> {
   const jsm = await jetstreamManager(nc);
   // The history streams and the task bucket are stored compressed where the server can (2.10+):
-  // JSON events repeat most of their bytes, and a compressed block is a fraction of the disk.
-  const compress = compressesStores(nc);
-  const history = compress ? StoreCompression.S2 : StoreCompression.None;
+  // JSON events repeat most of their bytes, and a compressed block is a fraction of the disk. Not
+  // on a cluster: with replicated compressed streams, the fault drill's node kill and restart
+  // (docs/reliability.md, fault 9) ended with acknowledged terminal events missing.
+  const history = !compressesStores(nc)
+    ? undefined
+    : replicas === 1
+      ? StoreCompression.S2
+      : StoreCompression.None;
   const scaled = (bytes: number): number =>
     storeScale >= 1 ? bytes : Math.max(MIN_STORE_BYTES, Math.floor(bytes * storeScale));
   retention = { ...retention, maxBytes: scaled(retention.maxBytes) };
@@ -297,12 +307,14 @@ export async function ensureFabricStores(
   const bucket = (name: string, opts: Partial<KvOptions>): Promise<KV> =>
     ensureKvBucket(jsm, kvm, name, opts, replicas);
   const agents = await bucket(AGENTS_BUCKET, { history: 1, max_bytes: scaled(64 * 1024 * 1024) });
-  const tasks = await bucket(TASKS_BUCKET, {
-    history: 1,
-    ttl: taskStateTtlSeconds * 1000,
-    max_bytes: scaled(256 * 1024 * 1024),
-    ...(compress ? { compression: true } : {}),
-  });
+  const tasks = await ensureKvBucket(
+    jsm,
+    kvm,
+    TASKS_BUCKET,
+    { history: 1, ttl: taskStateTtlSeconds * 1000, max_bytes: scaled(256 * 1024 * 1024) },
+    replicas,
+    history,
+  );
   const mcpPins = await bucket(MCP_PINS_BUCKET, { history: 1, max_bytes: scaled(16 * 1024 * 1024) });
   // One small key per lease; no TTL on the bucket: a lease expires by its holder's silence.
   // allow_direct off: direct gets may be answered by a lagging replica, and a lease must read what

@@ -131,7 +131,7 @@ describe('AMF on a 3-node NATS cluster', () => {
     }
   });
 
-  it('keeps every stream and KV bucket at 3 replicas, rescaling those made with 1', async () => {
+  it('keeps every stream and KV bucket at 3 replicas, rescaling those made with 1, uncompressed', async () => {
     // The clustered stream list is gathered from every stream leader and, on a loaded machine, can
     // come back with one stream missing and another twice: each stream is asked for by name instead.
     const expected = [EVENTS_STREAM, 'KV_amf_agents', 'KV_amf_tasks', `KV_${LEASES_BUCKET}`];
@@ -140,6 +140,11 @@ describe('AMF on a 3-node NATS cluster', () => {
     for (const name of names) {
       const si = await jsm.streams.info(name);
       expect({ stream: name, replicas: si.config.num_replicas }).toEqual({ stream: name, replicas: 3 });
+      // Replicated stores are kept uncompressed (fabric/jetstream.ts: the node-restart drill row).
+      expect({ stream: name, compression: si.config.compression ?? 'none' }).toEqual({
+        stream: name,
+        compression: 'none',
+      });
     }
   });
 
