@@ -12,6 +12,7 @@
  * `npm test` only).
  */
 export const UNIT_TEST_FILES: readonly string[] = [
+  'test/a2a/boundedTaskStoreQueue.test.ts',
   'test/a2a/waitingTasks.test.ts',
   'test/a2aClient/remoteAgent.test.ts',
   'test/admission/denialReporter.test.ts',
