@@ -223,14 +223,7 @@ export class MeshWorker {
     const onCallerAbort = () => controller.abort();
     if (signal?.aborted) controller.abort();
     else signal?.addEventListener('abort', onCallerAbort, { once: true });
-    const claim = () =>
-      this.emit(
-        'amf.task.claim',
-        task.taskId,
-        task.traceId,
-        claimPayload(task, this.agentId, options),
-        options.replySubject,
-      );
+    const claim = () => this.claim(task, options);
     if (options.origin === 'mesh') this.claims.hold(task.taskId, claim);
     else claim();
     // The slot bounds handler runs only: storing a mesh result (which may wait out a NATS outage)
@@ -462,6 +455,12 @@ export class MeshWorker {
     this.emit('amf.task.blocked', task.taskId, task.traceId, payload, options.replySubject);
     options.onInputRequired?.(reason);
     const message = await waiting.finally(() => resume?.());
+    this.claim(task, options);
+    return message;
+  }
+
+  /** Sends the claim of `task` now (its first, or again when its input came). */
+  private claim(task: TaskInput, options: RunTaskOptions): void {
     this.emit(
       'amf.task.claim',
       task.taskId,
@@ -469,7 +468,6 @@ export class MeshWorker {
       claimPayload(task, this.agentId, options),
       options.replySubject,
     );
-    return message;
   }
 
   /** Hands a direct task's follow-up to its waiting handler; false when it waits for nothing. */
