@@ -18,6 +18,11 @@ export class DisablementStore {
   private unsubscribe: (() => void) | undefined;
   /** The last write of each key made here, so the operator's route can wait for its own. */
   private readonly writes = new Map<string, Promise<void>>();
+  /**
+   * How many changes were made here to each key: a reconcile that read the bucket before a later
+   * local change landed must not apply what it read (that change's own notice reconciles again).
+   */
+  private readonly localChanges = new Map<string, number>();
   private closed = false;
 
   constructor(
@@ -33,6 +38,7 @@ export class DisablementStore {
     this.unsubscribe = this.registry.onDisablement((change) => {
       if (change.origin !== 'local' || this.closed) return;
       const key = kvKey(change.agentId);
+      this.localChanges.set(key, (this.localChanges.get(key) ?? 0) + 1);
       const write =
         change.kind === 'disabled'
           ? this.kv.put(key, jsonBytes(change.disablement)).then(() => undefined)
@@ -73,6 +79,7 @@ export class DisablementStore {
   private async reconcile(key: string): Promise<void> {
     if (this.closed) return;
     const agentId = Buffer.from(key, 'base64url').toString('utf8');
+    const changesBefore = this.localChanges.get(key) ?? 0;
     let value: unknown;
     try {
       const entry = await this.kv.get(key);
@@ -81,6 +88,9 @@ export class DisablementStore {
       this.log('warn', 'stored disablement not read', { key, err: String(err) });
       return;
     }
+    // Changed here meanwhile (the operator enabled it again while an older notice was read): what
+    // was read may predate that change, whose own notice comes next.
+    if ((this.localChanges.get(key) ?? 0) !== changesBefore || this.closed) return;
     if (value === undefined) return this.registry.dropDisablement(agentId);
     if (!isDisablement(value) || kvKey(value.agent_id) !== key) {
       this.log('warn', 'stored disablement ignored: not a disablement of this key', { key });
