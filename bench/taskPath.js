@@ -10,15 +10,19 @@
  *                 echoing the job's text, a producer process running `queue.add()` +
  *                 `job.waitUntilFinished()` (bench/bullmqAgent.js);
  *   BullMQ + AOF  the same on a second redis-server with `appendonly yes`, `appendfsync everysec`;
+ *   JetStream floor  a nats-server with JetStream, a hand-written HTTP edge storing each task in a
+ *                 work-queue stream and a worker storing its echo in a result stream
+ *                 (bench/jetstreamFloor.js): the least any "durable task behind an HTTP edge" on AMF's
+ *                 fabric costs, with none of AMF's identity, policy, history or recovery;
  *   raw NATS      a plain nats-server (no JetStream) and a responder process that echoes each request
  *                 (bench/natsResponder.js); requests from this process: the fabric's own floor.
  *
  * Each round measures every system, in an order rotated each round: the p50 round trip at c=1, then
  * round trips/s at c=64 with the CPU time (utime + stime from /proc/<pid>/stat) every server process
- * spent on them. The client side is not counted for AMF and raw NATS (this process); for BullMQ the
+ * spent on them. The client side is not counted for AMF, the floors (this process); for BullMQ the
  * producer is counted, because `queue.add()` and the events it waits on are BullMQ's own work (its
  * closed-loop driver adds a few µs a task). Disk per 1,000 kept tasks: the bytes the JetStream store
- * (AMF) and Redis's working dir (after SAVE for RDB; the AOF as written) hold at the end, less what
+ * (AMF, the JetStream floor) and Redis's working dir (after SAVE for RDB; the AOF as written) hold at the end, less what
  * they held after start-up, over every task completed (nothing ages out in a run this short).
  *
  * Writes the table to stdout and as the section "Task path against BullMQ" of docs/performance.md
@@ -31,18 +35,21 @@
  * the AMF processes; `npm run bench` passes AMF_NODE_FLAGS as `npm start` does), AMF_NATS_SERVER_BIN.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
+import { join } from 'node:path';
 import process from 'node:process';
 import { URL, fileURLToPath } from 'node:url';
 import { TextEncoder } from 'node:util';
 import { connect } from '@nats-io/transport-node';
 import { AMF_NON_DEFAULTS, startAmf } from './lib/amfCli.js';
 import { startChild } from './lib/children.js';
+import { createFloorStreams } from './jetstreamFloor.js';
 import { PERFORMANCE_PAGE, docSection, writeSection } from './lib/docSection.js';
 import { httpPoster, natsRequester, runLoad } from './lib/load.js';
 import { envNumber as envNumberOf, requireBuild, ROOT } from './lib/meshProcess.js';
 import { cpuMs } from './lib/procstat.js';
-import { freePort, redisInstalled, startRedis } from './lib/redisServer.js';
+import { diskBytes, freePort, redisInstalled, startRedis } from './lib/redisServer.js';
 import { rotated } from './lib/rounds.js';
 
 requireBuild('bench/taskPath.js');
@@ -64,9 +71,16 @@ const TEXT = 'Hello from the AMF task-path benchmark: please echo this sentence 
 const FLOOR_SUBJECT = 'bench.floor';
 const AGENT = fileURLToPath(new URL('bullmqAgent.js', import.meta.url));
 const RESPONDER = fileURLToPath(new URL('natsResponder.js', import.meta.url));
+const FLOOR = fileURLToPath(new URL('jetstreamFloor.js', import.meta.url));
 const HIGH = 64;
-const SYSTEMS = ['amf', 'bullmq', 'bullmqAof', 'nats'];
-const LABELS = { amf: 'AMF', bullmq: 'BullMQ', bullmqAof: 'BullMQ + AOF', nats: 'raw NATS req/reply' };
+const SYSTEMS = ['amf', 'bullmq', 'bullmqAof', 'floor', 'nats'];
+const LABELS = {
+  amf: 'AMF',
+  bullmq: 'BullMQ',
+  bullmqAof: 'BullMQ + AOF',
+  floor: 'JetStream floor',
+  nats: 'raw NATS req/reply',
+};
 // Issue 31's goals, each against BullMQ + AOF measured in the same run.
 const GOALS = { cpu: 1.0, throughput: 1.0, p50: 1.5, diskMb: 1.5 };
 const log = (line) => process.stderr.write(`${line}\n`);
@@ -157,9 +171,15 @@ async function startBullmqSystem({ aof }) {
   }
 }
 
-async function startNatsSystem() {
+/**
+ * A nats-server of its own on a free port, JetStream on (its store in a fresh temporary directory)
+ * when `jetstream`; resolves with `{ url, pid, storeBytes(), stop() }` once a client connected.
+ */
+async function startNatsServer({ jetstream }) {
   const port = await freePort();
-  const server = spawn(NATS_BIN, ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
+  const storeDir = jetstream ? mkdtempSync(join(os.tmpdir(), 'amf-bench-floor-')) : undefined;
+  const args = ['-a', '127.0.0.1', '-p', String(port), ...(storeDir ? ['-js', '-sd', storeDir] : [])];
+  const server = spawn(NATS_BIN, args, { stdio: 'ignore' });
   const killServer = () => {
     if (server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
   };
@@ -171,26 +191,88 @@ async function startNatsSystem() {
       server.kill('SIGTERM');
       await serverExited;
       process.off('exit', killServer);
+      if (storeDir) rmSync(storeDir, { recursive: true, force: true });
     },
   ];
   const stop = async () => {
     for (const s of stops.reverse()) await s().catch(() => undefined);
   };
   try {
-    // Connect first (waiting for the server to listen): the responder then finds it up.
+    // Connect first (waiting for the server to listen): the processes started next then find it up.
     const nc = await connect({
       servers: url,
-      name: 'bench-floor-requester',
+      name: 'bench-client',
       waitOnFirstConnect: true,
       timeout: 15_000,
     });
     stops.push(() => nc.close());
-    const responder = await startChild(process.execPath, [RESPONDER, url, FLOOR_SUBJECT], {
+    return { nc, url, pid: server.pid, storeBytes: () => (storeDir ? diskBytes(storeDir) : 0), stops, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+async function startFloorSystem() {
+  const server = await startNatsServer({ jetstream: true });
+  try {
+    await createFloorStreams(server.nc, WORKER_CONCURRENCY);
+    const worker = await startChild(
+      process.execPath,
+      [FLOOR, 'worker', server.url, String(WORKER_CONCURRENCY)],
+      {
+        ready: /"ready":true/,
+      },
+    );
+    server.stops.push(worker.stop);
+    const port = await freePort();
+    const edge = await startChild(process.execPath, [FLOOR, 'edge', server.url, String(port)], {
       ready: /"ready":true/,
     });
-    stops.push(responder.stop);
+    server.stops.push(edge.stop);
+    const body = JSON.stringify({ model: 'amf/echo', messages: [{ role: 'user', content: TEXT }] });
+    const posters = new Map();
+    const poster = (concurrency) => {
+      if (!posters.has(concurrency))
+        posters.set(
+          concurrency,
+          httpPoster(`http://127.0.0.1:${port}/v1/chat/completions`, body, { concurrency }),
+        );
+      return posters.get(concurrency);
+    };
+    server.stops.push(async () => {
+      for (const p of posters.values()) p.close();
+    });
+    const first = await poster(1).once();
+    if (first.status !== 200 || !first.text.includes(TEXT))
+      throw new Error(`JetStream floor: HTTP ${first.status} ${first.text.slice(0, 300)}`);
+    const baseBytes = server.storeBytes();
+    return {
+      procs: [
+        { name: 'edge', pid: edge.pid },
+        { name: 'worker', pid: worker.pid },
+        { name: 'nats-server', pid: server.pid },
+      ],
+      run: (concurrency, seconds) =>
+        runLoad({ concurrency, durationMs: seconds * 1000, issue: poster(concurrency).issue }),
+      keptBytes: () => server.storeBytes() - baseBytes,
+      stop: server.stop,
+    };
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+}
+
+async function startNatsSystem() {
+  const server = await startNatsServer({ jetstream: false });
+  try {
+    const responder = await startChild(process.execPath, [RESPONDER, server.url, FLOOR_SUBJECT], {
+      ready: /"ready":true/,
+    });
+    server.stops.push(responder.stop);
     const payload = new TextEncoder().encode(JSON.stringify({ text: TEXT }));
-    const requester = natsRequester(nc, FLOOR_SUBJECT, payload);
+    const requester = natsRequester(server.nc, FLOOR_SUBJECT, payload);
     return {
       procs: [
         { name: 'nats-server', pid: server.pid },
@@ -199,10 +281,10 @@ async function startNatsSystem() {
       run: (concurrency, seconds) =>
         runLoad({ concurrency, durationMs: seconds * 1000, issue: requester.issue }),
       keptBytes: undefined,
-      stop,
+      stop: server.stop,
     };
   } catch (err) {
-    await stop();
+    await server.stop();
     throw err;
   }
 }
@@ -257,10 +339,13 @@ async function main() {
   const systems = {};
   const startedAt = new Date();
   try {
-    log('bench/taskPath.js: starting AMF (amf up + amf worker), BullMQ (two redis-servers), raw NATS');
+    log(
+      'bench/taskPath.js: starting AMF (amf up + amf worker), BullMQ (two redis-servers), the JetStream floor, raw NATS',
+    );
     systems.amf = await startAmfSystem();
     systems.bullmq = await startBullmqSystem({ aof: false });
     systems.bullmqAof = await startBullmqSystem({ aof: true });
+    systems.floor = await startFloorSystem();
     systems.nats = await startNatsSystem();
     for (const s of Object.values(systems)) s.tasks = 0;
     for (const key of SYSTEMS) {
@@ -318,7 +403,12 @@ function summarize({ systems, rounds, kept }) {
   // Ratios per round (both systems measured seconds apart), for the spread.
   const perRound = rounds.amf.map((a, i) => {
     const b = rounds.bullmqAof[i];
-    return { p50: a.p50 / b.p50, throughput: a.throughput / b.throughput, cpu: sum(a.cpuUs) / sum(b.cpuUs) };
+    return {
+      p50: a.p50 / b.p50,
+      throughput: a.throughput / b.throughput,
+      cpu: sum(a.cpuUs) / sum(b.cpuUs),
+      floorCpu: sum(rounds.floor[i].cpuUs) / sum(b.cpuUs),
+    };
   });
   return { out, perRound };
 }
@@ -339,19 +429,27 @@ function report(measured) {
     cpu: a.cpuS / b.cpuS,
     disk: a.diskMb / b.diskMb,
   };
+  // What the fabric alone allows: the hand-written floor against BullMQ + AOF, and AMF against it.
+  const fl = out.floor;
+  const floorRatio = { p50: fl.p50 / b.p50, throughput: fl.throughput / b.throughput, cpu: fl.cpuS / b.cpuS };
+  const overFloor = { p50: a.p50 / fl.p50, throughput: a.throughput / fl.throughput, cpu: a.cpuS / fl.cpuS };
   const cells = (fn) => SYSTEMS.map((k) => fn(out[k])).join(' | ');
   const lines = [];
-  lines.push('| measure | AMF | BullMQ | BullMQ + AOF | raw NATS req/reply | AMF / BullMQ + AOF |');
-  lines.push('|---|---:|---:|---:|---:|---:|');
-  lines.push(`| p50 round trip, c=1 | ${cells((o) => `${f(o.p50, 2)} ms`)} | ${f(ratio.p50, 2)}× |`);
   lines.push(
-    `| round trips/s, c=${HIGH} | ${cells((o) => f(o.throughput, 0))} | ${f(ratio.throughput, 2)}× |`,
+    `| measure | ${SYSTEMS.map((k) => LABELS[k]).join(' | ')} | AMF / BullMQ + AOF | AMF / JetStream floor |`,
+  );
+  lines.push(`|---|${SYSTEMS.map(() => '---:').join('|')}|---:|---:|`);
+  lines.push(
+    `| p50 round trip, c=1 | ${cells((o) => `${f(o.p50, 2)} ms`)} | ${f(ratio.p50, 2)}× | ${f(overFloor.p50, 2)}× |`,
   );
   lines.push(
-    `| server CPU per 1,000 tasks, c=${HIGH} | ${cells((o) => `${f(o.cpuS, 3)} s`)} | ${f(ratio.cpu, 2)}× |`,
+    `| round trips/s, c=${HIGH} | ${cells((o) => f(o.throughput, 0))} | ${f(ratio.throughput, 2)}× | ${f(overFloor.throughput, 2)}× |`,
   );
   lines.push(
-    `| disk per 1,000 kept tasks | ${cells((o) => (o.diskMb === undefined ? '—' : `${f(o.diskMb, 2)} MB`))} | ${f(ratio.disk, 1)}× |`,
+    `| server CPU per 1,000 tasks, c=${HIGH} | ${cells((o) => `${f(o.cpuS, 3)} s`)} | ${f(ratio.cpu, 2)}× | ${f(overFloor.cpu, 2)}× |`,
+  );
+  lines.push(
+    `| disk per 1,000 kept tasks | ${cells((o) => (o.diskMb === undefined ? '—' : `${f(o.diskMb, 2)} MB`))} | ${f(ratio.disk, 1)}× | ${f(a.diskMb / fl.diskMb, 1)}× |`,
   );
   lines.push('');
   lines.push(`Server CPU per task at c=${HIGH}, by process (µs, medians over rounds):`);
@@ -377,6 +475,9 @@ function report(measured) {
     `disk per 1,000 kept tasks ≤ ${GOALS.diskMb.toFixed(1)} MB: ${f(a.diskMb, 2)} MB (${verdict(a.diskMb <= GOALS.diskMb)})`,
   ];
   lines.push(...verdicts.map((v) => `- Goal (issue 31): ${v}`));
+  lines.push(
+    `- The JetStream floor / BullMQ + AOF: CPU ${f(floorRatio.cpu, 2)}×, throughput ${f(floorRatio.throughput, 2)}×, p50 ${f(floorRatio.p50, 2)}× (per round: CPU ${range(perRound.map((r) => r.floorCpu))}): the least any durable task behind an HTTP edge on this fabric costs, against the goals above.`,
+  );
   return lines.join('\n');
 }
 
