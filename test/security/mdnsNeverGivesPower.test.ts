@@ -64,7 +64,11 @@ describe.skipIf(!onlyLoopback())('mDNS never gives power (private network namesp
 
   const registry = () => mesh.coordinator.registry;
 
-  async function site(agentId: string): Promise<Site> {
+  /**
+   * `host`: the attacker's site listens on a loopback address of its own, so a request another test
+   * file running alongside sends to a port it used before cannot land there and pass for one of ours.
+   */
+  async function site(agentId: string, host = '127.0.0.1'): Promise<Site> {
     const hits: string[] = [];
     let base = '';
     const server = createServer((req, res) => {
@@ -79,10 +83,10 @@ describe.skipIf(!onlyLoopback())('mDNS never gives power (private network namesp
       res.statusCode = 404;
       res.end();
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => server.listen(0, host, resolve));
     sites.push(server);
     const port = (server.address() as AddressInfo).port;
-    base = `http://127.0.0.1:${port}`;
+    base = `http://${host}:${port}`;
     return { base, port, hits, server };
   }
 
@@ -253,7 +257,7 @@ describe.skipIf(!onlyLoopback())('mDNS never gives power (private network namesp
     expect(before.nkey).toBe(victim.worker.key.publicKey);
 
     // Its public key replayed with the attacker's own endpoint, card and MCP URL.
-    const evil = await site(victimId);
+    const evil = await site(victimId, `127.${1 + (randomBytes(1)[0]! % 250)}.${randomBytes(1)[0]}.7`);
     const moved = await advertise(`imp-${run}`, evil.port, {
       ...agentRecordToTxt({
         ...before,
