@@ -10,6 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -43,7 +44,14 @@ describe('a data disk that fills up and empties again', () => {
   let ctl = '';
 
   afterAll(async () => {
-    if (child?.pid) process.kill(-child.pid, 'SIGKILL');
+    if (child?.pid && child.exitCode === null && child.signalCode === null) {
+      // SIGTERM first: `amf up` then stops the nats-server it started in a process group of its own,
+      // which a SIGKILL of this group would leave running.
+      const exited = new Promise((resolve) => child!.once('exit', resolve));
+      process.kill(-child.pid, 'SIGTERM');
+      const stopped = await Promise.race([exited.then(() => true), sleep(8_000).then(() => false)]);
+      if (!stopped) process.kill(-child.pid, 'SIGKILL');
+    }
     if (ctl) await rm(ctl, { recursive: true, force: true });
   });
 
