@@ -87,6 +87,8 @@ export class TaskResults {
     // coordinators follow the task; orphanResults.ts), not this coordinator's view of it.
     if (!task.owned) return arrival.path === 'direct' || !arrival.lastDelivery ? 'not_owner' : 'unknown';
     if (this.undecidedUntilConfirmed(task, agentId, arrival)) return 'not_owner';
+    // Put on record with the final (relayFinal), or before a retry elsewhere that it precedes.
+    let impliedClaim = false;
     if (task.claimedBy === undefined && task.state === 'announced' && this.deps.agents.isLive(agentId)) {
       // The result overtook the claim (they travel on different paths): the claim is implied, so
       // it is held to a claim's rules: only an agent admitted for the task's tag, which took the
@@ -95,7 +97,7 @@ export class TaskResults {
       if (!this.deps.table.applyTransition(task, 'amf.task.claim', agentId)) return 'refused';
       task.claimedBy = agentId;
       this.deps.table.changed(task);
-      this.recordImpliedClaim(task, agentId);
+      impliedClaim = true;
     }
     if (task.claimedBy !== agentId) {
       this.deps.notices.warn({
@@ -108,31 +110,66 @@ export class TaskResults {
     }
     // The worker's handler ran past its timeout: another worker runs the task while retries remain.
     // Its result does not end the task, so it is answered `refused` (nothing of it is stored).
-    if (
-      p.status === 'failed' &&
-      p.error?.code === HANDLER_TIMEOUT_CODE &&
-      this.deps.retryElsewhere?.(task, agentId, p.error.message)
-    )
-      return 'refused';
-    // The worker's result signature travels with the relayed final (identity/eventSignature.ts).
-    const relayed = carryResultSignature(
-      event,
-      createEvent({
-        type: 'amf.result.final',
-        sender: this.deps.sender,
-        payload: p,
-        taskId: task.taskId,
-        traceId: task.traceId,
-        ...(event.amfconfidence !== undefined ? { confidence: Number(event.amfconfidence) } : {}),
-      }),
-    );
+    if (p.status === 'failed' && p.error?.code === HANDLER_TIMEOUT_CODE) {
+      if (impliedClaim) this.recordImpliedClaim(task, agentId);
+      impliedClaim = false;
+      if (this.deps.retryElsewhere?.(task, agentId, p.error.message)) return 'refused';
+    }
+    const relayed = createEvent({
+      type: 'amf.result.final',
+      sender: this.deps.sender,
+      payload: p,
+      taskId: task.taskId,
+      traceId: task.traceId,
+      ...(event.amfconfidence !== undefined ? { confidence: Number(event.amfconfidence) } : {}),
+    });
     // A requester waiting in this process takes the final from the terminal listeners instead.
     const reply = this.deps.waitsHere?.(task.taskId) ? undefined : task.announce.data.payload.reply_subject;
     task.answeredFromQueue = true;
-    const recorded = publishCanonicalFinal(this.deps.fabric, relayed, reply);
-    if (recorded) task.recorded = recorded;
-    this.endWithFinal(task, relayed, agentId);
+    const relay = () => this.relayFinal(task, event, relayed, reply, impliedClaim);
+    // A child task's delegator takes the relayed final from its inbox as the task ends, so it is
+    // relayed first; so is a final on a fabric without streams (nothing to wait for).
+    if (task.resultInbox !== undefined || !this.deps.fabric.publishDurable) {
+      const recorded = relay();
+      if (recorded) task.recorded = recorded;
+      this.endWithFinal(task, relayed, agentId);
+      return 'accepted';
+    }
+    // The requester's answer does not wait for the relay to be encoded: the relay runs in a
+    // microtask queued after the requester's, so its answer is written first. Both leave before
+    // this turn ends (the relay's in the connection's next write), and everything that waits for
+    // the record (the worker's answer, the terminal state in KV) waits for the relay's promise.
+    let record: (recorded: Promise<unknown> | undefined) => void = () => undefined;
+    task.recorded = new Promise<unknown>((resolve) => (record = resolve));
+    try {
+      this.endWithFinal(task, relayed, agentId);
+    } finally {
+      queueMicrotask(() => {
+        try {
+          record(relay());
+        } catch (err) {
+          record(Promise.reject(err instanceof Error ? err : new Error(String(err))));
+        }
+      });
+    }
     return 'accepted';
+  }
+
+  /**
+   * Publishes an accepted final as the task's canonical one (and on `reply`), with the worker's
+   * result signature carried over (identity/eventSignature.ts), after the claim it stood in for
+   * when its worker sent none. Returns the promise of its record, when the fabric has streams.
+   */
+  private relayFinal(
+    task: TaskRecord,
+    event: AmfEventOf<'amf.result.final'>,
+    relayed: AmfEventOf<'amf.result.final'>,
+    reply: string | undefined,
+    impliedClaim: boolean,
+  ): Promise<unknown> | undefined {
+    if (impliedClaim) this.recordImpliedClaim(task, senderAgent(event));
+    carryResultSignature(event, relayed);
+    return publishCanonicalFinal(this.deps.fabric, relayed, reply);
   }
 
   /**
