@@ -116,6 +116,19 @@ export function isLoopbackPeer(address: string | undefined): boolean {
   return address !== undefined && isIpAddress(address) && isLoopbackHost(address);
 }
 
+/** Each connection's loopback verdict: its peer address does not change, so it is judged once. */
+const loopbackSockets = new WeakMap<object, boolean>();
+
+/** {@link isLoopbackPeer} of a request's connection, remembered for the connection's next requests. */
+function isLoopbackConnection(socket: IncomingMessage['socket']): boolean {
+  const known = loopbackSockets.get(socket);
+  if (known !== undefined) return known;
+  const address = socket.remoteAddress;
+  const local = isLoopbackPeer(address);
+  if (address !== undefined) loopbackSockets.set(socket, local);
+  return local;
+}
+
 /** Who a request is, as the edge authenticated it. */
 export type EdgeCaller =
   | { kind: 'anonymous' }
@@ -201,7 +214,7 @@ export class EdgeAuth {
     const presented = presentedBy(req, url);
     if ((presented.kind === 'bearer' || presented.kind === 'query') && this.isKey(presented.token))
       return { ok: true, caller: { kind: 'operator' } };
-    const local = isLoopbackPeer(req.socket.remoteAddress);
+    const local = isLoopbackConnection(req.socket);
     const what = `${method} ${url.pathname}`;
     if (row.rule === 'client') {
       if (local && (presented.kind === 'none' || (row.placeholderBearer && presented.kind === 'bearer')))
