@@ -93,18 +93,36 @@ const log = (line) => process.stderr.write(`${line}\n`);
  * A system under test: `procs` (name, pid) whose CPU is counted, `caller(concurrency)` giving an
  * `{ issue, close }` load client or a `run(concurrency, seconds)`, `keptBytes()` and `stop()`.
  */
-async function startAmfSystem() {
-  const amf = await startAmf({ nodeFlags: NODE_FLAGS, workerConcurrency: WORKER_CONCURRENCY });
+/**
+ * Chat completions for `amf/echo` to `baseUrl`, one keep-alive client per concurrency:
+ * `run(concurrency, seconds)` for the load, `check(label)` for one answer echoed, `close()`.
+ */
+function chatLoad(baseUrl) {
   const body = JSON.stringify({ model: 'amf/echo', messages: [{ role: 'user', content: TEXT }] });
   const posters = new Map();
   const poster = (concurrency) => {
     if (!posters.has(concurrency))
-      posters.set(concurrency, httpPoster(`${amf.url}/v1/chat/completions`, body, { concurrency }));
+      posters.set(concurrency, httpPoster(`${baseUrl}/v1/chat/completions`, body, { concurrency }));
     return posters.get(concurrency);
   };
-  const first = await poster(1).once();
-  if (first.status !== 200 || !first.text.includes(TEXT))
-    throw new Error(`amf/echo: HTTP ${first.status} ${first.text.slice(0, 300)}`);
+  return {
+    run: (concurrency, seconds) =>
+      runLoad({ concurrency, durationMs: seconds * 1000, issue: poster(concurrency).issue }),
+    check: async (label) => {
+      const first = await poster(1).once();
+      if (first.status !== 200 || !first.text.includes(TEXT))
+        throw new Error(`${label}: HTTP ${first.status} ${first.text.slice(0, 300)}`);
+    },
+    close: () => {
+      for (const p of posters.values()) p.close();
+    },
+  };
+}
+
+async function startAmfSystem() {
+  const amf = await startAmf({ nodeFlags: NODE_FLAGS, workerConcurrency: WORKER_CONCURRENCY });
+  const load = chatLoad(amf.url);
+  await load.check('amf/echo');
   const baseBytes = amf.storeBytes();
   return {
     procs: [
@@ -112,11 +130,10 @@ async function startAmfSystem() {
       { name: 'worker', pid: amf.workerPid },
       { name: 'nats-server', pid: amf.natsPid },
     ],
-    run: (concurrency, seconds) =>
-      runLoad({ concurrency, durationMs: seconds * 1000, issue: poster(concurrency).issue }),
+    run: load.run,
     keptBytes: () => amf.storeBytes() - baseBytes,
     stop: async () => {
-      for (const p of posters.values()) p.close();
+      load.close();
       await amf.stop();
     },
   };
@@ -232,22 +249,9 @@ async function startFloorSystem() {
       ready: /"ready":true/,
     });
     server.stops.push(edge.stop);
-    const body = JSON.stringify({ model: 'amf/echo', messages: [{ role: 'user', content: TEXT }] });
-    const posters = new Map();
-    const poster = (concurrency) => {
-      if (!posters.has(concurrency))
-        posters.set(
-          concurrency,
-          httpPoster(`http://127.0.0.1:${port}/v1/chat/completions`, body, { concurrency }),
-        );
-      return posters.get(concurrency);
-    };
-    server.stops.push(async () => {
-      for (const p of posters.values()) p.close();
-    });
-    const first = await poster(1).once();
-    if (first.status !== 200 || !first.text.includes(TEXT))
-      throw new Error(`JetStream floor: HTTP ${first.status} ${first.text.slice(0, 300)}`);
+    const load = chatLoad(`http://127.0.0.1:${port}`);
+    server.stops.push(async () => load.close());
+    await load.check('JetStream floor');
     const baseBytes = server.storeBytes();
     return {
       procs: [
@@ -255,8 +259,7 @@ async function startFloorSystem() {
         { name: 'worker', pid: worker.pid },
         { name: 'nats-server', pid: server.pid },
       ],
-      run: (concurrency, seconds) =>
-        runLoad({ concurrency, durationMs: seconds * 1000, issue: poster(concurrency).issue }),
+      run: load.run,
       keptBytes: () => server.storeBytes() - baseBytes,
       stop: server.stop,
     };
