@@ -21,6 +21,7 @@ import {
   type CallToolResult,
   type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
+import { Readable } from 'node:stream';
 import type { AgentFetch, RawAnswer } from './callAuth.js';
 import { AmfError } from '../../../errors.js';
 
@@ -220,6 +221,7 @@ async function readAnswer(
 
 /** The whole of `body`, refused beyond `max` bytes. */
 async function readAll(body: AsyncIterable<Uint8Array>, max: number): Promise<Buffer> {
+  if (body instanceof Readable) return readStream(body, max);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -231,6 +233,38 @@ async function readAll(body: AsyncIterable<Uint8Array>, max: number): Promise<Bu
     chunks.push(Buffer.from(chunk));
   }
   return Buffer.concat(chunks).subarray(0, max);
+}
+
+/**
+ * readAll of a node stream (the agent's answer over node:http), by its events: the async iterator
+ * took several turns of promises per answer, on the caller's wait for every JSON answer.
+ */
+function readStream(body: Readable, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (err?: unknown) => {
+      body.off('data', onData).off('end', onEnd).off('error', done).off('close', onClose);
+      if (err !== undefined) reject(err instanceof Error ? err : new Error(String(err)));
+      else resolve(Buffer.concat(chunks).subarray(0, max));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength;
+      chunks.push(chunk);
+      if (size <= max) return;
+      if (max < MAX_ANSWER_BYTES) {
+        body.destroy();
+        done();
+      } else {
+        body.destroy();
+        done(new AmfError('PAYLOAD_TOO_LARGE', `the agent's answer is larger than ${max} bytes`));
+      }
+    };
+    const onEnd = () => done();
+    // Closed before its end: the connection was cut (or the call aborted) mid-answer.
+    const onClose = () => done(body.errored ?? new AmfError('UNAVAILABLE', 'the answer was cut short'));
+    body.on('data', onData).once('end', onEnd).once('error', done).once('close', onClose);
+  });
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -148,22 +148,16 @@ export async function guardedForward<T>(
     record({ decision: 'deny', reasons: decision.reasons, outcome: 'denied' });
     return answers.refused(decision.reasons, false);
   }
-  if (deps.auth === 'none' || deps.auth === 'bearer')
-    // Plaintext tier: warned on every call, not just once (README "MCP call authentication"). Built,
-    // signed and published in the next turn of the event loop, once the forward below has gone out:
-    // it was a tenth of a millisecond on the caller's wait before the forward (issue 14).
-    setImmediate(() => {
-      try {
-        deps.notices.warn({
+  // Plaintext tier: warned on every call, not just once (README "MCP call authentication").
+  const warning =
+    deps.auth === 'none' || deps.auth === 'bearer'
+      ? plaintextWarning(deps, () => ({
           reason: 'mcp_call_unauthenticated',
           message: `MCP ${isTool ? 'call' : `${req.kind} request`} ${target.agentId}/${target.name} forwarded over plaintext http:// ${deps.auth === 'bearer' ? "(the coordinator's bearer authenticates it to the agent; the agent is not authenticated)" : 'without authentication'}`,
           agent_id: target.agentId,
           details: { [req.kind]: target.name, mcp_endpoint: deps.endpoint },
-        });
-      } catch (err) {
-        deps.log?.('warn', 'mcp_call_unauthenticated warning not published', { err: String(err) });
-      }
-    });
+        }))
+      : undefined;
   try {
     const result = await run(await deps.clientFor(target.agentId));
     record({ decision: 'allow', reasons: [], outcome: answers.outcome(result) });
@@ -188,5 +182,38 @@ export async function guardedForward<T>(
     const message = err instanceof Error ? err.message : String(err);
     record({ decision: 'allow', reasons: [], outcome: 'failed', error: message.slice(0, 500) });
     return answers.failed(err, target.agentId, message);
+  } finally {
+    warning?.callEnded();
   }
+}
+
+/** A call still running after this long has its plaintext warning published without waiting for its end. */
+const WARNING_LATEST_MS = 1000;
+
+/**
+ * The plaintext warning of one forwarded call. Built, signed and published when the call ends, in
+ * the turn that also publishes its audit record, once the answer is written: the two leave in one
+ * socket write (fabric/coalescedWrites.ts), and none of it competes with the worker and nats-server
+ * for the CPU while the caller waits. Before, it went out while the forward was in flight: on two
+ * cores, that work and nats-server's storing it delayed the agent's answer (issue 31). A long call
+ * is warned about after WARNING_LATEST_MS instead.
+ */
+function plaintextWarning(
+  deps: ForwardDeps,
+  build: () => Parameters<PolicyNotices['warn']>[0],
+): { callEnded(): void } {
+  let sent = false;
+  const send = () => {
+    if (sent) return;
+    sent = true;
+    clearTimeout(latest);
+    try {
+      deps.notices.warn(build());
+    } catch (err) {
+      deps.log?.('warn', 'mcp_call_unauthenticated warning not published', { err: String(err) });
+    }
+  };
+  const latest = setTimeout(send, WARNING_LATEST_MS);
+  latest.unref();
+  return { callEnded: () => void setImmediate(send) };
 }
