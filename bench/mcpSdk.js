@@ -15,8 +15,8 @@
  * request is garbage-collected).
  *
  * Environment: BENCH_MCP_SDK_ROUNDS (3), BENCH_MCP_SDK_SECONDS (3), BENCH_MCP_SDK_WARMUP_SECONDS (0.5),
- * BENCH_MCP_SDK_OUT (the page whose section "MCP with the official SDK client" it overwrites; default
- * docs/performance.md; "-" writes none), BENCH_CHILD_FLAGS.
+ * BENCH_MCP_SDK_OUT (the page whose section "MCP with the official SDK client" it overwrites; "-"
+ * writes none), else BENCH_OUT as for bench/run.js, else docs/performance.md; BENCH_CHILD_FLAGS.
  */
 import { randomUUID } from 'node:crypto';
 import { Buffer } from 'node:buffer';
@@ -41,7 +41,7 @@ const envNumber = (key, fallback, min) => envNumberOf('bench/mcpSdk.js', key, fa
 const ROUNDS = Math.round(envNumber('BENCH_MCP_SDK_ROUNDS', 3, 1));
 const SECONDS = envNumber('BENCH_MCP_SDK_SECONDS', 3, 0.1);
 const WARMUP_SECONDS = envNumber('BENCH_MCP_SDK_WARMUP_SECONDS', 0.5, 0);
-const OUT = process.env.BENCH_MCP_SDK_OUT ?? PERFORMANCE_PAGE;
+const OUT = process.env.BENCH_MCP_SDK_OUT ?? process.env.BENCH_OUT ?? PERFORMANCE_PAGE;
 const CHILD_FLAGS = (process.env.BENCH_CHILD_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const TEXT = 'Hello from the AMF MCP SDK benchmark: please echo this sentence back, word for word.';
 const PROTOCOL = '2025-11-25';
