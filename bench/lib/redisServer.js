@@ -30,15 +30,29 @@ export function freePort() {
   });
 }
 
-/** Bytes the files under `dir` occupy on disk (allocated blocks, as `du` counts them). */
+/**
+ * Bytes the files under `dir` occupy on disk (allocated blocks, as `du` counts them). A file or
+ * directory removed while it is read (nats-server compacting a block, Redis rewriting its AOF)
+ * counts as empty.
+ */
 export function diskBytes(dir) {
   let total = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+  for (const entry of gone(() => readdirSync(dir, { withFileTypes: true }), [])) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) total += diskBytes(path);
-    else if (entry.isFile()) total += statSync(path).blocks * 512;
+    else if (entry.isFile()) total += gone(() => statSync(path).blocks * 512, 0);
   }
   return total;
+}
+
+/** `read()`, or `fallback` when what it reads no longer exists. */
+function gone(read, fallback) {
+  try {
+    return read();
+  } catch (err) {
+    if (/** @type {NodeJS.ErrnoException} */ (err).code === 'ENOENT') return fallback;
+    throw err;
+  }
 }
 
 /** Runs `redis-cli` against the server; returns its trimmed stdout, or throws with its stderr. */
