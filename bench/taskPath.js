@@ -352,6 +352,9 @@ const median = (xs) => {
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
 async function main() {
+  // Every child process and server adds an exit hook that kills it if this process dies first: five
+  // systems hold more than Node's default of 10, which is their number, not a leak.
+  process.setMaxListeners(32);
   const redisVersion = redisInstalled();
   if (!redisVersion) {
     log(
