@@ -14,6 +14,7 @@ import { isTerminal, type TaskState } from '../../events/taskStateMachine.js';
 import type { ResultArrival, ResultDecision } from './resultIntake.js';
 import { namesOffer } from './offerNonce.js';
 import { UNTIL_CLOSED } from '../../fabric/eventBus.js';
+import { toAmfError } from '../../errors.js';
 
 /** The agent an event speaks for: its payload's `agent_id`, else the envelope's identity. */
 export function senderAgent(event: AmfEvent): string {
@@ -148,7 +149,7 @@ export class TaskResults {
         try {
           record(relay());
         } catch (err) {
-          record(Promise.reject(err instanceof Error ? err : new Error(String(err))));
+          record(Promise.reject(err instanceof Error ? err : toAmfError(err)));
         }
       });
     }

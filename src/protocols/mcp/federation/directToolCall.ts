@@ -23,7 +23,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { Readable } from 'node:stream';
 import type { AgentFetch, RawAnswer } from './callAuth.js';
-import { AmfError } from '../../../errors.js';
+import { AmfError, toAmfError } from '../../../errors.js';
 
 /** What one direct call needs. */
 export interface DirectCall {
@@ -245,7 +245,7 @@ function readStream(body: Readable, max: number): Promise<Buffer> {
     let size = 0;
     const done = (err?: unknown) => {
       body.off('data', onData).off('end', onEnd).off('error', done).off('close', onClose);
-      if (err !== undefined) reject(err instanceof Error ? err : new Error(String(err)));
+      if (err !== undefined) reject(err instanceof Error ? err : toAmfError(err));
       else resolve(Buffer.concat(chunks).subarray(0, max));
     };
     const onData = (chunk: Buffer) => {
