@@ -7,11 +7,8 @@
  * record), or while it runs when it runs long.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  Client as ClientV2,
-  StreamableHTTPClientTransport as TransportV2,
-} from '@modelcontextprotocol/client';
 import { startTestMesh, type ObservedEvent, type TestMesh } from '../helpers/meshFixture.js';
+import { connectV2 as connectV2At, textOf } from './mcpClientKit.js';
 import { echoHandler } from '../../src/worker/handlers/echo.js';
 import type { WorkerHandler } from '../../src/worker/handlerApi.js';
 import type { McpAuditRecord } from '../../src/protocols/mcp/federation/audit.js';
@@ -50,27 +47,8 @@ afterAll(async () => {
   await mesh?.close();
 });
 
-/** A 2.x client of the coordinator whose `tools/call` answers' content types are recorded. */
-async function connectV2(
-  options: ConstructorParameters<typeof ClientV2>[1] = {},
-): Promise<{ client: ClientV2; callTypes: string[] }> {
-  const callTypes: string[] = [];
-  const observed: typeof fetch = async (input, init) => {
-    const res = await fetch(input, init);
-    const body = typeof init?.body === 'string' ? init.body : '';
-    if (body.includes('"tools/call"')) callTypes.push(res.headers.get('content-type') ?? '');
-    return res;
-  };
-  const client = new ClientV2({ name: 'amf-test-v2', version: '1.0.0' }, options);
-  await client.connect(new TransportV2(new URL(`${mesh.url}/mcp`), { fetch: observed }));
-  return { client, callTypes };
-}
-
-function textOf(result: unknown): string {
-  return (result as { content: Array<{ type: string; text?: string }> }).content
-    .map((c) => (c.type === 'text' ? (c.text ?? '') : ''))
-    .join('');
-}
+/** A 2.x client of the coordinator's `/mcp` (mcpClientKit.ts). */
+const connectV2 = (options?: Parameters<typeof connectV2At>[1]) => connectV2At(`${mesh.url}/mcp`, options);
 
 function warningsFor(agentId: string): ObservedEvent[] {
   return mesh.events.filter(

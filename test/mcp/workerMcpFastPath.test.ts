@@ -12,12 +12,9 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  Client as ClientV2,
-  StreamableHTTPClientTransport as TransportV2,
-} from '@modelcontextprotocol/client';
 import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
 import { startTestMesh, type TestMesh } from '../helpers/meshFixture.js';
+import { connectV2, textOf } from './mcpClientKit.js';
 import { HandlerError, type WorkerHandler } from '../../src/worker/handlerApi.js';
 import type { RunningWorker } from '../../src/apps/workerApp.js';
 import type { MeshWorker } from '../../src/worker/meshWorker.js';
@@ -153,10 +150,6 @@ async function answerOf(res: Response): Promise<Answer> {
   };
 }
 
-function textOf(result: unknown): string {
-  return (result as CallToolResult).content.map((c) => (c.type === 'text' ? c.text : '')).join('');
-}
-
 describe("a worker's /mcp fast path", () => {
   it('answers a plain tools/call of its tool with one JSON body and the handler result', async () => {
     const answer = await post({
@@ -244,15 +237,7 @@ describe("a worker's /mcp fast path", () => {
   });
 
   it('answers the official 2.x client as one JSON body too', async () => {
-    const types: string[] = [];
-    const observed: typeof fetch = async (input, init) => {
-      const res = await fetch(input, init);
-      const body = typeof init?.body === 'string' ? init.body : '';
-      if (body.includes('"tools/call"')) types.push(res.headers.get('content-type') ?? '');
-      return res;
-    };
-    const v2 = new ClientV2({ name: 'amf-test-v2', version: '1.0.0' });
-    await v2.connect(new TransportV2(new URL(url), { fetch: observed }));
+    const { client: v2, callTypes: types } = await connectV2(url);
     try {
       const results = await Promise.all(
         ['one', 'two', 'three'].map((t) => v2.callTool({ name: 'echo', arguments: { text: t } })),
