@@ -455,12 +455,14 @@ describe.skipIf(!onlyLoopback())('mDNS never gives power (private network namesp
       ),
     );
     await mesh.waitFor(() => registry().isLive(id), 10_000, 'the impostor live');
+    // Its NATS user is in the server's config once the grants have settled (a reload, slow under load).
+    await mesh.coordinator.grants!.settled();
     const own = await mesh.waitFor(
       () =>
         connectAsAgent(mesh.coordinator.natsUrl, impostorKey, 'impostor', { maxReconnectAttempts: 0 }).catch(
           () => undefined,
         ),
-      10_000,
+      30_000,
       "the impostor's own login",
     );
     connections.push(own);
